@@ -1,0 +1,46 @@
+"""`approvals-bot` command line: one parser, sub-commands registered by their modules.
+
+Each module in `bot.commands` exposes `register(subparsers)` and sets `func` on its
+parsers; `func(args)` returns an exit code. Errors from our tree become one clear line
+on stderr and exit code 2; nothing else is caught.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from bot import __version__
+from bot.errors import ApprovalsError
+
+COMMAND_MODULES = ("bot.commands.demo", "bot.commands.ops", "bot.commands.serve")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="approvals-bot",
+        description="A Slack bot that puts a human between an AI agent and its tools.",
+    )
+    parser.add_argument("--version", action="version", version=f"approvals-bot {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return 2
+    try:
+        code: int = args.func(args)
+    except ApprovalsError as error:
+        print(f"approvals-bot: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return code

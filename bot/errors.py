@@ -1,0 +1,129 @@
+"""The one error tree of approvals-bot.
+
+Every layer raises from this tree; the boundaries (CLI, Slack listeners) map it to
+one clear line or ephemeral message. This module is a leaf: it imports nothing of ours,
+so every layer (runtime, review, policy, store, service, slack) may import it.
+
+    ApprovalsError
+    ├── ConfigError               bad configuration at start-up (names the variable/file)
+    ├── InputError                bad input from a person or a caller (names the problem)
+    ├── RunStateError             a state that cannot be loaded, saved or resumed
+    │   ├── SchemaVersionError        newer/unknown $schemaVersion (names both versions)
+    │   ├── AgentNotRegisteredError   agent name/version not in the registry
+    │   └── ContextSerializationError context refused (strict mode, secret at a path)
+    ├── DecisionError             a decision that does not fit
+    │   ├── UnknownCallError          no pending call with that id / execution key
+    │   ├── ResolutionError           resolve() choice does not fit the call's state
+    │   ├── NotAuthorizedError        this person may not decide this call
+    │   └── AlreadyDecidedError       lost a race / terminal state (says who won, when)
+    ├── ModelError                the model failed or timed out
+    ├── StoreError                persistence failed
+    │   ├── ConflictError             compare-and-set lost (expected state/version moved)
+    │   ├── TamperError               a blob failed to decrypt/verify (fails closed)
+    │   ├── MigrationError            schema migration failed / database from a newer build
+    │   ├── ExecutionKeyConflict      same execution key, different arguments digest
+    │   ├── LeaseHeldError            another live worker holds the execution lease
+    │   └── LeaseLostError            our lease was taken over (fenced: write refused)
+    └── SlackError                the Slack Web API answered with an error
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+
+class ApprovalsError(Exception):
+    """Root of every error approvals-bot raises on purpose."""
+
+
+class ConfigError(ApprovalsError):
+    """Configuration is missing or malformed; start-up stops with this message."""
+
+
+class InputError(ApprovalsError):
+    """Input from a person or caller is malformed; nothing was changed."""
+
+
+class RunStateError(ApprovalsError):
+    """A RunState cannot be loaded, saved or resumed."""
+
+
+class SchemaVersionError(RunStateError):
+    """A payload's $schemaVersion is newer than or unknown to this build."""
+
+
+class AgentNotRegisteredError(RunStateError):
+    """The state's agent name/version is not in the registry."""
+
+
+class ContextSerializationError(RunStateError):
+    """The run context cannot be serialized safely (strict mode, or a secret found)."""
+
+
+class DecisionError(ApprovalsError):
+    """A decision or resolution that does not fit the call."""
+
+
+class UnknownCallError(DecisionError):
+    """No pending call with that tool call id or execution key."""
+
+
+class ResolutionError(DecisionError):
+    """The chosen resolution does not fit the call's current state."""
+
+
+class NotAuthorizedError(DecisionError):
+    """This person may not take this decision."""
+
+
+class AlreadyDecidedError(DecisionError):
+    """The approval is no longer pending; carries who decided it and when."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: str,
+        decider: str | None = None,
+        decided_at: datetime | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.decider = decider
+        self.decided_at = decided_at
+
+
+class ModelError(ApprovalsError):
+    """The model call failed, timed out or answered something unusable."""
+
+
+class StoreError(ApprovalsError):
+    """Persistence failed."""
+
+
+class ConflictError(StoreError):
+    """A compare-and-set found the row in another state or version."""
+
+
+class TamperError(StoreError):
+    """A stored blob failed authenticated decryption; nothing may run from it."""
+
+
+class MigrationError(StoreError):
+    """The database schema cannot be migrated (or was written by a newer build)."""
+
+
+class ExecutionKeyConflict(StoreError):
+    """The execution key is already recorded with different arguments."""
+
+
+class LeaseHeldError(StoreError):
+    """Another live worker holds the execution lease for this key."""
+
+
+class LeaseLostError(StoreError):
+    """Our execution lease was taken over; the write was refused (fencing)."""
+
+
+class SlackError(ApprovalsError):
+    """The Slack Web API answered with an error we could not handle."""

@@ -1,0 +1,1 @@
+"""Persistence for approvals-bot: encrypted run blobs, approvals, audit log, ledger."""
