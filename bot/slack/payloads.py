@@ -1,0 +1,311 @@
+"""Pure parsing of the Slack payloads the bot handles into small frozen dataclasses.
+
+Nothing here talks to Slack, the service or the clock: listeners call these functions
+and act on the result. A payload that is not what Slack sends raises InputError naming
+the missing or malformed field; a person's bad input becomes a value the listener can
+answer (a help text, inline validation errors).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from bot.errors import InputError
+
+APPROVE_ACTION_ID = "approval_approve"
+REJECT_ACTION_ID = "approval_reject"
+DECISION_CALLBACK_ID = "approval_decision"
+REASON_BLOCK_ID = "reason"
+REASON_ACTION_ID = "reason_input"
+MESSAGE_BLOCK_ID = "message_to_agent"
+MESSAGE_ACTION_ID = "message_input"
+CALL_BLOCK_ID = "call"
+DIGEST_BLOCK_ID = "digest"
+
+MAX_REASON_CHARS = 2000
+MAX_MESSAGE_CHARS = 2000
+_AGENT_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+_APPROVAL_ID = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
+
+DecisionAction = Literal["approve", "reject"]
+
+
+# -- slash commands -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlashCommand:
+    command: str
+    text: str
+    user_id: str
+    channel_id: str
+    trigger_id: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentTask:
+    """`/agent [@name | agent=name] <task>`; `agent_name` None means the default agent."""
+
+    agent_name: str | None
+    task: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentHelp:
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalsHelp:
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalsList:
+    pass
+
+
+AgentCommand = AgentTask | AgentHelp
+ApprovalsCommand = ApprovalsHelp | ApprovalsList
+
+
+def parse_slash_command(body: Mapping[str, Any]) -> SlashCommand:
+    return SlashCommand(
+        command=_text(body, "command"),
+        text=str(body.get("text") or "").strip(),
+        user_id=_text(body, "user_id"),
+        channel_id=_text(body, "channel_id"),
+        trigger_id=_optional_text(body, "trigger_id"),
+    )
+
+
+def parse_agent_command(text: str) -> AgentCommand:
+    """`help` or nothing -> AgentHelp; `@ops task` / `agent=ops task` pick an agent."""
+    text = text.strip()
+    if text.lower() in ("", "help"):
+        return AgentHelp()
+    head, _, rest = text.partition(" ")
+    agent_name: str | None = None
+    if head.startswith("@") and not head.startswith("@<"):
+        agent_name = head[1:]
+    elif head.lower().startswith("agent="):
+        agent_name = head[len("agent=") :]
+    if agent_name is None:
+        return AgentTask(agent_name=None, task=text)
+    if not _AGENT_NAME.fullmatch(agent_name):
+        raise InputError(
+            f"{agent_name!r} is not an agent name (letters, digits, '.', '_' or '-', up to 64)"
+        )
+    task = rest.strip()
+    if not task:
+        raise InputError(f"tell agent {agent_name!r} what to do: /agent @{agent_name} <task>")
+    return AgentTask(agent_name=agent_name, task=task)
+
+
+def parse_approvals_command(text: str) -> ApprovalsCommand:
+    word = text.strip().lower()
+    if word in ("", "help"):
+        return ApprovalsHelp()
+    if word == "list":
+        return ApprovalsList()
+    raise InputError(f"unknown /approvals sub-command {text.strip()!r}; try `/approvals help`")
+
+
+# -- interactivity ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ButtonClick:
+    """Approve or Reject pressed on a review card. The button's value is the approval id;
+    `call_text` and `digest` are the card's own rendering, reused in the modal."""
+
+    action: DecisionAction
+    approval_id: str
+    user_id: str
+    channel_id: str | None
+    message_ts: str | None
+    trigger_id: str
+    call_text: str | None
+    digest: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModalContext:
+    """What the modal carries in `private_metadata`: which approval and which action."""
+
+    approval_id: str
+    action: DecisionAction
+    channel_id: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecisionSubmission:
+    approval_id: str
+    action: DecisionAction
+    channel_id: str | None
+    user_id: str
+    reason: str
+    message: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class InvalidSubmission:
+    """Inline errors for the modal, keyed by block id (Slack's `response_action: errors`)."""
+
+    errors: Mapping[str, str]
+
+
+def parse_button_click(body: Mapping[str, Any]) -> ButtonClick:
+    actions = body.get("actions")
+    if not isinstance(actions, list) or not actions or not isinstance(actions[0], Mapping):
+        raise InputError("block_actions payload has no actions")
+    action = actions[0]
+    action_id = _text(action, "action_id")
+    if action_id not in (APPROVE_ACTION_ID, REJECT_ACTION_ID):
+        raise InputError(f"unexpected action_id {action_id!r}")
+    container = _mapping(body, "container", required=False)
+    channel = _mapping(body, "channel", required=False)
+    message = _mapping(body, "message", required=False)
+    return ButtonClick(
+        action="approve" if action_id == APPROVE_ACTION_ID else "reject",
+        approval_id=_approval_id(_text(action, "value")),
+        user_id=_text(_mapping(body, "user"), "id"),
+        channel_id=_optional_text(channel, "id") or _optional_text(container, "channel_id"),
+        message_ts=_optional_text(container, "message_ts") or _optional_text(message, "ts"),
+        trigger_id=_text(body, "trigger_id"),
+        call_text=_block_text(message, CALL_BLOCK_ID),
+        digest=_block_text(message, DIGEST_BLOCK_ID),
+    )
+
+
+def encode_modal_context(context: ModalContext) -> str:
+    return f"{context.action}|{context.approval_id}|{context.channel_id or ''}"
+
+
+def decode_modal_context(metadata: str) -> ModalContext:
+    action, sep1, rest = metadata.partition("|")
+    approval_id, sep2, channel_id = rest.partition("|")
+    if not sep1 or not sep2 or action not in ("approve", "reject"):
+        raise InputError(f"modal private_metadata {metadata[:80]!r} is not ours")
+    return ModalContext(
+        approval_id=_approval_id(approval_id),
+        action="approve" if action == "approve" else "reject",
+        channel_id=channel_id or None,
+    )
+
+
+def parse_decision_submission(body: Mapping[str, Any]) -> DecisionSubmission | InvalidSubmission:
+    view = _mapping(body, "view")
+    if view.get("callback_id") != DECISION_CALLBACK_ID:
+        raise InputError(f"unexpected view callback_id {view.get('callback_id')!r}")
+    context = decode_modal_context(_text(view, "private_metadata"))
+    values = _mapping(_mapping(view, "state"), "values")
+    reason = _input_value(values, REASON_BLOCK_ID, REASON_ACTION_ID)
+    message = _input_value(values, MESSAGE_BLOCK_ID, MESSAGE_ACTION_ID)
+    errors: dict[str, str] = {}
+    if not reason:
+        errors[REASON_BLOCK_ID] = "Give a reason: it goes into the audit log."
+    elif len(reason) > MAX_REASON_CHARS:
+        errors[REASON_BLOCK_ID] = f"Keep the reason under {MAX_REASON_CHARS} characters."
+    if message is not None and len(message) > MAX_MESSAGE_CHARS:
+        errors[MESSAGE_BLOCK_ID] = f"Keep the message under {MAX_MESSAGE_CHARS} characters."
+    if errors or reason is None:
+        return InvalidSubmission(errors=errors)
+    return DecisionSubmission(
+        approval_id=context.approval_id,
+        action=context.action,
+        channel_id=context.channel_id,
+        user_id=_text(_mapping(body, "user"), "id"),
+        reason=reason,
+        message=message if context.action == "reject" and message else None,
+    )
+
+
+# -- events -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThreadReply:
+    """A person's message inside a thread: possible follow-up input for a run."""
+
+    channel_id: str
+    thread_ts: str
+    user_id: str
+    text: str
+    ts: str
+
+
+def parse_thread_reply(event: Mapping[str, Any], *, bot_user_id: str | None) -> ThreadReply | None:
+    """A human reply in a thread, or None for everything the bot ignores: bot
+    messages, edits and other subtypes, its own messages, thread roots, top-level posts."""
+    if event.get("type") != "message" or event.get("subtype") or event.get("bot_id"):
+        return None
+    user_id = _optional_text(event, "user")
+    thread_ts = _optional_text(event, "thread_ts")
+    ts = _optional_text(event, "ts")
+    if user_id is None or thread_ts is None or ts is None or ts == thread_ts:
+        return None
+    if bot_user_id is not None and user_id == bot_user_id:
+        return None
+    text = str(event.get("text") or "").strip()
+    if not text:
+        return None
+    return ThreadReply(
+        channel_id=_text(event, "channel"), thread_ts=thread_ts, user_id=user_id, text=text, ts=ts
+    )
+
+
+# -- helpers ------------------------------------------------------------------------
+
+
+def _mapping(body: Mapping[str, Any], key: str, *, required: bool = True) -> Mapping[str, Any]:
+    value = body.get(key)
+    if isinstance(value, Mapping):
+        return value
+    if value is None and not required:
+        return {}
+    raise InputError(f"payload field {key!r} is missing or not an object")
+
+
+def _text(body: Mapping[str, Any], key: str) -> str:
+    value = body.get(key)
+    if not isinstance(value, str) or not value:
+        raise InputError(f"payload field {key!r} is missing or not a string")
+    return value
+
+
+def _optional_text(body: Mapping[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def _approval_id(value: str) -> str:
+    if not _APPROVAL_ID.fullmatch(value):
+        raise InputError(f"{value[:80]!r} is not an approval id")
+    return value
+
+
+def _input_value(values: Mapping[str, Any], block_id: str, action_id: str) -> str | None:
+    block = values.get(block_id)
+    if not isinstance(block, Mapping):
+        return None
+    element = block.get(action_id)
+    if not isinstance(element, Mapping):
+        return None
+    value = element.get("value")
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _block_text(message: Mapping[str, Any], block_id: str) -> str | None:
+    blocks = message.get("blocks")
+    if not isinstance(blocks, list):
+        return None
+    for block in blocks:
+        if isinstance(block, Mapping) and block.get("block_id") == block_id:
+            text = block.get("text")
+            if isinstance(text, Mapping) and isinstance(text.get("text"), str):
+                return str(text["text"])
+    return None

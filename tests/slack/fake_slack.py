@@ -1,0 +1,234 @@
+"""A fake Slack Web API on 127.0.0.1 port 0 that the real slack_sdk client talks to.
+
+It records every call, answers the methods the bot uses with Slack-shaped JSON, and can
+be told to answer 429 (with Retry-After) or a method-specific error a number of times.
+Tests wait on recorded calls with `wait_for` (a condition with a deadline), never sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+from aiohttp import web
+
+BOT_USER_ID = "UBOT0001"
+BOT_ID = "BBOT0001"
+TEAM_ID = "T0000001"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Call:
+    method: str
+    args: Mapping[str, Any]
+    token: str | None
+
+
+@dataclass(kw_only=True)
+class _Failure:
+    times: int
+    status: int
+    error: str | None
+    retry_after: int | None
+
+
+@dataclass(kw_only=True)
+class FakeSlack:
+    """Start with `await fake.start()`; `fake.api_url` is the base URL for slack_sdk."""
+
+    calls: list[Call] = field(default_factory=list)
+    usergroups: dict[str, list[str]] = field(default_factory=dict)
+    _failures: dict[str, list[_Failure]] = field(default_factory=dict)
+    _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+    _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _runner: web.AppRunner | None = None
+    api_url: str = ""
+
+    async def start(self) -> str:
+        app = web.Application()
+        app.router.add_post("/api/{method}", self._handle)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.api_url = f"http://127.0.0.1:{port}/api/"
+        return self.api_url
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # -- programming failures ---------------------------------------------------------
+
+    def fail(
+        self,
+        method: str,
+        *,
+        times: int = 1,
+        status: int = 200,
+        error: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
+        """Answer the next `times` calls of `method` with an error: `status=429` and
+        `retry_after` for rate limits, or `error` (e.g. "expired_trigger_id")."""
+        self._failures.setdefault(method, []).append(
+            _Failure(times=times, status=status, error=error, retry_after=retry_after)
+        )
+
+    # -- inspecting calls -------------------------------------------------------------
+
+    def calls_to(self, method: str) -> list[Call]:
+        return [call for call in self.calls if call.method == method]
+
+    async def wait_for(
+        self,
+        method: str,
+        predicate: Callable[[Call], bool] = lambda call: True,
+        *,
+        count: int = 1,
+        within: float = 10.0,
+    ) -> list[Call]:
+        """Wait until `count` calls of `method` match `predicate`; return them."""
+
+        def matching() -> list[Call]:
+            return [call for call in self.calls_to(method) if predicate(call)]
+
+        async with self._changed:
+            try:
+                await asyncio.wait_for(
+                    self._changed.wait_for(lambda: len(matching()) >= count), within
+                )
+            except TimeoutError:
+                seen = [(c.method, dict(c.args)) for c in self.calls]
+                raise AssertionError(
+                    f"timed out waiting for {count} x {method}; calls so far: {seen}"
+                ) from None
+            return matching()
+
+    # -- the API ----------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        args = await _arguments(request)
+        token = request.headers.get("Authorization", "").removeprefix("Bearer ") or None
+        async with self._changed:
+            self.calls.append(Call(method=method, args=args, token=token))
+            self._changed.notify_all()
+        failure = self._next_failure(method)
+        if failure is not None:
+            headers = (
+                {"Retry-After": str(failure.retry_after)} if failure.retry_after is not None else {}
+            )
+            body = {"ok": False, "error": failure.error or "ratelimited"}
+            return web.json_response(body, status=failure.status, headers=headers)
+        handler = _HANDLERS.get(method)
+        if handler is None:
+            return web.json_response({"ok": False, "error": "unknown_method"})
+        return web.json_response(handler(self, args))
+
+    def _next_failure(self, method: str) -> _Failure | None:
+        queue = self._failures.get(method)
+        if not queue:
+            return None
+        failure = queue[0]
+        failure.times -= 1
+        if failure.times <= 0:
+            queue.pop(0)
+        return failure
+
+    def next_ts(self) -> str:
+        return f"1700000000.{next(self._ts):06d}"
+
+
+async def _arguments(request: web.Request) -> dict[str, Any]:
+    raw = await request.text()
+    if request.content_type == "application/json":
+        data = json.loads(raw) if raw else {}
+        return dict(data)
+    args: dict[str, Any] = dict(parse_qsl(raw, keep_blank_values=True))
+    for key in ("blocks", "view", "attachments"):
+        if isinstance(args.get(key), str):
+            args[key] = json.loads(args[key])
+    return args
+
+
+def _auth_test(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "ok": True,
+        "url": "https://fake.slack.test/",
+        "team": "Fake",
+        "user": "approvals",
+        "team_id": TEAM_ID,
+        "user_id": BOT_USER_ID,
+        "bot_id": BOT_ID,
+        "is_enterprise_install": False,
+    }
+
+
+def _post_message(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    ts = fake.next_ts()
+    message = {"type": "message", "ts": ts, "text": args.get("text", ""), "user": BOT_USER_ID}
+    if args.get("thread_ts"):
+        message["thread_ts"] = args["thread_ts"]
+    return {"ok": True, "channel": args.get("channel"), "ts": ts, "message": message}
+
+
+def _update(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "ok": True,
+        "channel": args.get("channel"),
+        "ts": args.get("ts"),
+        "text": args.get("text"),
+    }
+
+
+def _post_ephemeral(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    return {"ok": True, "message_ts": fake.next_ts()}
+
+
+def _views_open(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "ok": True,
+        "view": {"id": f"V{fake.next_ts().replace('.', '')}", **dict(args.get("view") or {})},
+    }
+
+
+def _views_publish(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    return {"ok": True, "view": dict(args.get("view") or {})}
+
+
+def _conversations_info(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    channel = str(args.get("channel"))
+    return {"ok": True, "channel": {"id": channel, "name": f"chan-{channel.lower()}"}}
+
+
+def _users_info(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    user = str(args.get("user"))
+    return {"ok": True, "user": {"id": user, "name": user.lower(), "tz": "UTC", "is_bot": False}}
+
+
+def _usergroups_users_list(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    group = str(args.get("usergroup"))
+    if group not in fake.usergroups:
+        return {"ok": False, "error": "no_such_subteam"}
+    return {"ok": True, "users": fake.usergroups[group]}
+
+
+_HANDLERS: dict[str, Callable[[FakeSlack, Mapping[str, Any]], dict[str, Any]]] = {
+    "auth.test": _auth_test,
+    "chat.postMessage": _post_message,
+    "chat.update": _update,
+    "chat.postEphemeral": _post_ephemeral,
+    "views.open": _views_open,
+    "views.publish": _views_publish,
+    "conversations.info": _conversations_info,
+    "users.info": _users_info,
+    "usergroups.users.list": _usergroups_users_list,
+}

@@ -1,0 +1,279 @@
+"""Pure parts of the Slack surface: signatures, payload parsing, config, dedupe."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bot.errors import ConfigError, InputError
+from bot.slack import payloads
+from bot.slack.config import load_settings
+from bot.slack.dedupe import EventDeduplicator
+from bot.slack.signature import compute_signature, verify_signature
+
+SECRET = "test-signing-secret"
+NOW = 1_800_000_000
+
+
+def _verify(*, timestamp: str | None, signature: str | None, body: bytes = b"x=1") -> None:
+    verify_signature(
+        signing_secret=SECRET, timestamp=timestamp, signature=signature, body=body, now=NOW
+    )
+
+
+def test_a_good_signature_verifies() -> None:
+    good = compute_signature(signing_secret=SECRET, timestamp=str(NOW), body=b"x=1")
+    _verify(timestamp=str(NOW), signature=good)
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "signature", "problem"),
+    [
+        (None, "v0=" + "0" * 64, "missing X-Slack-Request-Timestamp"),
+        ("12ab", "v0=" + "0" * 64, "not a number"),
+        ("１２３", "v0=" + "0" * 64, "not a number"),  # unicode digits int() would accept
+        ("-5", "v0=" + "0" * 64, "not a number"),
+        (str(NOW - 301), "GOOD", "more than 300 s"),
+        (str(NOW + 301), "GOOD", "more than 300 s"),
+        (str(NOW), None, "missing X-Slack-Signature"),
+        (str(NOW), "v1=" + "0" * 64, "not a v0"),
+        (str(NOW), "v0=" + "0" * 64, "does not match"),
+    ],
+)
+def test_bad_signatures_name_the_problem(
+    timestamp: str | None, signature: str | None, problem: str
+) -> None:
+    if signature == "GOOD":
+        assert timestamp is not None
+        signature = compute_signature(signing_secret=SECRET, timestamp=timestamp, body=b"x=1")
+    with pytest.raises(InputError, match=problem):
+        _verify(timestamp=timestamp, signature=signature)
+
+
+def test_a_signature_over_another_body_fails() -> None:
+    good = compute_signature(signing_secret=SECRET, timestamp=str(NOW), body=b"x=1")
+    with pytest.raises(InputError, match="does not match"):
+        _verify(timestamp=str(NOW), signature=good, body=b"x=2")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", payloads.AgentHelp()),
+        ("  HELP ", payloads.AgentHelp()),
+        (
+            "deploy payments 1.2.3",
+            payloads.AgentTask(agent_name=None, task="deploy payments 1.2.3"),
+        ),
+        ("@ops deploy it", payloads.AgentTask(agent_name="ops", task="deploy it")),
+        ("agent=billing refund 42", payloads.AgentTask(agent_name="billing", task="refund 42")),
+        ("<@U123> hello", payloads.AgentTask(agent_name=None, task="<@U123> hello")),
+    ],
+)
+def test_agent_command_text(text: str, expected: payloads.AgentCommand) -> None:
+    assert payloads.parse_agent_command(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"), [("@ops", "what to do"), ("@b/d go", "not an agent name")]
+)
+def test_agent_command_mistakes(text: str, problem: str) -> None:
+    with pytest.raises(InputError, match=problem):
+        payloads.parse_agent_command(text)
+
+
+def test_approvals_command_text() -> None:
+    assert payloads.parse_approvals_command("") == payloads.ApprovalsHelp()
+    assert payloads.parse_approvals_command(" list ") == payloads.ApprovalsList()
+    with pytest.raises(InputError, match="unknown /approvals sub-command 'frob'"):
+        payloads.parse_approvals_command("frob")
+
+
+def _click(action_id: str = payloads.APPROVE_ACTION_ID, value: str = "ap_1") -> dict[str, Any]:
+    return {
+        "type": "block_actions",
+        "user": {"id": "U2"},
+        "channel": {"id": "C1"},
+        "container": {"message_ts": "1.2", "channel_id": "C1"},
+        "trigger_id": "trig",
+        "message": {
+            "ts": "1.2",
+            "blocks": [
+                {"block_id": "call", "type": "section", "text": {"type": "mrkdwn", "text": "CALL"}},
+                {
+                    "block_id": "digest",
+                    "type": "section",
+                    "text": {"type": "mrkdwn", "text": "DIG"},
+                },
+            ],
+        },
+        "actions": [{"action_id": action_id, "value": value, "block_id": "decision"}],
+    }
+
+
+def test_button_click_parses_to_the_approval_id_and_card_texts() -> None:
+    click = payloads.parse_button_click(_click(payloads.REJECT_ACTION_ID))
+    assert click == payloads.ButtonClick(
+        action="reject",
+        approval_id="ap_1",
+        user_id="U2",
+        channel_id="C1",
+        message_ts="1.2",
+        trigger_id="trig",
+        call_text="CALL",
+        digest="DIG",
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (_click(action_id="other"), "unexpected action_id"),
+        (_click(value="<script>"), "not an approval id"),
+        ({**_click(), "actions": []}, "no actions"),
+        ({**_click(), "user": None}, "'user'"),
+    ],
+)
+def test_malformed_button_clicks(body: dict[str, Any], problem: str) -> None:
+    with pytest.raises(InputError, match=problem):
+        payloads.parse_button_click(body)
+
+
+def _submission(action: str, reason: str | None, message: str | None = None) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        payloads.REASON_BLOCK_ID: {
+            payloads.REASON_ACTION_ID: {"type": "plain_text_input", "value": reason}
+        }
+    }
+    if message is not None:
+        values[payloads.MESSAGE_BLOCK_ID] = {
+            payloads.MESSAGE_ACTION_ID: {"type": "plain_text_input", "value": message}
+        }
+    context = payloads.ModalContext(approval_id="ap_1", action=action, channel_id="C1")  # type: ignore[arg-type]
+    return {
+        "type": "view_submission",
+        "user": {"id": "U2"},
+        "view": {
+            "callback_id": payloads.DECISION_CALLBACK_ID,
+            "private_metadata": payloads.encode_modal_context(context),
+            "state": {"values": values},
+        },
+    }
+
+
+def test_a_reject_submission_carries_reason_and_message() -> None:
+    parsed = payloads.parse_decision_submission(_submission("reject", " risky ", " not today "))
+    assert parsed == payloads.DecisionSubmission(
+        approval_id="ap_1",
+        action="reject",
+        channel_id="C1",
+        user_id="U2",
+        reason="risky",
+        message="not today",
+    )
+
+
+def test_an_approve_submission_never_carries_a_message() -> None:
+    parsed = payloads.parse_decision_submission(_submission("approve", "ok", "ignored"))
+    assert isinstance(parsed, payloads.DecisionSubmission)
+    assert parsed.message is None
+
+
+@pytest.mark.parametrize("reason", [None, "   ", "x" * (payloads.MAX_REASON_CHARS + 1)])
+def test_a_missing_or_long_reason_is_an_inline_error(reason: str | None) -> None:
+    parsed = payloads.parse_decision_submission(_submission("approve", reason))
+    assert isinstance(parsed, payloads.InvalidSubmission)
+    assert set(parsed.errors) == {payloads.REASON_BLOCK_ID}
+
+
+def test_foreign_private_metadata_is_refused() -> None:
+    body = _submission("approve", "ok")
+    body["view"]["private_metadata"] = "delete|everything"
+    with pytest.raises(InputError, match="not ours"):
+        payloads.parse_decision_submission(body)
+
+
+def _message(**fields: Any) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "channel": "C1",
+        "user": "U1",
+        "text": "more",
+        "ts": "2.0",
+        "thread_ts": "1.0",
+        **fields,
+    }
+
+
+def test_a_human_thread_reply_is_parsed() -> None:
+    assert payloads.parse_thread_reply(_message(), bot_user_id="UBOT") == payloads.ThreadReply(
+        channel_id="C1", thread_ts="1.0", user_id="U1", text="more", ts="2.0"
+    )
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        _message(bot_id="B1"),
+        _message(subtype="message_changed"),
+        _message(user="UBOT"),
+        _message(thread_ts=None),
+        _message(ts="1.0"),  # the thread root itself
+        _message(text="  "),
+    ],
+)
+def test_messages_the_bot_ignores(event: dict[str, Any]) -> None:
+    assert payloads.parse_thread_reply(event, bot_user_id="UBOT") is None
+
+
+GOOD_ENV = {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s"}
+
+
+def test_settings_defaults() -> None:
+    settings = load_settings(GOOD_ENV)
+    assert (settings.api_url, settings.host, settings.port) == (
+        "https://slack.com/api/",
+        "127.0.0.1",
+        3000,
+    )
+    assert "xoxb-1" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("env", "mode", "variable"),
+    [
+        ({"SLACK_SIGNING_SECRET": "s"}, "http", "SLACK_BOT_TOKEN is not set"),
+        (
+            {**GOOD_ENV, "SLACK_BOT_TOKEN": "xoxp-1"},
+            "http",
+            "SLACK_BOT_TOKEN must start with 'xoxb-'",
+        ),
+        ({"SLACK_BOT_TOKEN": "xoxb-1"}, "http", "SLACK_SIGNING_SECRET is not set"),
+        (GOOD_ENV, "socket", "SLACK_APP_TOKEN is not set"),
+        ({**GOOD_ENV, "PORT": "http"}, "http", "PORT must be a number"),
+        ({**GOOD_ENV, "PORT": "70000"}, "http", "PORT must be a number"),
+        ({**GOOD_ENV, "SLACK_API_URL": "ftp://x"}, "http", "SLACK_API_URL must be an http"),
+        ({**GOOD_ENV, "APPROVALS_AGENTS": "nocolon"}, "http", "APPROVALS_AGENTS must look like"),
+    ],
+)
+def test_bad_settings_name_the_variable(env: dict[str, str], mode: str, variable: str) -> None:
+    with pytest.raises(ConfigError, match=variable):
+        load_settings(env, mode=mode)  # type: ignore[arg-type]
+
+
+def test_api_url_gets_its_trailing_slash() -> None:
+    settings = load_settings({**GOOD_ENV, "SLACK_API_URL": "http://127.0.0.1:9/api"})
+    assert settings.api_url == "http://127.0.0.1:9/api/"
+
+
+def test_dedupe_remembers_within_ttl_and_stays_bounded() -> None:
+    now = [0.0]
+    dedupe = EventDeduplicator(ttl_seconds=10, max_entries=3, clock=lambda: now[0])
+    assert dedupe.first_time("Ev1") is True
+    assert dedupe.first_time("Ev1") is False
+    now[0] = 11.0
+    assert dedupe.first_time("Ev1") is True
+    for key in ("Ev2", "Ev3", "Ev4", "Ev5"):
+        dedupe.first_time(key)
+    assert len(dedupe) == 3
