@@ -1,0 +1,81 @@
+"""The agent run core: agents, tools, models, the Runner and the durable RunState.
+
+Pure Python and asyncio: no Slack, no database. See docs/contracts.md.
+"""
+
+from bot.errors import (
+    AgentNotRegisteredError,
+    AlreadyDecidedError,
+    ContextSerializationError,
+    DecisionError,
+    InputError,
+    ModelError,
+    ResolutionError,
+    RunStateError,
+    SchemaVersionError,
+    UnknownCallError,
+)
+from bot.runtime.agent import Agent, AgentRegistry
+from bot.runtime.decisions import (
+    DEFAULT_REJECTION_MESSAGE,
+    AbortCall,
+    ApprovalMetadata,
+    ApprovedCall,
+    Decision,
+    PendingCall,
+    RejectedCall,
+    RetryCall,
+    VerifiedResult,
+)
+from bot.runtime.digest import arguments_digest
+from bot.runtime.journal import InMemoryJournal, Journal
+from bot.runtime.model import Item, Model, ModelResponse, ToolCall, ToolSpec
+from bot.runtime.runner import Runner, RunResult
+from bot.runtime.scripted import ScriptedModel
+from bot.runtime.state import DeferredToolRequests, RunState
+from bot.runtime.state_codec import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
+from bot.runtime.tools import ReplayPolicy, Tool, ToolCallContext, current_tool_call, tool
+
+__all__ = [
+    "CURRENT_SCHEMA_VERSION",
+    "DEFAULT_REJECTION_MESSAGE",
+    "SUPPORTED_SCHEMA_VERSIONS",
+    "AbortCall",
+    "Agent",
+    "AgentNotRegisteredError",
+    "AgentRegistry",
+    "AlreadyDecidedError",
+    "ApprovalMetadata",
+    "ApprovedCall",
+    "ContextSerializationError",
+    "Decision",
+    "DecisionError",
+    "DeferredToolRequests",
+    "InMemoryJournal",
+    "InputError",
+    "Item",
+    "Journal",
+    "Model",
+    "ModelError",
+    "ModelResponse",
+    "PendingCall",
+    "RejectedCall",
+    "ReplayPolicy",
+    "ResolutionError",
+    "RetryCall",
+    "RunResult",
+    "RunState",
+    "RunStateError",
+    "Runner",
+    "SchemaVersionError",
+    "ScriptedModel",
+    "Tool",
+    "ToolCall",
+    "ToolCallContext",
+    "ToolSpec",
+    "UnknownCallError",
+    "VerifiedResult",
+    "arguments_digest",
+    "current_tool_call",
+    "tool",
+]

@@ -1,0 +1,105 @@
+"""The run context across the wire: only through a serializer, never with a secret in it.
+
+A context crosses into a stored RunState as a JSON object, produced by the agent's
+`context_serializer`, or taken as is when it is already a mapping. In strict mode (the
+default) anything else is refused; otherwise it is left out with a warning. Secrets
+(tokens, keys, passwords) belong in runtime `dependencies`, which are never stored: a
+serialized context holding a credential-looking value is refused with the JSON path of
+each such value (never the value itself).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from bot.credentials import find_secrets
+from bot.errors import ContextSerializationError
+
+logger = logging.getLogger(__name__)
+
+Serializer = Callable[[Any], Mapping[str, Any]]
+Deserializer = Callable[[Mapping[str, Any]], Any]
+
+
+def serialize_context(
+    context: Any, *, serializer: Serializer | None, strict: bool
+) -> dict[str, Any] | None:
+    """The JSON object to store for `context` (a fresh copy), or None for no context."""
+    if context is None:
+        return None
+    if serializer is not None:
+        try:
+            produced: Any = serializer(context)
+        except Exception as error:
+            raise ContextSerializationError(
+                f"the agent's context_serializer failed: {type(error).__name__}: {error}"
+            ) from error
+        if not isinstance(produced, Mapping):
+            raise ContextSerializationError(
+                f"the agent's context_serializer must return a mapping, "
+                f"got {type(produced).__name__}"
+            )
+    elif isinstance(context, Mapping):
+        produced = context
+    elif strict:
+        raise ContextSerializationError(
+            f"a run context of type {type(context).__name__} cannot be stored: pass a "
+            "mapping, or give the agent a context_serializer and context_deserializer "
+            "(strict mode)"
+        )
+    elif dataclasses.is_dataclass(context) and not isinstance(context, type):
+        logger.warning("storing dataclass context as a dict; it resumes as a dict")
+        produced = dataclasses.asdict(context)
+    else:
+        logger.warning(
+            "run context of type %s is not stored (non-strict mode); a resumed run has none",
+            type(context).__name__,
+        )
+        return None
+    data = _json_copy(produced)
+    check_no_secrets(data)
+    return data
+
+
+def check_no_secrets(data: Mapping[str, Any] | None) -> None:
+    """ContextSerializationError naming the path of every credential-looking value."""
+    if data is None:
+        return
+    paths = find_secrets(data)
+    if paths:
+        where = ", ".join(path.replace("$", "context", 1) for path in paths)
+        raise ContextSerializationError(
+            f"the run context holds credential-looking values at {where}; "
+            "pass secrets as runtime dependencies, which are never stored"
+        )
+
+
+def deserialize_context(
+    data: Mapping[str, Any] | None, *, deserializer: Deserializer | None
+) -> Any:
+    """The live context for a resumed run."""
+    if data is None:
+        return None
+    if deserializer is None:
+        return _json_copy(data)
+    try:
+        return deserializer(_json_copy(data))
+    except Exception as error:
+        raise ContextSerializationError(
+            f"the agent's context_deserializer failed: {type(error).__name__}: {error}"
+        ) from error
+
+
+def _json_copy(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy through JSON, so what is stored is exactly what reloads."""
+    try:
+        copied: dict[str, Any] = json.loads(json.dumps(data, allow_nan=False))
+    except (TypeError, ValueError) as error:
+        raise ContextSerializationError(
+            f"the serialized run context is not plain JSON data: {error}"
+        ) from error
+    return copied

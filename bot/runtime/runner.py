@@ -1,0 +1,322 @@
+"""The Runner: model turns and tool calls until a final answer, a pause or max_turns.
+
+    result = await Runner.arun(agent, "deploy api 1.2.3")
+    if result.status == "paused":
+        state = result.state            # store state.to_json(); decide; resume:
+        state.approve(result.interruptions[0], approver_id="U1")
+        result = await Runner.arun(agent, state)
+
+A model turn's calls are planned before any of them runs: when one needs a decision
+nobody has taken yet, the run pauses with every approval-needing call of that turn
+pending, and none of the turn's calls runs. Decided calls then run in the model's order,
+each through the journal (see `dispatch`).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal
+
+from bot.errors import AgentNotRegisteredError, InputError, ModelError, RunStateError
+from bot.runtime.agent import Agent, AgentRegistry
+from bot.runtime.context import deserialize_context, serialize_context
+from bot.runtime.decisions import (
+    ABORTED_MESSAGE,
+    AbortCall,
+    ApprovedCall,
+    PendingCall,
+    RejectedCall,
+    RetryCall,
+    VerifiedResult,
+)
+from bot.runtime.dispatch import CallSite, Done, dispatch
+from bot.runtime.journal import InMemoryJournal, Journal
+from bot.runtime.model import AssistantItem, ModelResponse, ToolCallItem
+from bot.runtime.state import OutstandingCall, RunState
+from bot.runtime.state_codec import DEFAULT_MAX_TURNS
+from bot.runtime.tools import Tool
+
+logger = logging.getLogger(__name__)
+
+RunStatus = Literal["completed", "paused", "max_turns"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunResult:
+    """`final_output` is set when completed; `interruptions` lists the calls a human
+    must decide when paused; `state` is the run's state to store or resume."""
+
+    final_output: str | None
+    interruptions: list[PendingCall]
+    state: RunState
+    status: RunStatus
+
+
+# -- the plan for one outstanding call ------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Answer:
+    """Known without running the tool (unknown tool, bad arguments, rejection, abort)."""
+
+    content: str
+    is_error: bool
+    pending: PendingCall | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Execute:
+    tool: Tool
+    redispatch: bool = False
+    pending: PendingCall | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Verified:
+    result: str
+    pending: PendingCall
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Wait:
+    """A decision is missing: approval, or reconciliation of an uncertain call."""
+
+    pending: PendingCall
+
+
+_Plan = _Answer | _Execute | _Verified | _Wait
+
+
+class Runner:
+    @staticmethod
+    async def arun(
+        agent: Agent | None,
+        input_or_state: str | RunState,
+        *,
+        context: Any = None,
+        max_turns: int | None = None,
+        journal: Journal | None = None,
+        dependencies: Mapping[str, Any] | None = None,
+        registry: AgentRegistry | None = None,
+    ) -> RunResult:
+        """Run `agent` on new input, or resume a RunState (the agent must match the
+        state's name and version; with a registry, it may be looked up there).
+
+        `max_turns` defaults to 10 for a new run and to the state's limit on resume.
+        `dependencies` reach tools through `current_tool_call().dependencies` and are
+        never stored. The given RunState is not modified: `result.state` is a copy."""
+        if max_turns is not None and max_turns < 1:
+            raise InputError(f"max_turns must be at least 1, got {max_turns}")
+        if isinstance(input_or_state, RunState):
+            run = _Run.resume(agent, input_or_state, context=context, registry=registry)
+            if max_turns is not None:
+                run.state.max_turns = max_turns
+        elif isinstance(input_or_state, str):
+            if agent is None:
+                raise InputError("a new run needs an agent")
+            run = _Run.start(agent, input_or_state, context=context, max_turns=max_turns)
+        else:
+            raise InputError(
+                "Runner.arun takes a task string or a RunState, "
+                f"got {type(input_or_state).__name__}"
+            )
+        site = CallSite(
+            run_id=run.state.run_id,
+            journal=journal if journal is not None else InMemoryJournal(),
+            dependencies=MappingProxyType(dict(dependencies or {})),
+            context=run.live_context,
+        )
+        return await run.loop(site)
+
+
+@dataclass(kw_only=True)
+class _Run:
+    agent: Agent
+    state: RunState
+    live_context: Any
+
+    @classmethod
+    def start(cls, agent: Agent, task: str, *, context: Any, max_turns: int | None) -> _Run:
+        stored = serialize_context(
+            context, serializer=agent.context_serializer, strict=agent.strict_context
+        )
+        state = RunState(
+            run_id=uuid.uuid4().hex,
+            agent_name=agent.name,
+            agent_version=agent.version,
+            max_turns=max_turns or DEFAULT_MAX_TURNS,
+            history=[{"type": "user", "content": task}],
+            context=stored,
+        )
+        return cls(agent=agent, state=state, live_context=context)
+
+    @classmethod
+    def resume(
+        cls, agent: Agent | None, given: RunState, *, context: Any, registry: AgentRegistry | None
+    ) -> _Run:
+        agent = _agent_for(agent, given, registry)
+        if not given.history:
+            raise RunStateError(f"run {given.run_id} has no history to resume from")
+        state = RunState.from_json(given.to_json())
+        if context is None:
+            context = deserialize_context(state.context, deserializer=agent.context_deserializer)
+        return cls(agent=agent, state=state, live_context=context)
+
+    async def loop(self, site: CallSite) -> RunResult:
+        state = self.state
+        while True:
+            outstanding = state.outstanding_calls()
+            if outstanding:
+                if not await self._settle_turn(site, outstanding):
+                    return self._finish("paused")
+                continue
+            if state.history[-1]["type"] == "assistant":
+                return self._finish("completed")
+            if state.current_turn >= state.max_turns:
+                logger.info("run %s reached max_turns=%d", state.run_id, state.max_turns)
+                return self._finish("max_turns")
+            response = await self.agent.model.respond(
+                instructions=self.agent.instructions,
+                history=list(state.history),
+                tools=self.agent.tool_specs(),
+            )
+            state.current_turn += 1
+            state.history.append(_assistant_item(response))
+
+    def _finish(self, status: RunStatus) -> RunResult:
+        self.state.context = serialize_context(
+            self.live_context,
+            serializer=self.agent.context_serializer,
+            strict=self.agent.strict_context,
+        )
+        return RunResult(
+            final_output=self.state.final_output if status == "completed" else None,
+            interruptions=self.state.get_interruptions(),
+            state=self.state,
+            status=status,
+        )
+
+    async def _settle_turn(self, site: CallSite, outstanding: list[OutstandingCall]) -> bool:
+        """Run the turn's outstanding calls; False when the run pauses instead."""
+        plans = [(item, self._plan(item)) for item in outstanding]
+        pending = [plan.pending for _, plan in plans if plan.pending is not None]
+        if any(isinstance(plan, _Wait) for _, plan in plans):
+            self.state.set_pending(pending)
+            return False
+        for item, plan in plans:
+            call = item.call
+            if isinstance(plan, _Answer):
+                self._result(call, plan.content, plan.is_error)
+            elif isinstance(plan, _Verified):
+                await site.journal.resolve_with_result(
+                    execution_key=item.execution_key, result=plan.result
+                )
+                self._result(call, plan.result, False)
+            elif isinstance(plan, _Execute):
+                outcome = await dispatch(
+                    site,
+                    plan.tool,
+                    call,
+                    execution_key=item.execution_key,
+                    redispatch=plan.redispatch,
+                )
+                if not isinstance(outcome, Done):
+                    self.state.mark_uncertain(plan.pending or _pending(item, "uncertain"))
+                    return False
+                self._result(call, outcome.content, outcome.is_error)
+        return True
+
+    def _result(self, call: ToolCallItem, content: str, is_error: bool) -> None:
+        self.state.add_result(
+            tool_call_id=call["id"], name=call["name"], content=content, is_error=is_error
+        )
+
+    def _plan(self, item: OutstandingCall) -> _Plan:
+        call = item.call
+        existing = next(
+            (p for p in self.state.pending_calls() if p.tool_call_id == call["id"]), None
+        )
+        if existing is not None and existing.status == "uncertain":
+            return self._plan_uncertain(existing)
+        tool = self.agent.tool_named(call["name"])
+        if tool is None:
+            names = ", ".join(t.name for t in self.agent.tools) or "none"
+            return _Answer(
+                content=f"Unknown tool {call['name']!r}. Available tools: {names}.",
+                is_error=True,
+            )
+        try:
+            tool.validate(call["arguments"])
+        except InputError as error:
+            return _Answer(
+                content=f"Invalid arguments for tool {tool.name!r}: {error}", is_error=True
+            )
+        if not tool.requires_approval(call["arguments"]):
+            return _Execute(tool=tool)
+        pending = existing or _pending(item, "approval")
+        decision = (
+            self.state.decision_for(existing)
+            if existing is not None
+            else self.state.always_rule(tool.name)
+        )
+        if isinstance(decision, ApprovedCall):
+            return _Execute(tool=tool, pending=pending)
+        if isinstance(decision, RejectedCall):
+            return _Answer(content=decision.message, is_error=True, pending=pending)
+        return _Wait(pending=pending)
+
+    def _plan_uncertain(self, pending: PendingCall) -> _Plan:
+        decision = self.state.decision_for(pending)
+        if isinstance(decision, VerifiedResult):
+            return _Verified(result=decision.result, pending=pending)
+        if isinstance(decision, AbortCall):
+            return _Answer(content=ABORTED_MESSAGE, is_error=True, pending=pending)
+        tool = self.agent.tool_named(pending.tool_name)
+        if isinstance(decision, RetryCall) and tool is not None:
+            return _Execute(tool=tool, redispatch=True, pending=pending)
+        if isinstance(decision, RetryCall):
+            return _Answer(content=f"Unknown tool {pending.tool_name!r}.", is_error=True)
+        return _Wait(pending=pending)
+
+
+def _pending(item: OutstandingCall, status: Literal["approval", "uncertain"]) -> PendingCall:
+    return PendingCall(
+        tool_call_id=item.call["id"],
+        tool_name=item.call["name"],
+        arguments=item.call["arguments"],
+        execution_key=item.execution_key,
+        status=status,
+    )
+
+
+def _assistant_item(response: ModelResponse) -> AssistantItem:
+    seen: set[str] = set()
+    calls: list[ToolCallItem] = []
+    for call in response.tool_calls:
+        if not isinstance(call.id, str) or not call.id or call.id in seen:
+            raise ModelError(f"the model returned a missing or repeated tool call id {call.id!r}")
+        if not isinstance(call.arguments, dict):
+            raise ModelError(f"the model's arguments for {call.name!r} are not a JSON object")
+        seen.add(call.id)
+        calls.append({"id": call.id, "name": call.name, "arguments": dict(call.arguments)})
+    return {"type": "assistant", "content": response.text, "tool_calls": calls}
+
+
+def _agent_for(agent: Agent | None, state: RunState, registry: AgentRegistry | None) -> Agent:
+    """The agent that may resume `state`: same name and version, or refuse."""
+    if registry is not None:
+        registered = registry.get(state.agent_name, state.agent_version)
+        agent = agent if agent is not None else registered
+    if agent is None:
+        raise InputError("resuming a run needs its agent, or a registry to find it in")
+    if (agent.name, agent.version) != (state.agent_name, state.agent_version):
+        raise AgentNotRegisteredError(
+            f"run {state.run_id} belongs to agent {state.agent_name!r} version "
+            f"{state.agent_version!r}, but agent {agent.name!r} version {agent.version!r} "
+            "was given to resume it"
+        )
+    return agent

@@ -1,0 +1,442 @@
+"""RunState: the durable pause/resume boundary of an agent run.
+
+It holds the cold state only (identity, history, pending calls, decisions, audit
+metadata, the serialized context) as plain JSON-ready data, so `to_json` is a single
+encoder call. Agent definitions, tools, models, clients and runtime dependencies never
+cross the wire: the Runner matches the state to an agent by name and version.
+
+    state = RunState.from_json(text)
+    for call in state.get_interruptions():
+        state.approve(call, approver_id="U123", reason="CR-1234")
+    result = await Runner.arun(agent, state)
+
+`reason` and `approver_id` are audit only: they land in `approval_metadata` and never
+reach the model. A rejection's `message` is what the model sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from bot.errors import (
+    AlreadyDecidedError,
+    InputError,
+    ResolutionError,
+    RunStateError,
+    UnknownCallError,
+)
+from bot.runtime.context import check_no_secrets
+from bot.runtime.decisions import (
+    DEFAULT_REJECTION_MESSAGE,
+    AbortCall,
+    ApprovalMetadata,
+    ApprovedCall,
+    Decision,
+    PendingCall,
+    RejectedCall,
+    RetryCall,
+    VerifiedResult,
+    decision_to_dict,
+    metadata_to_dict,
+    pending_to_dict,
+)
+from bot.runtime.digest import execution_key
+from bot.runtime.model import Item, ToolCallItem, ToolResultItem
+from bot.runtime.state_codec import (
+    CURRENT_SCHEMA_VERSION,
+    DEFAULT_MAX_TURNS,
+    SCHEMA_VERSION_KEY,
+    StateFields,
+    check_history,
+    last_turn_index,
+    parse_payload,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeferredToolRequests:
+    """Pending calls by status, decided or not (`get_interruptions()` lists the
+    undecided ones)."""
+
+    approvals: list[PendingCall]
+    uncertain: list[PendingCall]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutstandingCall:
+    """A call of the last model turn that has no result yet (used by the Runner)."""
+
+    call: ToolCallItem
+    execution_key: str
+
+
+class RunState:
+    """Serializable snapshot of one agent run (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        agent_name: str,
+        agent_version: str,
+        current_turn: int = 0,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        history: list[Item] | None = None,
+        context: dict[str, Any] | None = None,
+        pending: Iterable[PendingCall] = (),
+        decisions: Mapping[str, Decision] | None = None,
+        always: Mapping[str, Decision] | None = None,
+        approval_metadata: Mapping[str, ApprovalMetadata] | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.agent_name = agent_name
+        self.agent_version = agent_version
+        self.current_turn = current_turn
+        self.max_turns = max_turns
+        self.history: list[Item] = check_history([] if history is None else history)
+        self.context = context
+        self._pending: dict[str, PendingCall] = {call.tool_call_id: call for call in pending}
+        self._decisions: dict[str, Decision] = dict(decisions or {})
+        self._always: dict[str, Decision] = dict(always or {})
+        self.approval_metadata: dict[str, ApprovalMetadata] = dict(approval_metadata or {})
+        self._check_consistency()
+
+    # -- reading ------------------------------------------------------------------------
+
+    def pending_calls(self) -> list[PendingCall]:
+        """Every pending call, decided or not, in the model's order."""
+        return list(self._pending.values())
+
+    def get_interruptions(self) -> list[PendingCall]:
+        """Pending calls that still need a human: approval or reconciliation."""
+        return [call for call in self._pending.values() if self.decision_for(call) is None]
+
+    @property
+    def deferred_tool_requests(self) -> DeferredToolRequests:
+        calls = self._pending.values()
+        return DeferredToolRequests(
+            approvals=[call for call in calls if call.status == "approval"],
+            uncertain=[call for call in calls if call.status == "uncertain"],
+        )
+
+    def decision_for(self, call: PendingCall | str) -> Decision | None:
+        """The decision that applies to a pending call: its own, or for an approval an
+        `always` rule of its tool; None while undecided."""
+        pending = self._find(call)
+        own = self._decisions.get(pending.tool_call_id)
+        if own is not None or pending.status == "uncertain":
+            return own
+        return self._always.get(pending.tool_name)
+
+    def always_rule(self, tool_name: str) -> Decision | None:
+        """The remembered `always=True` decision for a tool, if any."""
+        return self._always.get(tool_name)
+
+    @property
+    def is_paused(self) -> bool:
+        return bool(self.get_interruptions())
+
+    @property
+    def final_output(self) -> str | None:
+        """The final answer when the last item is a model turn without tool calls."""
+        if self.history and self.history[-1]["type"] == "assistant":
+            last = self.history[-1]
+            if not last["tool_calls"]:
+                return last["content"]
+        return None
+
+    # -- human decisions ----------------------------------------------------------------
+
+    def approve(
+        self,
+        call: PendingCall | str,
+        *,
+        always: bool = False,
+        approver_id: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Approve a call waiting for approval; `always` approves its tool for the rest
+        of the run. `approver_id` and `reason` are audit only."""
+        pending = self._decidable(call, action="approve")
+        self._decide(pending, ApprovedCall(), always=always)
+        self._note(pending, approver_id=approver_id, reason=reason)
+
+    def reject(
+        self,
+        call: PendingCall | str,
+        *,
+        message: str | None = None,
+        always: bool = False,
+        approver_id: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Reject a call: the model sees `message` (or a neutral default) as its result,
+        never `reason` or `approver_id`."""
+        if message is not None and not isinstance(message, str):
+            raise InputError("a rejection message must be a string")
+        pending = self._decidable(call, action="reject")
+        decision = RejectedCall(message=message or DEFAULT_REJECTION_MESSAGE)
+        self._decide(pending, decision, always=always)
+        self._note(pending, approver_id=approver_id, reason=reason)
+
+    def resolve(
+        self,
+        call_or_key: PendingCall | str,
+        *,
+        result: str | None = None,
+        retry: bool = False,
+        abort: bool = False,
+        approver_id: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Reconcile an uncertain call: exactly one of a verified `result` (used as the
+        call's result), `retry=True` (accept possible repetition) or `abort=True` (the
+        model is told the call was aborted)."""
+        chosen = [
+            name
+            for name, on in (("result", result is not None), ("retry", retry), ("abort", abort))
+            if on
+        ]
+        if len(chosen) != 1:
+            raise ResolutionError(
+                "resolve() takes exactly one of result=..., retry=True or abort=True"
+                + (f" (got {', '.join(chosen)})" if chosen else "")
+            )
+        pending = self._find(call_or_key)
+        if pending.status != "uncertain":
+            raise ResolutionError(
+                f"call {pending.tool_call_id} ({pending.tool_name}) waits for approval, "
+                "not reconciliation: approve or reject it"
+            )
+        self._refuse_second_decision(pending)
+        resolution: Decision
+        if result is not None:
+            if not isinstance(result, str):
+                raise InputError("a verified result must be a string")
+            resolution = VerifiedResult(result=result)
+        else:
+            resolution = RetryCall() if retry else AbortCall()
+        self._decisions[pending.tool_call_id] = resolution
+        self._note(pending, approver_id=approver_id, reason=reason)
+
+    def append_user_message(self, text: str) -> None:
+        """Add follow-up input to an idle run (the next Runner.arun answers it)."""
+        if self._pending or self.outstanding_calls():
+            raise RunStateError("the run is waiting on tool calls; decide those first")
+        self.history.append({"type": "user", "content": text})
+
+    def _find(self, call: PendingCall | str) -> PendingCall:
+        key = call.tool_call_id if isinstance(call, PendingCall) else call
+        found = self._pending.get(key) if isinstance(key, str) else None
+        if found is None and isinstance(key, str):
+            found = next((c for c in self._pending.values() if c.execution_key == key), None)
+        if found is None:
+            known = ", ".join(self._pending) or "none"
+            raise UnknownCallError(
+                f"no pending call with tool call id or execution key {key!r} "
+                f"in run {self.run_id} (pending: {known})"
+            )
+        if isinstance(call, PendingCall) and call != found:
+            raise ResolutionError(
+                f"the call given for {found.tool_call_id} differs from the run's pending "
+                "call (arguments, key or status changed); decide on the state's own call"
+            )
+        return found
+
+    def _decidable(self, call: PendingCall | str, *, action: str) -> PendingCall:
+        pending = self._find(call)
+        if pending.status != "approval":
+            raise ResolutionError(
+                f"call {pending.tool_call_id} ({pending.tool_name}) has an uncertain "
+                f"outcome, so it cannot be {action}d: resolve it with result=, retry=True "
+                "or abort=True"
+            )
+        self._refuse_second_decision(pending)
+        return pending
+
+    def _refuse_second_decision(self, pending: PendingCall) -> None:
+        earlier = self._decisions.get(pending.tool_call_id)
+        if earlier is not None:
+            raise AlreadyDecidedError(
+                f"call {pending.tool_call_id} ({pending.tool_name}) is already decided: "
+                f"{earlier.kind}",
+                status=earlier.kind,
+            )
+
+    def _decide(self, pending: PendingCall, decision: Decision, *, always: bool) -> None:
+        self._decisions[pending.tool_call_id] = decision
+        if always:
+            self._always[pending.tool_name] = decision
+
+    def _note(self, pending: PendingCall, *, approver_id: str | None, reason: str | None) -> None:
+        if approver_id is None and reason is None:
+            return
+        self.approval_metadata[pending.tool_call_id] = ApprovalMetadata.now(
+            approver_id=approver_id, reason=reason
+        )
+
+    # -- used by the Runner -------------------------------------------------------------
+
+    def outstanding_calls(self) -> list[OutstandingCall]:
+        """Calls of the last model turn that have no result yet, in order."""
+        turn = last_turn_index(self.history)
+        if turn is None:
+            return []
+        calls = self.history[turn]
+        if calls["type"] != "assistant" or not calls["tool_calls"]:
+            return []
+        answered = {
+            item["tool_call_id"]
+            for item in self.history[turn + 1 :]
+            if item["type"] == "tool_result"
+        }
+        return [
+            OutstandingCall(call=call, execution_key=execution_key(self.run_id, turn, call["id"]))
+            for call in calls["tool_calls"]
+            if call["id"] not in answered
+        ]
+
+    def set_pending(self, calls: Iterable[PendingCall]) -> None:
+        """Replace the pending set (keeping decisions of calls that stay pending)."""
+        self._pending = {call.tool_call_id: call for call in calls}
+        self._decisions = {k: v for k, v in self._decisions.items() if k in self._pending}
+
+    def mark_uncertain(self, call: PendingCall) -> None:
+        """The call was dispatched without a recorded result: it waits for a human."""
+        uncertain = PendingCall(
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            arguments=call.arguments,
+            execution_key=call.execution_key,
+            status="uncertain",
+        )
+        self._pending[call.tool_call_id] = uncertain
+        self._decisions.pop(call.tool_call_id, None)
+
+    def add_result(self, *, tool_call_id: str, name: str, content: str, is_error: bool) -> None:
+        """Record a call's result; it stops being pending."""
+        item: ToolResultItem = {
+            "type": "tool_result",
+            "tool_call_id": tool_call_id,
+            "name": name,
+            "content": content,
+            "is_error": is_error,
+        }
+        self.history.append(item)
+        self._pending.pop(tool_call_id, None)
+        self._decisions.pop(tool_call_id, None)
+
+    # -- serialization ------------------------------------------------------------------
+
+    def _payload(self) -> dict[str, Any]:
+        check_no_secrets(self.context)
+        return {
+            SCHEMA_VERSION_KEY: CURRENT_SCHEMA_VERSION,
+            "run_id": self.run_id,
+            "agent_name": self.agent_name,
+            "agent_version": self.agent_version,
+            "current_turn": self.current_turn,
+            "max_turns": self.max_turns,
+            "history": self.history,
+            "context": self.context,
+            "pending_calls": [pending_to_dict(call) for call in self._pending.values()],
+            "decisions": {k: decision_to_dict(v) for k, v in self._decisions.items()},
+            "always": {k: decision_to_dict(v) for k, v in self._always.items()},
+            "approval_metadata": {
+                k: metadata_to_dict(v) for k, v in self.approval_metadata.items()
+            },
+        }
+
+    def to_json(self) -> str:
+        """JSON text of the current schema version (refuses a context with secrets)."""
+        try:
+            return orjson.dumps(self._payload()).decode()
+        except orjson.JSONEncodeError as error:
+            raise RunStateError(
+                f"the run state holds a value JSON cannot encode: {error}"
+            ) from error
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the current schema version (an independent copy)."""
+        loaded: dict[str, Any] = orjson.loads(self.to_json())
+        return loaded
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> RunState:
+        """Load JSON text of any supported schema version, or the legacy form."""
+        try:
+            payload = orjson.loads(text)
+        except orjson.JSONDecodeError as error:
+            raise RunStateError(f"a RunState must be JSON text: {error}") from error
+        return cls._from_fields(parse_payload(payload))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunState:
+        """Load a dict of any supported schema version, or the legacy form (copied)."""
+        try:
+            copied = orjson.loads(orjson.dumps(data))
+        except orjson.JSONEncodeError as error:
+            raise RunStateError(f"a RunState dict must be plain JSON data: {error}") from error
+        return cls._from_fields(parse_payload(copied))
+
+    @classmethod
+    def _from_fields(cls, fields: StateFields) -> RunState:
+        return cls(
+            run_id=fields.run_id,
+            agent_name=fields.agent_name,
+            agent_version=fields.agent_version,
+            current_turn=fields.current_turn,
+            max_turns=fields.max_turns,
+            history=fields.history,
+            context=fields.context,
+            pending=fields.pending,
+            decisions=fields.decisions,
+            always=fields.always,
+            approval_metadata=fields.approval_metadata,
+        )
+
+    def _check_consistency(self) -> None:
+        """Pending calls must be unanswered calls of the last turn, with the same
+        arguments and key; decisions must fit their call's status."""
+        outstanding = {o.call["id"]: o for o in self.outstanding_calls()}
+        for call in self._pending.values():
+            match = outstanding.get(call.tool_call_id)
+            if match is None:
+                raise RunStateError(
+                    f"pending call {call.tool_call_id} is not an unanswered call of the "
+                    "run's last model turn"
+                )
+            if (
+                match.call["name"] != call.tool_name
+                or match.call["arguments"] != call.arguments
+                or match.execution_key != call.execution_key
+            ):
+                raise RunStateError(
+                    f"pending call {call.tool_call_id} does not match the model turn that "
+                    "asked for it (tool, arguments or execution key differ)"
+                )
+        for call_id, decision in self._decisions.items():
+            pending = self._pending.get(call_id)
+            if pending is None:
+                raise RunStateError(f"a decision names {call_id}, which is not pending")
+            fits = isinstance(decision, ApprovedCall | RejectedCall) == (
+                pending.status == "approval"
+            )
+            if not fits:
+                raise RunStateError(
+                    f"decision {decision.kind!r} does not fit call {call_id} ({pending.status})"
+                )
+        for tool_name, rule in self._always.items():
+            if not isinstance(rule, ApprovedCall | RejectedCall):
+                raise RunStateError(f"always-rule of {tool_name} must be approved or rejected")
+
+    def __repr__(self) -> str:
+        return (
+            f"RunState(run_id={self.run_id!r}, agent={self.agent_name!r} "
+            f"v{self.agent_version}, turn={self.current_turn}/{self.max_turns}, "
+            f"items={len(self.history)}, pending={list(self._pending)})"
+        )

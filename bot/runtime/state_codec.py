@@ -1,0 +1,345 @@
+"""RunState wire format: schema versions, migrations, and parsing of payloads.
+
+A payload is a JSON object. `$schemaVersion` says which shape it has:
+
+- the current version is read strictly (every field present and well typed);
+- an older supported version is migrated step by step through `MIGRATIONS` first;
+- a newer or unknown version is refused with SchemaVersionError naming both versions;
+- no `$schemaVersion` at all is the legacy bare-dict form of builds before versioning:
+  every field is read by name with a safe default and unknown keys are ignored.
+
+Bump `CURRENT_SCHEMA_VERSION` (and add its summary, and a migration from the previous
+one) whenever a serialized field is added or changes meaning. Released fixtures under
+tests/fixtures/run_state/ are never edited.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Any, cast
+
+from bot.errors import RunStateError, SchemaVersionError
+from bot.runtime.decisions import (
+    DEFAULT_REJECTION_MESSAGE,
+    AbortCall,
+    ApprovalMetadata,
+    ApprovedCall,
+    Decision,
+    PendingCall,
+    RejectedCall,
+    RetryCall,
+    VerifiedResult,
+)
+from bot.runtime.digest import execution_key
+from bot.runtime.model import Item
+
+SCHEMA_VERSION_KEY = "$schemaVersion"
+CURRENT_SCHEMA_VERSION = "1.0"
+SUPPORTED_SCHEMA_VERSIONS: Mapping[str, str] = MappingProxyType(
+    {
+        "1.0": (
+            "First versioned form: run and agent identity (name, version), turn counters, "
+            "history items, pending calls with execution keys and status, decisions, "
+            "always-rules per tool, approval audit metadata, serialized context."
+        ),
+    }
+)
+# Older supported version -> (the version it upgrades to, the upgrade). Each step is a
+# pure function on the payload dict; chains run until CURRENT_SCHEMA_VERSION.
+Migration = Callable[[dict[str, Any]], dict[str, Any]]
+MIGRATIONS: dict[str, tuple[str, Migration]] = {}
+
+DEFAULT_MAX_TURNS = 10
+_LEGACY_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(kw_only=True)
+class StateFields:
+    """Everything a RunState holds, as parsed from a payload."""
+
+    run_id: str
+    agent_name: str
+    agent_version: str
+    current_turn: int
+    max_turns: int
+    history: list[Item]
+    context: dict[str, Any] | None
+    pending: list[PendingCall]
+    decisions: dict[str, Decision] = field(default_factory=dict)
+    always: dict[str, Decision] = field(default_factory=dict)
+    approval_metadata: dict[str, ApprovalMetadata] = field(default_factory=dict)
+
+
+def parse_payload(payload: Any) -> StateFields:
+    """Parse a decoded JSON payload of any supported (or the legacy) form."""
+    if not isinstance(payload, dict):
+        raise RunStateError(f"a RunState payload is a JSON object, got {type(payload).__name__}")
+    if SCHEMA_VERSION_KEY not in payload:
+        return _parse_legacy(payload)
+    version = payload[SCHEMA_VERSION_KEY]
+    if not isinstance(version, str) or version not in SUPPORTED_SCHEMA_VERSIONS:
+        raise SchemaVersionError(
+            f"RunState payload has $schemaVersion {version!r}, but this build reads "
+            f"version {CURRENT_SCHEMA_VERSION!r} (supported: "
+            f"{', '.join(SUPPORTED_SCHEMA_VERSIONS)}); upgrade approvals-bot to load it"
+        )
+    return _parse_current(_migrate(payload, version))
+
+
+def _migrate(payload: dict[str, Any], version: str) -> dict[str, Any]:
+    seen = {version}
+    while version != CURRENT_SCHEMA_VERSION:
+        if version not in MIGRATIONS:
+            raise RunStateError(
+                f"no migration from $schemaVersion {version!r} to {CURRENT_SCHEMA_VERSION!r}"
+            )
+        version, upgrade = MIGRATIONS[version]
+        if version in seen:
+            raise RunStateError(f"migrations loop at $schemaVersion {version!r}")
+        seen.add(version)
+        payload = {**upgrade(payload), SCHEMA_VERSION_KEY: version}
+    return payload
+
+
+# -- typed reads ----------------------------------------------------------------------
+
+
+def _bad(path: str, expected: str, value: Any) -> RunStateError:
+    return RunStateError(f"RunState field {path!r} must be {expected}, got {type(value).__name__}")
+
+
+def _str(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise _bad(path, "a string", value)
+    return value
+
+
+def _opt_str(value: Any, path: str) -> str | None:
+    return None if value is None else _str(value, path)
+
+
+def _int(value: Any, path: str, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _bad(path, "an integer", value)
+    if value < minimum:
+        raise RunStateError(f"RunState field {path!r} must be at least {minimum}, got {value}")
+    return value
+
+
+def _dict(value: Any, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _bad(path, "an object", value)
+    return value
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _bad(path, "an array", value)
+    return value
+
+
+def _required(payload: dict[str, Any], key: str) -> Any:
+    if key not in payload:
+        raise RunStateError(f"RunState payload lacks the required field {key!r}")
+    return payload[key]
+
+
+# -- history --------------------------------------------------------------------------
+
+
+def check_history(value: Any, path: str = "history") -> list[Item]:
+    """Validate history items (one pass, no copies: this is the hot path of loading)."""
+    items = _list(value, path)
+    for index, item in enumerate(items):
+        if type(item) is not dict:
+            raise _bad(f"{path}[{index}]", "an object", item)
+        kind = item.get("type")
+        if kind == "tool_result":
+            if not (
+                type(item.get("tool_call_id")) is str
+                and type(item.get("name")) is str
+                and type(item.get("content")) is str
+                and type(item.get("is_error")) is bool
+            ):
+                raise RunStateError(
+                    f"RunState field '{path}[{index}]' is a tool_result without a string "
+                    "tool_call_id, name, content and a boolean is_error"
+                )
+        elif kind == "assistant":
+            content = item.get("content")
+            if content is not None and type(content) is not str:
+                raise _bad(f"{path}[{index}].content", "a string or null", content)
+            _check_tool_calls(item.get("tool_calls"), f"{path}[{index}].tool_calls")
+        elif kind == "user":
+            _str(item.get("content"), f"{path}[{index}].content")
+        else:
+            raise RunStateError(
+                f"RunState field '{path}[{index}].type' must be user, assistant or "
+                f"tool_result, got {kind!r}"
+            )
+    return cast(list[Item], items)
+
+
+def _check_tool_calls(value: Any, path: str) -> None:
+    for index, call in enumerate(_list(value, path)):
+        if not (
+            type(call) is dict
+            and type(call.get("id")) is str
+            and type(call.get("name")) is str
+            and type(call.get("arguments")) is dict
+        ):
+            raise RunStateError(
+                f"RunState field '{path}[{index}]' must have a string id and name and "
+                "an object of arguments"
+            )
+
+
+def last_turn_index(history: list[Item]) -> int | None:
+    """History index of the last assistant item (the turn pending calls belong to).
+    Tolerates unvalidated items: RunState validates the history itself."""
+    for index in range(len(history) - 1, -1, -1):
+        item: Any = history[index]
+        if isinstance(item, dict) and item.get("type") == "assistant":
+            return index
+    return None
+
+
+# -- decisions and metadata -----------------------------------------------------------
+
+
+def _decision(value: Any, path: str) -> Decision:
+    data = _dict(value, path)
+    kind = data.get("kind")
+    if kind == "approved":
+        return ApprovedCall()
+    if kind == "rejected":
+        return RejectedCall(message=_str(data.get("message"), f"{path}.message"))
+    if kind == "verified_result":
+        return VerifiedResult(result=_str(data.get("result"), f"{path}.result"))
+    if kind == "retry":
+        return RetryCall()
+    if kind == "abort":
+        return AbortCall()
+    raise RunStateError(f"RunState field '{path}.kind' is not a known decision: {kind!r}")
+
+
+def _timestamp(value: Any, path: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(_str(value, path))
+    except ValueError as error:
+        raise RunStateError(f"RunState field {path!r} is not an ISO timestamp") from error
+    # Naive timestamps only come from legacy builds, which wrote UTC.
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _metadata(value: Any, path: str, *, legacy: bool) -> ApprovalMetadata:
+    data = _dict(value, path)
+    if legacy and data.get("timestamp") is None:
+        stamp = _LEGACY_EPOCH  # legacy builds could omit it; the epoch marks "unknown"
+    else:
+        stamp = _timestamp(data.get("timestamp"), f"{path}.timestamp")
+    return ApprovalMetadata(
+        approver_id=_opt_str(data.get("approver_id"), f"{path}.approver_id"),
+        reason=_opt_str(data.get("reason"), f"{path}.reason"),
+        timestamp=stamp,
+    )
+
+
+def _pending_call(
+    value: Any, path: str, *, run_id: str, turn: int | None, legacy: bool
+) -> PendingCall:
+    data = _dict(value, path)
+    call_id = _str(data.get("tool_call_id"), f"{path}.tool_call_id")
+    key = data.get("execution_key")
+    if key is None and legacy and turn is not None:
+        key = execution_key(run_id, turn, call_id)
+    status = data.get("status", "approval") if legacy else data.get("status")
+    if status not in ("approval", "uncertain"):
+        raise RunStateError(f"RunState field '{path}.status' must be approval or uncertain")
+    arguments = data.get("arguments", {}) if legacy else data.get("arguments")
+    return PendingCall(
+        tool_call_id=call_id,
+        tool_name=_str(data.get("tool_name"), f"{path}.tool_name"),
+        arguments=_dict(arguments, f"{path}.arguments"),
+        execution_key=_str(key, f"{path}.execution_key"),
+        status=status,
+    )
+
+
+# -- the current version --------------------------------------------------------------
+
+
+def _parse_current(payload: dict[str, Any]) -> StateFields:
+    run_id = _str(_required(payload, "run_id"), "run_id")
+    history = cast(list[Item], _list(_required(payload, "history"), "history"))
+    turn = last_turn_index(history)
+    context = _required(payload, "context")
+    fields = StateFields(
+        run_id=run_id,
+        agent_name=_str(_required(payload, "agent_name"), "agent_name"),
+        agent_version=_str(_required(payload, "agent_version"), "agent_version"),
+        current_turn=_int(_required(payload, "current_turn"), "current_turn", minimum=0),
+        max_turns=_int(_required(payload, "max_turns"), "max_turns", minimum=1),
+        history=history,
+        context=None if context is None else _dict(context, "context"),
+        pending=[
+            _pending_call(item, f"pending_calls[{i}]", run_id=run_id, turn=turn, legacy=False)
+            for i, item in enumerate(_list(_required(payload, "pending_calls"), "pending_calls"))
+        ],
+    )
+    for call_id, item in _dict(_required(payload, "decisions"), "decisions").items():
+        fields.decisions[call_id] = _decision(item, f"decisions.{call_id}")
+    for tool_name, item in _dict(_required(payload, "always"), "always").items():
+        fields.always[tool_name] = _decision(item, f"always.{tool_name}")
+    metadata = _dict(_required(payload, "approval_metadata"), "approval_metadata")
+    for call_id, item in metadata.items():
+        path = f"approval_metadata.{call_id}"
+        fields.approval_metadata[call_id] = _metadata(item, path, legacy=False)
+    return fields
+
+
+# -- the legacy (unversioned) form ----------------------------------------------------
+
+
+def _parse_legacy(payload: dict[str, Any]) -> StateFields:
+    """Builds before versioning wrote a bare dict: pending calls as `interruptions`
+    (or `pending_calls`), decisions as `approved_tools` / `rejected_tools` lists of call
+    ids (rejections possibly as {call id: message}). Missing fields take safe defaults."""
+    run_id = _str(payload.get("run_id") or uuid.uuid4().hex, "run_id")
+    history = cast(list[Item], _list(payload.get("history", []), "history"))
+    turn = last_turn_index(history)
+    context = payload.get("context")
+    raw_pending = payload.get("pending_calls", payload.get("interruptions", []))
+    fields = StateFields(
+        run_id=run_id,
+        agent_name=_str(payload.get("agent_name", ""), "agent_name"),
+        agent_version=_str(payload.get("agent_version", "1"), "agent_version"),
+        current_turn=_int(payload.get("current_turn", 0), "current_turn", minimum=0),
+        max_turns=_int(payload.get("max_turns", DEFAULT_MAX_TURNS), "max_turns", minimum=1),
+        history=history,
+        context=None if context is None else _dict(context, "context"),
+        pending=[
+            _pending_call(item, f"interruptions[{i}]", run_id=run_id, turn=turn, legacy=True)
+            for i, item in enumerate(_list(raw_pending, "interruptions"))
+        ],
+    )
+    for call_id in _list(payload.get("approved_tools", []), "approved_tools"):
+        fields.decisions[_str(call_id, "approved_tools[]")] = ApprovedCall()
+    rejected = payload.get("rejected_tools", [])
+    if isinstance(rejected, dict):
+        for call_id, message in rejected.items():
+            text = _opt_str(message, f"rejected_tools.{call_id}") or DEFAULT_REJECTION_MESSAGE
+            fields.decisions[call_id] = RejectedCall(message=text)
+    else:
+        for call_id in _list(rejected, "rejected_tools"):
+            key = _str(call_id, "rejected_tools[]")
+            fields.decisions[key] = RejectedCall(message=DEFAULT_REJECTION_MESSAGE)
+    metadata = _dict(payload.get("approval_metadata", {}), "approval_metadata")
+    for call_id, item in metadata.items():
+        path = f"approval_metadata.{call_id}"
+        fields.approval_metadata[call_id] = _metadata(item, path, legacy=True)
+    return fields
