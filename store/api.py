@@ -71,6 +71,7 @@ class ApprovalRecord:
     revoked_at: datetime | None
     slack_channel: str | None
     slack_ts: str | None
+    revoked_by: str | None = None  # who revoked it (decider keeps who decided)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,145 @@
+"""Where the key ring comes from: `APPROVALS_KEYS`, or a key file beside the database.
+
+`APPROVALS_KEYS` holds `kid:base64key,kid:base64key,...`; the first key encrypts new
+writes, every key decrypts. When it is unset, the key file `<database>.key` is used,
+created on first run with mode 0600 (one `kid:base64key` per line, newest first). A key
+file that group or others may read is refused: a key anyone on the host can read protects
+nothing. Errors name the entry or file at fault and never print key material.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+import secrets
+import stat
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bot.errors import ConfigError
+from store.crypto import KEY_BYTES, DataKey, KeyRing
+
+KEYS_ENV = "APPROVALS_KEYS"
+KEY_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def generate_key(key_id: str | None = None) -> DataKey:
+    """A fresh random AES-256 key; the default id carries the date and a random suffix."""
+    kid = key_id or f"k{datetime.now(UTC):%Y%m%d}-{secrets.token_hex(3)}"
+    _check_key_id(kid, where="generated key")
+    return DataKey(key_id=kid, secret=secrets.token_bytes(KEY_BYTES))
+
+
+def format_key(key: DataKey) -> str:
+    """`kid:base64key`, the form APPROVALS_KEYS and the key file use."""
+    return f"{key.key_id}:{base64.b64encode(key.secret).decode()}"
+
+
+def parse_keyring(text: str, *, source: str) -> KeyRing:
+    """Parse `kid:base64key` entries separated by commas or newlines (`#` comments)."""
+    entries = [
+        entry.strip()
+        for line in text.splitlines()
+        if not line.strip().startswith("#")
+        for entry in line.split(",")
+        if entry.strip()
+    ]
+    if not entries:
+        raise ConfigError(f"{source} holds no keys; expected kid:base64key[,kid:base64key...]")
+    return KeyRing([_parse_entry(entry, number, source) for number, entry in enumerate(entries, 1)])
+
+
+def _parse_entry(entry: str, number: int, source: str) -> DataKey:
+    where = f"{source} entry {number}"
+    kid, colon, encoded = entry.partition(":")
+    if not colon:
+        raise ConfigError(f"{where} has no ':'; expected kid:base64key")
+    kid = kid.strip()
+    _check_key_id(kid, where=where)
+    try:
+        secret = base64.b64decode(encoded.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        raise ConfigError(f"{where} (key id {kid!r}) is not valid base64") from None
+    if len(secret) != KEY_BYTES:
+        raise ConfigError(
+            f"{where} (key id {kid!r}) decodes to {len(secret)} bytes; AES-256 needs {KEY_BYTES}"
+        )
+    return DataKey(key_id=kid, secret=secret)
+
+
+def _check_key_id(kid: str, *, where: str) -> None:
+    if not KEY_ID_PATTERN.match(kid):
+        raise ConfigError(f"{where} has key id {kid!r}; use 1-64 letters, digits, '.', '_' or '-'")
+
+
+def key_file_for(database: Path) -> Path:
+    """The default key file: `<database file name>.key` in the same directory."""
+    return database.with_name(database.name + ".key")
+
+
+def load_key_file(path: Path) -> KeyRing:
+    """Read a key file, refusing one that group or others may access."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        raise ConfigError(f"key file {path} does not exist") from None
+    if mode & 0o077:
+        raise ConfigError(
+            f"key file {path} has mode {mode:04o}; group and others must have no access "
+            f"(run: chmod 600 {path})"
+        )
+    return parse_keyring(path.read_text(encoding="utf-8"), source=f"key file {path}")
+
+
+def create_key_file(path: Path) -> KeyRing:
+    """Create a key file with one new key, mode 0600, failing if it already exists."""
+    key = generate_key()
+    _write_new_file(path, format_key(key) + "\n")
+    return KeyRing([key])
+
+
+def prepend_key_to_file(path: Path, key: DataKey) -> KeyRing:
+    """Make `key` the newest key of an existing key file (atomic replace, mode 0600)."""
+    ring = load_key_file(path)
+    if ring.get(key.key_id) is not None:
+        raise ConfigError(f"key id {key.key_id!r} is already in key file {path}")
+    lines = [format_key(k) for k in (key, *ring)]
+    temporary = path.with_name(path.name + f".tmp-{secrets.token_hex(4)}")
+    _write_new_file(temporary, "\n".join(lines) + "\n")
+    os.replace(temporary, path)
+    return KeyRing([key, *ring])
+
+
+def _write_new_file(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def resolve_keyring(
+    database: Path, *, environ: Mapping[str, str] | None = None, may_create: bool
+) -> KeyRing:
+    """APPROVALS_KEYS if set, else the key file beside the database.
+
+    The key file is created only when `may_create` (the database holds nothing sealed
+    yet): a missing key file next to encrypted data is an error, not a reason to mint a
+    key that cannot decrypt it.
+    """
+    env = os.environ if environ is None else environ
+    configured = env.get(KEYS_ENV)
+    if configured is not None and configured.strip():
+        return parse_keyring(configured, source=KEYS_ENV)
+    path = key_file_for(database)
+    if path.exists():
+        return load_key_file(path)
+    if not may_create:
+        raise ConfigError(
+            f"database {database} holds encrypted data but its key file {path} is missing; "
+            f"restore the key file or set {KEYS_ENV}"
+        )
+    return create_key_file(path)

@@ -1,0 +1,1 @@
+"""The SQLite engine (aiosqlite): one write connection, BEGIN IMMEDIATE, WAL."""

@@ -1,0 +1,114 @@
+"""What every part of the SQLite store shares: the database, key ring, clock, and the
+fail-closed path for blobs that do not authenticate."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from bot.errors import TamperError
+from store.crypto import AadValue, KeyRing, Sealed, seal, unseal
+from store.sqlite import audit
+from store.sqlite.connection import Database
+
+Clock = Callable[[], datetime]
+T = TypeVar("T")
+
+# Above this many bytes, encoding, hashing and AES-GCM run in a worker thread: a 2 MiB
+# state blocks the event loop for a noticeable time otherwise.
+OFFLOAD_BYTES = 256 * 1024
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+async def off_loop_if_large(size: int, work: Callable[[], T]) -> T:
+    """Run `work` inline when small, in a thread when `size` crosses OFFLOAD_BYTES."""
+    if size >= OFFLOAD_BYTES:
+        return await asyncio.to_thread(work)
+    return work()
+
+
+class StoreBase:
+    """Shared state and helpers for the store's parts (runs, approvals, audit, ledger)."""
+
+    def __init__(self, database: Database, keyring: KeyRing, clock: Clock = utc_now) -> None:
+        self._db = database
+        self._keyring = keyring
+        self._clock = clock
+
+    @property
+    def database(self) -> Database:
+        return self._db
+
+    @property
+    def keyring(self) -> KeyRing:
+        return self._keyring
+
+    def _now(self) -> datetime:
+        return self._clock()
+
+    async def _seal(
+        self, plaintext: bytes, *, purpose: str, fields: Mapping[str, AadValue]
+    ) -> Sealed:
+        return await off_loop_if_large(
+            len(plaintext),
+            lambda: seal(self._keyring, plaintext, purpose=purpose, fields=fields),
+        )
+
+    async def _unseal(
+        self,
+        sealed: Sealed,
+        *,
+        purpose: str,
+        fields: Mapping[str, AadValue],
+        run_id: str | None,
+    ) -> bytes:
+        """Decrypt, or record `tamper_detected` and raise TamperError (fail closed)."""
+        try:
+            return await off_loop_if_large(
+                len(sealed.ciphertext),
+                lambda: unseal(self._keyring, sealed, purpose=purpose, fields=fields),
+            )
+        except TamperError as error:
+            raise await self._tampered(error, run_id=run_id, detail={"purpose": purpose}) from None
+
+    async def _audit(
+        self,
+        kind: str,
+        *,
+        actor: str | None = None,
+        run_id: str | None = None,
+        approval_id: str | None = None,
+        detail: Mapping[str, Any] | None = None,
+    ) -> audit.AuditEvent:
+        """Append one audit event in its own write transaction."""
+        at = self._now()
+        audit.canonical_detail(detail)  # refuse a bad detail before taking the write lock
+
+        async def body(connection: aiosqlite.Connection) -> audit.AuditEvent:
+            return await audit.append(
+                connection,
+                kind,
+                at=at,
+                actor=actor,
+                run_id=run_id,
+                approval_id=approval_id,
+                detail=detail,
+            )
+
+        return await self._db.transaction(body)
+
+    async def _tampered(
+        self, error: TamperError, *, run_id: str | None, detail: Mapping[str, Any]
+    ) -> TamperError:
+        """Record the tampering in the audit log; the caller raises what this returns."""
+        await self._audit(
+            "tamper_detected", actor="store", run_id=run_id, detail={**detail, "error": str(error)}
+        )
+        return error

@@ -1,0 +1,185 @@
+"""Key rotation: re-encrypt every sealed blob with the newest key of the ring.
+
+Work goes in batches, each its own transaction, and every rewrite is conditional on the
+nonce it read, so a blob rewritten meanwhile (by a state save) is left alone. Stopping
+half-way is safe: the next run picks up whatever is not yet under the newest key. A
+blob that fails to decrypt is never re-encrypted (that would launder the tampering): it
+is counted, audited as `tamper_detected`, and left as it is.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from dataclasses import dataclass, field
+
+import aiosqlite
+
+from bot.errors import TamperError
+from store.crypto import AadValue, Sealed
+from store.sqlite.base import StoreBase
+from store.sqlite.connection import fetch_all
+from store.sqlite.ledger import RESULT_PURPOSE, result_aad
+from store.sqlite.runs import STATE_PURPOSE, state_aad
+
+DEFAULT_BATCH = 200
+
+
+@dataclass(kw_only=True)
+class RotationReport:
+    key_id: str  # the key everything is now sealed with
+    run_states: int = 0  # re-encrypted in this pass
+    ledger_results: int = 0
+    already_current: int = 0  # sealed with the newest key before this pass
+    skipped_rewritten: int = 0  # rewritten by someone else while we worked (already current)
+    tampered: list[str] = field(default_factory=list)  # records that failed to decrypt
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Pending:
+    record: str  # run id or execution key
+    run_id: str | None
+    old_nonce: bytes
+    sealed: Sealed
+
+
+class RotationPart(StoreBase):
+    async def rotate_keys(self, *, batch_size: int = DEFAULT_BATCH) -> RotationReport:
+        newest = self._keyring.newest.key_id
+        report = RotationReport(key_id=newest, already_current=await self._count_current(newest))
+        await self._rotate_run_states(report, batch_size)
+        await self._rotate_ledger_results(report, batch_size)
+        await self._audit(
+            "key_rotated",
+            actor="operator",
+            detail={
+                "key_id": newest,
+                "run_states": report.run_states,
+                "ledger_results": report.ledger_results,
+                "already_current": report.already_current,
+                "tampered": len(report.tampered),
+            },
+        )
+        return report
+
+    async def _count_current(self, newest: str) -> int:
+        row = await self._db.read_one(
+            "SELECT (SELECT COUNT(*) FROM run_blobs WHERE key_id = ?) + "
+            "(SELECT COUNT(*) FROM ledger WHERE result_key_id = ?)",
+            (newest, newest),
+        )
+        return 0 if row is None else int(row[0])
+
+    async def _rotate_run_states(self, report: RotationReport, batch_size: int) -> None:
+        after = ""
+        while True:
+            rows = await self._db.read(
+                "SELECT b.run_id, b.key_id, b.nonce, b.ciphertext, r.state_version, "
+                "r.schema_version FROM run_blobs b JOIN runs r ON r.run_id = b.run_id "
+                "WHERE b.key_id <> ? AND b.run_id > ? ORDER BY b.run_id LIMIT ?",
+                (report.key_id, after, batch_size),
+            )
+            if not rows:
+                return
+            after = rows[-1]["run_id"]
+            batch = [
+                pending
+                for row in rows
+                if (pending := await self._reseal_state(row, report)) is not None
+            ]
+            report.run_states += await self._db.transaction(
+                functools.partial(_write_states, batch=batch, report=report)
+            )
+
+    async def _reseal_state(self, row: sqlite3.Row, report: RotationReport) -> _Pending | None:
+        fields = state_aad(row["run_id"], int(row["state_version"]), row["schema_version"])
+        return await self._reseal(
+            row, report, purpose=STATE_PURPOSE, fields=fields,
+            record=row["run_id"], run_id=row["run_id"],
+        )  # fmt: skip
+
+    async def _rotate_ledger_results(self, report: RotationReport, batch_size: int) -> None:
+        after = ""
+        while True:
+            rows = await self._db.read(
+                "SELECT execution_key, run_id, lease_version, result_key_id AS key_id, "
+                "result_nonce AS nonce, result_ciphertext AS ciphertext FROM ledger "
+                "WHERE result_ciphertext IS NOT NULL AND result_key_id <> ? "
+                "AND execution_key > ? ORDER BY execution_key LIMIT ?",
+                (report.key_id, after, batch_size),
+            )
+            if not rows:
+                return
+            after = rows[-1]["execution_key"]
+            batch = []
+            for row in rows:
+                fields = result_aad(row["execution_key"], int(row["lease_version"]))
+                pending = await self._reseal(
+                    row, report, purpose=RESULT_PURPOSE, fields=fields,
+                    record=row["execution_key"], run_id=row["run_id"],
+                )  # fmt: skip
+                if pending is not None:
+                    batch.append(pending)
+            report.ledger_results += await self._db.transaction(
+                functools.partial(_write_results, batch=batch, report=report)
+            )
+
+    async def _reseal(
+        self,
+        row: sqlite3.Row,
+        report: RotationReport,
+        *,
+        purpose: str,
+        fields: dict[str, AadValue],
+        record: str,
+        run_id: str | None,
+    ) -> _Pending | None:
+        old = Sealed(key_id=row["key_id"], nonce=row["nonce"], ciphertext=row["ciphertext"])
+        try:
+            plaintext = await self._unseal(old, purpose=purpose, fields=fields, run_id=run_id)
+        except TamperError:
+            report.tampered.append(f"{purpose} {record}")
+            return None
+        sealed = await self._seal(plaintext, purpose=purpose, fields=fields)
+        return _Pending(record=record, run_id=run_id, old_nonce=old.nonce, sealed=sealed)
+
+
+async def _write_states(
+    connection: aiosqlite.Connection, *, batch: list[_Pending], report: RotationReport
+) -> int:
+    written = 0
+    for pending in batch:
+        sealed = pending.sealed
+        rows = await fetch_all(
+            connection,
+            "UPDATE run_blobs SET key_id = ?, nonce = ?, ciphertext = ? "
+            "WHERE run_id = ? AND nonce = ? RETURNING run_id",
+            (sealed.key_id, sealed.nonce, sealed.ciphertext, pending.record, pending.old_nonce),
+        )
+        if not rows:
+            report.skipped_rewritten += 1
+            continue
+        await connection.execute(
+            "UPDATE runs SET key_id = ? WHERE run_id = ?", (sealed.key_id, pending.record)
+        )
+        written += 1
+    return written
+
+
+async def _write_results(
+    connection: aiosqlite.Connection, *, batch: list[_Pending], report: RotationReport
+) -> int:
+    written = 0
+    for pending in batch:
+        sealed = pending.sealed
+        rows = await fetch_all(
+            connection,
+            "UPDATE ledger SET result_key_id = ?, result_nonce = ?, result_ciphertext = ? "
+            "WHERE execution_key = ? AND result_nonce = ? RETURNING execution_key",
+            (sealed.key_id, sealed.nonce, sealed.ciphertext, pending.record, pending.old_nonce),
+        )
+        if rows:
+            written += 1
+        else:
+            report.skipped_rewritten += 1
+    return written

@@ -1,0 +1,101 @@
+"""SqliteStore: the Store protocol on one SQLite file, and `open_store`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from bot.errors import ConfigError
+from store.config import database_url_from_env, parse_database_url, synchronous_from_env
+from store.crypto import KeyRing
+from store.keys import KEYS_ENV, resolve_keyring
+from store.sqlite.approvals import ApprovalsPart
+from store.sqlite.auditing import AuditPart
+from store.sqlite.base import Clock, utc_now
+from store.sqlite.connection import Database, Synchronous
+from store.sqlite.ledger import LedgerPart
+from store.sqlite.migrations import MigrationReport, current_version, migrate
+from store.sqlite.rotation import RotationPart
+from store.sqlite.runs import RunsPart
+
+
+class SqliteStore(RunsPart, ApprovalsPart, AuditPart, LedgerPart, RotationPart):
+    """The embedded engine. Open it with `open_store`; close it with `close()`."""
+
+    def __init__(
+        self,
+        database: Database,
+        keyring: KeyRing,
+        clock: Clock = utc_now,
+        *,
+        migration_report: MigrationReport,
+    ) -> None:
+        super().__init__(database, keyring, clock)
+        self.migration_report = migration_report
+
+    async def schema_version(self) -> int:
+        return await current_version(self._db)
+
+    async def integrity_check(self) -> str:
+        """SQLite's own `PRAGMA integrity_check` ('ok' when the file is sound)."""
+        rows = await self._db.read("PRAGMA integrity_check")
+        return "\n".join(str(row[0]) for row in rows)
+
+    async def close(self) -> None:
+        await self._db.close()
+
+
+async def open_store(
+    url: str | None = None,
+    *,
+    keyring: KeyRing | None = None,
+    clock: Clock | None = None,
+    synchronous: Synchronous | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> SqliteStore:
+    """Open (creating if needed) the database at `url` and migrate it.
+
+    `url`: a file path or sqlite:///path; default APPROVALS_DATABASE_URL, else
+    ./approvals.db. `keyring`: default APPROVALS_KEYS, else the key file beside the
+    database (created on first run). `synchronous`: default
+    APPROVALS_SQLITE_SYNCHRONOUS, else FULL (see store.sqlite.connection).
+    """
+    env = os.environ if environ is None else environ
+    location = parse_database_url(url if url is not None else database_url_from_env(env))
+    path = location.path
+    if not path.parent.is_dir():
+        raise ConfigError(f"database directory {path.parent} does not exist")
+    sync: Synchronous = synchronous or (
+        "NORMAL" if synchronous_from_env(env) == "NORMAL" else "FULL"
+    )
+    now = clock or utc_now
+    database = await Database.open(path, synchronous=sync)
+    try:
+        report = await migrate(database, now=now())
+        ring = keyring or resolve_keyring(
+            path, environ=env, may_create=not await _sealed_key_ids(database)
+        )
+        await _check_keys_cover(database, ring, path)
+    except BaseException:
+        await database.close()
+        raise
+    return SqliteStore(database, ring, now, migration_report=report)
+
+
+async def _sealed_key_ids(database: Database) -> set[str]:
+    rows = await database.read(
+        "SELECT key_id FROM run_blobs UNION SELECT result_key_id FROM ledger "
+        "WHERE result_key_id IS NOT NULL"
+    )
+    return {str(row[0]) for row in rows}
+
+
+async def _check_keys_cover(database: Database, keyring: KeyRing, path: Path) -> None:
+    missing = sorted(await _sealed_key_ids(database) - set(keyring.key_ids))
+    if missing:
+        raise ConfigError(
+            f"database {path} holds data sealed with key id(s) {', '.join(missing)}, which the "
+            f"key ring lacks (it has {', '.join(keyring.key_ids)}); add them to {KEYS_ENV} "
+            "or the key file"
+        )
