@@ -1,0 +1,39 @@
+"""The approval service: runs, decisions, resumes and recovery, behind a notifier.
+
+service = ApprovalService(store=..., registry=..., notifier=..., dependencies=...,
+                          tasks=TaskOwner(), worker_id=installation_worker_id(url))
+await service.recover()                       # at start-up
+run = await service.start_run(agent_name=None, task="deploy api 1.2.3",
+                              requester="U1", channel="C1")
+await service.decide(approval_id, approve=True, decider="U2", reason="CR-42")
+"""
+
+from bot.service.config import approval_ttl_from_env, installation_worker_id
+from bot.service.notifier import Location, Notifier
+from bot.service.outcomes import (
+    Busy,
+    Closed,
+    Continued,
+    DecisionResult,
+    FollowUpOutcome,
+    NotARunThread,
+    WaitingForApproval,
+)
+from bot.service.service import ApprovalService
+from bot.service.tasks import TaskOwner
+
+__all__ = [
+    "ApprovalService",
+    "Busy",
+    "Closed",
+    "Continued",
+    "DecisionResult",
+    "FollowUpOutcome",
+    "Location",
+    "NotARunThread",
+    "Notifier",
+    "TaskOwner",
+    "WaitingForApproval",
+    "approval_ttl_from_env",
+    "installation_worker_id",
+]

@@ -1,0 +1,58 @@
+"""Service settings from the environment: the worker id and the approval lifetime.
+
+The worker id names this process as the owner of ledger leases (and in the audit log as
+`service:<id>`). In the single-process SQLite mode it is stable per installation: it is
+derived from the database file's absolute path, so a process restarted after a crash
+is the same owner as its dead predecessor and takes over that predecessor's execution
+leases at once (the ledger lets an owner re-claim its own lease) instead of waiting for
+them to expire. Two processes on one database file would then share an id: that is not
+a supported deployment. Replicas on a shared database must each set a distinct
+`APPROVALS_WORKER_ID` (e.g. the pod name) and rely on lease expiry for takeover.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+from datetime import timedelta
+
+from bot.errors import ConfigError
+from store.config import parse_database_url
+
+WORKER_ID_ENV = "APPROVALS_WORKER_ID"
+APPROVAL_TTL_ENV = "APPROVALS_APPROVAL_TTL_SECONDS"
+DEFAULT_APPROVAL_TTL = timedelta(hours=24)
+_WORKER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+
+
+def installation_worker_id(database_url: str, environ: Mapping[str, str] | None = None) -> str:
+    """`APPROVALS_WORKER_ID` when set, else `local-<12 hex of the database's path>`."""
+    env = os.environ if environ is None else environ
+    explicit = env.get(WORKER_ID_ENV, "").strip()
+    if explicit:
+        if not _WORKER_ID.match(explicit):
+            raise ConfigError(
+                f"{WORKER_ID_ENV} must be 1-128 letters, digits, '.', '_', ':' or '-', "
+                "starting with a letter or digit"
+            )
+        return explicit
+    path = parse_database_url(database_url).path.expanduser().resolve()
+    return "local-" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
+
+
+def approval_ttl_from_env(environ: Mapping[str, str] | None = None) -> timedelta | None:
+    """`APPROVALS_APPROVAL_TTL_SECONDS` (a positive number, or 0 for no expiry);
+    default 24 hours."""
+    env = os.environ if environ is None else environ
+    text = env.get(APPROVAL_TTL_ENV, "").strip()
+    if not text:
+        return DEFAULT_APPROVAL_TTL
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise ConfigError(f"{APPROVAL_TTL_ENV} must be a number of seconds, not {text!r}") from None
+    if seconds < 0 or seconds != seconds or seconds == float("inf"):
+        raise ConfigError(f"{APPROVAL_TTL_ENV} must be a finite number >= 0, not {text!r}")
+    return None if seconds == 0 else timedelta(seconds=seconds)

@@ -1,0 +1,156 @@
+"""Run an agent for a run record and persist what came of it.
+
+One path for every way a run moves on (a new task, a resume after decisions, a
+follow-up message, a reconciliation): run the agent with the store-backed journal, then
+persist the outcome by compare-and-set on the run's version and tell the notifier:
+
+- paused: the encrypted state (status `paused`), one approval row per call waiting for a
+  decision (redacted review snapshot + argument digest) with its card, and a
+  `call_uncertain` notice per call whose outcome a human must reconcile;
+- completed / max_turns: the final state (status `completed`) and the answer;
+- an error: status `failed`, a `failed` audit event and one clear line for people.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from store.journal import StoreJournal
+
+from bot.errors import ApprovalsError, RunStateError
+from bot.review import ReviewSnapshot, review_snapshot
+from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, PendingCall, Runner, RunResult, RunState
+from bot.service.codec import encode_state
+from bot.service.journal import ServiceJournal
+from bot.service.parts import ServiceParts, log
+from store.api import ApprovalRecord, NewApproval, RunRecord
+
+FINAL_RUN_STATUSES = frozenset({"completed", "failed", "cancelled"})
+
+
+async def execute(
+    parts: ServiceParts,
+    run: RunRecord,
+    agent: Agent,
+    state: RunState,
+    *,
+    approved: dict[str, ApprovalRecord] | None = None,
+) -> RunRecord:
+    """Run `agent` from `state` for `run` (status running or resuming) and persist the
+    outcome. Never raises for a failed run: the run is marked failed and people told."""
+    journal = ServiceJournal(
+        StoreJournal(parts.store, owner=parts.worker_id, lease_seconds=parts.lease_seconds),
+        store=parts.store,
+        run_id=run.run_id,
+        actor=parts.actor,
+        approvals=approved or {},
+    )
+    try:
+        result = await Runner.arun(
+            agent,
+            state,
+            journal=journal,
+            dependencies=parts.dependencies,
+            registry=parts.registry,
+        )
+        return await persist_outcome(parts, run, result)
+    except ApprovalsError as error:
+        return await fail_run(parts, run, f"{type(error).__name__}: {error}")
+    except Exception:
+        log.exception("run %s failed unexpectedly", run.run_id)
+        return await fail_run(parts, run, "internal error (details in the bot's log)")
+
+
+async def persist_outcome(parts: ServiceParts, run: RunRecord, result: RunResult) -> RunRecord:
+    state_json = await encode_state(result.state)
+    if result.status == "paused":
+        saved = await parts.store.save_run_state(
+            run.run_id,
+            expected_version=run.version,
+            state_json=state_json,
+            status="paused",
+            schema_version=CURRENT_SCHEMA_VERSION,
+        )
+        await request_approvals(parts, saved, result.interruptions)
+        for call in result.interruptions:
+            if call.status == "uncertain":
+                await parts.notify.call_uncertain(saved, call)
+        return saved
+    saved = await parts.store.save_run_state(
+        run.run_id,
+        expected_version=run.version,
+        state_json=state_json,
+        status="completed",
+        schema_version=CURRENT_SCHEMA_VERSION,
+    )
+    await parts.notify.run_finished(saved, final_output=result.final_output, status=result.status)
+    return saved
+
+
+async def request_approvals(
+    parts: ServiceParts, run: RunRecord, calls: Sequence[PendingCall]
+) -> list[ApprovalRecord]:
+    """Approval rows (and cards) for the calls waiting for a decision.
+
+    Idempotent: a call that already has its pending row keeps it (its card is posted only
+    if it never was). A row that exists for the same tool call id but is decided or was
+    made for other arguments means the model reused a call id: that fails closed rather
+    than letting an old decision answer a new call."""
+    waiting = [call for call in calls if call.status == "approval"]
+    if not waiting:
+        return []
+    expires_at = parts.clock() + parts.approval_ttl if parts.approval_ttl else None
+    snapshots: dict[str, ReviewSnapshot] = {}
+    planned: list[NewApproval] = []
+    for call in waiting:
+        snapshot = review_snapshot(call.tool_name, call.arguments)
+        snapshots[call.tool_call_id] = snapshot
+        planned.append(
+            NewApproval(
+                approval_id=uuid.uuid4().hex,
+                run_id=run.run_id,
+                tool_call_id=call.tool_call_id,
+                tool_name=call.tool_name,
+                arguments_digest=snapshot.digest,
+                snapshot=snapshot.to_json(),
+                requester=run.requester,
+                expires_at=expires_at,
+            )
+        )
+    records = await parts.store.add_approvals(planned)
+    for record in records:
+        snapshot = snapshots[record.tool_call_id]
+        if record.status != "pending" or record.arguments_digest != snapshot.digest:
+            raise RunStateError(
+                f"tool call id {record.tool_call_id!r} of run {run.run_id} already has a "
+                f"{record.status} approval for other arguments or an earlier turn; "
+                "refusing to reuse it"
+            )
+        if record.slack_ts is None:
+            await _post_card(parts, run, record, snapshot)
+    return records
+
+
+async def _post_card(
+    parts: ServiceParts, run: RunRecord, approval: ApprovalRecord, snapshot: ReviewSnapshot
+) -> None:
+    location = await parts.notify.approval_requested(run, approval, snapshot)
+    if location is not None:
+        channel, ts = location
+        await parts.store.set_approval_message(approval.approval_id, channel=channel, ts=ts)
+
+
+async def fail_run(parts: ServiceParts, run: RunRecord, message: str) -> RunRecord:
+    """Mark the run failed (from whatever status it is in now) and tell people why."""
+    current = await parts.store.get_run(run.run_id) or run
+    failed = None
+    if current.status not in FINAL_RUN_STATUSES:
+        failed = await parts.store.transition_run(
+            run.run_id, expected_status=current.status, new_status="failed"
+        )
+    await parts.store.append_audit(
+        "failed", actor=parts.actor, run_id=run.run_id, detail={"error": message}
+    )
+    await parts.notify.run_failed(failed or current, error=message)
+    return failed or current

@@ -1,0 +1,98 @@
+"""What every part of the service shares: the store, the agents, the notifier, the clock.
+
+`ServiceParts` is built once by `ApprovalService` and handed to the modules that do the
+work (execution, resume, recovery), so each stays a set of small functions over one
+explicit bundle instead of a growing class.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bot.review import ReviewSnapshot
+from bot.runtime import AgentRegistry, PendingCall
+from bot.service.notifier import Location, Notifier
+from store.api import ApprovalRecord, RunRecord, Store
+
+log = logging.getLogger("bot.service")
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServiceParts:
+    store: Store
+    registry: AgentRegistry
+    notifier: Notifier
+    dependencies: Mapping[str, Any]
+    clock: Clock
+    worker_id: str
+    approval_ttl: timedelta | None
+    lease_seconds: float
+
+    @property
+    def actor(self) -> str:
+        """How the service itself appears in the audit log."""
+        return f"service:{self.worker_id}"
+
+    @property
+    def notify(self) -> SafeNotifier:
+        return SafeNotifier(self.notifier)
+
+
+class SafeNotifier:
+    """The notifier, with failures logged instead of raised.
+
+    The store is the record of truth; a message that could not be posted must not undo
+    or abort a recorded decision or a finished run."""
+
+    def __init__(self, notifier: Notifier) -> None:
+        self._notifier = notifier
+
+    async def run_started(self, run: RunRecord, *, task: str) -> Location | None:
+        try:
+            return await self._notifier.run_started(run, task=task)
+        except Exception:
+            log.exception("notifier.run_started failed for run %s", run.run_id)
+            return None
+
+    async def approval_requested(
+        self, run: RunRecord, approval: ApprovalRecord, snapshot: ReviewSnapshot
+    ) -> Location | None:
+        try:
+            return await self._notifier.approval_requested(run, approval, snapshot)
+        except Exception:
+            log.exception("notifier.approval_requested failed for %s", approval.approval_id)
+            return None
+
+    async def approval_decided(self, run: RunRecord, approval: ApprovalRecord) -> None:
+        try:
+            await self._notifier.approval_decided(run, approval)
+        except Exception:
+            log.exception("notifier.approval_decided failed for %s", approval.approval_id)
+
+    async def call_uncertain(self, run: RunRecord, call: PendingCall) -> None:
+        try:
+            await self._notifier.call_uncertain(run, call)
+        except Exception:
+            log.exception("notifier.call_uncertain failed for run %s", run.run_id)
+
+    async def run_finished(self, run: RunRecord, *, final_output: str | None, status: str) -> None:
+        try:
+            await self._notifier.run_finished(run, final_output=final_output, status=status)
+        except Exception:
+            log.exception("notifier.run_finished failed for run %s", run.run_id)
+
+    async def run_failed(self, run: RunRecord, *, error: str) -> None:
+        try:
+            await self._notifier.run_failed(run, error=error)
+        except Exception:
+            log.exception("notifier.run_failed failed for run %s", run.run_id)

@@ -1,0 +1,153 @@
+"""Resume a run whose decisions are all taken: verify, apply, run, persist.
+
+The caller has claimed the run (`paused -> resuming` by compare-and-set), so exactly one
+worker gets here per claim. Before anything runs, the worker
+
+1. reloads and decrypts the state from the store (never trusts a copy in memory),
+2. matches each pending call with the latest approval row for its tool call id,
+3. recomputes each approved call's argument digest from the persisted arguments and
+   compares it with the digest the human approved; a mismatch voids that approval
+   (`revoked`, audit `digest_mismatch`), asks again with the new digest and runs
+   nothing,
+4. applies the decisions into the RunState (approver and reason into the approval
+   metadata; a rejection's message, never its reason, to the model; an expired or
+   revoked approval becomes a rejection the model sees),
+
+and then runs the agent. `ServiceJournal` repeats the validity check for each approved
+call right before it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from bot.errors import ApprovalsError
+from bot.review import arguments_digest
+from bot.runtime import PendingCall, RunState
+from bot.service.codec import decode_state
+from bot.service.execution import execute, fail_run, request_approvals
+from bot.service.parts import ServiceParts
+from store.api import ApprovalRecord, RunRecord
+
+APPROVALS_PER_RUN_LIMIT = 10_000
+EXPIRED_MESSAGE = "Not run: nobody decided before the approval expired."
+REVOKED_MESSAGE = "Not run: the approval was revoked."
+
+
+@dataclass(kw_only=True)
+class AppliedDecisions:
+    approved: dict[str, ApprovalRecord] = field(default_factory=dict)  # by tool_call_id
+    rejected: list[str] = field(default_factory=list)  # tool_call_ids
+    mismatched: list[tuple[PendingCall, ApprovalRecord]] = field(default_factory=list)
+    undecided: list[PendingCall] = field(default_factory=list)
+
+
+def latest_rows(rows: Iterable[ApprovalRecord]) -> dict[str, ApprovalRecord]:
+    """The newest approval row per tool call id (a voided row is followed by a new one)."""
+    latest: dict[str, ApprovalRecord] = {}
+    for row in rows:
+        known = latest.get(row.tool_call_id)
+        if known is None or row.created_at >= known.created_at:
+            latest[row.tool_call_id] = row
+    return latest
+
+
+def apply_decisions(state: RunState, rows: dict[str, ApprovalRecord]) -> AppliedDecisions:
+    """Apply every terminal row to its pending call in `state`; report what did not fit."""
+    applied = AppliedDecisions()
+    for call in state.get_interruptions():
+        if call.status != "approval":
+            continue  # uncertain calls wait for `reconcile`
+        row = rows.get(call.tool_call_id)
+        if row is None or row.status == "pending":
+            applied.undecided.append(call)
+        elif row.status == "approved":
+            if arguments_digest(call.arguments) != row.arguments_digest:
+                applied.mismatched.append((call, row))
+                continue
+            state.approve(call, approver_id=row.decider, reason=row.reason)
+            applied.approved[call.tool_call_id] = row
+        else:
+            state.reject(
+                call,
+                message=_model_message(row),
+                approver_id=row.decider,
+                reason=row.reason,
+            )
+            applied.rejected.append(call.tool_call_id)
+    return applied
+
+
+def _model_message(row: ApprovalRecord) -> str | None:
+    if row.status == "expired":
+        return EXPIRED_MESSAGE
+    if row.status == "revoked":
+        return REVOKED_MESSAGE
+    return row.message  # rejected: the reviewer's message (None -> the runtime's default)
+
+
+async def resume_run(parts: ServiceParts, run: RunRecord) -> RunRecord:
+    """Finish a claimed (`resuming`) run; see the module doc. Never raises for a run
+    that fails: it is marked failed and people are told."""
+    try:
+        state = await decode_state(await parts.store.load_run_state(run.run_id))
+        agent = parts.registry.get(state.agent_name, state.agent_version)
+    except ApprovalsError as error:
+        return await fail_run(parts, run, f"cannot resume: {error}")
+    rows = await parts.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
+    applied = apply_decisions(state, latest_rows(rows))
+    if applied.mismatched:
+        return await _void_and_ask_again(parts, run, applied)
+    if applied.undecided:
+        return await _back_to_paused(parts, run, applied.undecided)
+    await parts.store.append_audit(
+        "resumed",
+        actor=parts.actor,
+        run_id=run.run_id,
+        detail={"approved": sorted(applied.approved), "rejected": sorted(applied.rejected)},
+    )
+    return await execute(parts, run, agent, state, approved=applied.approved)
+
+
+async def _back_to_paused(
+    parts: ServiceParts, run: RunRecord, waiting: list[PendingCall]
+) -> RunRecord:
+    """Some call still waits for a decision (or lost its row in a crash): pause again
+    first, then (re)request, so that the last decision can claim the resume."""
+    paused = await parts.store.transition_run(
+        run.run_id, expected_status="resuming", new_status="paused"
+    )
+    if paused is None:
+        return await parts.store.get_run(run.run_id) or run
+    try:
+        await request_approvals(parts, paused, waiting)
+    except ApprovalsError as error:
+        return await fail_run(parts, paused, f"cannot request approval: {error}")
+    return paused
+
+
+async def _void_and_ask_again(
+    parts: ServiceParts, run: RunRecord, applied: AppliedDecisions
+) -> RunRecord:
+    for call, row in applied.mismatched:
+        await parts.store.append_audit(
+            "digest_mismatch",
+            actor=parts.actor,
+            run_id=run.run_id,
+            approval_id=row.approval_id,
+            detail={
+                "tool": call.tool_name,
+                "tool_call_id": call.tool_call_id,
+                "approved_digest": row.arguments_digest,
+                "state_digest": arguments_digest(call.arguments),
+            },
+        )
+        voided = await parts.store.revoke(
+            row.approval_id,
+            actor=parts.actor,
+            reason="voided: the arguments in the stored state differ from the approved ones",
+        )
+        await parts.notify.approval_decided(run, voided.record)
+    again = [call for call, _ in applied.mismatched]
+    return await _back_to_paused(parts, run, again + applied.undecided)

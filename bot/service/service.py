@@ -1,0 +1,303 @@
+"""ApprovalService: start a run, persist its pause, decide, resume, follow up, reconcile.
+
+The middle layer. It knows neither Slack payloads nor SQL: people are reached through a
+`Notifier`, records through the `Store` interface, agents through the `AgentRegistry`.
+Every state change is a compare-and-set in the store, so two clicks, two replicas or a
+retried request change nothing twice; the store's ledger is the runner's journal, so a
+repeated resume never repeats an effect. Work that outlives a call (a resume after the
+last decision) runs in tasks the service owns (`TaskOwner`).
+
+Until the policy issue lands, anyone but the run's requester may decide, and a reason
+is required for every decision.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from bot.errors import AlreadyDecidedError, ApprovalsError, InputError, NotAuthorizedError
+from bot.runtime import CURRENT_SCHEMA_VERSION, AgentRegistry, RunState
+from bot.runtime.context import serialize_context
+from bot.service.codec import decode_state, encode_state
+from bot.service.config import DEFAULT_APPROVAL_TTL
+from bot.service.execution import execute
+from bot.service.notifier import Notifier
+from bot.service.outcomes import (
+    Busy,
+    Closed,
+    Continued,
+    DecisionResult,
+    FollowUpOutcome,
+    NotARunThread,
+    WaitingForApproval,
+)
+from bot.service.parts import Clock, ServiceParts, utc_now
+from bot.service.reconcile import Reconciliation, reconcile_call
+from bot.service.recovery import recover_runs
+from bot.service.resume import APPROVALS_PER_RUN_LIMIT, resume_run
+from bot.service.tasks import TaskOwner
+from store.api import TERMINAL_APPROVAL_STATUSES, ApprovalRecord, RunRecord, Store
+
+DEFAULT_LEASE_SECONDS = 300.0
+
+
+class ApprovalService:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        registry: AgentRegistry,
+        notifier: Notifier,
+        dependencies: Mapping[str, Any],
+        tasks: TaskOwner,
+        worker_id: str,
+        clock: Clock = utc_now,
+        default_agent: str = "ops",
+        approval_ttl: timedelta | None = DEFAULT_APPROVAL_TTL,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    ) -> None:
+        if not worker_id.strip():
+            raise InputError("worker_id must not be blank")
+        self._parts = ServiceParts(
+            store=store,
+            registry=registry,
+            notifier=notifier,
+            dependencies=dependencies,
+            clock=clock,
+            worker_id=worker_id,
+            approval_ttl=approval_ttl,
+            lease_seconds=lease_seconds,
+        )
+        self._tasks = tasks
+        self._default_agent = default_agent
+
+    @property
+    def store(self) -> Store:
+        return self._parts.store
+
+    # -- starting ------------------------------------------------------------------------
+
+    async def start_run(
+        self,
+        *,
+        agent_name: str | None,
+        task: str,
+        requester: str,
+        channel: str | None,
+        context: Any = None,
+    ) -> RunRecord:
+        """Run `task` with the agent (the latest version of `agent_name`, or the default
+        agent) until it completes, fails or pauses for decisions; returns the run as it
+        stands then. A context holding a secret is refused before anything is stored."""
+        text = task.strip()
+        if not text:
+            raise InputError("the task is empty; say what the agent should do")
+        if not requester.strip():
+            raise InputError("a run needs a requester")
+        agent = self._parts.registry.latest(agent_name or self._default_agent)
+        state = RunState(
+            run_id=uuid.uuid4().hex,
+            agent_name=agent.name,
+            agent_version=agent.version,
+            history=[{"type": "user", "content": text}],
+            context=serialize_context(
+                context, serializer=agent.context_serializer, strict=agent.strict_context
+            ),
+        )
+        state_json = await encode_state(state)  # refuses a context holding a secret
+        run = await self._parts.store.create_run(
+            run_id=state.run_id,
+            agent_name=agent.name,
+            agent_version=agent.version,
+            schema_version=CURRENT_SCHEMA_VERSION,
+            state_json=state_json,
+            status="running",
+            channel=channel,
+            requester=requester,
+        )
+        thread = await self._parts.notify.run_started(run, task=text)
+        if thread is not None:
+            await self._parts.store.set_run_thread(
+                run.run_id, channel=thread[0], thread_ts=thread[1]
+            )
+            run = await self._require_run(run.run_id)
+        return await execute(self._parts, run, agent, state)
+
+    # -- deciding ------------------------------------------------------------------------
+
+    async def decide(
+        self,
+        approval_id: str,
+        *,
+        approve: bool,
+        decider: str,
+        reason: str,
+        message: str | None = None,
+    ) -> DecisionResult:
+        """Record one person's decision by compare-and-set.
+
+        InputError: unknown approval, blank reason or decider. NotAuthorizedError: the
+        decider requested the run. AlreadyDecidedError: the approval is no longer pending
+        (it carries who decided and when). When this was the run's last open approval,
+        the resume is claimed and runs in a task the service owns."""
+        if not reason or not reason.strip():
+            raise InputError("a reason is required for every decision")
+        if not decider.strip():
+            raise InputError("a decision needs the decider's id")
+        if message is not None and not message.strip():
+            message = None
+        approval = await self._parts.store.get_approval(approval_id)
+        if approval is None:
+            raise InputError(f"there is no approval with id {approval_id!r}")
+        if approval.status != "pending":
+            raise _already_decided(approval)
+        if approval.requester is not None and decider == approval.requester:
+            raise NotAuthorizedError(
+                "you requested this run, so someone else must decide its calls"
+            )
+        outcome = await self._parts.store.decide(
+            approval_id,
+            decision="approved" if approve else "rejected",
+            decider=decider,
+            reason=reason.strip(),
+            message=message if not approve else None,
+            now=self._parts.clock(),
+        )
+        run = await self._require_run(approval.run_id)
+        if not outcome.won:
+            if outcome.record.status == "expired":
+                await self._parts.notify.approval_decided(run, outcome.record)
+                await self._resume_if_all_decided(approval.run_id)
+            raise _already_decided(outcome.record)
+        await self._parts.notify.approval_decided(run, outcome.record)
+        started = await self._resume_if_all_decided(approval.run_id)
+        return DecisionResult(approval=outcome.record, resume_started=started)
+
+    async def expire_due(self) -> list[ApprovalRecord]:
+        """Expire every pending approval past its expiry, update its card, and resume the
+        runs that have nothing left to wait for (an expired call never runs)."""
+        expired = await self._parts.store.expire_due(now=self._parts.clock())
+        for record in expired:
+            run = await self._require_run(record.run_id)
+            await self._parts.notify.approval_decided(run, record)
+        for run_id in sorted({record.run_id for record in expired}):
+            await self._resume_if_all_decided(run_id)
+        return expired
+
+    async def _resume_if_all_decided(self, run_id: str) -> bool:
+        rows = await self._parts.store.list_approvals(run_id=run_id, limit=APPROVALS_PER_RUN_LIMIT)
+        if any(row.status not in TERMINAL_APPROVAL_STATUSES for row in rows):
+            return False
+        return await self.claim_resume(run_id)
+
+    async def claim_resume(self, run_id: str) -> bool:
+        """Claim the run's resume (paused -> resuming); the winner resumes it in a task."""
+        claimed = await self._parts.store.transition_run(
+            run_id, expected_status="paused", new_status="resuming"
+        )
+        if claimed is None:
+            return False
+        self._spawn_resume(claimed)
+        return True
+
+    def _spawn_resume(self, run: RunRecord) -> None:
+        self._tasks.spawn(resume_run(self._parts, run), name=f"resume:{run.run_id}")
+
+    # -- follow-up, reconciliation, recovery ----------------------------------------------
+
+    async def follow_up(
+        self, *, channel: str, thread_ts: str, user: str, text: str
+    ) -> FollowUpOutcome:
+        """A message in a run's thread: new input for the agent once the run is idle."""
+        run = await self._parts.store.find_run_by_thread(channel, thread_ts)
+        if run is None:
+            return NotARunThread()
+        if run.status == "paused":
+            pending = await self._parts.store.list_approvals(run_id=run.run_id, status="pending")
+            return WaitingForApproval(run=run, pending=len(pending))
+        if run.status in ("running", "resuming"):
+            return Busy(run=run)
+        if run.status == "cancelled":
+            return Closed(run=run)
+        if not text.strip():
+            raise InputError("the message is empty")
+        claimed = await self._parts.store.transition_run(
+            run.run_id, expected_status=run.status, new_status="running"
+        )
+        if claimed is None:
+            return Busy(run=run)
+        try:
+            state = await decode_state(await self._parts.store.load_run_state(run.run_id))
+            state.append_user_message(text.strip())
+            agent = self._parts.registry.get(state.agent_name, state.agent_version)
+        except ApprovalsError:
+            await self._parts.store.transition_run(
+                run.run_id, expected_status="running", new_status=run.status
+            )
+            raise
+        await self._parts.store.append_audit(
+            "follow_up", actor=user, run_id=run.run_id, detail={"chars": len(text)}
+        )
+        return Continued(run=await execute(self._parts, claimed, agent, state))
+
+    async def reconcile(
+        self,
+        run_id: str,
+        *,
+        actor: str,
+        call: str | None = None,
+        result: str | None = None,
+        retry: bool = False,
+        abort: bool = False,
+        reason: str | None = None,
+    ) -> RunRecord:
+        """Resolve an uncertain call (by tool call id or execution key; optional when the
+        run has one) with exactly one of a verified `result`, `retry` or `abort`, then
+        resume the run in a task. Audited as `reconciled`."""
+        choice = Reconciliation.parse(result=result, retry=retry, abort=abort)
+        run = await reconcile_call(
+            self._parts, run_id, actor=actor, call=call, choice=choice, reason=reason
+        )
+        self._spawn_resume(run)
+        return run
+
+    async def recover(self) -> int:
+        """At start-up: finish what a dead process left (see `bot.service.recovery`)."""
+        return await recover_runs(
+            self._parts, resume=self._spawn_resume, claim_resume=self.claim_resume
+        )
+
+    async def load_state(self, run_id: str) -> RunState:
+        """The run's stored state, decrypted (for operators and the terminal demo)."""
+        return await decode_state(await self._parts.store.load_run_state(run_id))
+
+    async def _require_run(self, run_id: str) -> RunRecord:
+        run = await self._parts.store.get_run(run_id)
+        if run is None:
+            raise InputError(f"there is no run with id {run_id!r}")
+        return run
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def drain(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109 (a shutdown deadline, passed down)
+        """Wait for the service's background work (resumes) to finish."""
+        return await self._tasks.drain(timeout)
+
+    async def aclose(self, *, timeout: float | None = 10.0) -> None:  # noqa: ASYNC109 (a shutdown deadline, passed down)
+        """Let running resumes finish for `timeout` seconds, then cancel them (a
+        cancelled resume stays `resuming`, and `recover` finishes it at the next start)."""
+        await self._tasks.aclose(timeout=timeout)
+
+
+def _already_decided(record: ApprovalRecord) -> AlreadyDecidedError:
+    who = f" by {record.decider}" if record.decider else ""
+    when = f" at {record.decided_at.isoformat()}" if record.decided_at else ""
+    return AlreadyDecidedError(
+        f"this call is already {record.status}{who}{when}",
+        status=record.status,
+        decider=record.decider,
+        decided_at=record.decided_at,
+    )
