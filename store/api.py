@@ -152,8 +152,9 @@ class Store(Protocol):
 
     # -- approvals --------------------------------------------------------------------
     async def add_approvals(self, approvals: Sequence[NewApproval]) -> list[ApprovalRecord]:
-        """Insert pending approvals (unique per run and tool call; an existing one is
-        returned as is) and append a `requested` audit event for each new one."""
+        """Insert pending approvals (one open approval per run and tool call: an existing
+        one that is not revoked is returned as is; a revoked one does not block asking
+        again) and append a `requested` audit event for each new one."""
         ...
 
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None: ...

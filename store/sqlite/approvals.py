@@ -202,7 +202,8 @@ async def _insert_or_get(
             "INSERT INTO approvals (approval_id, run_id, tool_call_id, tool_name, "
             "arguments_digest, snapshot, status, requester, created_at, expires_at) "
             "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) "
-            f"ON CONFLICT (run_id, tool_call_id) DO NOTHING RETURNING {APPROVAL_COLUMNS}",
+            "ON CONFLICT (run_id, tool_call_id) WHERE status <> 'revoked' DO NOTHING "
+            f"RETURNING {APPROVAL_COLUMNS}",
             (new.approval_id, new.run_id, new.tool_call_id, new.tool_name,
              new.arguments_digest, new.snapshot, new.requester, to_db(at),
              None if new.expires_at is None else to_db(new.expires_at)),
@@ -215,7 +216,8 @@ async def _insert_or_get(
     if row is None:
         existing = await fetch_one(
             connection,
-            f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE run_id = ? AND tool_call_id = ?",
+            f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE run_id = ? AND tool_call_id = ? "
+            "AND status <> 'revoked'",
             (new.run_id, new.tool_call_id),
         )
         assert existing is not None

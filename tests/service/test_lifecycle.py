@@ -1,0 +1,201 @@
+"""Restart, follow-up, digest mismatch, expiry, failures and refused contexts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from bot.errors import AlreadyDecidedError, ContextSerializationError
+from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, AgentRegistry, ScriptedModel
+from bot.service import Busy, Continued, NotARunThread, WaitingForApproval
+from bot.service.resume import EXPIRED_MESSAGE
+from tests.service.conftest import APPROVER, REQUESTER, Harness, close_harness
+from tests.service.test_decisions import kinds, start
+
+
+async def test_a_restart_after_the_pause_loses_nothing(open_harness: Callable[..., Any]) -> None:
+    before: Harness = await open_harness()
+    run = await start(before)
+    [approval] = await before.pending(run.run_id)
+    await close_harness(before)  # the process stops while the run waits for a human
+
+    after: Harness = await open_harness()
+    assert await after.service.recover() == 0  # a paused run waiting for people is left alone
+    result = await after.service.decide(
+        approval.approval_id, approve=True, decider=APPROVER, reason="after restart"
+    )
+    assert result.resume_started
+    await after.service.drain()
+    assert len(after.effect_lines()) == 1
+    assert "payments" in after.notifier.answer(run.run_id)
+
+
+async def test_a_thread_reply_continues_an_idle_run(harness: Harness) -> None:
+    run = await harness.service.start_run(
+        agent_name="ops", task="status payments", requester=REQUESTER, channel="C-ops"
+    )
+    assert run.status == "completed"
+    assert run.thread_ts is not None
+    other = await harness.service.follow_up(
+        channel="C-ops", thread_ts="9.9", user=REQUESTER, text="deploy payments 2.0.0"
+    )
+    assert isinstance(other, NotARunThread)
+
+    outcome = await harness.service.follow_up(
+        channel="C-ops", thread_ts=run.thread_ts, user=REQUESTER, text="deploy payments 2.0.0"
+    )
+    assert isinstance(outcome, Continued)
+    assert outcome.run.status == "paused"  # the follow-up asked for an approval-needing call
+    waiting = await harness.service.follow_up(
+        channel="C-ops", thread_ts=run.thread_ts, user=REQUESTER, text="and now?"
+    )
+    assert isinstance(waiting, WaitingForApproval)
+    assert waiting.pending == 1
+
+    [approval] = await harness.pending(run.run_id)
+    await harness.service.decide(approval.approval_id, approve=True, decider=APPROVER, reason="ok")
+    await harness.service.drain()
+    [effect] = harness.effect_lines()
+    assert effect["arguments"] == {"service": "payments", "version": "2.0.0"}
+    state = await harness.service.load_state(run.run_id)
+    users = [item["content"] for item in state.history if item["type"] == "user"]
+    assert users == ["status payments", "deploy payments 2.0.0"]
+
+
+async def test_a_follow_up_while_working_is_refused_as_busy(harness: Harness) -> None:
+    run = await start(harness)
+    [approval] = await harness.pending(run.run_id)
+    claimed = await harness.store.transition_run(
+        run.run_id, expected_status="paused", new_status="resuming"
+    )
+    assert claimed is not None
+    outcome = await harness.service.follow_up(
+        channel="C-ops", thread_ts=str(run.thread_ts), user=REQUESTER, text="hurry up"
+    )
+    assert isinstance(outcome, Busy)
+    assert approval.status == "pending"
+
+
+async def test_changed_arguments_void_the_approval_and_ask_again(harness: Harness) -> None:
+    run = await start(harness)
+    [approval] = await harness.pending(run.run_id)
+    # Someone able to write the store swaps the version after the human saw the card.
+    tampered = json.loads((await harness.service.load_state(run.run_id)).to_json())
+    tampered["history"][-1]["tool_calls"][0]["arguments"]["version"] = "6.6.6"
+    tampered["pending_calls"][0]["arguments"]["version"] = "6.6.6"
+    current = await harness.store.get_run(run.run_id)
+    assert current is not None
+    await harness.store.save_run_state(
+        run.run_id,
+        expected_version=current.version,
+        state_json=json.dumps(tampered),
+        status="paused",
+        schema_version=CURRENT_SCHEMA_VERSION,
+    )
+
+    result = await harness.service.decide(
+        approval.approval_id, approve=True, decider=APPROVER, reason="looked fine"
+    )
+    assert result.resume_started
+    await harness.service.drain()
+
+    assert harness.effect_lines() == []
+    assert "digest_mismatch" in await kinds(harness, run.run_id)
+    voided = await harness.store.get_approval(approval.approval_id)
+    assert voided is not None
+    assert voided.status == "revoked"
+    [again] = await harness.pending(run.run_id)
+    assert again.tool_call_id == approval.tool_call_id
+    assert again.arguments_digest != approval.arguments_digest
+    assert harness.notifier.cards[-1][1].arguments["version"] == "6.6.6"
+    paused = await harness.store.get_run(run.run_id)
+    assert paused is not None
+    assert paused.status == "paused"
+
+    await harness.service.decide(again.approval_id, approve=False, decider=APPROVER, reason="no")
+    await harness.service.drain()
+    assert harness.effect_lines() == []
+    assert harness.notifier.finished
+
+
+async def test_an_expired_approval_never_runs(open_harness: Callable[..., Any]) -> None:
+    now = [datetime(2026, 1, 5, 9, 0, tzinfo=UTC)]
+    harness: Harness = await open_harness(clock=lambda: now[0], approval_ttl=timedelta(minutes=30))
+    run = await start(harness)
+    [approval] = await harness.pending(run.run_id)
+    now[0] += timedelta(minutes=31)
+
+    with pytest.raises(AlreadyDecidedError) as refused:
+        await harness.service.decide(
+            approval.approval_id, approve=True, decider=APPROVER, reason="late"
+        )
+    assert refused.value.status == "expired"
+    await harness.service.drain()
+    assert harness.effect_lines() == []
+    assert EXPIRED_MESSAGE in harness.notifier.answer(run.run_id)
+    assert [a.status for a in harness.notifier.decided] == ["expired"]
+
+
+async def test_a_model_failure_fails_the_run_with_a_clear_message(
+    open_harness: Callable[..., Any],
+) -> None:
+    broken = Agent(name="ops", instructions="-", tools=[], model=ScriptedModel([]))
+    harness: Harness = await open_harness(registry=AgentRegistry([broken]))
+    run = await harness.service.start_run(
+        agent_name=None, task="anything", requester=REQUESTER, channel="C-ops"
+    )
+    assert run.status == "failed"
+    [(failed_run, error)] = harness.notifier.failed
+    assert failed_run == run.run_id
+    assert "ModelError" in error
+    assert "script exhausted" in error
+    assert "failed" in await kinds(harness, run.run_id)
+
+
+async def test_a_context_holding_a_secret_is_refused_before_anything_is_stored(
+    harness: Harness,
+) -> None:
+    with pytest.raises(ContextSerializationError, match=r"context\.api\.token"):
+        await harness.service.start_run(
+            agent_name=None,
+            task="status payments",
+            requester=REQUESTER,
+            channel="C-ops",
+            context={"tenant": "acme", "api": {"token": "xoxb-1234567890-abcdefghijkl"}},
+        )
+    assert await harness.store.list_runs() == []
+    assert harness.notifier.started == []
+
+
+async def test_recover_resumes_a_run_whose_last_decision_never_claimed_it(
+    harness: Harness,
+) -> None:
+    run = await start(harness)
+    [approval] = await harness.pending(run.run_id)
+    # The process died between recording the decision and claiming the resume.
+    outcome = await harness.store.decide(
+        approval.approval_id, decision="approved", decider=APPROVER, reason="ok"
+    )
+    assert outcome.won
+
+    assert await harness.service.recover() == 1
+    await harness.service.drain()
+    assert len(harness.effect_lines()) == 1
+    done = await harness.store.get_run(run.run_id)
+    assert done is not None
+    assert done.status == "completed"
+
+
+async def test_recover_fails_a_run_left_running(harness: Harness) -> None:
+    run = await start(harness)
+    await harness.store.transition_run(run.run_id, expected_status="paused", new_status="running")
+
+    assert await harness.service.recover() == 1
+    failed = await harness.store.get_run(run.run_id)
+    assert failed is not None
+    assert failed.status == "failed"
+    assert "restarted" in harness.notifier.failed[0][1]
