@@ -16,6 +16,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
+
 from bot.credentials import find_secrets
 from bot.errors import ContextSerializationError
 
@@ -98,6 +100,7 @@ def _json_copy(data: Mapping[str, Any]) -> dict[str, Any]:
     """A deep copy through JSON, so what is stored is exactly what reloads."""
     try:
         copied: dict[str, Any] = json.loads(json.dumps(data, allow_nan=False))
+        orjson.dumps(copied)  # the state encoder's limits (64-bit integers) apply too
     except (TypeError, ValueError) as error:
         raise ContextSerializationError(
             f"the serialized run context is not plain JSON data: {error}"

@@ -257,12 +257,16 @@ class _Run:
             )
         if not tool.requires_approval(call["arguments"]):
             return _Execute(tool=tool)
-        pending = existing or _pending(item, "approval")
-        decision = (
-            self.state.decision_for(existing)
-            if existing is not None
-            else self.state.always_rule(tool.name)
-        )
+        if existing is None:
+            # Not asked yet: an always-rule decides it without making it pending.
+            rule = self.state.always_rule(tool.name)
+            if isinstance(rule, ApprovedCall):
+                return _Execute(tool=tool)
+            if isinstance(rule, RejectedCall):
+                return _Answer(content=rule.message, is_error=True)
+            return _Wait(pending=_pending(item, "approval"))
+        pending = existing
+        decision = self.state.decision_for(existing)
         if isinstance(decision, ApprovedCall):
             return _Execute(tool=tool, pending=pending)
         if isinstance(decision, RejectedCall):

@@ -161,7 +161,7 @@ class RunState:
     ) -> None:
         """Approve a call waiting for approval; `always` approves its tool for the rest
         of the run. `approver_id` and `reason` are audit only."""
-        pending = self._decidable(call, action="approve")
+        pending = self._decidable(call, action="approved")
         self._decide(pending, ApprovedCall(), always=always)
         self._note(pending, approver_id=approver_id, reason=reason)
 
@@ -178,7 +178,7 @@ class RunState:
         never `reason` or `approver_id`."""
         if message is not None and not isinstance(message, str):
             raise InputError("a rejection message must be a string")
-        pending = self._decidable(call, action="reject")
+        pending = self._decidable(call, action="rejected")
         decision = RejectedCall(message=message or DEFAULT_REJECTION_MESSAGE)
         self._decide(pending, decision, always=always)
         self._note(pending, approver_id=approver_id, reason=reason)
@@ -252,7 +252,7 @@ class RunState:
         if pending.status != "approval":
             raise ResolutionError(
                 f"call {pending.tool_call_id} ({pending.tool_name}) has an uncertain "
-                f"outcome, so it cannot be {action}d: resolve it with result=, retry=True "
+                f"outcome, so it cannot be {action}: resolve it with result=, retry=True "
                 "or abort=True"
             )
         self._refuse_second_decision(pending)

@@ -1,0 +1,183 @@
+"""RunState on the wire: versions, legacy payloads, migrations, integrity, audit metadata."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from conftest import Ops
+
+from bot.errors import RunStateError, SchemaVersionError
+from bot.runtime import (
+    CURRENT_SCHEMA_VERSION,
+    SUPPORTED_SCHEMA_VERSIONS,
+    ApprovedCall,
+    RejectedCall,
+    Runner,
+    RunState,
+    state_codec,
+)
+
+DEPLOY = ("deploy_release", {"service": "api", "version": "1.4.2"})
+RESTART = ("restart_service", {"service": "worker"})
+
+
+async def paused_payload(ops: Ops) -> dict[str, Any]:
+    result = await Runner.arun(ops.agent([[DEPLOY, RESTART], "ok"]), "go", context={"team": "sre"})
+    return result.state.to_dict()
+
+
+def test_every_supported_version_has_a_one_line_summary() -> None:
+    assert CURRENT_SCHEMA_VERSION == "1.0"
+    assert CURRENT_SCHEMA_VERSION in SUPPORTED_SCHEMA_VERSIONS
+    for version, summary in SUPPORTED_SCHEMA_VERSIONS.items():
+        assert summary.strip(), version
+        assert "\n" not in summary, version
+
+
+async def test_to_json_stamps_the_current_version_and_round_trips(ops: Ops) -> None:
+    payload = await paused_payload(ops)
+    assert payload["$schemaVersion"] == CURRENT_SCHEMA_VERSION
+    state = RunState.from_dict(payload)
+    assert state.to_dict() == payload
+    assert RunState.from_json(state.to_json()).to_json() == state.to_json()
+
+
+@pytest.mark.parametrize("version", ["1.1", "2.0", "0.1", "", 1.0, None])
+async def test_newer_or_unknown_versions_are_refused_naming_both(ops: Ops, version: Any) -> None:
+    payload = {**await paused_payload(ops), "$schemaVersion": version}
+    with pytest.raises(SchemaVersionError) as caught:
+        RunState.from_json(json.dumps(payload))
+    assert repr(version) in str(caught.value)
+    assert f"'{CURRENT_SCHEMA_VERSION}'" in str(caught.value)
+
+
+async def test_an_older_supported_version_is_migrated_deliberately(
+    ops: Ops, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    payload = await paused_payload(ops)
+    old = {k: v for k, v in payload.items() if k != "always"}
+    old["$schemaVersion"] = "0.9"
+    old["max_turn_count"] = old.pop("max_turns")
+
+    def from_0_9(data: dict[str, Any]) -> dict[str, Any]:
+        upgraded = {k: v for k, v in data.items() if k != "max_turn_count"}
+        return {**upgraded, "max_turns": data["max_turn_count"], "always": {}}
+
+    monkeypatch.setattr(
+        state_codec, "SUPPORTED_SCHEMA_VERSIONS", {**SUPPORTED_SCHEMA_VERSIONS, "0.9": "older"}
+    )
+    monkeypatch.setitem(state_codec.MIGRATIONS, "0.9", ("1.0", from_0_9))
+    assert RunState.from_json(json.dumps(old)).to_dict() == payload
+
+
+async def test_a_supported_version_without_migration_fails_clearly(
+    ops: Ops, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    payload = {**await paused_payload(ops), "$schemaVersion": "0.8"}
+    monkeypatch.setattr(state_codec, "SUPPORTED_SCHEMA_VERSIONS", {"0.8": "x", "1.0": "y"})
+    with pytest.raises(RunStateError, match=r"no migration from \$schemaVersion '0.8' to '1.0'"):
+        RunState.from_dict(payload)
+
+
+def test_legacy_bare_dict_loads_tolerantly() -> None:
+    legacy = {
+        "agent_name": "ops",
+        "history": [
+            {"type": "user", "content": "restart worker"},
+            {
+                "type": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "name": "restart_service", "arguments": {"service": "w"}}
+                ],
+            },
+        ],
+        "interruptions": [
+            {"tool_call_id": "c1", "tool_name": "restart_service", "arguments": {"service": "w"}}
+        ],
+        "rejected_tools": ["c1"],
+        "some_future_field": {"ignored": True},
+    }
+    state = RunState.from_dict(legacy)
+    assert (state.agent_name, state.agent_version, state.max_turns) == ("ops", "1", 10)
+    assert state.current_turn == 0
+    assert state.context is None
+    assert state.run_id
+    [call] = state.pending_calls()
+    assert call.status == "approval"
+    assert call.execution_key == state.outstanding_calls()[0].execution_key
+    assert isinstance(state.decision_for(call), RejectedCall)
+    reloaded = RunState.from_json(state.to_json())  # it now saves in the current form
+    assert reloaded.to_dict()["$schemaVersion"] == CURRENT_SCHEMA_VERSION
+    assert RunState.from_dict({}).history == []  # every field has a safe default
+
+
+@pytest.mark.parametrize(
+    ("mutate", "problem"),
+    [
+        (lambda p: p.pop("history"), "lacks the required field 'history'"),
+        (lambda p: p.update(current_turn="2"), "'current_turn' must be an integer"),
+        (lambda p: p.update(max_turns=0), "'max_turns' must be at least 1"),
+        (
+            lambda p: p["history"].append({"type": "system", "content": "x"}),
+            "user, assistant or tool_result",
+        ),
+        (lambda p: p["history"][1]["tool_calls"][0].pop("id"), "string id and name"),
+        (lambda p: p["pending_calls"][0].update(status="maybe"), "approval or uncertain"),
+        (lambda p: p["pending_calls"][0]["arguments"].update(version="6.6.6"), "does not match"),
+        (lambda p: p["pending_calls"][0].update(execution_key="forged"), "does not match"),
+        (lambda p: p["decisions"].update(nobody={"kind": "approved"}), "not pending"),
+        (lambda p: p["decisions"].update(call_0_0={"kind": "retry"}), "does not fit"),
+        (lambda p: p["decisions"].update(call_0_0={"kind": "maybe"}), "not a known decision"),
+        (lambda p: p["approval_metadata"].update(c={"timestamp": "yesterday"}), "ISO timestamp"),
+        (lambda p: p.update(context=["x"]), "'context' must be an object"),
+    ],
+)
+async def test_malformed_payloads_are_refused_with_the_field_named(
+    ops: Ops, mutate: Any, problem: str
+) -> None:
+    payload = copy.deepcopy(await paused_payload(ops))
+    mutate(payload)
+    with pytest.raises(RunStateError, match=problem):
+        RunState.from_dict(payload)
+
+
+def test_non_json_text_is_a_run_state_error() -> None:
+    with pytest.raises(RunStateError, match="must be JSON text"):
+        RunState.from_json("{not json")
+    with pytest.raises(RunStateError, match="is a JSON object"):
+        RunState.from_json("[]")
+
+
+async def test_approval_metadata_is_audit_only_utc_and_absent_without_details(ops: Ops) -> None:
+    state = RunState.from_dict(await paused_payload(ops))
+    deploy, restart = state.get_interruptions()
+    before = datetime.now(UTC)
+    state.approve(deploy, approver_id="U1", reason="looks right")
+    state.reject(restart, message="not today")
+    metadata = state.approval_metadata[deploy.tool_call_id]
+    assert metadata.timestamp.tzinfo is not None
+    assert metadata.timestamp.utcoffset() == timedelta(0)
+    assert before <= metadata.timestamp <= datetime.now(UTC)
+    assert restart.tool_call_id not in state.approval_metadata
+    reloaded = RunState.from_json(state.to_json())
+    assert reloaded.approval_metadata == state.approval_metadata
+    assert reloaded.decision_for(deploy) == ApprovedCall()
+    assert reloaded.decision_for(restart) == RejectedCall(message="not today")
+    assert reloaded.get_interruptions() == []
+
+
+async def test_follow_up_input_is_refused_while_calls_wait(ops: Ops) -> None:
+    agent = ops.agent([[DEPLOY], "done", "second answer"])
+    paused = await Runner.arun(agent, "go")
+    with pytest.raises(RunStateError, match="waiting on tool calls"):
+        paused.state.append_user_message("also restart")
+    paused.state.approve(paused.state.get_interruptions()[0])
+    done = await Runner.arun(agent, paused.state)
+    done.state.append_user_message("and now?")
+    follow = await Runner.arun(agent, done.state)
+    assert follow.final_output == "second answer"
