@@ -1,85 +1,18 @@
 """Service tests: a real SQLite file, the real store, runtime and ops agent; fakes only
-at the edges (the LLM is the offline/scripted model; the notifier records calls)."""
+at the edges (the LLM is the offline model; the notifier records calls)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
+import sys
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from bot.demo import default_registry, ops_dependencies
-from bot.review import ReviewSnapshot
 
-from bot.runtime import AgentRegistry, PendingCall
-from bot.service import ApprovalService, Location, TaskOwner
-from store import SqliteStore, open_store
-from store.api import ApprovalRecord, RunRecord
+sys.path.insert(0, str(Path(__file__).parent))
 
-REQUESTER = "U-requester"
-APPROVER = "U-approver"
-OPS_TOKEN = "xoxb-1234567890-abcdefghijklmnop"
-
-
-@dataclass
-class RecordingNotifier:
-    """The notifier edge: records what people would have been told."""
-
-    started: list[tuple[str, str]] = field(default_factory=list)
-    cards: list[tuple[ApprovalRecord, ReviewSnapshot]] = field(default_factory=list)
-    decided: list[ApprovalRecord] = field(default_factory=list)
-    uncertain: list[PendingCall] = field(default_factory=list)
-    finished: list[tuple[str, str | None, str]] = field(default_factory=list)
-    failed: list[tuple[str, str]] = field(default_factory=list)
-
-    async def run_started(self, run: RunRecord, *, task: str) -> Location | None:
-        self.started.append((run.run_id, task))
-        return ("C-ops", f"1700000000.{len(self.started):06d}")
-
-    async def approval_requested(
-        self, run: RunRecord, approval: ApprovalRecord, snapshot: ReviewSnapshot
-    ) -> Location | None:
-        self.cards.append((approval, snapshot))
-        return ("C-ops", f"1700000001.{len(self.cards):06d}")
-
-    async def approval_decided(self, run: RunRecord, approval: ApprovalRecord) -> None:
-        self.decided.append(approval)
-
-    async def call_uncertain(self, run: RunRecord, call: PendingCall) -> None:
-        self.uncertain.append(call)
-
-    async def run_finished(self, run: RunRecord, *, final_output: str | None, status: str) -> None:
-        self.finished.append((run.run_id, final_output, status))
-
-    async def run_failed(self, run: RunRecord, *, error: str) -> None:
-        self.failed.append((run.run_id, error))
-
-    def answer(self, run_id: str) -> str:
-        [text] = [output for rid, output, _ in self.finished if rid == run_id]
-        assert text is not None
-        return text
-
-
-@dataclass
-class Harness:
-    store: SqliteStore
-    service: ApprovalService
-    notifier: RecordingNotifier
-    effects: Path
-    closed: bool = False
-
-    def effect_lines(self) -> list[dict[str, Any]]:
-        if not self.effects.exists():
-            return []
-        return [json.loads(line) for line in self.effects.read_text().splitlines() if line]
-
-    async def pending(self, run_id: str) -> list[ApprovalRecord]:
-        return await self.store.list_approvals(run_id=run_id, status="pending")
-
-
-Opener = Callable[..., Any]
+from service_harness import OPS_TOKEN, Harness, close_harness, open_service
 
 
 @pytest.fixture
@@ -99,28 +32,11 @@ def effects_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 async def open_harness(db_path: Path, effects_path: Path) -> AsyncIterator[Callable[..., Any]]:
-    """Open a harness on the test's database file (again after a close: a 'restart')."""
+    """Open a harness on the test's database file (again after a close: a restart)."""
     opened: list[Harness] = []
 
-    async def opener(
-        *,
-        registry: AgentRegistry | None = None,
-        notifier: RecordingNotifier | None = None,
-        dependencies: Mapping[str, Any] | None = None,
-        **service_options: Any,
-    ) -> Harness:
-        store = await open_store(str(db_path), environ={})
-        recorder = notifier or RecordingNotifier()
-        service = ApprovalService(
-            store=store,
-            registry=registry or default_registry(),
-            notifier=recorder,
-            dependencies=dependencies if dependencies is not None else ops_dependencies(),
-            tasks=TaskOwner(),
-            worker_id="test-worker",
-            **service_options,
-        )
-        harness = Harness(store=store, service=service, notifier=recorder, effects=effects_path)
+    async def opener(**options: Any) -> Harness:
+        harness = await open_service(db_path, effects_path, **options)
         opened.append(harness)
         return harness
 
@@ -129,16 +45,7 @@ async def open_harness(db_path: Path, effects_path: Path) -> AsyncIterator[Calla
         await close_harness(harness)
 
 
-async def close_harness(harness: Harness) -> None:
-    """Shut the service and the store down (a clean stop, as before a restart)."""
-    if harness.closed:
-        return
-    harness.closed = True
-    await harness.service.aclose(timeout=5)
-    await harness.store.close()
-
-
 @pytest.fixture
 async def harness(open_harness: Callable[..., Any]) -> Harness:
-    result: Harness = await open_harness()
-    return result
+    opened: Harness = await open_harness()
+    return opened

@@ -6,23 +6,10 @@ import asyncio
 import json
 
 import pytest
+from service_harness import APPROVER, OPS_TOKEN, REQUESTER, Harness, kinds, start
 
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError
 from bot.service import DecisionResult
-from store.api import RunRecord
-from tests.service.conftest import APPROVER, OPS_TOKEN, REQUESTER, Harness
-
-
-async def start(harness: Harness, task: str = "deploy payments 1.2.3") -> RunRecord:
-    run = await harness.service.start_run(
-        agent_name=None, task=task, requester=REQUESTER, channel="C-ops"
-    )
-    assert run.status == "paused"
-    return run
-
-
-async def kinds(harness: Harness, run_id: str) -> list[str]:
-    return [event.kind for event in await harness.store.audit_events(run_id=run_id)]
 
 
 async def test_approve_runs_the_call_once_and_answers(harness: Harness) -> None:

@@ -8,13 +8,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from service_harness import APPROVER, REQUESTER, Harness, close_harness, kinds, start
 
 from bot.errors import AlreadyDecidedError, ContextSerializationError
 from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, AgentRegistry, ScriptedModel
 from bot.service import Busy, Continued, NotARunThread, WaitingForApproval
 from bot.service.resume import EXPIRED_MESSAGE
-from tests.service.conftest import APPROVER, REQUESTER, Harness, close_harness
-from tests.service.test_decisions import kinds, start
 
 
 async def test_a_restart_after_the_pause_loses_nothing(open_harness: Callable[..., Any]) -> None:

@@ -1,0 +1,34 @@
+"""A service process for the crash tests: start a run, approve it, resume it, and hang in
+the tool's latency window until the test kills it with SIGKILL.
+
+    python crash_worker.py DB_PATH "TASK"
+
+Environment: APPROVALS_DEMO_EFFECTS, OPS_DEMO_LATENCY (large), OPS_API_TOKEN.
+It prints `resuming <run_id>` once the resume has been claimed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from service_harness import APPROVER, close_harness, open_service, start
+
+
+async def main(db_path: Path, task: str) -> None:
+    harness = await open_service(db_path, Path("unused-effects"))
+    try:
+        run = await start(harness, task)
+        for approval in await harness.pending(run.run_id):
+            await harness.service.decide(
+                approval.approval_id, approve=True, decider=APPROVER, reason="crash test"
+            )
+        print(f"resuming {run.run_id}", flush=True)
+        await harness.service.drain()  # the tool sleeps here until we are killed
+    finally:
+        await close_harness(harness)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(Path(sys.argv[1]), sys.argv[2]))
