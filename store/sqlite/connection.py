@@ -51,9 +51,7 @@ class Database:
     ) -> Database:
         writer = await _connect(path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
         try:
-            mode = await _scalar(writer, "PRAGMA journal_mode=WAL")
-            if str(mode).lower() != "wal":
-                raise StoreError(f"database {path} refused WAL mode (journal_mode={mode})")
+            await _enable_wal(writer, path, busy_timeout_ms)
             reader = await _connect(path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
         except BaseException:
             await writer.close()
@@ -125,6 +123,25 @@ async def _connect(
         await connection.close()
         raise
     return connection
+
+
+async def _enable_wal(connection: aiosqlite.Connection, path: Path, busy_timeout_ms: int) -> None:
+    """Switch to WAL (persistent in the file). Changing the journal mode needs the file to
+    itself and SQLite does not wait on its busy handler for it, so retry until the busy
+    timeout when another process opens the same new database at the same moment."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + busy_timeout_ms / 1000
+    while True:
+        try:
+            mode = str(await _scalar(connection, "PRAGMA journal_mode=WAL")).lower()
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or loop.time() >= deadline:
+                raise StoreError(f"cannot switch {path} to WAL mode: {error}") from error
+            await asyncio.sleep(0.01)
+            continue
+        if mode != "wal":
+            raise StoreError(f"database {path} refused WAL mode (journal_mode={mode})")
+        return
 
 
 async def _scalar(connection: aiosqlite.Connection, sql: str) -> Any:
