@@ -1,10 +1,260 @@
-"""`approvals-bot` sub-commands (placeholder until its owner fills it in)."""
+"""`approvals-bot demo "<task>"`: the ops agent in the terminal, through the real service.
+
+The demo is the bot without Slack: the same ApprovalService, store (runs, approvals,
+audit events and ledger in `./approvals.db` by default), runtime and ops agent, with a
+notifier that prints to the terminal. Each pending call is shown redacted with its
+argument digest; the decision is asked at the prompt, or given by flags for scripts.
+The run's requester is `demo-requester`, so the default approver (you) may decide.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import asyncio
+import getpass
+import json
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from bot.credentials import redact_text
+from bot.demo import default_registry, ops_dependencies
+from bot.errors import InputError
+from bot.review import ReviewSnapshot
+from bot.runtime import PendingCall
+from bot.service import ApprovalService, Location, TaskOwner, installation_worker_id
+from store import open_store
+from store.api import ApprovalRecord, RunRecord
+from store.config import database_url_from_env
+
+DEMO_REQUESTER = "demo-requester"
+DEFAULT_REASON = "decided in the approvals-bot terminal demo"
+
+HELP = """\
+Run the ops agent on TASK in the terminal, through the same service, store and audit
+trail as the Slack bot. The offline model understands: deploy <service> <version>,
+restart <service>, set <service> <key>=<value>, status <service>, joined by "and".
+
+Each call that needs approval is printed with its redacted arguments and the SHA-256
+digest of its real arguments; you approve or reject it with a reason (the reason is
+audit only; on reject, the message is what the agent sees). The run is requested by
+"demo-requester", so you, the approver, may decide.
+
+Secrets never enter the stored state: the ops tools read OPS_API_TOKEN as a runtime
+dependency, and a run context (--context-json) holding a credential-looking value is
+refused (exit code 2) with the path of the offending field.
+
+Environment: APPROVALS_DATABASE_URL (default ./approvals.db), APPROVALS_KEYS (default a
+key file beside the database), APPROVALS_DEMO_EFFECTS (effects file, default
+./demo-effects.jsonl), OPS_API_TOKEN, OPS_DEMO_LATENCY.
+
+examples:
+  approvals-bot demo "deploy payments 1.2.3"
+  approvals-bot demo "deploy payments 1.2.3" --approve --reason "CR-42"
+  approvals-bot demo "restart api" --reject --message "not during business hours" \\
+      --reason "change freeze"
+  approvals-bot demo "status api" --context-json '{"tenant": "acme"}'
+"""
 
 
-def register(subparsers: "argparse._SubParsersAction[Any]") -> None:
-    """Register this module's sub-commands."""
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="run the ops agent in the terminal, with approvals at the prompt",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("task", help='what the agent should do, e.g. "deploy payments 1.2.3"')
+    choice = parser.add_mutually_exclusive_group()
+    choice.add_argument("--approve", action="store_true", help="approve every pending call")
+    choice.add_argument("--reject", action="store_true", help="reject every pending call")
+    parser.add_argument("--message", help="on reject: what the agent is told (default neutral)")
+    parser.add_argument("--approver", default=None, help="who decides (default: your OS user name)")
+    parser.add_argument(
+        "--reason", default=None, help=f"why (audit only; default with flags: {DEFAULT_REASON!r})"
+    )
+    parser.add_argument(
+        "--state", type=Path, help="write the paused run state (JSON, no secrets) to this file"
+    )
+    parser.add_argument(
+        "--db",
+        default=None,
+        help="database path or sqlite:///path "
+        "(default: $APPROVALS_DATABASE_URL, else ./approvals.db)",
+    )
+    parser.add_argument(
+        "--context-json",
+        default=None,
+        help="run context as a JSON object, stored with the run (secrets are refused)",
+    )
+    parser.set_defaults(func=run_demo)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Choice:
+    approve: bool
+    reason: str
+    message: str | None
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    if args.message is not None and args.approve:
+        raise InputError("--message goes with --reject (it is what the agent is told)")
+    context = parse_context(args.context_json)
+    return asyncio.run(_demo(args, context))
+
+
+def parse_context(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputError(f"--context-json is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise InputError("--context-json must be a JSON object")
+    return value
+
+
+async def _demo(args: argparse.Namespace, context: dict[str, Any] | None) -> int:
+    url = args.db if args.db is not None else database_url_from_env()
+    store = await open_store(url)
+    tasks = TaskOwner()
+    service = ApprovalService(
+        store=store,
+        registry=default_registry(),
+        notifier=TerminalNotifier(sys.stdout),
+        dependencies=ops_dependencies(),
+        tasks=tasks,
+        worker_id=installation_worker_id(url),
+    )
+    try:
+        run = await service.start_run(
+            agent_name="ops",
+            task=args.task,
+            requester=DEMO_REQUESTER,
+            channel=None,
+            context=context,
+        )
+        run = await _decide_until_done(service, run, args)
+    finally:
+        await service.aclose(timeout=None)
+        await store.close()
+    return 0 if run.status == "completed" else 1
+
+
+async def _decide_until_done(
+    service: ApprovalService, run: RunRecord, args: argparse.Namespace
+) -> RunRecord:
+    approver = args.approver or _os_user()
+    while run.status == "paused":
+        pending = await service.store.list_approvals(run_id=run.run_id, status="pending")
+        if not pending:
+            break  # uncertain calls wait for reconciliation; the notifier said so
+        if args.state is not None:
+            state = await service.load_state(run.run_id)
+            args.state.write_text(state.to_json(), encoding="utf-8")
+            print(f"paused state written to {args.state}")
+        for approval in pending:
+            choice = _flag_choice(args) or _ask(approval)
+            await service.decide(
+                approval.approval_id,
+                approve=choice.approve,
+                decider=approver,
+                reason=choice.reason,
+                message=choice.message,
+            )
+        await service.drain()
+        current = await service.store.get_run(run.run_id)
+        assert current is not None
+        run = current
+    return run
+
+
+def _flag_choice(args: argparse.Namespace) -> Choice | None:
+    if not (args.approve or args.reject):
+        return None
+    return Choice(
+        approve=bool(args.approve),
+        reason=args.reason or DEFAULT_REASON,
+        message=args.message if args.reject else None,
+    )
+
+
+def _ask(approval: ApprovalRecord) -> Choice:
+    answer = _prompt(f"approve or reject {approval.tool_name}? [a/r] ").lower()
+    while answer not in ("a", "approve", "r", "reject"):
+        answer = _prompt("please answer a (approve) or r (reject): ").lower()
+    approve = answer.startswith("a")
+    reason = _prompt("reason (audit only): ")
+    while not reason:
+        reason = _prompt("a reason is required: ")
+    message = None if approve else (_prompt("message to the agent (optional): ") or None)
+    return Choice(approve=approve, reason=reason, message=message)
+
+
+def _prompt(question: str) -> str:
+    try:
+        return input(question).strip()
+    except EOFError:
+        raise InputError(
+            "no decision on standard input; pass --approve or --reject for a non-interactive run"
+        ) from None
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return os.environ.get("USER", "") or "demo-approver"
+
+
+class TerminalNotifier:
+    """The service's notifier for a terminal: plain lines on `out`."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+
+    def _say(self, text: str) -> None:
+        print(text, file=self._out, flush=True)
+
+    async def run_started(self, run: RunRecord, *, task: str) -> Location | None:
+        shown = redact_text(task)
+        self._say(f"run {run.run_id} ({run.agent_name} v{run.agent_version}): {shown}")
+        return None
+
+    async def approval_requested(
+        self, run: RunRecord, approval: ApprovalRecord, snapshot: ReviewSnapshot
+    ) -> Location | None:
+        expires = approval.expires_at.isoformat() if approval.expires_at else "never"
+        self._say(
+            f"\napproval needed: {snapshot.tool_name} (approval {approval.approval_id})\n"
+            f"  arguments: {_compact(snapshot.arguments)}\n"
+            f"  digest:    {snapshot.digest}\n"
+            f"  expires:   {expires}"
+        )
+        return None
+
+    async def approval_decided(self, run: RunRecord, approval: ApprovalRecord) -> None:
+        who = approval.decider or approval.revoked_by or "the service"
+        self._say(f"{approval.tool_name}: {approval.status} by {who}")
+
+    async def call_uncertain(self, run: RunRecord, call: PendingCall) -> None:
+        self._say(
+            f"uncertain: {call.tool_name} (execution key {call.execution_key}) may or may "
+            "not have taken effect; check the downstream system and reconcile it"
+        )
+
+    async def run_finished(self, run: RunRecord, *, final_output: str | None, status: str) -> None:
+        suffix = "" if status == "completed" else f" ({status})"
+        self._say(f"\nanswer{suffix}:\n{final_output or '(no answer)'}")
+
+    async def run_failed(self, run: RunRecord, *, error: str) -> None:
+        self._say(f"\nrun failed: {error}")
+
+
+def _compact(arguments: Mapping[str, Any]) -> str:
+    return json.dumps(arguments, ensure_ascii=False, sort_keys=True)
