@@ -1,0 +1,123 @@
+"""Uncertain calls and the last check before a call runs, without killing a process.
+
+A dispatch that a dead worker left without a result is made by claiming the call's
+execution key in the ledger directly (what the dead worker did before it died)."""
+
+from __future__ import annotations
+
+import pytest
+from service_harness import APPROVER, Harness, kinds, start
+
+from bot.errors import InputError, ResolutionError, UnknownCallError
+from bot.runtime import arguments_digest
+from bot.runtime.decisions import ABORTED_MESSAGE
+from bot.runtime.journal import InMemoryJournal, Recorded
+from bot.service.journal import ServiceJournal
+
+
+async def paused_with_an_uncertain_restart(harness: Harness) -> str:
+    """A run whose approved `restart api` was dispatched by a dead worker."""
+    run = await start(harness, "restart api")
+    [approval] = await harness.pending(run.run_id)
+    [call] = (await harness.service.load_state(run.run_id)).get_interruptions()
+    await harness.store.ledger_claim(
+        execution_key=call.execution_key,
+        arguments_digest=arguments_digest(call.arguments),
+        run_id=run.run_id,
+        tool_call_id=call.tool_call_id,
+        tool_name=call.tool_name,
+        owner="dead-worker",
+        lease_seconds=0.001,
+    )
+    await harness.service.decide(approval.approval_id, approve=True, decider=APPROVER, reason="go")
+    await harness.service.drain()
+    [uncertain] = harness.notifier.uncertain
+    assert uncertain.execution_key == call.execution_key
+    return run.run_id
+
+
+async def test_abort_tells_the_model_and_runs_nothing(harness: Harness) -> None:
+    run_id = await paused_with_an_uncertain_restart(harness)
+
+    await harness.service.reconcile(run_id, actor="U-operator", abort=True, reason="checked")
+    await harness.service.drain()
+
+    assert harness.effect_lines() == []
+    assert ABORTED_MESSAGE in harness.notifier.answer(run_id)
+    assert "reconciled" in await kinds(harness, run_id)
+
+
+async def test_retry_runs_the_call_again(harness: Harness) -> None:
+    run_id = await paused_with_an_uncertain_restart(harness)
+
+    await harness.service.reconcile(run_id, actor="U-operator", retry=True)
+    await harness.service.drain()
+
+    [effect] = harness.effect_lines()
+    assert effect["tool"] == "restart_service"
+    done = await harness.store.get_run(run_id)
+    assert done is not None
+    assert done.status == "completed"
+
+
+async def test_bad_reconciliations_are_named_and_change_nothing(harness: Harness) -> None:
+    run_id = await paused_with_an_uncertain_restart(harness)
+
+    with pytest.raises(InputError, match="exactly one"):
+        await harness.service.reconcile(run_id, actor="U-operator", retry=True, abort=True)
+    with pytest.raises(UnknownCallError, match="no uncertain call 'nope'"):
+        await harness.service.reconcile(run_id, actor="U-operator", call="nope", abort=True)
+    with pytest.raises(InputError, match="no run with id"):
+        await harness.service.reconcile("missing", actor="U-operator", abort=True)
+
+    still = await harness.store.get_run(run_id)
+    assert still is not None
+    assert still.status == "paused"  # the failed attempt put the claim back
+    assert "reconciled" not in await kinds(harness, run_id)
+
+
+async def test_only_a_paused_run_can_be_reconciled(harness: Harness) -> None:
+    run = await harness.service.start_run(
+        agent_name=None, task="status api", requester="U-x", channel="C-ops"
+    )
+    with pytest.raises(ResolutionError, match="is completed"):
+        await harness.service.reconcile(run.run_id, actor="U-operator", abort=True)
+
+
+async def test_a_call_revoked_after_the_resume_began_is_not_run(harness: Harness) -> None:
+    run = await start(harness)
+    [approval] = await harness.pending(run.run_id)
+    outcome = await harness.store.decide(
+        approval.approval_id, decision="approved", decider=APPROVER, reason="ok"
+    )
+    inner = InMemoryJournal()
+    journal = ServiceJournal(
+        inner,
+        store=harness.store,
+        run_id=run.run_id,
+        actor="service:test",
+        approvals={approval.tool_call_id: outcome.record},
+    )
+    await harness.store.revoke(approval.approval_id, actor="U-security", reason="incident")
+
+    [call] = (await harness.service.load_state(run.run_id)).get_interruptions()
+    claim = await journal.claim(
+        execution_key=call.execution_key,
+        arguments_digest=arguments_digest(call.arguments),
+        run_id=run.run_id,
+        tool_call_id=call.tool_call_id,
+        tool_name=call.tool_name,
+    )
+
+    assert claim == Recorded(result="Not run: its approval is revoked.", is_error=True)
+    assert (
+        await inner.claim(  # nothing was journaled for the key
+            execution_key=call.execution_key,
+            arguments_digest=arguments_digest(call.arguments),
+            run_id=run.run_id,
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+        )
+        != claim
+    )
+    assert "execution_refused" in await kinds(harness, run.run_id)
