@@ -8,12 +8,21 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from service_harness import APPROVER, REQUESTER, Harness, close_harness, kinds, start
+from service_harness import (
+    APPROVER,
+    REQUESTER,
+    Harness,
+    RecordingNotifier,
+    close_harness,
+    kinds,
+    start,
+)
 
 from bot.errors import AlreadyDecidedError, ContextSerializationError
 from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, AgentRegistry, ScriptedModel
 from bot.service import Busy, Continued, NotARunThread, WaitingForApproval
 from bot.service.resume import EXPIRED_MESSAGE
+from store.api import ApprovalRecord, RunRecord
 
 
 async def test_a_restart_after_the_pause_loses_nothing(open_harness: Callable[..., Any]) -> None:
@@ -198,3 +207,51 @@ async def test_recover_fails_a_run_left_running(harness: Harness) -> None:
     assert failed is not None
     assert failed.status == "failed"
     assert "restarted" in harness.notifier.failed[0][1]
+
+
+async def test_expire_due_expires_overdue_approvals_and_finishes_the_run(
+    open_harness: Callable[..., Any],
+) -> None:
+    now = [datetime(2026, 1, 5, 9, 0, tzinfo=UTC)]
+    harness: Harness = await open_harness(clock=lambda: now[0], approval_ttl=timedelta(minutes=5))
+    run = await start(harness)
+    assert await harness.service.expire_due() == []
+    now[0] += timedelta(minutes=6)
+
+    [expired] = await harness.service.expire_due()
+    await harness.service.drain()
+
+    assert expired.status == "expired"
+    assert harness.effect_lines() == []
+    assert EXPIRED_MESSAGE in harness.notifier.answer(run.run_id)
+    assert "expired" in await kinds(harness, run.run_id)
+
+
+class FlakyNotifier(RecordingNotifier):
+    """Slack is down for card updates and answers."""
+
+    async def approval_decided(self, run: RunRecord, approval: ApprovalRecord) -> None:
+        raise ConnectionError("slack unreachable")
+
+    async def run_finished(self, run: RunRecord, *, final_output: str | None, status: str) -> None:
+        raise ConnectionError("slack unreachable")
+
+
+async def test_a_failing_notifier_does_not_undo_a_decision(
+    open_harness: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    harness: Harness = await open_harness(notifier=FlakyNotifier())
+    run = await start(harness)
+    [approval] = await harness.pending(run.run_id)
+
+    result = await harness.service.decide(
+        approval.approval_id, approve=True, decider=APPROVER, reason="ok"
+    )
+    await harness.service.drain()
+
+    assert result.approval.status == "approved"
+    assert len(harness.effect_lines()) == 1
+    done = await harness.store.get_run(run.run_id)
+    assert done is not None
+    assert done.status == "completed"
+    assert "notifier.run_finished failed" in caplog.text
