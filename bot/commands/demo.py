@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 from bot.credentials import redact_text
 from bot.demo import default_registry, ops_dependencies
-from bot.errors import InputError
+from bot.errors import InputError, RunStateError
 from bot.review import ReviewSnapshot
 from bot.runtime import PendingCall
 from bot.service import ApprovalService, Location, TaskOwner, installation_worker_id
@@ -168,10 +168,15 @@ async def _decide_until_done(
                 message=choice.message,
             )
         await service.drain()
-        current = await service.store.get_run(run.run_id)
-        assert current is not None
-        run = current
+        run = await _reload(service, run)
     return run
+
+
+async def _reload(service: ApprovalService, run: RunRecord) -> RunRecord:
+    current = await service.store.get_run(run.run_id)
+    if current is None:
+        raise RunStateError(f"run {run.run_id} disappeared from the database")
+    return current
 
 
 def _flag_choice(args: argparse.Namespace) -> Choice | None:
