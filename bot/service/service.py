@@ -18,7 +18,13 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from bot.errors import AlreadyDecidedError, ApprovalsError, InputError, NotAuthorizedError
+from bot.errors import (
+    AlreadyDecidedError,
+    ApprovalsError,
+    ConfigError,
+    InputError,
+    NotAuthorizedError,
+)
 from bot.runtime import CURRENT_SCHEMA_VERSION, AgentRegistry, RunState
 from bot.runtime.context import serialize_context
 from bot.service.codec import decode_state, encode_state
@@ -45,6 +51,9 @@ DEFAULT_LEASE_SECONDS = 300.0
 
 
 class ApprovalService:
+    """The approval workflow over one store; see the module doc. The service owns the
+    TaskOwner it is given: `aclose` closes it."""
+
     def __init__(
         self,
         *,
@@ -60,7 +69,7 @@ class ApprovalService:
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> None:
         if not worker_id.strip():
-            raise InputError("worker_id must not be blank")
+            raise ConfigError("the service needs a worker id (see installation_worker_id)")
         self._parts = ServiceParts(
             store=store,
             registry=registry,
