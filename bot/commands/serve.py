@@ -1,10 +1,150 @@
-"""`approvals-bot` sub-commands (placeholder until its owner fills it in)."""
+"""`approvals-bot serve` (HTTP: Events API, interactivity, slash commands) and
+`approvals-bot socket` (Socket Mode).
+
+Both read their configuration from the environment (see bot.slack.config and the
+README), open the store, finish what a dead process left (`recover`), serve until
+SIGINT/SIGTERM, then drain the tasks they own and close everything.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Mapping
 from typing import Any
 
+from aiohttp import web
 
-def register(subparsers: "argparse._SubParsersAction[Any]") -> None:
-    """Register this module's sub-commands."""
+from bot.service import (
+    ApprovalService,
+    TaskOwner,
+    approval_ttl_from_env,
+    installation_worker_id,
+)
+from bot.slack.agents import default_agents, load_agent_registry
+from bot.slack.config import Mode, SlackSettings, load_settings
+from bot.slack.notifier import SlackNotifier
+from bot.slack.server import EVENTS_PATH, build_web_app
+from bot.slack.surface import SlackSurface
+from store.config import database_url_from_env
+from store.sqlite.store import open_store
+
+_log = logging.getLogger("bot.serve")
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Register `serve` and `socket`."""
+    serve = subparsers.add_parser(
+        "serve",
+        help="serve Slack over HTTP at POST /slack/events (and GET /healthz)",
+        description="Serve Slack over HTTP. Configuration comes from the environment: "
+        "SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_API_URL, HOST, PORT, "
+        "APPROVALS_DATABASE_URL, APPROVALS_KEYS, APPROVALS_AGENTS.",
+    )
+    serve.set_defaults(func=lambda args: _run("http"))
+    socket_mode = subparsers.add_parser(
+        "socket",
+        help="serve Slack over Socket Mode (needs SLACK_APP_TOKEN)",
+        description="Serve Slack over Socket Mode: no public URL needed. Same environment "
+        "as `serve`, plus SLACK_APP_TOKEN (xapp-...).",
+    )
+    socket_mode.set_defaults(func=lambda args: _run("socket"))
+
+
+def _run(mode: Mode) -> int:
+    settings = load_settings(os.environ, mode=mode)
+    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO").upper())
+    asyncio.run(serve(settings, mode=mode, environ=os.environ))
+    return 0
+
+
+async def open_bot(settings: SlackSettings, *, environ: Mapping[str, str]) -> SlackSurface:
+    """Open the store, the registry, the service and the Slack surface around them."""
+    default, dependencies = default_agents(environ)
+    registry = load_agent_registry(settings.agents, default=default)
+    database_url = settings.database_url or database_url_from_env(environ)
+    worker_id = installation_worker_id(database_url, environ)
+    approval_ttl = approval_ttl_from_env(environ)
+    store = await open_store(database_url, environ=environ)
+
+    def make_service(notifier: SlackNotifier, tasks: TaskOwner) -> ApprovalService:
+        return ApprovalService(
+            store=store,
+            registry=registry,
+            notifier=notifier,
+            dependencies=dependencies,
+            tasks=tasks,
+            worker_id=worker_id,
+            default_agent=registry.default().name,
+            approval_ttl=approval_ttl,
+        )
+
+    try:
+        return await SlackSurface.open(
+            bot_token=settings.bot_token,
+            signing_secret=settings.signing_secret,
+            api_url=settings.api_url,
+            store=store,
+            make_service=make_service,
+        )
+    except BaseException:
+        await store.close()
+        raise
+
+
+async def serve(settings: SlackSettings, *, mode: Mode, environ: Mapping[str, str]) -> None:
+    surface = await open_bot(settings, environ=environ)
+    try:
+        recovered = await surface.service.recover()
+        if recovered:
+            _log.info("recovered %d run(s) left by a previous process", recovered)
+        if mode == "http":
+            await _serve_http(surface, settings)
+        else:
+            await _serve_socket(surface, settings)
+    finally:
+        await surface.aclose()
+
+
+async def _serve_http(surface: SlackSurface, settings: SlackSettings) -> None:
+    runner = web.AppRunner(
+        build_web_app(bolt_app=surface.bolt_app, signing_secret=settings.signing_secret)
+    )
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, settings.host, settings.port).start()
+        print(
+            f"approvals-bot: serving Slack at http://{settings.host}:{settings.port}{EVENTS_PATH}",
+            file=sys.stderr,
+        )
+        await _until_stopped()
+    finally:
+        await runner.cleanup()
+
+
+async def _serve_socket(surface: SlackSurface, settings: SlackSettings) -> None:
+    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+    handler = AsyncSocketModeHandler(surface.bolt_app, settings.app_token)
+    await handler.connect_async()  # type: ignore[no-untyped-call]
+    try:
+        print("approvals-bot: connected to Slack over Socket Mode", file=sys.stderr)
+        await _until_stopped()
+    finally:
+        await handler.close_async()  # type: ignore[no-untyped-call]
+
+
+async def _until_stopped() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)

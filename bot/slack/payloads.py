@@ -23,7 +23,6 @@ REASON_ACTION_ID = "reason_input"
 MESSAGE_BLOCK_ID = "message_to_agent"
 MESSAGE_ACTION_ID = "message_input"
 CALL_BLOCK_ID = "call"
-DIGEST_BLOCK_ID = "digest"
 
 MAX_REASON_CHARS = 2000
 MAX_MESSAGE_CHARS = 2000
@@ -120,7 +119,7 @@ def parse_approvals_command(text: str) -> ApprovalsCommand:
 @dataclass(frozen=True, kw_only=True)
 class ButtonClick:
     """Approve or Reject pressed on a review card. The button's value is the approval id;
-    `call_text` and `digest` are the card's own rendering, reused in the modal."""
+    `call_text` is the card's own rendering of the call, reused in the modal."""
 
     action: DecisionAction
     approval_id: str
@@ -129,7 +128,6 @@ class ButtonClick:
     message_ts: str | None
     trigger_id: str
     call_text: str | None
-    digest: str | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,7 +175,6 @@ def parse_button_click(body: Mapping[str, Any]) -> ButtonClick:
         message_ts=_optional_text(container, "message_ts") or _optional_text(message, "ts"),
         trigger_id=_text(body, "trigger_id"),
         call_text=_block_text(message, CALL_BLOCK_ID),
-        digest=_block_text(message, DIGEST_BLOCK_ID),
     )
 
 

@@ -27,6 +27,20 @@ class Call:
     method: str
     args: Mapping[str, Any]
     token: str | None
+    answer: Mapping[str, Any]  # what the fake answered (e.g. the posted message's ts)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.answer.get("ok"))
+
+    @property
+    def text(self) -> str:
+        """Everything readable in the call: `text` and the blocks' texts, for asserts."""
+        return (
+            str(self.args.get("text", ""))
+            + "\n"
+            + json.dumps(self.args.get("blocks") or [], ensure_ascii=False)
+        )
 
 
 @dataclass(kw_only=True)
@@ -118,20 +132,22 @@ class FakeSlack:
         method = request.match_info["method"]
         args = await _arguments(request)
         token = request.headers.get("Authorization", "").removeprefix("Bearer ") or None
-        async with self._changed:
-            self.calls.append(Call(method=method, args=args, token=token))
-            self._changed.notify_all()
         failure = self._next_failure(method)
+        headers: dict[str, str] = {}
+        status = 200
         if failure is not None:
-            headers = (
-                {"Retry-After": str(failure.retry_after)} if failure.retry_after is not None else {}
-            )
-            body = {"ok": False, "error": failure.error or "ratelimited"}
-            return web.json_response(body, status=failure.status, headers=headers)
-        handler = _HANDLERS.get(method)
-        if handler is None:
-            return web.json_response({"ok": False, "error": "unknown_method"})
-        return web.json_response(handler(self, args))
+            if failure.retry_after is not None:
+                headers["Retry-After"] = str(failure.retry_after)
+            status = failure.status
+            answer: dict[str, Any] = {"ok": False, "error": failure.error or "ratelimited"}
+        elif (handler := _HANDLERS.get(method)) is not None:
+            answer = handler(self, args)
+        else:
+            answer = {"ok": False, "error": "unknown_method"}
+        async with self._changed:
+            self.calls.append(Call(method=method, args=args, token=token, answer=answer))
+            self._changed.notify_all()
+        return web.json_response(answer, status=status, headers=headers)
 
     def _next_failure(self, method: str) -> _Failure | None:
         queue = self._failures.get(method)

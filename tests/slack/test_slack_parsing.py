@@ -122,7 +122,6 @@ def test_button_click_parses_to_the_approval_id_and_card_texts() -> None:
         message_ts="1.2",
         trigger_id="trig",
         call_text="CALL",
-        digest="DIG",
     )
 
 

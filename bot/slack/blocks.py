@@ -1,0 +1,340 @@
+"""Block Kit builders: the run's root message, review cards, decided cards, the modal.
+
+Pure functions from records to JSON-ready dicts. Everything a person or a model wrote is
+escaped for Slack mrkdwn and clipped to Block Kit limits with a visible marker; the
+arguments come from the review snapshot (already redacted and escaped by bot.review).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from bot.errors import InputError
+from bot.review import ReviewSnapshot
+from bot.runtime import PendingCall
+from bot.slack.payloads import (
+    APPROVE_ACTION_ID,
+    CALL_BLOCK_ID,
+    DECISION_CALLBACK_ID,
+    MAX_MESSAGE_CHARS,
+    MAX_REASON_CHARS,
+    MESSAGE_ACTION_ID,
+    MESSAGE_BLOCK_ID,
+    REASON_ACTION_ID,
+    REASON_BLOCK_ID,
+    REJECT_ACTION_ID,
+    DecisionAction,
+    ModalContext,
+    encode_modal_context,
+)
+from store.api import ApprovalRecord, RunRecord
+
+Block = dict[str, Any]
+
+SECTION_TEXT_LIMIT = 3000  # Block Kit: section text
+CONTEXT_TEXT_LIMIT = 2000  # Block Kit: context element text
+MESSAGE_TEXT_LIMIT = 3900  # chat.postMessage `text`: Slack truncates past 40k; keep it readable
+ARGUMENTS_LIMIT = SECTION_TEXT_LIMIT - 400  # arguments inside the call block (tool + digest around)
+TRUNCATED = "… (truncated)"
+
+_STATUS_TITLES = {
+    "approved": ":white_check_mark: *Approved*",
+    "rejected": ":no_entry: *Rejected*",
+    "expired": ":hourglass: *Expired*",
+    "revoked": ":leftwards_arrow_with_hook: *Revoked*",
+    "pending": ":lock: *Approval needed*",
+}
+
+
+def escape(text: str, limit: int | None = None) -> str:
+    """Escape Slack's control characters (&, <, >); clip to `limit` characters with a
+    visible marker, never cutting inside an escape sequence."""
+    entities = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+    escaped = [entities.get(char, char) for char in text]
+    if limit is None or sum(map(len, escaped)) <= limit:
+        return "".join(escaped)
+    budget = limit - len(TRUNCATED)
+    out: list[str] = []
+    for piece in escaped:
+        if budget < len(piece):
+            break
+        out.append(piece)
+        budget -= len(piece)
+    return "".join(out) + TRUNCATED
+
+
+def slack_date(moment: datetime) -> str:
+    """A date Slack renders in the reader's time zone, with an ISO fallback."""
+    fallback = moment.isoformat(timespec="seconds")
+    return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
+
+
+def run_root_text(*, agent_name: str, requester: str | None, task: str) -> str:
+    who = f"<@{requester}>" if requester else "Someone"
+    return escape_line(f"{who} asked *{escape(agent_name)}*: ", task)
+
+
+def run_root_blocks(*, run: RunRecord, task: str) -> list[Block]:
+    return [
+        _section(run_root_text(agent_name=run.agent_name, requester=run.requester, task=task)),
+        _context(
+            f"Run `{escape(run.run_id)}` · reviews and the answer arrive in this thread; "
+            "reply here to continue the conversation once the run is idle."
+        ),
+    ]
+
+
+def escape_line(prefix: str, text: str) -> str:
+    return prefix + escape(text, SECTION_TEXT_LIMIT - len(prefix))
+
+
+def call_text(*, tool_name: str, arguments: str, digest: str) -> str:
+    """The call as people review it: tool, redacted arguments (already escaped and fitted
+    by bot.review), and the full SHA-256 digest of the real arguments."""
+    return (
+        f"*Tool:* `{escape(tool_name, 200)}`\n```\n{arguments}\n```\n"
+        f"*Arguments digest (SHA-256):* `{escape(digest, 100)}`"
+    )
+
+
+def review_card_blocks(
+    *, run: RunRecord, approval: ApprovalRecord, snapshot: ReviewSnapshot
+) -> list[Block]:
+    expiry = f" · expires {slack_date(approval.expires_at)}" if approval.expires_at else ""
+    return [
+        _section(f"{_STATUS_TITLES['pending']}: `{escape(approval.tool_name, 200)}`"),
+        _context(f"Agent *{escape(run.agent_name, 200)}*{_requested_by(approval)}{expiry}"),
+        _section(
+            call_text(
+                tool_name=approval.tool_name,
+                arguments=snapshot.render_text(limit=ARGUMENTS_LIMIT),
+                digest=approval.arguments_digest,
+            ),
+            block_id=CALL_BLOCK_ID,
+        ),
+        {
+            "type": "actions",
+            "block_id": "decision",
+            "elements": [
+                _button("Approve", APPROVE_ACTION_ID, approval.approval_id, style="primary"),
+                _button("Reject", REJECT_ACTION_ID, approval.approval_id, style="danger"),
+            ],
+        },
+    ]
+
+
+def review_card_text(*, run: RunRecord, approval: ApprovalRecord) -> str:
+    return (
+        f"Approval needed: {escape(approval.tool_name, 200)} (agent {escape(run.agent_name, 200)})"
+    )
+
+
+def decided_card_blocks(*, run: RunRecord, approval: ApprovalRecord) -> list[Block]:
+    title = _STATUS_TITLES.get(approval.status, f"*{escape(approval.status)}*")
+    decided = []
+    if approval.decider:
+        decided.append(f"by <@{escape(approval.decider, 100)}>")
+    if approval.decided_at:
+        decided.append(slack_date(approval.decided_at))
+    reason = escape(approval.reason or "(no reason given)", CONTEXT_TEXT_LIMIT - 200)
+    return [
+        _section(f"{title}: `{escape(approval.tool_name, 200)}` {' '.join(decided)}".rstrip()),
+        _context(f"Agent *{escape(run.agent_name, 200)}*{_requested_by(approval)}"),
+        _section(snapshot_text(approval), block_id=CALL_BLOCK_ID),
+        _context(f"*Reason:* {reason}"),
+    ]
+
+
+def decided_card_text(*, approval: ApprovalRecord) -> str:
+    who = f" by <@{approval.decider}>" if approval.decider else ""
+    return f"{approval.status.capitalize()}{who}: {escape(approval.tool_name, 200)}"
+
+
+def snapshot_text(approval: ApprovalRecord) -> str:
+    """The call block for a stored (already redacted) snapshot; one we cannot read is
+    shown as such, never raw."""
+    try:
+        arguments = ReviewSnapshot.from_json(approval.snapshot).render_text(limit=ARGUMENTS_LIMIT)
+    except InputError:
+        arguments = "(snapshot unreadable)"
+    return call_text(
+        tool_name=approval.tool_name, arguments=arguments, digest=approval.arguments_digest
+    )
+
+
+def decision_modal(*, context: ModalContext, call: str | None) -> dict[str, Any]:
+    """The reason modal. `call` is the card's own (escaped, redacted) call block: tool,
+    arguments and digest, so the person sees what they decide on."""
+    verb = "Approve" if context.action == "approve" else "Reject"
+    blocks: list[Block] = [
+        _section(call or "(the call is shown on the card)", block_id=CALL_BLOCK_ID),
+        _text_input(
+            REASON_BLOCK_ID,
+            REASON_ACTION_ID,
+            label="Reason",
+            hint="Recorded in the audit log with your name. The agent does not see it.",
+            max_length=MAX_REASON_CHARS,
+            optional=False,
+        ),
+    ]
+    if context.action == "reject":
+        blocks.append(
+            _text_input(
+                MESSAGE_BLOCK_ID,
+                MESSAGE_ACTION_ID,
+                label="Message to the agent",
+                hint="What the model is told instead of the tool's result.",
+                max_length=MAX_MESSAGE_CHARS,
+                optional=True,
+            )
+        )
+    return {
+        "type": "modal",
+        "callback_id": DECISION_CALLBACK_ID,
+        "private_metadata": encode_modal_context(context),
+        "title": _plain(f"{verb} tool call"),
+        "submit": _plain(verb),
+        "close": _plain("Cancel"),
+        "blocks": blocks,
+    }
+
+
+def final_answer_text(*, final_output: str | None, status: str) -> str:
+    if status == "completed" and final_output:
+        return escape(final_output, MESSAGE_TEXT_LIMIT)
+    if status == "max_turns":
+        return ":warning: The run stopped after its maximum number of turns."
+    return f":information_source: The run ended ({escape(status, 100)})."
+
+
+def run_failed_text(error: str) -> str:
+    return f":x: The run stopped: {escape(error, MESSAGE_TEXT_LIMIT - 100)}"
+
+
+def uncertain_call_text(call: PendingCall) -> str:
+    return (
+        f":warning: `{escape(call.tool_name, 200)}` may or may not have taken effect: the "
+        "process stopped while it ran and its replay policy is manual, so it was not run "
+        "again. An operator must check and reconcile execution key "
+        f"`{escape(call.execution_key, 200)}` before the run goes on."
+    )
+
+
+BUSY_TEXT = (
+    ":hourglass_flowing_sand: The agent is still working on this run; send your message "
+    "again once it has answered."
+)
+
+CLOSED_TEXT = ":no_entry_sign: This run was cancelled; start a new one with `/agent`."
+
+
+def waiting_for_approval_text(pending: int) -> str:
+    calls = "call waits" if pending == 1 else "calls wait"
+    return (
+        f":lock: This run is paused: {pending} tool {calls} for a decision on the cards above. "
+        "Your message was not passed on; send it again once the run has answered."
+    )
+
+
+def already_decided_text(*, status: str, decider: str | None, decided_at: datetime | None) -> str:
+    who = f" by <@{escape(decider, 100)}>" if decider else ""
+    when = f" {slack_date(decided_at)}" if decided_at else ""
+    status_text = escape(status, 50)
+    return f":information_source: Nothing changed: this call was already {status_text}{who}{when}."
+
+
+def pending_list_text(approvals: Sequence[ApprovalRecord]) -> str:
+    if not approvals:
+        return ":white_check_mark: Nothing waits for your decision."
+    lines = [f"*{len(approvals)} pending approval(s) you could decide:*"]
+    for approval in approvals:
+        lines.append(_pending_line(approval))
+    return escape_join(lines, MESSAGE_TEXT_LIMIT)
+
+
+def home_view(approvals: Sequence[ApprovalRecord]) -> dict[str, Any]:
+    return {
+        "type": "home",
+        "blocks": [
+            {"type": "header", "text": _plain("Approvals")},
+            _section(pending_list_text(approvals)[:SECTION_TEXT_LIMIT]),
+        ],
+    }
+
+
+def escape_join(lines: Sequence[str], limit: int) -> str:
+    """Join already-escaped lines, dropping whole lines past `limit` with a marker."""
+    out: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) + 1 > limit - len(TRUNCATED):
+            out.append(TRUNCATED)
+            break
+        out.append(line)
+        used += len(line) + 1
+    return "\n".join(out)
+
+
+def _pending_line(approval: ApprovalRecord) -> str:
+    where = ""
+    if approval.slack_channel and approval.slack_ts:
+        where = f" in <#{escape(approval.slack_channel, 50)}>"
+    requester = f" for <@{escape(approval.requester, 100)}>" if approval.requester else ""
+    expiry = f", expires {slack_date(approval.expires_at)}" if approval.expires_at else ""
+    return (
+        f"• `{escape(approval.tool_name, 200)}`{requester}{where}{expiry} "
+        f"(id `{escape(approval.approval_id, 100)}`)"
+    )
+
+
+def _requested_by(approval: ApprovalRecord) -> str:
+    return f" · requested by <@{escape(approval.requester, 100)}>" if approval.requester else ""
+
+
+def _plain(text: str) -> dict[str, Any]:
+    return {"type": "plain_text", "text": text, "emoji": True}
+
+
+def _section(text: str, *, block_id: str | None = None) -> Block:
+    block: Block = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+    if block_id is not None:
+        block["block_id"] = block_id
+    return block
+
+
+def _context(text: str) -> Block:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
+
+
+def _button(label: str, action_id: str, value: str, *, style: str) -> Block:
+    return {
+        "type": "button",
+        "text": _plain(label),
+        "action_id": action_id,
+        "value": value,
+        "style": style,
+    }
+
+
+def _text_input(
+    block_id: str, action_id: str, *, label: str, hint: str, max_length: int, optional: bool
+) -> Block:
+    return {
+        "type": "input",
+        "block_id": block_id,
+        "optional": optional,
+        "label": _plain(label),
+        "hint": _plain(hint),
+        "element": {
+            "type": "plain_text_input",
+            "action_id": action_id,
+            "multiline": True,
+            "max_length": max_length,
+        },
+    }
+
+
+def decision_verb(action: DecisionAction) -> str:
+    return "approved" if action == "approve" else "rejected"

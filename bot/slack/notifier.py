@@ -1,0 +1,152 @@
+"""SlackNotifier: the service's Notifier, rendered as messages in the run's thread.
+
+Also builds the Web API client: slack_sdk's AsyncWebClient on a session we own (closed
+on shutdown), pointed at SLACK_API_URL, with slack_sdk's rate-limit retry handler so a
+429 is retried after its Retry-After.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.errors import SlackError
+from bot.review import ReviewSnapshot
+from bot.runtime import PendingCall
+from bot.service.notifier import Location
+from bot.slack import blocks
+from store.api import ApprovalRecord, RunRecord
+
+RATE_LIMIT_RETRIES = 2
+ViewOutcome = Literal["opened", "trigger_expired"]
+_log = logging.getLogger(__name__)
+
+
+def build_web_client(
+    *, token: str, api_url: str, session: aiohttp.ClientSession, timeout: int = 10
+) -> AsyncWebClient:
+    return AsyncWebClient(
+        token=token,
+        base_url=api_url,
+        session=session,
+        timeout=timeout,
+        retry_handlers=[
+            AsyncConnectionErrorRetryHandler(max_retry_count=1),
+            AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
+        ],
+    )
+
+
+class SlackNotifier:
+    """Implements bot.service.Notifier with chat.postMessage / chat.update."""
+
+    def __init__(self, client: AsyncWebClient) -> None:
+        self._client = client
+
+    async def run_started(self, run: RunRecord, *, task: str) -> Location | None:
+        if run.channel is None:
+            return None
+        text = blocks.run_root_text(agent_name=run.agent_name, requester=run.requester, task=task)
+        ts = await self._post(
+            channel=run.channel, text=text, blocks=blocks.run_root_blocks(run=run, task=task)
+        )
+        return (run.channel, ts)
+
+    async def approval_requested(
+        self, run: RunRecord, approval: ApprovalRecord, snapshot: ReviewSnapshot
+    ) -> Location | None:
+        if run.channel is None:
+            return None
+        ts = await self._post(
+            channel=run.channel,
+            thread_ts=run.thread_ts,
+            text=blocks.review_card_text(run=run, approval=approval),
+            blocks=blocks.review_card_blocks(run=run, approval=approval, snapshot=snapshot),
+        )
+        return (run.channel, ts)
+
+    async def approval_decided(self, run: RunRecord, approval: ApprovalRecord) -> None:
+        if approval.slack_channel is None or approval.slack_ts is None:
+            return
+        await self._call(
+            "chat_update",
+            channel=approval.slack_channel,
+            ts=approval.slack_ts,
+            text=blocks.decided_card_text(approval=approval),
+            blocks=blocks.decided_card_blocks(run=run, approval=approval),
+        )
+
+    async def call_uncertain(self, run: RunRecord, call: PendingCall) -> None:
+        await self._post_in_thread(run, blocks.uncertain_call_text(call))
+
+    async def run_finished(self, run: RunRecord, *, final_output: str | None, status: str) -> None:
+        await self._post_in_thread(
+            run, blocks.final_answer_text(final_output=final_output, status=status)
+        )
+
+    async def run_failed(self, run: RunRecord, *, error: str) -> None:
+        await self._post_in_thread(run, blocks.run_failed_text(error))
+
+    # -- for the Slack layer's own answers --------------------------------------------
+
+    async def tell(
+        self, *, channel: str, user: str, text: str, thread_ts: str | None = None
+    ) -> None:
+        """An ephemeral message only `user` sees (why a click was refused, help, ...)."""
+        await self._call(
+            "chat_postEphemeral", channel=channel, user=user, text=text, thread_ts=thread_ts
+        )
+
+    async def open_view(self, *, trigger_id: str, view: dict[str, Any]) -> ViewOutcome:
+        """Open a modal. Slack's trigger ids live 3 s: a late one is `trigger_expired`."""
+        try:
+            await self._call("views_open", trigger_id=trigger_id, view=view)
+        except SlackError as error:
+            if _api_error_code(error) in ("expired_trigger_id", "invalid_trigger_id"):
+                return "trigger_expired"
+            raise
+        return "opened"
+
+    async def publish_home(self, *, user: str, view: dict[str, Any]) -> None:
+        await self._call("views_publish", user_id=user, view=view)
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    async def _post_in_thread(self, run: RunRecord, text: str) -> None:
+        if run.channel is None:
+            _log.info("run %s has no channel; not posting: %s", run.run_id, text[:200])
+            return
+        await self._post(channel=run.channel, thread_ts=run.thread_ts, text=text)
+
+    async def _post(self, *, channel: str, text: str, **extra: Any) -> str:
+        response = await self._call("chat_postMessage", channel=channel, text=text, **extra)
+        ts = response.get("ts")
+        if not isinstance(ts, str):
+            raise SlackError("chat.postMessage answered without a message ts")
+        return ts
+
+    async def _call(self, method: str, **arguments: Any) -> dict[str, Any]:
+        arguments = {key: value for key, value in arguments.items() if value is not None}
+        try:
+            response = await getattr(self._client, method)(**arguments)
+        except SlackApiError as error:
+            code = error.response.get("error") if error.response is not None else None
+            raise SlackError(f"Slack {method.replace('_', '.')} failed: {code or error}") from error
+        data: dict[str, Any] = dict(response.data) if isinstance(response.data, dict) else {}
+        return data
+
+
+def _api_error_code(error: SlackError) -> str | None:
+    cause = error.__cause__
+    if isinstance(cause, SlackApiError) and cause.response is not None:
+        code = cause.response.get("error")
+        return code if isinstance(code, str) else None
+    return None

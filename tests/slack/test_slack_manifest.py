@@ -1,0 +1,126 @@
+"""manifest.yml follows the app-manifest schema rules and matches what the bot serves."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from bot.slack.app import SLASH_COMMANDS
+from bot.slack.server import EVENTS_PATH
+
+MANIFEST = Path(__file__).resolve().parents[2] / "manifest.yml"
+
+# Bot scopes Slack knows (a subset of the published list, enough to catch typos).
+KNOWN_BOT_SCOPES = {
+    "app_mentions:read",
+    "channels:history",
+    "channels:join",
+    "channels:manage",
+    "channels:read",
+    "chat:write",
+    "chat:write.customize",
+    "chat:write.public",
+    "commands",
+    "emoji:read",
+    "files:read",
+    "files:write",
+    "groups:history",
+    "groups:read",
+    "groups:write",
+    "im:history",
+    "im:read",
+    "im:write",
+    "links:read",
+    "links:write",
+    "mpim:history",
+    "mpim:read",
+    "mpim:write",
+    "pins:read",
+    "pins:write",
+    "reactions:read",
+    "reactions:write",
+    "reminders:read",
+    "reminders:write",
+    "team:read",
+    "usergroups:read",
+    "usergroups:write",
+    "users.profile:read",
+    "users:read",
+    "users:read.email",
+    "users:write",
+}
+# The scope each bot event needs (None: no scope needed).
+EVENT_SCOPES: dict[str, str | None] = {
+    "app_home_opened": None,
+    "app_mention": "app_mentions:read",
+    "message.channels": "channels:history",
+    "message.groups": "groups:history",
+    "message.im": "im:history",
+    "message.mpim": "mpim:history",
+}
+
+
+@pytest.fixture(scope="module")
+def manifest() -> dict[str, Any]:
+    data = yaml.safe_load(MANIFEST.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def test_display_information_fits_the_schema(manifest: dict[str, Any]) -> None:
+    info = manifest["display_information"]
+    assert 1 <= len(info["name"]) <= 35
+    assert len(info.get("description", "")) <= 140
+    assert 175 <= len(info["long_description"]) <= 4000
+    assert re.fullmatch(r"#[0-9a-fA-F]{6}", info["background_color"])
+
+
+def test_bot_user_and_home_tab(manifest: dict[str, Any]) -> None:
+    features = manifest["features"]
+    assert 1 <= len(features["bot_user"]["display_name"]) <= 80
+    assert features["app_home"]["home_tab_enabled"] is True
+
+
+def test_slash_commands_are_well_formed_and_served(manifest: dict[str, Any]) -> None:
+    commands = manifest["features"]["slash_commands"]
+    assert {command["command"] for command in commands} == set(SLASH_COMMANDS)
+    for command in commands:
+        assert re.fullmatch(r"/[a-z0-9_\-]{1,31}", command["command"])
+        assert 1 <= len(command["description"]) <= 2000
+        assert len(command.get("usage_hint", "")) <= 1000
+        assert isinstance(command["should_escape"], bool)
+
+
+def test_scopes_are_known_and_minimal(manifest: dict[str, Any]) -> None:
+    scopes = manifest["oauth_config"]["scopes"]["bot"]
+    assert len(scopes) == len(set(scopes))
+    assert set(scopes) <= KNOWN_BOT_SCOPES, set(scopes) - KNOWN_BOT_SCOPES
+    events = manifest["settings"]["event_subscriptions"]["bot_events"]
+    needed = {"commands", "chat:write", "usergroups:read"} | {
+        scope for event in events if (scope := EVENT_SCOPES[event]) is not None
+    }
+    assert set(scopes) == needed
+
+
+def test_every_event_is_known_and_has_its_scope(manifest: dict[str, Any]) -> None:
+    events = manifest["settings"]["event_subscriptions"]["bot_events"]
+    scopes = set(manifest["oauth_config"]["scopes"]["bot"])
+    assert {"app_home_opened", "message.channels"} <= set(events)
+    for event in events:
+        assert event in EVENT_SCOPES, f"unknown bot event {event}"
+        scope = EVENT_SCOPES[event]
+        assert scope is None or scope in scopes, f"{event} needs {scope}"
+
+
+def test_every_url_is_the_one_events_endpoint(manifest: dict[str, Any]) -> None:
+    settings = manifest["settings"]
+    urls = [command["url"] for command in manifest["features"]["slash_commands"]]
+    urls.append(settings["event_subscriptions"]["request_url"])
+    assert settings["interactivity"]["is_enabled"] is True
+    urls.append(settings["interactivity"]["request_url"])
+    assert len(set(urls)) == 1
+    assert urls[0] == f"https://YOUR-HOST{EVENTS_PATH}"
