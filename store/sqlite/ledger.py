@@ -47,8 +47,9 @@ from store.sqlite.timefmt import from_db, to_db
 RESULT_PURPOSE = "ledger-result"
 LEDGER_COLUMNS = (
     "execution_key, arguments_digest, run_id, tool_call_id, tool_name, state, attempt, "
-    "lease_owner, lease_expires_at, lease_version, result_key_id, result_nonce, "
-    "result_ciphertext, is_error, created_at, updated_at"
+    "lease_owner, lease_expires_at, lease_version, result_key_id, "
+    "CAST(result_nonce AS BLOB) AS result_nonce, "
+    "CAST(result_ciphertext AS BLOB) AS result_ciphertext, is_error, created_at, updated_at"
 )
 
 

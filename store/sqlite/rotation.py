@@ -74,7 +74,8 @@ class RotationPart(StoreBase):
         after = ""
         while True:
             rows = await self._db.read(
-                "SELECT b.run_id, b.key_id, b.nonce, b.ciphertext, r.state_version, "
+                "SELECT b.run_id, b.key_id, CAST(b.nonce AS BLOB) AS nonce, "
+                "CAST(b.ciphertext AS BLOB) AS ciphertext, r.state_version, "
                 "r.schema_version FROM run_blobs b JOIN runs r ON r.run_id = b.run_id "
                 "WHERE b.key_id <> ? AND b.run_id > ? ORDER BY b.run_id LIMIT ?",
                 (report.key_id, after, batch_size),
@@ -103,7 +104,8 @@ class RotationPart(StoreBase):
         while True:
             rows = await self._db.read(
                 "SELECT execution_key, run_id, lease_version, result_key_id AS key_id, "
-                "result_nonce AS nonce, result_ciphertext AS ciphertext FROM ledger "
+                "CAST(result_nonce AS BLOB) AS nonce, "
+                "CAST(result_ciphertext AS BLOB) AS ciphertext FROM ledger "
                 "WHERE result_ciphertext IS NOT NULL AND result_key_id <> ? "
                 "AND execution_key > ? ORDER BY execution_key LIMIT ?",
                 (report.key_id, after, batch_size),

@@ -147,7 +147,7 @@ class RunsPart(StoreBase):
     async def load_run_state(self, run_id: str) -> str:
         row = await self._db.read_one(
             "SELECT r.state_version, r.schema_version, r.blob_digest, "
-            "b.key_id, b.nonce, b.ciphertext "
+            "b.key_id, CAST(b.nonce AS BLOB) AS nonce, CAST(b.ciphertext AS BLOB) AS ciphertext "
             "FROM runs r LEFT JOIN run_blobs b ON b.run_id = r.run_id WHERE r.run_id = ?",
             (run_id,),
         )

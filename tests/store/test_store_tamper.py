@@ -39,6 +39,12 @@ def truncate_to_nothing(connection: sqlite3.Connection) -> None:
     connection.execute("UPDATE run_blobs SET ciphertext = x'00' WHERE run_id = 'run-1'")
 
 
+def ciphertext_as_text(connection: sqlite3.Connection) -> None:
+    connection.execute(
+        "UPDATE run_blobs SET ciphertext = substr(ciphertext, 2) || x'00' WHERE run_id = 'run-1'"
+    )
+
+
 def swap_blobs(connection: sqlite3.Connection) -> None:
     connection.execute(
         "UPDATE run_blobs SET (key_id, nonce, ciphertext) = "
@@ -68,6 +74,7 @@ TAMPER_SHAPES: dict[str, Tamper] = {
     "bit flip in nonce": flip_last_byte("nonce"),
     "truncated ciphertext": truncate_ciphertext,
     "ciphertext shorter than a tag": truncate_to_nothing,
+    "ciphertext rewritten as TEXT": ciphertext_as_text,
     "blob swapped from another run": swap_blobs,
     "schema version edited": edit_schema_version,
     "blob digest edited": edit_blob_digest,
