@@ -38,6 +38,7 @@ REQUESTER = "U0REQUEST"
 APPROVER = "U0APPROVE"
 OTHER_APPROVER = "U0OTHER01"
 CHANNEL = "C0CHANNEL"
+HOSTILE_TEXT = "<!channel> & <@U0BOSS> " + "x" * 6000
 SECRET_VALUE = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
 
 
@@ -55,6 +56,11 @@ def build_registry(effects: Effects) -> tuple[AgentRegistry, dict[str, ScriptedM
         """Deploy a release of a service."""
         effects.deploys.append((service, version, current_tool_call().execution_key))
         return f"deployed {service} {version}"
+
+    @tool(needs_approval=True, replay_policy="safe")
+    async def echo(text: str) -> str:
+        """Say something in public."""
+        return text
 
     @tool(needs_approval=True)
     async def set_config(service: str, key: str, value: str) -> str:
@@ -90,8 +96,15 @@ def build_registry(effects: Effects) -> tuple[AgentRegistry, dict[str, ScriptedM
             ]
         ),
         "chat": ScriptedModel(["First answer.", "Second answer."]),
+        "echo": ScriptedModel([[("echo", {"text": HOSTILE_TEXT})], "Echoed."]),
     }
-    tools = {"ops": [deploy_release], "twin": [deploy_release], "secrets": [set_config], "chat": []}
+    tools = {
+        "ops": [deploy_release],
+        "twin": [deploy_release],
+        "secrets": [set_config],
+        "chat": [],
+        "echo": [echo],
+    }
     registry = AgentRegistry(
         Agent(name=name, instructions=f"You are {name}.", tools=tools[name], model=model)
         for name, model in models.items()

@@ -6,16 +6,22 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 from conftest import (
     APPROVER,
     CHANNEL,
+    HOSTILE_TEXT,
     OTHER_APPROVER,
     REQUESTER,
     SECRET_VALUE,
     Bot,
+    FakeSlack,
+    KeyRing,
     card_calls,
+    start_bot,
+    stop_bot,
 )
 from fake_slack import Call
 
@@ -346,3 +352,50 @@ async def test_healthz(bot: Bot) -> None:
     url = bot.driver.url.replace("/slack/events", "/healthz")
     async with bot.driver._session.get(url) as resp:
         assert resp.status == 200
+
+
+async def test_a_card_still_works_after_the_bot_restarted(
+    fake_slack: FakeSlack, tmp_path: Path, keyring: KeyRing
+) -> None:
+    """The process stops after the pause; a new one, on the same database, takes the
+    click on the old card, resumes the run and answers in the same thread."""
+    database = tmp_path / "approvals.db"
+    first, runner, session = await start_bot(fake_slack, database, keyring)
+    try:
+        root, (card,) = await start_run(first)
+    finally:
+        await stop_bot(first, runner, session)
+    second, runner, session = await start_bot(fake_slack, database, keyring)
+    try:
+        assert await second.service.recover() == 0  # a paused run waits; nothing to finish
+        view = await open_modal(second, card, "Approve", user=APPROVER)
+        await second.driver.submit(view, user=APPROVER, reason="after the restart")
+        (update,) = await fake_slack.wait_for("chat.update")
+        assert update.args["ts"] == card.answer["ts"]
+        await fake_slack.wait_for("chat.postMessage", in_thread(root, "Deployed payments 1.2.3."))
+        await second.settle()
+        assert first.effects.deploys == []
+        assert len(second.effects.deploys) == 1
+    finally:
+        await stop_bot(second, runner, session)
+
+
+async def test_long_and_hostile_arguments_fit_the_card_escaped(bot: Bot) -> None:
+    reply = await bot.driver.command(
+        "/agent", f"@echo {HOSTILE_TEXT}", user=REQUESTER, channel=CHANNEL
+    )
+    assert reply.status == 200
+    (card,) = await bot.fake.wait_for("chat.postMessage", lambda c: c in card_calls(bot.fake))
+    for block in card.args["blocks"]:
+        text = block.get("text", {}).get("text", "")
+        assert len(text) <= 3000
+        for element in block.get("elements", []):
+            assert (
+                len(element.get("text", "") if isinstance(element.get("text"), str) else "") <= 2000
+            )
+    call_block = next(b for b in card.args["blocks"] if b.get("block_id") == "call")
+    assert "&lt;!channel&gt; &amp; &lt;@U0BOSS&gt;" in call_block["text"]["text"]
+    assert "<!channel>" not in card.text
+    assert "truncated" in call_block["text"]["text"] or "…" in call_block["text"]["text"]
+    (root,) = [c for c in bot.fake.calls_to("chat.postMessage") if "thread_ts" not in c.args]
+    assert "<!channel>" not in root.text
