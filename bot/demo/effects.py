@@ -1,0 +1,135 @@
+"""The simulated downstream of the demo ops tools: an append-only JSON-lines effects file.
+
+Every invocation of a tool that changes something appends exactly one line:
+
+    {"time": "...Z", "tool": "deploy_release", "arguments": {...redacted...},
+     "arguments_digest": "<sha256 of the real arguments>", "execution_key": "...",
+     "result": "...", "auth": "sha256:<token fingerprint>", "duplicate": false}
+
+The file is also the downstream's memory. A tool that passes its execution key as an
+idempotency key (`deploy_release`) is recognised when the key was applied before: the
+downstream answers with the first result and the line says `"duplicate": true`. A key
+reused with other arguments is refused, as a real idempotent API would.
+
+Arguments are stored redacted (a `set_config` value may be a password); the digest of
+the real arguments shows what was applied. Lines are written under an exclusive
+`flock`, read-check-append as one step, so concurrent processes never interleave or
+both apply the same key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bot.credentials import redact
+from bot.errors import InputError
+from bot.review import arguments_digest
+
+
+@dataclass(frozen=True, kw_only=True)
+class Effect:
+    """One downstream request: what to apply and how it authenticates."""
+
+    tool: str
+    arguments: Mapping[str, Any]
+    execution_key: str
+    idempotent: bool
+    api_token: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Applied:
+    """The downstream's answer: the result, and whether the key had been applied before."""
+
+    result: str
+    duplicate: bool
+
+
+def token_fingerprint(token: str) -> str:
+    """Shows which token was used without revealing it."""
+    return "sha256:" + hashlib.sha256(token.encode()).hexdigest()[:12]
+
+
+class EffectsFile:
+    """The effects file at `path` (created on first write, directories included)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    async def apply(self, effect: Effect, result: str) -> Applied:
+        """Record `effect` with `result`, unless its key was applied before (see module)."""
+        return await asyncio.to_thread(self._apply, effect, result)
+
+    async def lines(self) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.read_lines)
+
+    def read_lines(self) -> list[dict[str, Any]]:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        return list(_parse(text))
+
+    def _apply(self, effect: Effect, result: str) -> Applied:
+        digest = arguments_digest(effect.arguments)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a+", encoding="utf-8") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
+            handle.seek(0)
+            earlier = (
+                _first_application(_parse(handle.read()), effect) if effect.idempotent else None
+            )
+            if earlier is not None and earlier.get("arguments_digest") != digest:
+                raise InputError(
+                    f"idempotency key {effect.execution_key} was already used with other arguments"
+                )
+            applied = Applied(
+                result=str(earlier["result"]) if earlier is not None else result,
+                duplicate=earlier is not None,
+            )
+            line = _line(effect, digest, applied)
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+        return applied
+
+
+def _parse(text: str) -> Iterator[dict[str, Any]]:
+    for line in text.splitlines():
+        if line.strip():
+            yield json.loads(line)
+
+
+def _first_application(lines: Iterator[dict[str, Any]], effect: Effect) -> dict[str, Any] | None:
+    for line in lines:
+        if (
+            line.get("execution_key") == effect.execution_key
+            and line.get("tool") == effect.tool
+            and not line.get("duplicate")
+        ):
+            return line
+    return None
+
+
+def _line(effect: Effect, digest: str, applied: Applied) -> str:
+    shown, _ = redact(dict(effect.arguments))
+    record = {
+        "time": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+        "tool": effect.tool,
+        "arguments": shown,
+        "arguments_digest": digest,
+        "execution_key": effect.execution_key,
+        "result": applied.result,
+        "auth": token_fingerprint(effect.api_token),
+        "duplicate": applied.duplicate,
+    }
+    return json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
