@@ -19,13 +19,14 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.demo import default_registry, ops_dependencies
 from bot.service import (
     ApprovalService,
     TaskOwner,
     approval_ttl_from_env,
     installation_worker_id,
 )
-from bot.slack.agents import default_agents, load_agent_registry
+from bot.slack.agents import load_agent_registry
 from bot.slack.config import Mode, SlackSettings, load_settings
 from bot.slack.notifier import SlackNotifier
 from bot.slack.server import EVENTS_PATH, build_web_app
@@ -64,8 +65,8 @@ def _run(mode: Mode) -> int:
 
 async def open_bot(settings: SlackSettings, *, environ: Mapping[str, str]) -> SlackSurface:
     """Open the store, the registry, the service and the Slack surface around them."""
-    default, dependencies = default_agents(environ)
-    registry = load_agent_registry(settings.agents, default=default)
+    registry = load_agent_registry(settings.agents, default=default_registry())
+    dependencies = ops_dependencies(environ)
     database_url = settings.database_url or database_url_from_env(environ)
     worker_id = installation_worker_id(database_url, environ)
     approval_ttl = approval_ttl_from_env(environ)
@@ -117,10 +118,8 @@ async def _serve_http(surface: SlackSurface, settings: SlackSettings) -> None:
     await runner.setup()
     try:
         await web.TCPSite(runner, settings.host, settings.port).start()
-        print(
-            f"approvals-bot: serving Slack at http://{settings.host}:{settings.port}{EVENTS_PATH}",
-            file=sys.stderr,
-        )
+        host, port = runner.addresses[0][:2]
+        print(f"approvals-bot: serving Slack at http://{host}:{port}{EVENTS_PATH}", file=sys.stderr)
         await _until_stopped()
     finally:
         await runner.cleanup()

@@ -4,8 +4,6 @@ default registry (the demo `ops` agent)."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
-from typing import Any
 
 from bot.errors import ConfigError
 from bot.runtime import AgentRegistry
@@ -45,7 +43,3 @@ def _resolve(spec: str) -> AgentRegistry:
         )
     return target
 
-
-def default_agents(environ: Mapping[str, str]) -> tuple[AgentRegistry, dict[str, Any]]:
-    """The embedded default agents and their runtime dependencies."""
-    raise ConfigError("the demo agent 'ops' is not available in this build yet")
