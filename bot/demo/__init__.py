@@ -10,6 +10,7 @@ from bot.demo.agent import (
     OPS_AGENT_VERSION,
     build_ops_agent,
     default_registry,
+    model_from_env,
 )
 from bot.demo.effects import EffectsFile, token_fingerprint
 from bot.demo.offline_model import OfflineOpsModel, parse_task
@@ -34,6 +35,7 @@ __all__ = [
     "default_registry",
     "deploy_release",
     "get_status",
+    "model_from_env",
     "ops_dependencies",
     "parse_task",
     "restart_service",

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+
 from bot.demo.offline_model import OfflineOpsModel
 from bot.demo.tools import OPS_TOOLS
+from bot.errors import ConfigError
 from bot.runtime import Agent, AgentRegistry, Model
+from bot.runtime.openai_model import OpenAIChatModel, openai_config_from_env
 
 OPS_AGENT_NAME = "ops"
 OPS_AGENT_VERSION = "1"
@@ -30,3 +35,16 @@ def build_ops_agent(model: Model | None = None) -> Agent:
 def default_registry(model: Model | None = None) -> AgentRegistry:
     """A registry holding the ops agent (the default agent)."""
     return AgentRegistry([build_ops_agent(model)])
+
+
+def model_from_env(environ: Mapping[str, str] | None = None) -> Model:
+    """The ops agent's model as configured: APPROVALS_MODEL=offline (default) or openai
+    (then OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are required). The caller
+    closes it with `await model.aclose()` (both kinds have it)."""
+    env = os.environ if environ is None else environ
+    choice = env.get("APPROVALS_MODEL", "").strip().lower() or "offline"
+    if choice == "offline":
+        return OfflineOpsModel()
+    if choice == "openai":
+        return OpenAIChatModel.from_config(openai_config_from_env(env))
+    raise ConfigError(f"APPROVALS_MODEL must be 'offline' or 'openai', not {choice!r}")
