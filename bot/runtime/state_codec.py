@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, cast
 
@@ -152,39 +153,73 @@ def _required(payload: dict[str, Any], key: str) -> Any:
 
 
 def check_history(value: Any, path: str = "history") -> list[Item]:
-    """Validate history items (one pass, no copies: this is the hot path of loading)."""
+    """Validate history items: one pass, no copies, few calls (the hot path of loading).
+    On the first bad item, a second careful pass names the field."""
     items = _list(value, path)
-    for index, item in enumerate(items):
+    for item in items:
         if type(item) is not dict:
-            raise _bad(f"{path}[{index}]", "an object", item)
+            break
         kind = item.get("type")
         if kind == "tool_result":
-            if not (
-                type(item.get("tool_call_id")) is str
-                and type(item.get("name")) is str
-                and type(item.get("content")) is str
-                and type(item.get("is_error")) is bool
+            if (
+                type(item.get("tool_call_id")) is not str
+                or type(item.get("name")) is not str
+                or type(item.get("content")) is not str
+                or type(item.get("is_error")) is not bool
             ):
-                raise RunStateError(
-                    f"RunState field '{path}[{index}]' is a tool_result without a string "
-                    "tool_call_id, name, content and a boolean is_error"
-                )
+                break
+        elif kind == "assistant":
+            content = item.get("content")
+            calls = item.get("tool_calls")
+            if (content is not None and type(content) is not str) or type(calls) is not list:
+                break
+            for call in calls:
+                if (
+                    type(call) is not dict
+                    or type(call.get("id")) is not str
+                    or type(call.get("name")) is not str
+                    or type(call.get("arguments")) is not dict
+                ):
+                    break
+            else:
+                continue
+            break
+        elif kind != "user" or type(item.get("content")) is not str:
+            break
+    else:
+        return cast(list[Item], items)
+    _explain_bad_history(items, path)
+    raise AssertionError("unreachable: _explain_bad_history raises")  # pragma: no cover
+
+
+def _explain_bad_history(items: list[Any], path: str) -> None:
+    """Raise RunStateError naming the first bad field of `items`."""
+    for index, item in enumerate(items):
+        where = f"{path}[{index}]"
+        if type(item) is not dict:
+            raise _bad(where, "an object", item)
+        kind = item.get("type")
+        if kind == "tool_result":
+            for key, expected in (("tool_call_id", str), ("name", str), ("content", str)):
+                if type(item.get(key)) is not expected:
+                    raise _bad(f"{where}.{key}", "a string", item.get(key))
+            if type(item.get("is_error")) is not bool:
+                raise _bad(f"{where}.is_error", "a boolean", item.get("is_error"))
         elif kind == "assistant":
             content = item.get("content")
             if content is not None and type(content) is not str:
-                raise _bad(f"{path}[{index}].content", "a string or null", content)
-            _check_tool_calls(item.get("tool_calls"), f"{path}[{index}].tool_calls")
+                raise _bad(f"{where}.content", "a string or null", content)
+            _explain_bad_tool_calls(item.get("tool_calls"), f"{where}.tool_calls")
         elif kind == "user":
-            _str(item.get("content"), f"{path}[{index}].content")
+            _str(item.get("content"), f"{where}.content")
         else:
             raise RunStateError(
-                f"RunState field '{path}[{index}].type' must be user, assistant or "
-                f"tool_result, got {kind!r}"
+                f"RunState field '{where}.type' must be user, assistant or tool_result, "
+                f"got {kind!r}"
             )
-    return cast(list[Item], items)
 
 
-def _check_tool_calls(value: Any, path: str) -> None:
+def _explain_bad_tool_calls(value: Any, path: str) -> None:
     for index, call in enumerate(_list(value, path)):
         if not (
             type(call) is dict
@@ -273,33 +308,91 @@ def _pending_call(
 # -- the current version --------------------------------------------------------------
 
 
+_CURRENT_FIELDS = itemgetter(
+    "run_id", "agent_name", "agent_version", "current_turn", "max_turns", "history",
+    "context", "pending_calls", "decisions", "always", "approval_metadata",
+)  # fmt: skip
+_CURRENT_TYPES = (str, str, str, int, int, list)
+_PENDING_FIELDS = itemgetter("tool_call_id", "tool_name", "arguments", "execution_key", "status")
+_PENDING_TYPES = (str, str, dict, str, str)
+_STATUSES = frozenset({"approval", "uncertain"})
+
+
 def _parse_current(payload: dict[str, Any]) -> StateFields:
-    run_id = _str(_required(payload, "run_id"), "run_id")
-    history = cast(list[Item], _list(_required(payload, "history"), "history"))
-    turn = last_turn_index(history)
-    context = _required(payload, "context")
+    """Strict read of the current version: a fast path with few calls, and the careful
+    field-by-field reads only to explain a problem."""
+    try:
+        values = _CURRENT_FIELDS(payload)
+    except KeyError:
+        values = None
+    if (
+        values is None
+        or tuple(map(type, values[:6])) != _CURRENT_TYPES
+        or values[3] < 0
+        or values[4] < 1
+        or (values[6] is not None and type(values[6]) is not dict)
+        or type(values[7]) is not list
+    ):
+        _explain_bad_top_level(payload)
+        raise AssertionError("unreachable: _explain_bad_top_level raises")  # pragma: no cover
+    run_id, name, version, turn, max_turns, history, context, pending, decisions, always, notes = (
+        values
+    )
     fields = StateFields(
         run_id=run_id,
-        agent_name=_str(_required(payload, "agent_name"), "agent_name"),
-        agent_version=_str(_required(payload, "agent_version"), "agent_version"),
-        current_turn=_int(_required(payload, "current_turn"), "current_turn", minimum=0),
-        max_turns=_int(_required(payload, "max_turns"), "max_turns", minimum=1),
+        agent_name=name,
+        agent_version=version,
+        current_turn=turn,
+        max_turns=max_turns,
         history=history,
-        context=None if context is None else _dict(context, "context"),
-        pending=[
-            _pending_call(item, f"pending_calls[{i}]", run_id=run_id, turn=turn, legacy=False)
-            for i, item in enumerate(_list(_required(payload, "pending_calls"), "pending_calls"))
-        ],
+        context=context,
+        pending=[_current_pending_call(item, index) for index, item in enumerate(pending)],
     )
-    for call_id, item in _dict(_required(payload, "decisions"), "decisions").items():
+    for call_id, item in _dict(decisions, "decisions").items():
         fields.decisions[call_id] = _decision(item, f"decisions.{call_id}")
-    for tool_name, item in _dict(_required(payload, "always"), "always").items():
+    for tool_name, item in _dict(always, "always").items():
         fields.always[tool_name] = _decision(item, f"always.{tool_name}")
-    metadata = _dict(_required(payload, "approval_metadata"), "approval_metadata")
-    for call_id, item in metadata.items():
+    for call_id, item in _dict(notes, "approval_metadata").items():
         path = f"approval_metadata.{call_id}"
         fields.approval_metadata[call_id] = _metadata(item, path, legacy=False)
     return fields
+
+
+def _current_pending_call(item: Any, index: int) -> PendingCall:
+    if type(item) is dict:
+        try:
+            values = _PENDING_FIELDS(item)
+        except KeyError:
+            values = None
+        if values is not None and tuple(map(type, values)) == _PENDING_TYPES:
+            call_id, tool_name, arguments, key, status = values
+            if status in _STATUSES:
+                return PendingCall(
+                    tool_call_id=call_id,
+                    tool_name=tool_name,
+                    arguments=arguments,
+                    execution_key=key,
+                    status=status,
+                )
+    path = f"pending_calls[{index}]"
+    return _pending_call(item, path, run_id="", turn=None, legacy=False)
+
+
+def _explain_bad_top_level(payload: dict[str, Any]) -> None:
+    """Raise RunStateError naming the first missing or ill-typed top-level field."""
+    _str(_required(payload, "run_id"), "run_id")
+    _str(_required(payload, "agent_name"), "agent_name")
+    _str(_required(payload, "agent_version"), "agent_version")
+    _int(_required(payload, "current_turn"), "current_turn", minimum=0)
+    _int(_required(payload, "max_turns"), "max_turns", minimum=1)
+    _list(_required(payload, "history"), "history")
+    context = _required(payload, "context")
+    if context is not None:
+        _dict(context, "context")
+    _list(_required(payload, "pending_calls"), "pending_calls")
+    for key in ("decisions", "always", "approval_metadata"):
+        _required(payload, key)
+    raise RunStateError("RunState payload is malformed")  # pragma: no cover
 
 
 # -- the legacy (unversioned) form ----------------------------------------------------
