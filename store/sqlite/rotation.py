@@ -44,14 +44,16 @@ class _Pending:
 
 
 class RotationPart(StoreBase):
-    async def rotate_keys(self, *, batch_size: int = DEFAULT_BATCH) -> RotationReport:
+    async def rotate_keys(
+        self, *, actor: str = "operator", batch_size: int = DEFAULT_BATCH
+    ) -> RotationReport:
         newest = self._keyring.newest.key_id
         report = RotationReport(key_id=newest, already_current=await self._count_current(newest))
         await self._rotate_run_states(report, batch_size)
         await self._rotate_ledger_results(report, batch_size)
         await self._audit(
             "key_rotated",
-            actor="operator",
+            actor=actor,
             detail={
                 "key_id": newest,
                 "run_states": report.run_states,
