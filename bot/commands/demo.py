@@ -156,7 +156,7 @@ async def _decide_until_done(
             break  # uncertain calls wait for reconciliation; the notifier said so
         if args.state is not None:
             state = await service.load_state(run.run_id)
-            args.state.write_text(state.to_json(), encoding="utf-8")
+            _write_private(args.state, state.to_json())
             print(f"paused state written to {args.state}")
         for approval in pending:
             choice = _flag_choice(args) or _ask(approval)
@@ -177,6 +177,15 @@ async def _reload(service: ApprovalService, run: RunRecord) -> RunRecord:
     if current is None:
         raise RunStateError(f"run {run.run_id} disappeared from the database")
     return current
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` to a file only its owner may read: the state holds no credential
+    from the context or the dependencies, but it does hold the tool arguments."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # also when the file existed with a wider mode
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def _flag_choice(args: argparse.Namespace) -> Choice | None:

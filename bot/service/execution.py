@@ -16,8 +16,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from store.journal import StoreJournal
-
 from bot.errors import ApprovalsError, RunStateError
 from bot.review import ReviewSnapshot, review_snapshot
 from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, PendingCall, Runner, RunResult, RunState
@@ -25,6 +23,7 @@ from bot.service.codec import encode_state
 from bot.service.journal import ServiceJournal
 from bot.service.parts import ServiceParts, log
 from store.api import ApprovalRecord, NewApproval, RunRecord
+from store.journal import StoreJournal
 
 FINAL_RUN_STATUSES = frozenset({"completed", "failed", "cancelled"})
 
@@ -103,12 +102,13 @@ async def request_approvals(
     expires_at = parts.clock() + parts.approval_ttl if parts.approval_ttl else None
     snapshots: dict[str, ReviewSnapshot] = {}
     planned: list[NewApproval] = []
-    for call in waiting:
+    batch = uuid.uuid4().hex[:24]  # ids share a random prefix and sort in the model's order
+    for index, call in enumerate(waiting):
         snapshot = review_snapshot(call.tool_name, call.arguments)
         snapshots[call.tool_call_id] = snapshot
         planned.append(
             NewApproval(
-                approval_id=uuid.uuid4().hex,
+                approval_id=f"{batch}{index:08x}",
                 run_id=run.run_id,
                 tool_call_id=call.tool_call_id,
                 tool_name=call.tool_name,

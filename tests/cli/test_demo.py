@@ -91,6 +91,7 @@ def test_the_state_file_holds_the_paused_state_without_the_token(demo: Demo) -> 
     )
 
     assert done.returncode == 0, done.stderr
+    assert state_file.stat().st_mode & 0o777 == 0o600  # it holds the tool arguments
     state = json.loads(state_file.read_text())
     assert state["$schemaVersion"]
     assert [call["tool_name"] for call in state["pending_calls"]] == [

@@ -145,6 +145,7 @@ async def test_an_unknown_approval_is_named(harness: Harness) -> None:
 async def test_two_pending_calls_resume_only_after_both_are_decided(harness: Harness) -> None:
     run = await start(harness, "deploy payments 1.2.3 and restart api")
     first, second = await harness.pending(run.run_id)
+    assert [first.tool_name, second.tool_name] == ["deploy_release", "restart_service"]
 
     one = await harness.service.decide(
         first.approval_id, approve=True, decider=APPROVER, reason="first"
