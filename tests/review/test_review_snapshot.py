@@ -1,0 +1,205 @@
+"""Canonical arguments, their digest, and the redacted snapshot a reviewer sees."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.errors import InputError
+from bot.review import (
+    REDACTED,
+    SECTION_TEXT_LIMIT,
+    ReviewSnapshot,
+    arguments_digest,
+    canonical_arguments,
+    review_snapshot,
+)
+from bot.runtime import arguments_digest as runtime_arguments_digest
+
+SLACK_TOKEN = "xoxb-" + "2718281828-3141592653-AbCdEfGhIjKlMnOp"
+
+
+def test_canonical_form_sorts_keys_compacts_and_keeps_utf8() -> None:
+    arguments = {"b": [1, 2.5, None, True], "a": {"z": "ü", "y": "日本"}, "é": "naïve"}
+    assert canonical_arguments(arguments) == (
+        '{"a":{"y":"日本","z":"ü"},"b":[1,2.5,null,true],"é":"naïve"}'.encode()
+    )
+
+
+def test_equal_arguments_in_any_order_have_one_digest() -> None:
+    first = {"service": "payments", "version": "1.2.3", "opts": {"a": 1, "b": 2}}
+    second = {"opts": {"b": 2, "a": 1}, "version": "1.2.3", "service": "payments"}
+    assert arguments_digest(first) == arguments_digest(second)
+    assert arguments_digest(first) == hashlib.sha256(canonical_arguments(first)).hexdigest()
+    assert re.fullmatch(r"[0-9a-f]{64}", arguments_digest(first))
+
+
+def test_the_runtime_digest_is_the_same_function() -> None:
+    arguments = {"service": "zahlungen-ü", "n": [1, {"b": None, "a": 0.1}]}
+    assert runtime_arguments_digest(arguments) == arguments_digest(arguments)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ({"x": float("nan")}, "finite"),
+        ({"x": [float("inf")]}, "finite"),
+        ({"x": {1: "a"}}, r"key 1 is not a string"),
+        ({"x": {"a", "b"}}, r"\$\.x: set is not JSON"),
+        ({"x": b"bytes"}, "bytes is not JSON"),
+        ({"x": "\ud800"}, "not valid Unicode"),
+        (["not", "a", "mapping"], "JSON object"),
+    ],
+)
+def test_what_json_cannot_carry_is_refused(arguments: Any, problem: str) -> None:
+    with pytest.raises(InputError, match=problem):
+        canonical_arguments(arguments)
+
+
+def test_the_snapshot_is_redacted_but_the_digest_covers_the_real_value() -> None:
+    real = {"service": "payments", "key": "db_password", "value": "hunter2"}
+    other = {**real, "value": "hunter3"}
+
+    first = review_snapshot("set_config", real)
+    second = review_snapshot("set_config", other)
+
+    assert first.arguments == {"service": "payments", "key": "db_password", "value": REDACTED}
+    assert first.arguments == second.arguments  # a reviewer sees the same card ...
+    assert first.digest != second.digest  # ... but approves a different digest
+    assert first.digest == arguments_digest(real)
+    assert first.redacted_paths == ["$.value"]
+    assert "hunter2" not in first.to_json()
+    assert "hunter2" not in first.render_text()
+
+
+def test_nested_and_embedded_secrets_are_redacted_in_place() -> None:
+    snapshot = review_snapshot(
+        "notify",
+        {
+            "channel": "#ops",
+            "text": f"ping with {SLACK_TOKEN} please",
+            "request": {"headers": [{"Authorization": "Bearer abc.def-ghi_jkl123"}]},
+        },
+    )
+    assert snapshot.arguments["text"] == f"ping with {REDACTED} please"
+    assert snapshot.arguments["request"] == {"headers": [{"Authorization": REDACTED}]}
+    assert snapshot.redacted_paths == ["$.text", "$.request.headers[0].Authorization"]
+
+
+def test_a_tool_can_narrow_what_is_shown() -> None:
+    arguments = {"service": "payments", "version": "1.2.3", "changelog": "long text"}
+    snapshot = review_snapshot(
+        "deploy_release", arguments, shown_fields=["service", "version", "dry_run"]
+    )
+    assert snapshot.arguments == {"service": "payments", "version": "1.2.3"}
+    assert snapshot.omitted_fields == ["changelog"]
+    assert snapshot.digest == arguments_digest(arguments)  # the digest still covers everything
+    assert "not shown: changelog" in snapshot.render_text()
+
+
+def test_the_snapshot_round_trips_through_json() -> None:
+    snapshot = review_snapshot(
+        "set_config", {"key": "token", "value": "abc"}, shown_fields=["key", "value"]
+    )
+    assert ReviewSnapshot.from_json(snapshot.to_json()) == snapshot
+    with pytest.raises(InputError, match="not a review snapshot"):
+        ReviewSnapshot.from_json('{"tool_name": "x"}')
+    with pytest.raises(InputError, match="invalid JSON"):
+        ReviewSnapshot.from_json("{")
+
+
+def test_rendering_escapes_slack_markup_and_cannot_close_the_code_block() -> None:
+    snapshot = review_snapshot("say", {"text": "<!channel> & <@U123> ```*bold*```"})
+    text = snapshot.render_text()
+    assert "<" not in text
+    assert ">" not in text
+    assert "&lt;!channel&gt; &amp; &lt;@U123&gt;" in text
+    assert "```" not in text
+    assert json.loads(
+        text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&").replace("\u200b", "")
+    ) == {"text": "<!channel> & <@U123> ```*bold*```"}
+
+
+def test_a_long_value_is_cut_with_a_visible_marker_that_says_how_much() -> None:
+    snapshot = review_snapshot("say", {"text": "x" * 10_000})
+    text = snapshot.render_text(limit=1000)
+    assert len(text) <= 1000
+    match = re.search(r"… \(truncated, (\d+) more characters\)$", text)
+    assert match is not None
+    shown = text[: match.start()].rstrip("\n")
+    assert len(shown) + int(match.group(1)) == len(json.dumps({"text": "x" * 10_000}, indent=2))
+
+
+def test_the_cut_never_splits_an_escape_sequence() -> None:
+    snapshot = review_snapshot("say", {"text": "&" * 5000})
+    for limit in range(400, 460):
+        text = snapshot.render_text(limit=limit)
+        assert len(text) <= limit
+        body = text.split("\n… (truncated")[0]
+        assert re.fullmatch(r'\{\n  "text": "(&amp;)*', body), body[-12:]
+
+
+def test_characters_outside_the_bmp_count_twice_and_are_never_split() -> None:
+    snapshot = review_snapshot("say", {"text": "😀" * 3000})
+    text = snapshot.render_text()
+    assert len(text.encode("utf-16-le")) // 2 <= SECTION_TEXT_LIMIT - 100
+    text.encode("utf-8")  # no lone surrogate
+    assert "😀" in text
+
+
+def test_a_combining_accent_stays_with_its_letter() -> None:
+    snapshot = review_snapshot("say", {"text": "e\u0301" * 2000})
+    for limit in range(300, 320):
+        body = snapshot.render_text(limit=limit).split("\n… (truncated")[0]
+        assert body.endswith("e\u0301") or body.endswith('"')
+
+
+def test_a_limit_too_small_to_be_useful_is_refused() -> None:
+    with pytest.raises(InputError, match="minimum"):
+        review_snapshot("x", {}).render_text(limit=50)
+
+
+# Short pieces repeated up to 600 times: long texts (that must be cut) without the cost
+# of generating them character by character; `&<>`, astral and combining characters
+# are likely.
+pieces = st.text(alphabet=st.sampled_from('ab &<>`"\\é\u0301😀日\n'), max_size=6)
+long_texts = st.builds(lambda piece, times: piece * times, pieces, st.integers(0, 600))
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | long_texts
+    | st.text(alphabet=st.characters(codec="utf-8"), max_size=10),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+arguments = st.dictionaries(st.text(max_size=6), json_values, max_size=5)
+BROKEN_ESCAPE = re.compile(r"&(?!amp;|lt;|gt;)")
+
+
+@given(arguments, st.integers(min_value=200, max_value=SECTION_TEXT_LIMIT))
+def test_rendered_text_always_fits_and_never_breaks_an_escape(
+    args: dict[str, Any], limit: int
+) -> None:
+    text = review_snapshot("tool", args).render_text(limit=limit)
+    assert len(text.encode("utf-16-le")) // 2 <= limit
+    assert "<" not in text
+    assert ">" not in text
+    assert not BROKEN_ESCAPE.search(text)
+    text.encode("utf-8")
+
+
+@given(arguments)
+def test_canonical_form_is_stable_across_a_json_round_trip(args: dict[str, Any]) -> None:
+    again = json.loads(canonical_arguments(args))
+    assert canonical_arguments(again) == canonical_arguments(args)
+    assert arguments_digest(again) == arguments_digest(args)
