@@ -1,0 +1,515 @@
+"""Acknowledgement time of signed Slack requests: our app against no-op Bolt listeners.
+
+    python bench/ack.py [--requests 1000] [--stall-requests 250]
+
+All apps run with `process_before_response=True` behind the same aiohttp endpoint and
+signature check, on one event loop; the load comes from other processes, and the fake
+Slack Web API (tests/slack/fake_slack.py) runs in its own process, as Slack would. For
+concurrency 1, 16 and 64, N signed Approve clicks go to each app in turn, and the time
+to the HTTP answer (the ack) is measured, p50 and p99:
+
+- `noop`: a listener that only acks (the floor the issue names; target: our p99 at
+  c=64 <= 1.5x of it);
+- `modal`: a listener that acks and then opens a static modal after the answer, the
+  least an Approve button must cause (so ours/modal isolates our own overhead);
+- `ours`: the real app (parse, ack, then views.open of the reason modal).
+
+Then the stall run: the store and the model block on a gate that opens only after the
+measurement, and /agent commands, Approve clicks, modal submissions, thread replies
+and /approvals list arrive together. Every ack must arrive in under 3 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import aiohttp
+from aiohttp import web
+
+ROOT = Path(__file__).resolve().parents[1]
+# Run as a script, bench/ is first on sys.path, where a bench module may shadow a package
+# of ours (bench/store.py vs store/): look in the project root and the Slack tests instead.
+sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != ROOT / "bench"]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "slack")]
+
+from fake_slack import FakeSlack  # noqa: E402
+from slack_bolt.app.async_app import AsyncApp  # noqa: E402
+
+from bot.runtime import Agent, AgentRegistry, ModelResponse, ScriptedModel, tool  # noqa: E402
+from bot.service import ApprovalService  # noqa: E402
+from bot.service.tasks import TaskOwner  # noqa: E402
+from bot.slack.after_ack import defer  # noqa: E402
+from bot.slack.app import build_bolt_app  # noqa: E402
+from bot.slack.blocks import decided_card_blocks  # noqa: E402
+from bot.slack.notifier import SlackNotifier  # noqa: E402
+from bot.slack.payloads import APPROVE_ACTION_ID  # noqa: E402
+from bot.slack.server import EVENTS_PATH, build_web_app  # noqa: E402
+from bot.slack.signature import compute_signature  # noqa: E402
+from bot.slack.surface import SlackSurface  # noqa: E402
+from store.crypto import KeyRing  # noqa: E402
+from store.keys import generate_key  # noqa: E402
+from store.sqlite.store import open_store  # noqa: E402
+
+SECRET = "bench-signing-secret"
+TOKEN = "xoxb-bench"
+LEVELS = (1, 16, 64)
+ACK_DEADLINE = 3.0
+FORM = "application/x-www-form-urlencoded"
+
+
+# -- a fake Slack in its own process -----------------------------------------------
+
+
+class SlackProcess:
+    """FakeSlack served by a child process (this script with --fake-slack), so that its
+    work does not share our event loop or GIL: real Slack is another machine."""
+
+    def __init__(self) -> None:
+        self.api_url = ""
+        self._process: asyncio.subprocess.Process | None = None
+
+    async def __aenter__(self) -> SlackProcess:
+        self._process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            __file__,
+            "--fake-slack",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert self._process.stdout is not None
+        self.api_url = (await self._process.stdout.readline()).decode().strip()
+        if not self.api_url.startswith("http://127.0.0.1:"):
+            raise RuntimeError(f"fake Slack did not start: {self.api_url!r}")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._process is not None:
+            assert self._process.stdin is not None
+            self._process.stdin.close()
+            await self._process.wait()
+
+
+async def serve_fake_slack() -> None:
+    """Child process: serve FakeSlack until our stdin closes."""
+    fake = FakeSlack()
+    print(await fake.start(), flush=True)
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, sys.stdin.read)
+    await fake.close()
+
+
+# -- signed requests ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Signed:
+    body: bytes
+    headers: dict[str, str]
+
+
+def sign(body: str, content_type: str = FORM) -> Signed:
+    timestamp = str(int(time.time()))
+    raw = body.encode()
+    signature = compute_signature(signing_secret=SECRET, timestamp=timestamp, body=raw)
+    return Signed(
+        body=raw,
+        headers={
+            "Content-Type": content_type,
+            "X-Slack-Request-Timestamp": timestamp,
+            "X-Slack-Signature": signature,
+        },
+    )
+
+
+def click(approval_id: str, card_blocks: list[Any], index: int) -> Signed:
+    payload = {
+        "type": "block_actions",
+        "team": {"id": "T1"},
+        "user": {"id": f"UAPPROVER{index % 7}"},
+        "trigger_id": f"trigger.{index}",
+        "channel": {"id": "CBENCH"},
+        "container": {"type": "message", "message_ts": "1.0", "channel_id": "CBENCH"},
+        "message": {"ts": "1.0", "blocks": card_blocks},
+        "actions": [
+            {
+                "type": "button",
+                "action_id": APPROVE_ACTION_ID,
+                "block_id": "decision",
+                "value": approval_id,
+            }
+        ],
+    }
+    return sign(urlencode({"payload": json.dumps(payload)}))
+
+
+def command(command_name: str, text: str, index: int) -> Signed:
+    return sign(
+        urlencode(
+            {
+                "command": command_name,
+                "text": text,
+                "user_id": f"UREQ{index}",
+                "channel_id": "CBENCH",
+                "team_id": "T1",
+                "trigger_id": f"t{index}",
+            }
+        )
+    )
+
+
+def submission(approval_id: str, index: int) -> Signed:
+    payload = {
+        "type": "view_submission",
+        "user": {"id": f"UAPPROVER{index}"},
+        "team": {"id": "T1"},
+        "trigger_id": f"trigger.{index}",
+        "view": {
+            "id": f"V{index}",
+            "type": "modal",
+            "callback_id": "approval_decision",
+            "private_metadata": f"approve|{approval_id}|CBENCH",
+            "state": {"values": {"reason": {"reason_input": {"value": "bench"}}}},
+        },
+    }
+    return sign(urlencode({"payload": json.dumps(payload)}))
+
+
+def thread_reply(thread_ts: str, index: int) -> Signed:
+    body = {
+        "type": "event_callback",
+        "event_id": f"EvBENCH{index}",
+        "team_id": "T1",
+        "event": {
+            "type": "message",
+            "channel": "CBENCH",
+            "user": f"U{index}",
+            "text": "more",
+            "ts": f"2.{index}",
+            "thread_ts": thread_ts,
+        },
+    }
+    return sign(json.dumps(body), "application/json")
+
+
+async def measure(url: str, requests: Sequence[Signed], concurrency: int) -> list[float]:
+    """Send `requests` with `concurrency` in flight; each one's seconds to its answer."""
+    queue = list(reversed(requests))
+    latencies: list[float] = []
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def worker() -> None:
+            while queue:
+                request = queue.pop()
+                started = time.perf_counter()
+                async with session.post(url, data=request.body, headers=request.headers) as resp:
+                    await resp.read()
+                    if resp.status != 200:
+                        raise RuntimeError(f"HTTP {resp.status}: {await resp.text()}")
+                latencies.append(time.perf_counter() - started)
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return latencies
+
+
+def measure_in_child(url: str, requests: Sequence[Signed], concurrency: int) -> list[float]:
+    return asyncio.run(measure(url, requests, concurrency))
+
+
+class LoadGenerator:
+    """Sends the requests from other processes, so the client's own work does not share
+    the served app's event loop (or its GIL)."""
+
+    def __init__(self, workers: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+
+    async def measure(self, url: str, requests: Sequence[Signed], concurrency: int) -> list[float]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._pool, measure_in_child, url, list(requests), concurrency
+        )
+
+    def close(self) -> None:
+        self._pool.shutdown()
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+async def serve(app: web.Application) -> tuple[web.AppRunner, str]:
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return runner, f"http://127.0.0.1:{port}{EVENTS_PATH}"
+
+
+# -- the apps -----------------------------------------------------------------------
+
+
+def registry(model: Any) -> AgentRegistry:
+    @tool(needs_approval=True, replay_policy="idempotent")
+    async def deploy_release(service: str, version: str) -> str:
+        """Deploy a release."""
+        return f"deployed {service} {version}"
+
+    return AgentRegistry(
+        [Agent(name="ops", instructions="ops", tools=[deploy_release], model=model)]
+    )
+
+
+def deploy_model() -> ScriptedModel:
+    return ScriptedModel(
+        [[("deploy_release", {"service": "payments", "version": "1.2.3"})], "Done."]
+    )
+
+
+class Gate:
+    """Open by default; `stall()` makes everything behind it wait until `release()`."""
+
+    def __init__(self) -> None:
+        self._open = asyncio.Event()
+        self._open.set()
+
+    def stall(self) -> None:
+        self._open.clear()
+
+    def release(self) -> None:
+        self._open.set()
+
+    async def wait(self) -> None:
+        await self._open.wait()
+
+
+class GatedStore:
+    """The real store, with every coroutine method held at the gate first."""
+
+    def __init__(self, store: Any, gate: Gate) -> None:
+        self._store = store
+        self._gate = gate
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._store, name)
+        if not asyncio.iscoroutinefunction(target) or name == "close":
+            return target
+
+        async def gated(*args: Any, **kwargs: Any) -> Any:
+            await self._gate.wait()
+            return await target(*args, **kwargs)
+
+        return gated
+
+
+class GatedModel:
+    def __init__(self, model: Any, gate: Gate) -> None:
+        self._model = model
+        self._gate = gate
+
+    async def respond(self, **kwargs: Any) -> ModelResponse:
+        await self._gate.wait()
+        response: ModelResponse = await self._model.respond(**kwargs)
+        return response
+
+
+async def open_surface(
+    slack: SlackProcess, database: Path, *, model: Any, wrap: Callable[[Any], Any] = lambda s: s
+) -> SlackSurface:
+    store = await open_store(str(database), keyring=KeyRing([generate_key("k1")]), environ={})
+    agents = registry(model)
+
+    def make_service(notifier: SlackNotifier, tasks: TaskOwner) -> ApprovalService:
+        return ApprovalService(
+            store=wrap(store),
+            registry=agents,
+            notifier=notifier,
+            dependencies={},
+            tasks=tasks,
+            worker_id="bench",
+        )
+
+    return await SlackSurface.open(
+        bot_token=TOKEN,
+        signing_secret=SECRET,
+        api_url=slack.api_url,
+        store=store,
+        make_service=make_service,
+    )
+
+
+async def pending_card(surface: SlackSurface) -> tuple[str, list[Any], str]:
+    """Start a run that pauses on one call: its approval id, card blocks, thread ts."""
+    run = await surface.service.start_run(
+        agent_name=None, task="deploy payments 1.2.3", requester="UREQ", channel="CBENCH"
+    )
+    (approval,) = await surface.service.store.list_approvals(run_id=run.run_id)
+    assert run.thread_ts is not None
+    return approval.approval_id, decided_card_blocks(run=run, approval=approval), run.thread_ts
+
+
+# -- the runs -----------------------------------------------------------------------
+
+
+async def ack_levels(
+    slack: SlackProcess, load: LoadGenerator, workdir: Path, requests: int
+) -> dict[str, dict[int, list[float]]]:
+    """Clicks at each concurrency level, alternating between the apps per level:
+    `noop` acks and does nothing; `modal` acks and then only opens a static modal (the
+    least any Approve button must cause); `ours` is the real app."""
+    surface = await open_surface(slack, workdir / "ack.db", model=deploy_model())
+    apps = {
+        "noop": noop_app(surface, open_modal=False),
+        "modal": noop_app(surface, open_modal=True),
+        "ours": surface.bolt_app,
+    }
+    approval_id, blocks, _ = await pending_card(surface)
+    results: dict[str, dict[int, list[float]]] = {name: {} for name in apps}
+    servers = [
+        await serve(build_web_app(bolt_app=app, signing_secret=SECRET)) for app in apps.values()
+    ]
+    urls = dict(zip(apps, (url for _, url in servers), strict=True))
+    try:
+        for url in urls.values():  # warm-up: connections, auth.test, code paths
+            await load.measure(url, [click(approval_id, blocks, i) for i in range(100)], 8)
+        await surface.tasks.drain(60)
+        for level in LEVELS:
+            for name, url in urls.items():
+                batch = [click(approval_id, blocks, i) for i in range(requests)]
+                results[name][level] = await load.measure(url, batch, level)
+                await surface.tasks.drain(60)  # the next measurement starts from quiet
+    finally:
+        for runner, _ in servers:
+            await runner.cleanup()
+        await surface.aclose()
+    return results
+
+
+STATIC_MODAL = {
+    "type": "modal",
+    "callback_id": "bench",
+    "title": {"type": "plain_text", "text": "Bench"},
+    "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": "bench"}}],
+}
+
+
+def noop_app(surface: SlackSurface, *, open_modal: bool) -> AsyncApp:
+    """A Bolt app on the same client whose Approve listener only acks (and, with
+    `open_modal`, then opens a static modal after the answer, as ours does)."""
+    app = build_bolt_app(client=surface.client, signing_secret=SECRET)
+
+    async def on_click(ack: Callable[[], Awaitable[None]], body: dict[str, Any]) -> None:
+        await ack()
+        if open_modal:
+            trigger_id = body["trigger_id"]
+            defer(
+                surface.tasks,
+                surface.client.views_open(trigger_id=trigger_id, view=STATIC_MODAL),
+                name="bench:modal",
+            )
+
+    app.action(APPROVE_ACTION_ID)(on_click)
+    return app
+
+
+async def stall_run(
+    slack: SlackProcess, load: LoadGenerator, workdir: Path, requests: int
+) -> tuple[dict[str, float], int]:
+    gate = Gate()
+    surface = await open_surface(
+        slack,
+        workdir / "stall.db",
+        model=GatedModel(deploy_model(), gate),
+        wrap=lambda store: GatedStore(store, gate),
+    )
+    approval_id, blocks, thread_ts = await pending_card(surface)
+    gate.stall()  # from here on the database and the model do not answer
+    runner, url = await serve(build_web_app(bolt_app=surface.bolt_app, signing_secret=SECRET))
+    kinds: dict[str, Callable[[int], Signed]] = {
+        "/agent": lambda i: command("/agent", "deploy payments 1.2.3", i),
+        "click": lambda i: click(approval_id, blocks, i),
+        "submit": lambda i: submission(approval_id, i),
+        "reply": lambda i: thread_reply(thread_ts, i),
+        "/approvals list": lambda i: command("/approvals", "list", i),
+    }
+    worst: dict[str, float] = {}
+    try:
+        per_kind = max(1, requests // len(kinds))
+        measured = await asyncio.gather(
+            *(load.measure(url, [make(i) for i in range(per_kind)], 16) for make in kinds.values())
+        )
+        for name, latencies in zip(kinds, measured, strict=True):
+            worst[name] = max(latencies)
+        stuck = surface.tasks.pending
+    finally:
+        gate.release()
+        await runner.cleanup()
+        await surface.aclose(drain_seconds=60)
+    return worst, stuck
+
+
+def report(results: dict[str, dict[int, list[float]]]) -> bool:
+    names = list(results)
+    header = "   c" + "".join(f"{name + ' p50':>12}{name + ' p99':>12}" for name in names)
+    print(header + f"{'ours/noop':>11}{'ours/modal':>11}  (p99 ratios)")
+    ok = True
+    for level in LEVELS:
+        p50 = {name: percentile(results[name][level], 0.5) for name in names}
+        p99 = {name: percentile(results[name][level], 0.99) for name in names}
+        cells = "".join(f"{p50[name] * 1e3:>10.2f}ms{p99[name] * 1e3:>10.2f}ms" for name in names)
+        over_noop, over_modal = p99["ours"] / p99["noop"], p99["ours"] / p99["modal"]
+        print(f"{level:>4}{cells}{over_noop:>10.2f}x{over_modal:>10.2f}x")
+        if level == 64:
+            ok = over_noop <= 1.5
+    return ok
+
+
+async def main(requests: int, stall_requests: int) -> int:
+    load = LoadGenerator(workers=5)
+    try:
+        async with SlackProcess() as slack:
+            with tempfile.TemporaryDirectory() as tmp:
+                workdir = Path(tmp)
+                results = await ack_levels(slack, load, workdir, requests)
+                print(f"Ack time of signed Approve clicks, {requests} per level and app")
+                ratio_ok = report(results)
+                worst, stuck = await stall_run(slack, load, workdir, stall_requests)
+    finally:
+        load.close()
+    print(
+        f"\nStore and model stalled: {stall_requests} requests, slowest ack per kind "
+        f"({stuck} tasks were waiting on the stall):"
+    )
+    for name, seconds in worst.items():
+        print(f"  {name:<16} {seconds * 1e3:8.2f} ms")
+    acks_ok = max(worst.values()) < ACK_DEADLINE
+    print(
+        f"\np99 <= 1.5x no-op at c=64: {'yes' if ratio_ok else 'NO'}; "
+        f"every ack < {ACK_DEADLINE:.0f} s while stalled: {'yes' if acks_ok else 'NO'}"
+    )
+    return 0 if ratio_ok and acks_ok else 1
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=1000, help="clicks per level and app")
+    parser.add_argument("--stall-requests", type=int, default=250)
+    parser.add_argument("--fake-slack", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.fake_slack:
+        sys.exit(asyncio.run(serve_fake_slack()))
+    sys.exit(asyncio.run(main(args.requests, args.stall_requests)))
