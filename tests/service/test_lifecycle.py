@@ -255,3 +255,31 @@ async def test_a_failing_notifier_does_not_undo_a_decision(
     assert done is not None
     assert done.status == "completed"
     assert "notifier.run_finished failed" in caplog.text
+
+
+async def test_a_repeated_resume_reuses_the_recorded_result(harness: Harness) -> None:
+    run = await start(harness)
+    paused_json = (await harness.service.load_state(run.run_id)).to_json()
+    [approval] = await harness.pending(run.run_id)
+    await harness.service.decide(approval.approval_id, approve=True, decider=APPROVER, reason="ok")
+    await harness.service.drain()
+    [effect] = harness.effect_lines()
+    # As if the worker died after the ledger recorded the result but before it saved the
+    # finished state: the paused state is back, the run is left `resuming`.
+    done = await harness.store.get_run(run.run_id)
+    assert done is not None
+    await harness.store.save_run_state(
+        run.run_id,
+        expected_version=done.version,
+        state_json=paused_json,
+        status="resuming",
+        schema_version=CURRENT_SCHEMA_VERSION,
+    )
+
+    assert await harness.service.recover() == 1
+    await harness.service.drain()
+
+    assert harness.effect_lines() == [effect]  # the tool did not run again
+    first_answer, second_answer = (text for _, text, _ in harness.notifier.finished)
+    assert first_answer == second_answer
+    assert (await kinds(harness, run.run_id)).count("executed") == 1
