@@ -30,6 +30,7 @@ from bot.runtime.context import serialize_context
 from bot.service.codec import decode_state, encode_state
 from bot.service.config import DEFAULT_APPROVAL_TTL
 from bot.service.execution import execute
+from bot.service.expiry import ExpirySweeper
 from bot.service.notifier import Notifier
 from bot.service.outcomes import (
     Busy,
@@ -82,6 +83,7 @@ class ApprovalService:
         )
         self._tasks = tasks
         self._default_agent = default_agent
+        self._sweeper: ExpirySweeper | None = None
 
     @property
     def store(self) -> Store:
@@ -196,6 +198,12 @@ class ApprovalService:
             await self._resume_if_all_decided(run_id)
         return expired
 
+    def start_expiry_sweeper(self, *, every_seconds: float = 60.0) -> None:
+        """Call `expire_due` every `every_seconds` until `aclose` (see bot.service.expiry)."""
+        if self._sweeper is None:
+            self._sweeper = ExpirySweeper(self.expire_due, every_seconds=every_seconds)
+            self._sweeper.start()
+
     async def _resume_if_all_decided(self, run_id: str) -> bool:
         rows = await self._parts.store.list_approvals(run_id=run_id, limit=APPROVALS_PER_RUN_LIMIT)
         if any(row.status not in TERMINAL_APPROVAL_STATUSES for row in rows):
@@ -297,7 +305,10 @@ class ApprovalService:
 
     async def aclose(self, *, timeout: float | None = 10.0) -> None:  # noqa: ASYNC109 (a shutdown deadline, passed down)
         """Let running resumes finish for `timeout` seconds, then cancel them (a
-        cancelled resume stays `resuming`, and `recover` finishes it at the next start)."""
+        cancelled resume stays `resuming`, and `recover` finishes it at the next start).
+        The expiry sweeper, if started, stops first."""
+        if self._sweeper is not None:
+            await self._sweeper.aclose()
         await self._tasks.aclose(timeout=timeout)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -283,3 +284,34 @@ async def test_a_repeated_resume_reuses_the_recorded_result(harness: Harness) ->
     first_answer, second_answer = (text for _, text, _ in harness.notifier.finished)
     assert first_answer == second_answer
     assert (await kinds(harness, run.run_id)).count("executed") == 1
+
+
+class FinishSignal(RecordingNotifier):
+    """Sets `done` when a run finishes, so a test can wait for background work."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.done = asyncio.Event()
+
+    async def run_finished(self, run: RunRecord, *, final_output: str | None, status: str) -> None:
+        await super().run_finished(run, final_output=final_output, status=status)
+        self.done.set()
+
+
+async def test_the_expiry_sweeper_finishes_runs_nobody_decided(
+    open_harness: Callable[..., Any],
+) -> None:
+    now = [datetime(2026, 1, 5, 9, 0, tzinfo=UTC)]
+    notifier = FinishSignal()
+    harness: Harness = await open_harness(
+        clock=lambda: now[0], approval_ttl=timedelta(minutes=5), notifier=notifier
+    )
+    run = await start(harness)
+    now[0] += timedelta(minutes=6)
+
+    harness.service.start_expiry_sweeper(every_seconds=0.01)
+    await asyncio.wait_for(notifier.done.wait(), timeout=10)
+    await harness.service.aclose(timeout=5)
+
+    assert EXPIRED_MESSAGE in notifier.answer(run.run_id)
+    assert harness.effect_lines() == []

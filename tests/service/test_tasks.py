@@ -7,7 +7,9 @@ import logging
 
 import pytest
 
+from bot.errors import ConfigError, StoreError
 from bot.service import TaskOwner
+from bot.service.expiry import ExpirySweeper
 
 
 async def test_drain_waits_for_every_task_including_ones_spawned_meanwhile() -> None:
@@ -72,3 +74,33 @@ async def test_aclose_cancels_what_outlives_the_grace_and_refuses_new_work() -> 
     with pytest.raises(RuntimeError, match="closed"):
         owner.spawn(coro, name="late")
     assert coro.cr_frame is None  # closed, so no "never awaited" warning
+
+
+async def test_the_sweeper_logs_a_failed_sweep_and_tries_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    calls: list[int] = []
+    recovered = asyncio.Event()
+
+    async def sweep() -> None:
+        calls.append(len(calls))
+        if len(calls) == 1:
+            raise StoreError("database is locked")
+        recovered.set()
+
+    sweeper = ExpirySweeper(sweep, every_seconds=0.001)
+    with caplog.at_level(logging.ERROR, logger="bot.service"):
+        sweeper.start()
+        await asyncio.wait_for(recovered.wait(), timeout=5)
+        await sweeper.aclose()
+    assert not sweeper.running
+    assert "expiry sweep failed" in caplog.text
+    assert len(calls) >= 2
+
+
+def test_the_sweep_interval_must_be_positive() -> None:
+    async def sweep() -> None:  # pragma: no cover - never runs
+        pass
+
+    with pytest.raises(ConfigError, match="must be positive"):
+        ExpirySweeper(sweep, every_seconds=0)
