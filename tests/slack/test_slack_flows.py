@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import (
+from fake_slack import Call
+from slack_harness import (
     APPROVER,
     CHANNEL,
     HOSTILE_TEXT,
@@ -23,7 +24,6 @@ from conftest import (
     start_bot,
     stop_bot,
 )
-from fake_slack import Call
 
 from bot.runtime import arguments_digest
 from bot.slack.signature import compute_signature

@@ -1,0 +1,205 @@
+"""The Slack surface end to end: real SQLite store, real service, real Bolt app on a real
+aiohttp server (127.0.0.1 port 0), real slack_sdk client talking to a fake Slack Web API.
+
+Only the network edges are fake: Slack (FakeSlack, and SlackDriver playing Slack's side
+of the inbound protocol) and the LLM (ScriptedModel).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from fake_slack import FakeSlack
+from slack_driver import SlackDriver
+
+from bot.runtime import Agent, AgentRegistry, ScriptedModel, current_tool_call, tool
+from bot.service import ApprovalService
+from bot.service.tasks import TaskOwner
+from bot.slack.notifier import SlackNotifier
+from bot.slack.server import EVENTS_PATH, build_web_app
+from bot.slack.surface import SlackSurface
+from store.crypto import KeyRing
+from store.keys import generate_key
+from store.sqlite.store import open_store
+
+SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+BOT_TOKEN = "xoxb-test-token"
+REQUESTER = "U0REQUEST"
+APPROVER = "U0APPROVE"
+OTHER_APPROVER = "U0OTHER01"
+CHANNEL = "C0CHANNEL"
+HOSTILE_TEXT = "<!channel> & <@U0BOSS> " + "x" * 6000
+SECRET_VALUE = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
+
+
+@dataclass(kw_only=True)
+class Effects:
+    """What the tools really did (the external world, as the tests see it)."""
+
+    deploys: list[tuple[str, str, str]] = field(default_factory=list)
+    configs: list[tuple[str, str]] = field(default_factory=list)
+
+
+def build_registry(effects: Effects) -> tuple[AgentRegistry, dict[str, ScriptedModel]]:
+    @tool(needs_approval=True, replay_policy="idempotent")
+    async def deploy_release(service: str, version: str) -> str:
+        """Deploy a release of a service."""
+        effects.deploys.append((service, version, current_tool_call().execution_key))
+        return f"deployed {service} {version}"
+
+    @tool(needs_approval=True, replay_policy="safe")
+    async def echo(text: str) -> str:
+        """Say something in public."""
+        return text
+
+    @tool(needs_approval=True)
+    async def set_config(service: str, key: str, value: str) -> str:
+        """Set a configuration value."""
+        effects.configs.append((key, value))
+        return f"set {key} on {service}"
+
+    models = {
+        "ops": ScriptedModel(
+            [
+                [("deploy_release", {"service": "payments", "version": "1.2.3"})],
+                "Deployed payments 1.2.3.",
+            ]
+        ),
+        "twin": ScriptedModel(
+            [
+                [
+                    ("deploy_release", {"service": "payments", "version": "1.2.3"}),
+                    ("deploy_release", {"service": "ledger", "version": "9.9.9"}),
+                ],
+                "Both calls are settled.",
+            ]
+        ),
+        "secrets": ScriptedModel(
+            [
+                [
+                    (
+                        "set_config",
+                        {"service": "payments", "key": "slack_token", "value": SECRET_VALUE},
+                    )
+                ],
+                "Configured.",
+            ]
+        ),
+        "chat": ScriptedModel(["First answer.", "Second answer."]),
+        "echo": ScriptedModel([[("echo", {"text": HOSTILE_TEXT})], "Echoed."]),
+    }
+    tools = {
+        "ops": [deploy_release],
+        "twin": [deploy_release],
+        "secrets": [set_config],
+        "chat": [],
+        "echo": [echo],
+    }
+    registry = AgentRegistry(
+        Agent(name=name, instructions=f"You are {name}.", tools=tools[name], model=model)
+        for name, model in models.items()
+    )
+    return registry, models
+
+
+@dataclass(kw_only=True)
+class Bot:
+    fake: FakeSlack
+    driver: SlackDriver
+    surface: SlackSurface
+    effects: Effects
+    models: Mapping[str, ScriptedModel]
+
+    @property
+    def service(self) -> ApprovalService:
+        return self.surface.service
+
+    async def settle(self) -> None:
+        """Wait until every task started by a request (and the resumes they started) ended."""
+        assert await self.surface.tasks.drain(10.0), "background tasks did not finish"
+
+
+@pytest.fixture
+async def fake_slack() -> AsyncIterator[FakeSlack]:
+    fake = FakeSlack()
+    await fake.start()
+    try:
+        yield fake
+    finally:
+        await fake.close()
+
+
+async def start_bot(
+    fake: FakeSlack, database: Path, keyring: KeyRing
+) -> tuple[Bot, web.AppRunner, aiohttp.ClientSession]:
+    effects = Effects()
+    registry, models = build_registry(effects)
+    store = await open_store(str(database), keyring=keyring, environ={})
+
+    def make_service(notifier: SlackNotifier, tasks: TaskOwner) -> ApprovalService:
+        return ApprovalService(
+            store=store,
+            registry=registry,
+            notifier=notifier,
+            dependencies={},
+            tasks=tasks,
+            worker_id="test-worker",
+            default_agent="ops",
+        )
+
+    surface = await SlackSurface.open(
+        bot_token=BOT_TOKEN,
+        signing_secret=SIGNING_SECRET,
+        api_url=fake.api_url,
+        store=store,
+        make_service=make_service,
+    )
+    runner = web.AppRunner(build_web_app(bolt_app=surface.bolt_app, signing_secret=SIGNING_SECRET))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    session = aiohttp.ClientSession()
+    driver = SlackDriver(
+        session=session, url=f"http://127.0.0.1:{port}{EVENTS_PATH}", signing_secret=SIGNING_SECRET
+    )
+    return (
+        Bot(fake=fake, driver=driver, surface=surface, effects=effects, models=models),
+        runner,
+        session,
+    )
+
+
+async def stop_bot(bot: Bot, runner: web.AppRunner, session: aiohttp.ClientSession) -> None:
+    await session.close()
+    await runner.cleanup()
+    await bot.surface.aclose(drain_seconds=10.0)
+
+
+@pytest.fixture
+def keyring() -> KeyRing:
+    return KeyRing([generate_key("k1")])
+
+
+@pytest.fixture
+async def bot(fake_slack: FakeSlack, tmp_path: Path, keyring: KeyRing) -> AsyncIterator[Bot]:
+    started, runner, session = await start_bot(fake_slack, tmp_path / "approvals.db", keyring)
+    try:
+        yield started
+    finally:
+        await stop_bot(started, runner, session)
+
+
+def card_calls(fake: FakeSlack) -> list[Any]:
+    """Recorded chat.postMessage calls that are review cards (they carry buttons)."""
+    return [
+        call
+        for call in fake.calls_to("chat.postMessage")
+        if any(block.get("type") == "actions" for block in call.args.get("blocks") or [])
+    ]
