@@ -2,8 +2,8 @@
 `approvals-bot socket` (Socket Mode).
 
 Both read their configuration from the environment (see bot.slack.config and the
-README), open the store, finish what a dead process left (`recover`), serve until
-SIGINT/SIGTERM, then drain the tasks they own and close everything.
+README), open the store, finish what a dead process left (`recover`), start the expiry
+sweeper, serve until SIGINT/SIGTERM, then drain the tasks they own and close everything.
 """
 
 from __future__ import annotations
@@ -103,6 +103,7 @@ async def serve(settings: SlackSettings, *, mode: Mode, environ: Mapping[str, st
         recovered = await surface.service.recover()
         if recovered:
             _log.info("recovered %d run(s) left by a previous process", recovered)
+        surface.service.start_expiry_sweeper()
         if mode == "http":
             await _serve_http(surface, settings)
         else:
