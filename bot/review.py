@@ -55,10 +55,11 @@ def canonical_arguments(arguments: Mapping[str, Any]) -> bytes:
     """The canonical JSON bytes of a call's arguments (InputError when not plain JSON)."""
     if not isinstance(arguments, Mapping):
         raise InputError(f"arguments must be a JSON object, not {type(arguments).__name__}")
-    _check_json(dict(arguments), "$")
+    plain = dict(arguments)
+    _check_json(plain, "$")
     try:
         text = json.dumps(
-            arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+            plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
         )
     except ValueError as error:  # NaN or Infinity
         raise InputError(f"arguments must be finite JSON numbers: {error}") from None

@@ -77,7 +77,7 @@ class EffectsFile:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return []
-        return list(_parse(text))
+        return list(_parse(text, self.path))
 
     def _apply(self, effect: Effect, result: str) -> Applied:
         digest = arguments_digest(effect.arguments)
@@ -86,7 +86,9 @@ class EffectsFile:
             fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
             handle.seek(0)
             earlier = (
-                _first_application(_parse(handle.read()), effect) if effect.idempotent else None
+                _first_application(_parse(handle.read(), self.path), effect)
+                if effect.idempotent
+                else None
             )
             if earlier is not None and earlier.get("arguments_digest") != digest:
                 raise InputError(
@@ -103,10 +105,19 @@ class EffectsFile:
         return applied
 
 
-def _parse(text: str) -> Iterator[dict[str, Any]]:
-    for line in text.splitlines():
-        if line.strip():
-            yield json.loads(line)
+def _parse(text: str, source: Path) -> Iterator[dict[str, Any]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if not isinstance(record, dict):
+            raise InputError(
+                f"{source}:{number} is not a JSON object; fix or move the effects file"
+            )
+        yield record
 
 
 def _first_application(lines: Iterator[dict[str, Any]], effect: Effect) -> dict[str, Any] | None:

@@ -175,3 +175,13 @@ async def test_the_openai_model_needs_its_variables() -> None:
 def test_an_unknown_model_choice_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="APPROVALS_MODEL must be 'offline' or 'openai'"):
         model_from_env({"APPROVALS_MODEL": "gpt"})
+
+
+async def test_a_corrupted_effects_file_is_a_clear_error_that_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "fx.jsonl"
+    path.write_text('{"tool": "deploy_release"}\nnot json\n')
+    with pytest.raises(InputError, match=r"fx\.jsonl:2 is not a JSON object"):
+        await EffectsFile(path).apply(effect("k1"), "ok")
+    assert path.read_text() == '{"tool": "deploy_release"}\nnot json\n'

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -203,3 +204,7 @@ def test_canonical_form_is_stable_across_a_json_round_trip(args: dict[str, Any])
     again = json.loads(canonical_arguments(args))
     assert canonical_arguments(again) == canonical_arguments(args)
     assert arguments_digest(again) == arguments_digest(args)
+
+
+def test_any_mapping_is_accepted() -> None:
+    assert canonical_arguments(MappingProxyType({"b": 1, "a": 2})) == b'{"a":2,"b":1}'
