@@ -1,4 +1,4 @@
-"""Restart, follow-up, digest mismatch, expiry, failures and refused contexts."""
+"""Restart, digest mismatch, expiry, failures, recovery and refused contexts."""
 
 from __future__ import annotations
 
@@ -20,8 +20,12 @@ from service_harness import (
 )
 
 from bot.errors import AlreadyDecidedError, ContextSerializationError
-from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, AgentRegistry, ScriptedModel
-from bot.service import Busy, Continued, NotARunThread, WaitingForApproval
+from bot.runtime import (
+    CURRENT_SCHEMA_VERSION,
+    Agent,
+    AgentRegistry,
+    ScriptedModel,
+)
 from bot.service.resume import EXPIRED_MESSAGE
 from store.api import ApprovalRecord, RunRecord
 
@@ -41,52 +45,6 @@ async def test_a_restart_after_the_pause_loses_nothing(open_harness: Callable[..
     await after.service.drain()
     assert len(after.effect_lines()) == 1
     assert "payments" in after.notifier.answer(run.run_id)
-
-
-async def test_a_thread_reply_continues_an_idle_run(harness: Harness) -> None:
-    run = await harness.service.start_run(
-        agent_name="ops", task="status payments", requester=REQUESTER, channel="C-ops"
-    )
-    assert run.status == "completed"
-    assert run.thread_ts is not None
-    other = await harness.service.follow_up(
-        channel="C-ops", thread_ts="9.9", user=REQUESTER, text="deploy payments 2.0.0"
-    )
-    assert isinstance(other, NotARunThread)
-
-    outcome = await harness.service.follow_up(
-        channel="C-ops", thread_ts=run.thread_ts, user=REQUESTER, text="deploy payments 2.0.0"
-    )
-    assert isinstance(outcome, Continued)
-    assert outcome.run.status == "paused"  # the follow-up asked for an approval-needing call
-    waiting = await harness.service.follow_up(
-        channel="C-ops", thread_ts=run.thread_ts, user=REQUESTER, text="and now?"
-    )
-    assert isinstance(waiting, WaitingForApproval)
-    assert waiting.pending == 1
-
-    [approval] = await harness.pending(run.run_id)
-    await harness.service.decide(approval.approval_id, approve=True, decider=APPROVER, reason="ok")
-    await harness.service.drain()
-    [effect] = harness.effect_lines()
-    assert effect["arguments"] == {"service": "payments", "version": "2.0.0"}
-    state = await harness.service.load_state(run.run_id)
-    users = [item["content"] for item in state.history if item["type"] == "user"]
-    assert users == ["status payments", "deploy payments 2.0.0"]
-
-
-async def test_a_follow_up_while_working_is_refused_as_busy(harness: Harness) -> None:
-    run = await start(harness)
-    [approval] = await harness.pending(run.run_id)
-    claimed = await harness.store.transition_run(
-        run.run_id, expected_status="paused", new_status="resuming"
-    )
-    assert claimed is not None
-    outcome = await harness.service.follow_up(
-        channel="C-ops", thread_ts=str(run.thread_ts), user=REQUESTER, text="hurry up"
-    )
-    assert isinstance(outcome, Busy)
-    assert approval.status == "pending"
 
 
 async def test_changed_arguments_void_the_approval_and_ask_again(harness: Harness) -> None:
