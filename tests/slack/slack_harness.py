@@ -7,6 +7,7 @@ of the inbound protocol) and the LLM (ScriptedModel).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,16 @@ class Effects:
 
     deploys: list[tuple[str, str, str]] = field(default_factory=list)
     configs: list[tuple[str, str]] = field(default_factory=list)
+    restarts: list[tuple[str, str]] = field(default_factory=list)
+    # When set, a tool applies its effect, says so on `applied`, then hangs until the
+    # process "dies" (its task is cancelled): the window where the outcome is unknown.
+    hang: bool = False
+    applied: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def after_effect(self) -> None:
+        self.applied.set()
+        if self.hang:
+            await asyncio.Event().wait()
 
 
 def build_registry(effects: Effects) -> tuple[AgentRegistry, dict[str, ScriptedModel]]:
@@ -51,7 +62,15 @@ def build_registry(effects: Effects) -> tuple[AgentRegistry, dict[str, ScriptedM
     async def deploy_release(service: str, version: str) -> str:
         """Deploy a release of a service."""
         effects.deploys.append((service, version, current_tool_call().execution_key))
+        await effects.after_effect()
         return f"deployed {service} {version}"
+
+    @tool(needs_approval=True, replay_policy="manual")
+    async def restart_service(service: str) -> str:
+        """Restart a service (not safe to repeat blindly)."""
+        effects.restarts.append((service, current_tool_call().execution_key))
+        await effects.after_effect()
+        return f"restarted {service}"
 
     @tool(needs_approval=True, replay_policy="safe")
     async def echo(text: str) -> str:
@@ -93,6 +112,7 @@ def build_registry(effects: Effects) -> tuple[AgentRegistry, dict[str, ScriptedM
         ),
         "chat": ScriptedModel(["First answer.", "Second answer."]),
         "echo": ScriptedModel([[("echo", {"text": HOSTILE_TEXT})], "Echoed."]),
+        "restarter": ScriptedModel([[("restart_service", {"service": "payments"})], "Restarted."]),
     }
     tools = {
         "ops": [deploy_release],
@@ -100,6 +120,7 @@ def build_registry(effects: Effects) -> tuple[AgentRegistry, dict[str, ScriptedM
         "secrets": [set_config],
         "chat": [],
         "echo": [echo],
+        "restarter": [restart_service],
     }
     registry = AgentRegistry(
         Agent(name=name, instructions=f"You are {name}.", tools=tools[name], model=model)
@@ -176,10 +197,14 @@ async def start_bot(
     )
 
 
-async def stop_bot(bot: Bot, runner: web.AppRunner, session: aiohttp.ClientSession) -> None:
+async def stop_bot(
+    bot: Bot, runner: web.AppRunner, session: aiohttp.ClientSession, *, drain_seconds: float = 10.0
+) -> None:
+    """Stop serving and close; with `drain_seconds=0` whatever still runs is cancelled,
+    as if the process died there (the store keeps what was committed)."""
     await session.close()
     await runner.cleanup()
-    await bot.surface.aclose(drain_seconds=10.0)
+    await bot.surface.aclose(drain_seconds=drain_seconds)
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from slack_harness import (
     REQUESTER,
     SECRET_VALUE,
     Bot,
+    Effects,
     FakeSlack,
     KeyRing,
     card_calls,
@@ -399,3 +400,70 @@ async def test_long_and_hostile_arguments_fit_the_card_escaped(bot: Bot) -> None
     assert "truncated" in call_block["text"]["text"] or "…" in call_block["text"]["text"]
     (root,) = [c for c in bot.fake.calls_to("chat.postMessage") if "thread_ts" not in c.args]
     assert "<!channel>" not in root.text
+
+
+async def _die_inside_the_approved_tool(
+    fake_slack: FakeSlack, database: Path, keyring: KeyRing, task: str
+) -> tuple[Call, Call, Effects]:
+    """/agent task, approve, and 'kill' the process while the tool runs (its effect is
+    applied, its result never recorded). Returns the root, the card and the effects."""
+    first, runner, session = await start_bot(fake_slack, database, keyring)
+    first.effects.hang = True
+    try:
+        root, (card,) = await start_run(first, task)
+        view = await open_modal(first, card, "Approve", user=APPROVER)
+        await first.driver.submit(view, user=APPROVER, reason="go")
+        await asyncio.wait_for(first.effects.applied.wait(), 10)
+    finally:
+        await stop_bot(first, runner, session, drain_seconds=0)
+    return root, card, first.effects
+
+
+async def test_killed_inside_an_idempotent_tool_reruns_it_with_the_same_key(
+    fake_slack: FakeSlack, tmp_path: Path, keyring: KeyRing
+) -> None:
+    database = tmp_path / "approvals.db"
+    root, _, before = await _die_inside_the_approved_tool(
+        fake_slack, database, keyring, "deploy payments 1.2.3"
+    )
+    second, runner, session = await start_bot(fake_slack, database, keyring)
+    try:
+        assert await second.service.recover() == 1
+        await fake_slack.wait_for("chat.postMessage", in_thread(root, "Deployed payments 1.2.3."))
+        await second.settle()
+        (killed,) = before.deploys
+        (again,) = second.effects.deploys
+        assert again == killed  # same service, version and execution key
+    finally:
+        await stop_bot(second, runner, session)
+
+
+async def test_killed_inside_a_manual_tool_ends_uncertain_and_the_thread_says_so(
+    fake_slack: FakeSlack, tmp_path: Path, keyring: KeyRing
+) -> None:
+    database = tmp_path / "approvals.db"
+    root, _, before = await _die_inside_the_approved_tool(
+        fake_slack, database, keyring, "@restarter restart payments"
+    )
+    second, runner, session = await start_bot(fake_slack, database, keyring)
+    try:
+        assert await second.service.recover() == 1
+        (told,) = await fake_slack.wait_for(
+            "chat.postMessage", in_thread(root, "may or may not have taken effect")
+        )
+        assert "restart_service" in told.text
+        await second.settle()
+        assert len(before.restarts) == 1
+        assert second.effects.restarts == []  # never repeated blindly
+    finally:
+        await stop_bot(second, runner, session)
+
+
+async def test_app_home_lists_what_waits_for_the_viewer(bot: Bot) -> None:
+    await start_run(bot)
+    await bot.settle()
+    reply = await bot.driver.event({"type": "app_home_opened", "user": APPROVER, "tab": "home"})
+    assert reply.status == 200
+    (published,) = await bot.fake.wait_for("views.publish")
+    assert published.args["user_id"] == APPROVER
+    assert "deploy_release" in json.dumps(published.args["view"])
