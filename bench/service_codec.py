@@ -20,12 +20,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
-from bot.runtime import RunState
-from bot.service import codec
+# Run as `python bench/service_codec.py`, this directory comes first on sys.path, and
+# bench/store.py would shadow the `store` package: drop that entry before importing.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _HERE]
+
+from bot.runtime import RunState  # noqa: E402
+from bot.service import codec  # noqa: E402
 
 TICK_SECONDS = 0.001
 
