@@ -77,7 +77,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "--reason", default=None, help=f"why (audit only; default with flags: {DEFAULT_REASON!r})"
     )
     parser.add_argument(
-        "--state", type=Path, help="write the paused run state (JSON, no secrets) to this file"
+        "--state",
+        type=Path,
+        help="write the paused run state JSON here (owner-only; it holds the tool "
+        "arguments but never the token or a credential from the context)",
     )
     parser.add_argument(
         "--db",
