@@ -8,7 +8,7 @@ of the inbound protocol) and the LLM (ScriptedModel).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from fake_slack import FakeSlack
+from fake_slack import Call, FakeSlack
 from slack_driver import SlackDriver
 
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, current_tool_call, tool
@@ -228,3 +228,40 @@ def card_calls(fake: FakeSlack) -> list[Any]:
         for call in fake.calls_to("chat.postMessage")
         if any(block.get("type") == "actions" for block in call.args.get("blocks") or [])
     ]
+
+
+async def start_run(
+    bot: Bot, text: str = "deploy payments 1.2.3", *, cards: int = 1
+) -> tuple[Call, list[Call]]:
+    """/agent <text>; wait for the run's root message and its review cards."""
+    reply = await bot.driver.command("/agent", text, user=REQUESTER, channel=CHANNEL)
+    assert reply.status == 200
+    assert reply.text == ""
+    (root,) = await bot.fake.wait_for(
+        "chat.postMessage", lambda c: "thread_ts" not in c.args and c.ok
+    )
+    root_ts = root.answer["ts"]
+    found = await bot.fake.wait_for(
+        "chat.postMessage",
+        lambda c: c.args.get("thread_ts") == root_ts and c in card_calls(bot.fake),
+        count=cards,
+    )
+    return root, found
+
+
+async def open_modal(bot: Bot, card: Call, action: str, *, user: str) -> dict[str, Any]:
+    before = len(bot.fake.calls_to("views.open"))
+    reply = await bot.driver.click(card, action, user=user, ts=card.answer["ts"])
+    assert (reply.status, reply.text) == (200, "")
+    calls = await bot.fake.wait_for("views.open", count=before + 1)
+    view: dict[str, Any] = calls[-1].args["view"]
+    return view
+
+
+def labels(view: dict[str, Any]) -> list[str]:
+    return [block["label"]["text"] for block in view["blocks"] if block["type"] == "input"]
+
+
+def in_thread(root: Call, needle: str) -> Callable[[Call], bool]:
+    """Matches a message posted in `root`'s thread that contains `needle`."""
+    return lambda c: c.args.get("thread_ts") == root.answer["ts"] and needle in c.text
