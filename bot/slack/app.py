@@ -1,10 +1,11 @@
 """The Bolt AsyncApp: listeners that acknowledge at once and hand the work to tasks.
 
 Every listener parses its payload (bot.slack.payloads), answers Slack's 3-second ack
-with only what it can know without I/O (help text, inline validation errors), and then
-spawns the slow part (the service, the database, the model, other Web API calls) into
-the TaskOwner the Slack surface owns and drains on shutdown. The app runs with
-`process_before_response=True`, so Bolt answers Slack as soon as the listener returns.
+with only what it can know without I/O (help text, inline validation errors), and
+defers the slow part (the service, the database, the model, other Web API calls) with
+`bot.slack.after_ack.defer`: it starts, in the TaskOwner shared with the service and
+drained on shutdown, once the answer has been written. The app runs with
+`process_before_response=True`, so Bolt answers as soon as the listener returns.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.middleware.async_middleware import AsyncMiddleware
+from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -58,6 +61,34 @@ APPROVALS_COMMAND = "/approvals"
 SLASH_COMMANDS = (AGENT_COMMAND, APPROVALS_COMMAND)
 
 
+def warning(error: ApprovalsError) -> str:
+    """One of our errors as a line for the person who acted (escaped: it may quote them)."""
+    return f":warning: {blocks.escape(str(error), blocks.CONTEXT_TEXT_LIMIT)}"
+
+
+class DropRedeliveries(AsyncMiddleware):
+    """Slack redelivers an event it thinks we missed, with the same event_id: answer 200
+    and do nothing the second time. (A class, not a function middleware, to skip Bolt's
+    per-request argument injection on every request.)"""
+
+    def __init__(self, dedupe: EventDeduplicator) -> None:
+        self._dedupe = dedupe
+
+    async def async_process(
+        self,
+        *,
+        req: AsyncBoltRequest,
+        resp: BoltResponse,
+        next: Callable[[], Awaitable[BoltResponse]],
+    ) -> BoltResponse | None:
+        body = req.body
+        event_id = body.get("event_id") if body.get("type") == "event_callback" else None
+        if isinstance(event_id, str) and not self._dedupe.first_time(event_id):
+            _log.info("dropping redelivered event %s", event_id)
+            return BoltResponse(status=200, body="")
+        return await next()
+
+
 class SlackListeners:
     """The listeners, bound to the service, the notifier and the task owner."""
 
@@ -75,7 +106,7 @@ class SlackListeners:
         self._dedupe = dedupe
 
     def register(self, app: AsyncApp) -> None:
-        app.middleware(self.drop_redeliveries)
+        app.use(DropRedeliveries(self._dedupe))
         app.command(AGENT_COMMAND)(self.on_agent_command)
         app.command(APPROVALS_COMMAND)(self.on_approvals_command)
         app.action(payloads.APPROVE_ACTION_ID)(self.on_decision_button)
@@ -84,20 +115,6 @@ class SlackListeners:
         app.event("message")(self.on_message)
         app.event("app_home_opened")(self.on_app_home_opened)
 
-    # -- middleware -------------------------------------------------------------------
-
-    async def drop_redeliveries(
-        self, body: Mapping[str, Any], next: Callable[[], Awaitable[None]]
-    ) -> BoltResponse | None:
-        """Slack redelivers an event it thinks we missed, with the same event_id: answer
-        200 and do nothing the second time."""
-        event_id = body.get("event_id") if body.get("type") == "event_callback" else None
-        if isinstance(event_id, str) and not self._dedupe.first_time(event_id):
-            _log.info("dropping redelivered event %s", event_id)
-            return BoltResponse(status=200, body="")
-        await next()
-        return None
-
     # -- slash commands ---------------------------------------------------------------
 
     async def on_agent_command(self, ack: Ack, body: Mapping[str, Any]) -> None:
@@ -105,7 +122,7 @@ class SlackListeners:
             command = payloads.parse_slash_command(body)
             parsed = payloads.parse_agent_command(command.text)
         except InputError as error:
-            await ack(text=f":warning: {error}\n\n{AGENT_HELP}")
+            await ack(text=f"{warning(error)}\n\n{AGENT_HELP}")
             return
         if isinstance(parsed, payloads.AgentHelp):
             await ack(text=AGENT_HELP)
@@ -122,14 +139,14 @@ class SlackListeners:
                 channel=command.channel_id,
             )
         except ApprovalsError as error:
-            await self._tell(command.channel_id, command.user_id, f":warning: {error}")
+            await self._tell(command.channel_id, command.user_id, warning(error))
 
     async def on_approvals_command(self, ack: Ack, body: Mapping[str, Any]) -> None:
         try:
             command = payloads.parse_slash_command(body)
             parsed = payloads.parse_approvals_command(command.text)
         except InputError as error:
-            await ack(text=f":warning: {error}\n\n{APPROVALS_HELP}")
+            await ack(text=f"{warning(error)}\n\n{APPROVALS_HELP}")
             return
         if isinstance(parsed, payloads.ApprovalsHelp):
             await ack(text=APPROVALS_HELP)
@@ -141,7 +158,7 @@ class SlackListeners:
         try:
             pending = await self._decidable_by(command.user_id)
         except ApprovalsError as error:
-            await self._tell(command.channel_id, command.user_id, f":warning: {error}")
+            await self._tell(command.channel_id, command.user_id, warning(error))
             return
         await self._tell(command.channel_id, command.user_id, blocks.pending_list_text(pending))
 
@@ -164,7 +181,7 @@ class SlackListeners:
         try:
             outcome = await self._notifier.open_view(trigger_id=click.trigger_id, view=view)
         except ApprovalsError as error:
-            await self._tell(click.channel_id, click.user_id, f":warning: {error}")
+            await self._tell(click.channel_id, click.user_id, warning(error))
             return
         if outcome == "trigger_expired":
             await self._tell(click.channel_id, click.user_id, TRIGGER_EXPIRED_TEXT)
@@ -201,9 +218,7 @@ class SlackListeners:
                 submission.channel_id, submission.user_id, f":no_entry: {blocks.escape(str(error))}"
             )
         except ApprovalsError as error:
-            await self._tell(
-                submission.channel_id, submission.user_id, f":warning: {blocks.escape(str(error))}"
-            )
+            await self._tell(submission.channel_id, submission.user_id, warning(error))
 
     # -- events -----------------------------------------------------------------------
 
@@ -224,7 +239,7 @@ class SlackListeners:
                 text=reply.text,
             )
         except ApprovalsError as error:
-            await self._tell(reply.channel_id, reply.user_id, f":warning: {error}", reply.thread_ts)
+            await self._tell(reply.channel_id, reply.user_id, warning(error), reply.thread_ts)
             return
         if isinstance(outcome, WaitingForApproval):
             text = blocks.waiting_for_approval_text(outcome.pending)

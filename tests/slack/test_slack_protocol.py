@@ -121,3 +121,14 @@ async def test_healthz(bot: Bot) -> None:
     url = bot.driver.url.replace("/slack/events", "/healthz")
     async with bot.driver._session.get(url) as resp:
         assert resp.status == 200
+
+
+async def test_an_unknown_agent_is_explained_to_the_requester_only(bot: Bot) -> None:
+    reply = await bot.driver.command("/agent", "@nosuch do it", user=REQUESTER, channel=CHANNEL)
+    assert reply.status == 200
+    (told,) = await bot.fake.wait_for("chat.postEphemeral")
+    assert told.args["user"] == REQUESTER
+    assert "nosuch" in told.text
+    await bot.settle()
+    assert bot.fake.calls_to("chat.postMessage") == []
+    assert await bot.service.store.list_runs() == []
