@@ -20,7 +20,7 @@ call right before it runs.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from bot.errors import ApprovalsError
 from bot.review import arguments_digest
@@ -35,48 +35,56 @@ EXPIRED_MESSAGE = "Not run: nobody decided before the approval expired."
 REVOKED_MESSAGE = "Not run: the approval was revoked."
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class AppliedDecisions:
-    approved: dict[str, ApprovalRecord] = field(default_factory=dict)  # by tool_call_id
-    rejected: list[str] = field(default_factory=list)  # tool_call_ids
-    mismatched: list[tuple[PendingCall, ApprovalRecord]] = field(default_factory=list)
-    undecided: list[PendingCall] = field(default_factory=list)
+    approved: dict[str, ApprovalRecord]  # by tool_call_id, digest verified
+    rejected: list[str]  # tool_call_ids (rejected, expired or revoked)
+    mismatched: list[tuple[PendingCall, ApprovalRecord]]  # approved, arguments moved since
+    undecided: list[PendingCall]  # still pending, or no row at all
 
 
-def latest_rows(rows: Iterable[ApprovalRecord]) -> dict[str, ApprovalRecord]:
-    """The newest approval row per tool call id (a voided row is followed by a new one)."""
-    latest: dict[str, ApprovalRecord] = {}
+def current_rows(rows: Iterable[ApprovalRecord]) -> dict[str, ApprovalRecord]:
+    """The row that answers each tool call: its open (non-revoked) approval, of which the
+    store keeps at most one; else its newest revoked one."""
+    current: dict[str, ApprovalRecord] = {}
     for row in rows:
-        known = latest.get(row.tool_call_id)
-        if known is None or row.created_at >= known.created_at:
-            latest[row.tool_call_id] = row
-    return latest
+        known = current.get(row.tool_call_id)
+        if known is None or _answers_before(row, known):
+            current[row.tool_call_id] = row
+    return current
+
+
+def _answers_before(row: ApprovalRecord, known: ApprovalRecord) -> bool:
+    if (row.status == "revoked") != (known.status == "revoked"):
+        return known.status == "revoked"
+    return row.created_at >= known.created_at
 
 
 def apply_decisions(state: RunState, rows: dict[str, ApprovalRecord]) -> AppliedDecisions:
     """Apply every terminal row to its pending call in `state`; report what did not fit."""
-    applied = AppliedDecisions()
+    approved: dict[str, ApprovalRecord] = {}
+    rejected: list[str] = []
+    mismatched: list[tuple[PendingCall, ApprovalRecord]] = []
+    undecided: list[PendingCall] = []
     for call in state.get_interruptions():
         if call.status != "approval":
             continue  # uncertain calls wait for `reconcile`
         row = rows.get(call.tool_call_id)
         if row is None or row.status == "pending":
-            applied.undecided.append(call)
-        elif row.status == "approved":
-            if arguments_digest(call.arguments) != row.arguments_digest:
-                applied.mismatched.append((call, row))
-                continue
-            state.approve(call, approver_id=row.decider, reason=row.reason)
-            applied.approved[call.tool_call_id] = row
-        else:
+            undecided.append(call)
+        elif row.status != "approved":
             state.reject(
-                call,
-                message=_model_message(row),
-                approver_id=row.decider,
-                reason=row.reason,
+                call, message=_model_message(row), approver_id=row.decider, reason=row.reason
             )
-            applied.rejected.append(call.tool_call_id)
-    return applied
+            rejected.append(call.tool_call_id)
+        elif arguments_digest(call.arguments) != row.arguments_digest:
+            mismatched.append((call, row))
+        else:
+            state.approve(call, approver_id=row.decider, reason=row.reason)
+            approved[call.tool_call_id] = row
+    return AppliedDecisions(
+        approved=approved, rejected=rejected, mismatched=mismatched, undecided=undecided
+    )
 
 
 def _model_message(row: ApprovalRecord) -> str | None:
@@ -96,7 +104,7 @@ async def resume_run(parts: ServiceParts, run: RunRecord) -> RunRecord:
     except ApprovalsError as error:
         return await fail_run(parts, run, f"cannot resume: {error}")
     rows = await parts.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
-    applied = apply_decisions(state, latest_rows(rows))
+    applied = apply_decisions(state, current_rows(rows))
     if applied.mismatched:
         return await _void_and_ask_again(parts, run, applied)
     if applied.undecided:
