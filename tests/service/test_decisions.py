@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from service_harness import APPROVER, OPS_TOKEN, REQUESTER, Harness, kinds, start
@@ -164,3 +166,26 @@ async def test_two_pending_calls_resume_only_after_both_are_decided(harness: Har
     assert two.resume_started
     assert [line["tool"] for line in harness.effect_lines()] == [first.tool_name]
     assert "no restart" in harness.notifier.answer(run.run_id)
+
+
+async def test_two_replicas_racing_on_one_database_run_the_call_once(
+    open_harness: Callable[..., Any],
+) -> None:
+    one: Harness = await open_harness()
+    two: Harness = await open_harness(worker_id="replica-two")
+    run = await start(one)
+    [approval] = await one.pending(run.run_id)
+
+    outcomes = await asyncio.gather(
+        one.service.decide(approval.approval_id, approve=True, decider="U-a", reason="a"),
+        two.service.decide(approval.approval_id, approve=True, decider="U-b", reason="b"),
+        return_exceptions=True,
+    )
+    await asyncio.gather(one.service.drain(), two.service.drain())
+
+    assert sorted(type(o).__name__ for o in outcomes) == ["AlreadyDecidedError", "DecisionResult"]
+    assert len(one.effect_lines()) == 1
+    assert (await kinds(one, run.run_id)).count("resumed") == 1
+    done = await one.store.get_run(run.run_id)
+    assert done is not None
+    assert done.status == "completed"
