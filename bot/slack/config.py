@@ -7,6 +7,7 @@ Every problem becomes a ConfigError whose one line names the variable, so that
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -19,11 +20,15 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 3000
 
 Mode = Literal["http", "socket"]
+_HOST_NAME = re.compile(
+    r"[A-Za-z0-9]([A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
 class SlackSettings:
-    """What the Slack surface needs to start. Secrets are kept out of `repr`."""
+    """What the Slack surface needs to start. Secrets are kept out of `repr`. The key
+    ring (APPROVALS_KEYS) is read and checked by the store when it opens."""
 
     bot_token: str
     signing_secret: str
@@ -31,8 +36,7 @@ class SlackSettings:
     api_url: str
     host: str
     port: int
-    database_url: str | None
-    keys: str | None
+    database_url: str | None  # None: the store's default (see store.config)
     agents: str | None
 
     def __repr__(self) -> str:
@@ -59,7 +63,6 @@ def load_settings(env: Mapping[str, str], *, mode: Mode = "http") -> SlackSettin
         host=_host(env.get("HOST", "").strip() or DEFAULT_HOST),
         port=_port(env.get("PORT", "").strip() or str(DEFAULT_PORT)),
         database_url=_optional(env, "APPROVALS_DATABASE_URL"),
-        keys=_optional(env, "APPROVALS_KEYS"),
         agents=_agents_spec(_optional(env, "APPROVALS_AGENTS")),
     )
 
@@ -91,12 +94,10 @@ def _api_url(value: str) -> str:
 
 
 def _host(value: str) -> str:
-    if value == "localhost":
-        return value
     try:
         ipaddress.ip_address(value)
     except ValueError:
-        if not all(part.isalnum() or "-" in part for part in value.split(".")):
+        if not _HOST_NAME.fullmatch(value):
             raise ConfigError(f"HOST must be an IP address or host name, got {value!r}") from None
     return value
 

@@ -254,11 +254,17 @@ def test_settings_defaults() -> None:
         ({**GOOD_ENV, "PORT": "70000"}, "http", "PORT must be a number"),
         ({**GOOD_ENV, "SLACK_API_URL": "ftp://x"}, "http", "SLACK_API_URL must be an http"),
         ({**GOOD_ENV, "APPROVALS_AGENTS": "nocolon"}, "http", "APPROVALS_AGENTS must look like"),
+        ({**GOOD_ENV, "HOST": "bad host!"}, "http", "HOST must be an IP address or host name"),
     ],
 )
 def test_bad_settings_name_the_variable(env: dict[str, str], mode: str, variable: str) -> None:
     with pytest.raises(ConfigError, match=variable):
         load_settings(env, mode=mode)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::1", "localhost", "bot-1.internal.example"])
+def test_hosts_that_are_accepted(host: str) -> None:
+    assert load_settings({**GOOD_ENV, "HOST": host}).host == host
 
 
 def test_api_url_gets_its_trailing_slash() -> None:
