@@ -46,10 +46,13 @@ REDACTED = "«redacted»"
 class _ValuePattern:
     regex: re.Pattern[str]
     hints: tuple[str, ...] = ()
+    lowercase_hints: tuple[str, ...] = ()  # looked for in the lower-cased text
     needs_digit: bool = False
 
-    def spans(self, text: str) -> list[tuple[int, int]]:
+    def spans(self, text: str, lowered: str) -> list[tuple[int, int]]:
         if self.hints and not any(hint in text for hint in self.hints):
+            return []
+        if self.lowercase_hints and not any(hint in lowered for hint in self.lowercase_hints):
             return []
         group = "secret" if "secret" in self.regex.groupindex else 0
         return [
@@ -59,8 +62,19 @@ class _ValuePattern:
         ]
 
 
-def _pattern(pattern: str, *hints: str, needs_digit: bool = False, flags: int = 0) -> _ValuePattern:
-    return _ValuePattern(regex=re.compile(pattern, flags), hints=hints, needs_digit=needs_digit)
+def _pattern(
+    pattern: str,
+    *hints: str,
+    lowercase_hints: tuple[str, ...] = (),
+    needs_digit: bool = False,
+    flags: int = 0,
+) -> _ValuePattern:
+    return _ValuePattern(
+        regex=re.compile(pattern, flags),
+        hints=hints,
+        lowercase_hints=lowercase_hints,
+        needs_digit=needs_digit,
+    )
 
 
 _DIGIT_RE = re.compile(r"[0-9]")
@@ -90,7 +104,8 @@ _VALUE_PATTERNS: tuple[_ValuePattern, ...] = (
     # An AWS secret access key is 40 base64 characters: recognisable only next to its name.
     _pattern(
         r"(?i:secret_?access_?key)[\"']?\s*[:=]\s*[\"']?"
-        r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
+        r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+        lowercase_hints=("access",),
     ),
     _pattern(
         _NOT_AFTER_ALNUM + r"sk-(?:proj-|ant-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
@@ -107,6 +122,7 @@ _VALUE_PATTERNS: tuple[_ValuePattern, ...] = (
     ),
     _pattern(
         _NOT_AFTER_ALNUM + r"(?i:bearer)\s+(?P<secret>[A-Za-z0-9._~+/=\-]{16,})",
+        lowercase_hints=("bearer",),
         needs_digit=True,
     ),
     _pattern(
@@ -116,7 +132,21 @@ _VALUE_PATTERNS: tuple[_ValuePattern, ...] = (
 )
 # `name=value` / `name: value`: the value is secret when the name is a secret key name.
 _ASSIGNMENT_RE = re.compile(r"(?<![A-Za-z0-9_.\-])([A-Za-z][A-Za-z0-9_.\-]*)\s*[:=]\s*[\"']?")
+# Every secret key name holds one of these (lower-cased): text with none of them has no
+# secret assignment, and is not scanned for one.
+_SECRET_NAME_FRAGMENTS = (
+    "pass", "pwd", "token", "session", "jwt", "sid", "auth", "secret", "credential", "key",
+    "cookie", "bearer",
+)  # fmt: skip
 _ASSIGNED_VALUE_RE = re.compile(r"(?:(?i:bearer|basic|token)\s+)?[^\s\"',;&]+")
+# Nothing can match without one of these: most strings are cleared by a few fast
+# substring tests (much faster than one regex alternation over a long text).
+_TRIGGERS = (":", "=", *(hint for pattern in _VALUE_PATTERNS for hint in pattern.hints))
+
+
+def _may_hold_secret(text: str) -> bool:
+    return any(trigger in text for trigger in _TRIGGERS) or "bearer" in text.lower()
+
 
 # Key names.
 _WORD_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -159,8 +189,10 @@ def is_secret_key(name: str) -> bool:
     return any(fragment in joined for fragment in _SECRET_FRAGMENTS)
 
 
-def _assignment_spans(text: str) -> list[tuple[int, int]]:
+def _assignment_spans(text: str, lowered: str) -> list[tuple[int, int]]:
     if ":" not in text and "=" not in text:
+        return []
+    if not any(fragment in lowered for fragment in _SECRET_NAME_FRAGMENTS):
         return []
     spans = []
     for match in _ASSIGNMENT_RE.finditer(text):
@@ -174,9 +206,12 @@ def _assignment_spans(text: str) -> list[tuple[int, int]]:
 
 def _secret_spans(text: str) -> list[tuple[int, int]]:
     """Sorted, non-overlapping spans of `text` that are secret."""
-    spans = _assignment_spans(text)
+    if not _may_hold_secret(text):
+        return []
+    lowered = text.lower()
+    spans = _assignment_spans(text, lowered)
     for pattern in _VALUE_PATTERNS:
-        spans.extend(pattern.spans(text))
+        spans.extend(pattern.spans(text, lowered))
     spans.sort()
     merged: list[tuple[int, int]] = []
     for start, end in spans:

@@ -215,8 +215,9 @@ def _fit(raw: str, budget: int) -> str:
     The cut is made in the raw text before escaping, so no escape sequence is ever split,
     and it steps back over combining marks and joiners so a character keeps its accents.
     """
-    costs = list(accumulate(_rendered_cost(char) for char in raw))
-    if not costs or costs[-1] <= budget:
+    # Every character costs at least 1, so only the first `budget + 1` can matter.
+    costs = list(accumulate(_rendered_cost(char) for char in raw[: budget + 1]))
+    if len(raw) <= budget and (not costs or costs[-1] <= budget):
         return _escape(raw)
     # The marker's own length depends on how much is cut; the widest count bounds it.
     room = budget - len("\n" + _truncation_marker(len(raw)))

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import OPS_TOKEN, Ops
+from ops_harness import OPS_TOKEN, Ops
 
 from bot.demo import token_fingerprint
 from bot.review import REDACTED, arguments_digest, review_snapshot
