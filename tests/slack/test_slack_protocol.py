@@ -132,3 +132,17 @@ async def test_an_unknown_agent_is_explained_to_the_requester_only(bot: Bot) -> 
     await bot.settle()
     assert bot.fake.calls_to("chat.postMessage") == []
     assert await bot.service.store.list_runs() == []
+
+
+async def test_the_url_verification_challenge_is_answered(bot: Bot) -> None:
+    """Slack checks the Request URL when the app is created from the manifest."""
+    body = json.dumps(
+        {
+            "token": "x",
+            "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",
+            "type": "url_verification",
+        }
+    )
+    reply = await bot.driver.post(body, content_type="application/json")
+    assert reply.status == 200
+    assert "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P" in reply.text
