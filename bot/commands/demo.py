@@ -144,7 +144,7 @@ async def _demo(args: argparse.Namespace, context: dict[str, Any] | None) -> int
         )
         run = await _decide_until_done(service, run, args)
     finally:
-        await service.aclose(timeout=None)
+        await service.aclose(timeout=0)  # drained already; on Ctrl-C, stop at once
         await store.close()
     return 0 if run.status == "completed" else 1
 
