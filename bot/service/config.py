@@ -6,7 +6,8 @@ derived from the database file's absolute path, so a process restarted after a c
 is the same owner as its dead predecessor and takes over that predecessor's execution
 leases at once (the ledger lets an owner re-claim its own lease) instead of waiting for
 them to expire. Two processes on one database file would then share an id: that is not
-a supported deployment. Replicas on a shared database must each set a distinct
+a supported deployment (the terminal demo counts: point it at its own database, not at
+the one a live `serve` uses). Replicas on a shared database must each set a distinct
 `APPROVALS_WORKER_ID` (e.g. the pod name) and rely on lease expiry for takeover.
 """
 
