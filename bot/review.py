@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
-from bot.credentials import REDACTED, redact
+from bot.credentials import REDACTED, redact, redact_text
 from bot.errors import InputError
 
 __all__ = [
@@ -166,7 +166,7 @@ def review_snapshot(
     else:
         wanted = set(shown_fields)
         shown = {name: value for name, value in arguments.items() if name in wanted}
-        omitted = sorted(name for name in arguments if name not in wanted)
+        omitted = sorted(redact_text(name) for name in arguments if name not in wanted)
     redacted, paths = redact(shown)
     return ReviewSnapshot(
         tool_name=tool_name,
