@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import pytest
 from ops_harness import OPS_TOKEN, Ops
 
-from bot.demo import token_fingerprint
+from bot.demo import ops_dependencies, token_fingerprint
 from bot.review import REDACTED, arguments_digest, review_snapshot
 from bot.runtime import DEFAULT_REJECTION_MESSAGE, Runner, RunState
 from bot.runtime.journal import InMemoryJournal
@@ -211,3 +212,32 @@ async def test_a_manual_call_is_not_rerun_after_a_crash(ops: Ops) -> None:
     [uncertain] = done.interruptions
     assert uncertain.status == "uncertain"
     assert uncertain.execution_key == key
+
+
+async def test_latency_comes_after_the_effect_which_is_the_crash_window(ops: Ops) -> None:
+    slow = ops_dependencies(
+        {
+            "OPS_API_TOKEN": OPS_TOKEN,
+            "APPROVALS_DEMO_EFFECTS": str(ops.effects),
+            "OPS_DEMO_LATENCY": "600",
+        }
+    )
+    paused = await ops.run("deploy payments 1.2.3")
+    paused.state.approve(paused.interruptions[0])
+    journal = InMemoryJournal()
+    resumed = asyncio.create_task(
+        Runner.arun(ops.agent, paused.state, dependencies=slow, journal=journal)
+    )
+    try:
+        deadline = asyncio.get_running_loop().time() + 10
+        while not ops.effect_lines():  # poll the downstream, bounded by the deadline
+            assert not resumed.done()
+            assert asyncio.get_running_loop().time() < deadline, "the effect never appeared"
+            await asyncio.sleep(0.01)
+    finally:
+        resumed.cancel()  # the "crash": inside the latency, after the effect
+        with pytest.raises(asyncio.CancelledError):
+            await resumed
+
+    [effect] = ops.effect_lines()
+    assert effect["execution_key"] == paused.interruptions[0].execution_key
