@@ -42,4 +42,3 @@ def _resolve(spec: str) -> AgentRegistry:
             f"{AGENTS_ENV}: {spec!r} is neither an AgentRegistry nor a callable returning one"
         )
     return target
-

@@ -132,14 +132,17 @@ class SlackListeners:
 
     async def _start_run(self, command: payloads.SlashCommand, task: payloads.AgentTask) -> None:
         try:
-            await self._service.start_run(
+            run = await self._service.start_run(
                 agent_name=task.agent_name,
                 task=task.task,
                 requester=command.user_id,
                 channel=command.channel_id,
             )
         except ApprovalsError as error:
-            await self._tell(command.channel_id, command.user_id, warning(error))
+            await self._reply(command, warning(error))
+            return
+        if run.thread_ts is None:
+            await self._reply(command, blocks.cannot_post_text(command.channel_id))
 
     async def on_approvals_command(self, ack: Ack, body: Mapping[str, Any]) -> None:
         try:
@@ -158,9 +161,9 @@ class SlackListeners:
         try:
             pending = await self._decidable_by(command.user_id)
         except ApprovalsError as error:
-            await self._tell(command.channel_id, command.user_id, warning(error))
+            await self._reply(command, warning(error))
             return
-        await self._tell(command.channel_id, command.user_id, blocks.pending_list_text(pending))
+        await self._reply(command, blocks.pending_list_text(pending))
 
     # -- interactivity ----------------------------------------------------------------
 
@@ -274,6 +277,16 @@ class SlackListeners:
         is the service's: anyone but the run's requester."""
         pending = await self._service.store.list_approvals(status="pending", limit=LIST_LIMIT * 5)
         return [approval for approval in pending if approval.requester != user][:LIST_LIMIT]
+
+    async def _reply(self, command: payloads.SlashCommand, text: str) -> None:
+        """Answer a slash command privately: through its response_url when it has one."""
+        if command.response_url is None:
+            await self._tell(command.channel_id, command.user_id, text)
+            return
+        try:
+            await self._notifier.respond(response_url=command.response_url, text=text)
+        except ApprovalsError as error:
+            _log.warning("could not answer %s's %s: %s", command.user_id, command.command, error)
 
     async def _tell(
         self, channel: str | None, user: str, text: str, thread_ts: str | None = None

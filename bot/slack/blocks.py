@@ -222,6 +222,13 @@ def uncertain_call_text(call: PendingCall) -> str:
     )
 
 
+def cannot_post_text(channel_id: str) -> str:
+    return (
+        f":warning: I could not post in <#{escape(channel_id, 50)}>, so nobody can see this "
+        "run's review cards. Invite me with `/invite @approvals` and start the task again."
+    )
+
+
 BUSY_TEXT = (
     ":hourglass_flowing_sand: The agent is still working on this run; send your message "
     "again once it has answered."

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import logging
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
 )
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.errors import SlackError
 from bot.review import ReviewSnapshot
@@ -38,18 +41,27 @@ def build_web_client(
         base_url=api_url,
         session=session,
         timeout=timeout,
-        retry_handlers=[
-            AsyncConnectionErrorRetryHandler(max_retry_count=1),
-            AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
-        ],
+        retry_handlers=_retry_handlers(),
     )
+
+
+def _retry_handlers() -> list[AsyncRetryHandler]:
+    """A lost connection is retried once; a 429 up to twice, after its Retry-After."""
+    return [
+        AsyncConnectionErrorRetryHandler(max_retry_count=1),
+        AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
+    ]
 
 
 class SlackNotifier:
     """Implements bot.service.Notifier with chat.postMessage / chat.update."""
 
-    def __init__(self, client: AsyncWebClient) -> None:
+    def __init__(self, client: AsyncWebClient, *, session: aiohttp.ClientSession) -> None:
         self._client = client
+        self._session = session
+        # A slash command's response_url comes from a signed payload, yet we only post to
+        # Slack's hooks host, or to the host of the configured Web API (a local emulator).
+        self._response_hosts = {"hooks.slack.com", urlsplit(client.base_url).netloc}
 
     async def run_started(self, run: RunRecord, *, task: str) -> Location | None:
         if run.channel is None:
@@ -104,6 +116,22 @@ class SlackNotifier:
         await self._call(
             "chat_postEphemeral", channel=channel, user=user, text=text, thread_ts=thread_ts
         )
+
+    async def respond(self, *, response_url: str, text: str) -> None:
+        """Answer a slash command privately through its response_url (works where the bot
+        is not a channel member, unlike chat.postEphemeral)."""
+        if urlsplit(response_url).netloc not in self._response_hosts:
+            raise SlackError(
+                f"refusing to post to response_url host {urlsplit(response_url).netloc!r}"
+            )
+        webhook = AsyncWebhookClient(
+            response_url, session=self._session, retry_handlers=_retry_handlers()
+        )
+        response = await webhook.send(text=text, response_type="ephemeral")
+        if response.status_code != 200:
+            raise SlackError(
+                f"Slack response_url answered HTTP {response.status_code}: {response.body[:200]}"
+            )
 
     async def open_view(self, *, trigger_id: str, view: dict[str, Any]) -> ViewOutcome:
         """Open a modal. Slack's trigger ids live 3 s: a late one is `trigger_expired`."""

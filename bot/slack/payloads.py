@@ -42,6 +42,7 @@ class SlashCommand:
     user_id: str
     channel_id: str
     trigger_id: str | None
+    response_url: str | None  # answers here reach the person even where the bot is no member
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,6 +79,7 @@ def parse_slash_command(body: Mapping[str, Any]) -> SlashCommand:
         user_id=_text(body, "user_id"),
         channel_id=_text(body, "channel_id"),
         trigger_id=_optional_text(body, "trigger_id"),
+        response_url=_optional_text(body, "response_url"),
     )
 
 

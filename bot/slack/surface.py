@@ -52,7 +52,7 @@ class SlackSurface:
     ) -> SlackSurface:
         session = aiohttp.ClientSession()
         client = build_web_client(token=bot_token, api_url=api_url, session=session)
-        notifier = SlackNotifier(client)
+        notifier = SlackNotifier(client, session=session)
         tasks = TaskOwner(logger=_log)
         service = make_service(notifier, tasks)
         listeners = SlackListeners(

@@ -20,6 +20,7 @@ from aiohttp import web
 BOT_USER_ID = "UBOT0001"
 BOT_ID = "BBOT0001"
 TEAM_ID = "T0000001"
+RESPONSE_URL = "response_url"  # the `method` recorded for posts to a response_url
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,6 +67,7 @@ class FakeSlack:
     async def start(self) -> str:
         app = web.Application()
         app.router.add_post("/api/{method}", self._handle)
+        app.router.add_post("/hooks/{path:.*}", self._handle_response_url)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -148,6 +150,20 @@ class FakeSlack:
             self.calls.append(Call(method=method, args=args, token=token, answer=answer))
             self._changed.notify_all()
         return web.json_response(answer, status=status, headers=headers)
+
+    async def _handle_response_url(self, request: web.Request) -> web.Response:
+        """A slash command's response_url (Slack answers plain `ok`)."""
+        args = dict(json.loads(await request.text() or "{}"))
+        args["path"] = request.match_info["path"]
+        async with self._changed:
+            self.calls.append(Call(method=RESPONSE_URL, args=args, token=None, answer={"ok": True}))
+            self._changed.notify_all()
+        return web.Response(text="ok")
+
+    @property
+    def response_url(self) -> str:
+        """A response_url for slash commands that lands here (method RESPONSE_URL)."""
+        return self.api_url.replace("/api/", "/hooks/commands/T0000001/1/x")
 
     def _next_failure(self, method: str) -> _Failure | None:
         queue = self._failures.get(method)

@@ -32,10 +32,18 @@ class Reply:
 
 
 class SlackDriver:
-    def __init__(self, *, session: aiohttp.ClientSession, url: str, signing_secret: str) -> None:
+    def __init__(
+        self,
+        *,
+        session: aiohttp.ClientSession,
+        url: str,
+        signing_secret: str,
+        response_url: str = "https://hooks.slack.com/commands/T0000001/1/x",
+    ) -> None:
         self._session = session
         self.url = url
         self._secret = signing_secret
+        self._response_url = response_url
         self._ids = itertools.count(1)
 
     async def post(
@@ -68,7 +76,7 @@ class SlackDriver:
                 "command": command,
                 "text": text,
                 "trigger_id": f"trigger.{next(self._ids)}",
-                "response_url": "https://hooks.slack.invalid/commands/1",
+                "response_url": self._response_url,
             }
         )
         return await self.post(body, content_type="application/x-www-form-urlencoded")

@@ -188,7 +188,10 @@ async def start_bot(
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     session = aiohttp.ClientSession()
     driver = SlackDriver(
-        session=session, url=f"http://127.0.0.1:{port}{EVENTS_PATH}", signing_secret=SIGNING_SECRET
+        session=session,
+        url=f"http://127.0.0.1:{port}{EVENTS_PATH}",
+        signing_secret=SIGNING_SECRET,
+        response_url=fake.response_url,
     )
     return (
         Bot(fake=fake, driver=driver, surface=surface, effects=effects, models=models),

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+from fake_slack import RESPONSE_URL
 from slack_harness import (
     APPROVER,
     CHANNEL,
@@ -15,6 +17,7 @@ from slack_harness import (
     start_run,
 )
 
+from bot.errors import SlackError
 from bot.slack.signature import compute_signature
 
 
@@ -98,12 +101,13 @@ async def test_help_and_list_commands(bot: Bot) -> None:
     await bot.settle()
     listed = await bot.driver.command("/approvals", "list", user=APPROVER, channel=CHANNEL)
     assert listed.status == 200
-    (told,) = await bot.fake.wait_for("chat.postEphemeral")
+    (told,) = await bot.fake.wait_for(RESPONSE_URL)
+    assert told.args["response_type"] == "ephemeral"
     assert "deploy_release" in told.text
     assert f"<@{REQUESTER}>" in told.text
     mine = await bot.driver.command("/approvals", "list", user=REQUESTER, channel=CHANNEL)
     assert mine.status == 200
-    told_requester = await bot.fake.wait_for("chat.postEphemeral", count=2)
+    told_requester = await bot.fake.wait_for(RESPONSE_URL, count=2)
     assert "Nothing waits" in told_requester[1].text
 
 
@@ -126,8 +130,8 @@ async def test_healthz(bot: Bot) -> None:
 async def test_an_unknown_agent_is_explained_to_the_requester_only(bot: Bot) -> None:
     reply = await bot.driver.command("/agent", "@nosuch do it", user=REQUESTER, channel=CHANNEL)
     assert reply.status == 200
-    (told,) = await bot.fake.wait_for("chat.postEphemeral")
-    assert told.args["user"] == REQUESTER
+    (told,) = await bot.fake.wait_for(RESPONSE_URL)
+    assert told.args["response_type"] == "ephemeral"
     assert "nosuch" in told.text
     await bot.settle()
     assert bot.fake.calls_to("chat.postMessage") == []
@@ -146,3 +150,20 @@ async def test_the_url_verification_challenge_is_answered(bot: Bot) -> None:
     reply = await bot.driver.post(body, content_type="application/json")
     assert reply.status == 200
     assert "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P" in reply.text
+
+
+async def test_a_channel_the_bot_is_not_in_is_explained(bot: Bot) -> None:
+    bot.fake.fail("chat.postMessage", times=2, error="not_in_channel")  # root and card
+    reply = await bot.driver.command(
+        "/agent", "deploy payments 1.2.3", user=REQUESTER, channel=CHANNEL
+    )
+    assert reply.status == 200
+    (told,) = await bot.fake.wait_for(RESPONSE_URL)
+    assert "/invite @approvals" in told.text
+    assert f"<#{CHANNEL}>" in told.text
+
+
+async def test_a_response_url_on_a_foreign_host_is_refused(bot: Bot) -> None:
+    with pytest.raises(SlackError, match=r"refusing to post to response_url host 'evil\.example'"):
+        await bot.surface.notifier.respond(response_url="https://evil.example/hook", text="hi")
+    assert bot.fake.calls_to(RESPONSE_URL) == []

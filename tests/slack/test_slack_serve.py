@@ -95,7 +95,13 @@ async def served(fake_slack: FakeSlack, tmp_path: Path) -> AsyncIterator[tuple[S
                 url = match.group(1)
     try:
         async with aiohttp.ClientSession() as session:
-            yield SlackDriver(session=session, url=url, signing_secret=SECRET), effects
+            driver = SlackDriver(
+                session=session,
+                url=url,
+                signing_secret=SECRET,
+                response_url=fake_slack.response_url,
+            )
+            yield driver, effects
     finally:
         process.send_signal(signal.SIGTERM)
         async with asyncio.timeout(30):
