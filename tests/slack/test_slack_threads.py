@@ -152,3 +152,23 @@ async def test_killed_inside_a_manual_tool_ends_uncertain_and_the_thread_says_so
         assert second.effects.restarts == []  # never repeated blindly
     finally:
         await stop_bot(second, runner, session)
+
+
+async def test_a_failing_model_ends_the_run_with_a_clear_line_in_the_thread(bot: Bot) -> None:
+    await bot.driver.command("/agent", "@chat hello", user=REQUESTER, channel=CHANNEL)
+    (root,) = await bot.fake.wait_for("chat.postMessage", lambda c: "thread_ts" not in c.args)
+    await bot.fake.wait_for("chat.postMessage", in_thread(root, "First answer."))
+    thread_ts = root.answer["ts"]
+    for number, text in enumerate(("more", "and more")):  # the script has two answers
+        await bot.settle()
+        event = {
+            "type": "message",
+            "channel": CHANNEL,
+            "user": APPROVER,
+            "text": text,
+            "ts": f"1800000000.00070{number}",
+            "thread_ts": thread_ts,
+        }
+        assert (await bot.driver.event(event)).status == 200
+    (failed,) = await bot.fake.wait_for("chat.postMessage", in_thread(root, "The run stopped"))
+    assert "script exhausted" in failed.text
