@@ -138,6 +138,9 @@ _SECRET_NAME_FRAGMENTS = (
     "pass", "pwd", "token", "session", "jwt", "sid", "auth", "secret", "credential", "key",
     "cookie", "bearer",
 )  # fmt: skip
+# Secret as a key name, but too common in prose ("Session: morning") to redact a
+# `name: value` inside free text on their own.
+_AMBIGUOUS_IN_PROSE = frozenset({"session", "pass", "auth", "sid"})
 _ASSIGNED_VALUE_RE = re.compile(r"(?:(?i:bearer|basic|token)\s+)?[^\s\"',;&]+")
 # Nothing can match without one of these: most strings are cleared by a few fast
 # substring tests (much faster than one regex alternation over a long text).
@@ -196,7 +199,8 @@ def _assignment_spans(text: str, lowered: str) -> list[tuple[int, int]]:
         return []
     spans = []
     for match in _ASSIGNMENT_RE.finditer(text):
-        if not is_secret_key(match.group(1)):
+        name = match.group(1)
+        if not is_secret_key(name) or name.lower() in _AMBIGUOUS_IN_PROSE:
             continue
         value = _ASSIGNED_VALUE_RE.match(text, match.end())
         if value is not None:

@@ -86,6 +86,7 @@ def test_a_credential_inside_a_sentence_is_cut_out_and_the_rest_kept(secret: str
         ),
         ("db_password=hunter2 region=eu", f"db_password={REDACTED} region=eu"),
         ("clientSecret: s3cr3t-value", f"clientSecret: {REDACTED}"),
+        ("session_token: abc123xyz; next", f"session_token: {REDACTED}; next"),
         (
             '{"type": "service_account", "private_key": "' + PEM.replace("\n", "\\n") + '"}',
             '{"type": "service_account", "private_key": "' + REDACTED + '"}',
@@ -115,6 +116,7 @@ def test_secrets_in_key_context_keep_their_key_visible(text: str, expected: str)
         "the key is in the vault",
         "ghp_short",
         "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----",
+        "Session: morning, Pass: 3, Auth: enabled",  # secret as key names, not in prose
     ],
 )
 def test_look_alikes_are_left_alone(text: str) -> None:
