@@ -10,8 +10,9 @@ Two independent signals:
   secret keys written next to their key name, `sk-`/`sk-proj-`/`sk-ant-` style API keys,
   GitHub tokens (`ghp_…`, `github_pat_…`), `Bearer …` strings, JWTs, PEM private key
   blocks (a GCP service-account `private_key` is one), passwords inside URLs
-  (`postgres://user:pw@host`) and `name=value` assignments whose name is a secret key
-  name (`db_password=hunter2`). Only the credential part of a longer string is replaced.
+  (`postgres://user:pw@host`) and `name=value` / `name: value` assignments whose name is
+  a secret key name (`db_password=hunter2`; not the bare words session, pass, auth and
+  sid, which prose uses). Only the credential part of a longer string is replaced.
 - **Key names** that say their value is secret (`password`, `api_key`, `clientSecret`,
   `X-Auth-Token`, `session_id`, `Cookie` …). Names are split into words (snake, kebab,
   dotted and camelCase all work) and compared case-insensitively.
