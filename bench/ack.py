@@ -1,10 +1,11 @@
 """Acknowledgement time of signed Slack requests: our app against no-op Bolt listeners.
 
-    python bench/ack.py [--requests 1000] [--stall-requests 250]
+    python bench/ack.py [--requests 1000] [--rounds 3] [--stall-requests 250]
 
 All apps run with `process_before_response=True` behind the same aiohttp endpoint and
-signature check, on one event loop; the load comes from other processes, and the fake
-Slack Web API (tests/slack/fake_slack.py) runs in its own process, as Slack would. For
+signature check, on one event loop pinned to CPU 0; the load comes from other processes
+and the fake Slack Web API (tests/slack/fake_slack.py) runs in its own, all on the other
+CPUs (real Slack's work would not run on our machine). For
 concurrency 1, 16 and 64, N signed Approve clicks go to each app in turn, and the time
 to the HTTP answer (the ack) is measured, p50 and p99:
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -39,6 +41,7 @@ from slack_load import (  # isort: skip
     click,
     command,
     percentile,
+    pin_to_server_cpu,
     serve,
     submission,
     thread_reply,
@@ -170,9 +173,9 @@ async def pending_card(surface: SlackSurface) -> tuple[str, list[Any], str]:
 
 
 async def ack_levels(
-    slack: SlackProcess, load: LoadGenerator, workdir: Path, requests: int
-) -> dict[str, dict[int, list[float]]]:
-    """Clicks at each concurrency level, alternating between the apps per level:
+    slack: SlackProcess, load: LoadGenerator, workdir: Path, requests: int, rounds: int
+) -> dict[str, dict[int, list[list[float]]]]:
+    """Clicks at each concurrency level, alternating between the apps within each round:
     `noop` acks and does nothing; `modal` acks and then only opens a static modal (the
     least any Approve button must cause); `ours` is the real app."""
     surface = await open_surface(slack, workdir / "ack.db", model=deploy_model())
@@ -182,7 +185,9 @@ async def ack_levels(
         "ours": surface.bolt_app,
     }
     approval_id, blocks, _ = await pending_card(surface)
-    results: dict[str, dict[int, list[float]]] = {name: {} for name in apps}
+    results: dict[str, dict[int, list[list[float]]]] = {
+        name: {level: [] for level in LEVELS} for name in apps
+    }
     servers = [
         await serve(build_web_app(bolt_app=app, signing_secret=SECRET)) for app in apps.values()
     ]
@@ -191,11 +196,12 @@ async def ack_levels(
         for url in urls.values():  # warm-up: connections, auth.test, code paths
             await load.measure(url, [click(approval_id, blocks, i) for i in range(100)], 8)
         await surface.tasks.drain(60)
-        for level in LEVELS:
-            for name, url in urls.items():
-                batch = [click(approval_id, blocks, i) for i in range(requests)]
-                results[name][level] = await load.measure(url, batch, level)
-                await surface.tasks.drain(60)  # the next measurement starts from quiet
+        for _ in range(rounds):
+            for level in LEVELS:
+                for name, url in urls.items():
+                    batch = [click(approval_id, blocks, i) for i in range(requests)]
+                    results[name][level].append(await load.measure(url, batch, level))
+                    await surface.tasks.drain(60)  # the next measurement starts from quiet
     finally:
         for runner, _ in servers:
             await runner.cleanup()
@@ -266,14 +272,15 @@ async def stall_run(
     return worst, stuck
 
 
-def report(results: dict[str, dict[int, list[float]]]) -> bool:
+def report(results: dict[str, dict[int, list[list[float]]]]) -> bool:
+    """Per app and level: the median over rounds of each round's p50 and p99."""
     names = list(results)
     header = "   c" + "".join(f"{name + ' p50':>12}{name + ' p99':>12}" for name in names)
     print(header + f"{'ours/noop':>11}{'ours/modal':>11}  (p99 ratios)")
     ok = True
     for level in LEVELS:
-        p50 = {name: percentile(results[name][level], 0.5) for name in names}
-        p99 = {name: percentile(results[name][level], 0.99) for name in names}
+        p50 = {name: _median_of(results[name][level], 0.5) for name in names}
+        p99 = {name: _median_of(results[name][level], 0.99) for name in names}
         cells = "".join(f"{p50[name] * 1e3:>10.2f}ms{p99[name] * 1e3:>10.2f}ms" for name in names)
         over_noop, over_modal = p99["ours"] / p99["noop"], p99["ours"] / p99["modal"]
         print(f"{level:>4}{cells}{over_noop:>10.2f}x{over_modal:>10.2f}x")
@@ -282,14 +289,22 @@ def report(results: dict[str, dict[int, list[float]]]) -> bool:
     return ok
 
 
-async def main(requests: int, stall_requests: int) -> int:
+def _median_of(rounds: list[list[float]], fraction: float) -> float:
+    return statistics.median(percentile(latencies, fraction) for latencies in rounds)
+
+
+async def main(requests: int, stall_requests: int, rounds: int) -> int:
+    pin_to_server_cpu()
     load = LoadGenerator(workers=5)
     try:
         async with SlackProcess() as slack:
             with tempfile.TemporaryDirectory() as tmp:
                 workdir = Path(tmp)
-                results = await ack_levels(slack, load, workdir, requests)
-                print(f"Ack time of signed Approve clicks, {requests} per level and app")
+                results = await ack_levels(slack, load, workdir, requests, rounds)
+                print(
+                    f"Ack time of signed Approve clicks: {rounds} rounds of {requests} per "
+                    "level and app (median over rounds)"
+                )
                 ratio_ok = report(results)
                 worst, stuck = await stall_run(slack, load, workdir, stall_requests)
     finally:
@@ -312,5 +327,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=1000, help="clicks per level and app")
     parser.add_argument("--stall-requests", type=int, default=250)
+    parser.add_argument("--rounds", type=int, default=3, help="median over this many rounds")
     args = parser.parse_args()
-    sys.exit(asyncio.run(main(args.requests, args.stall_requests)))
+    sys.exit(asyncio.run(main(args.requests, args.stall_requests, args.rounds)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import multiprocessing
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -37,6 +38,27 @@ from bot.slack.signature import compute_signature  # noqa: E402
 
 SECRET = "bench-signing-secret"
 FORM = "application/x-www-form-urlencoded"
+
+
+# -- CPUs -----------------------------------------------------------------------------
+
+
+def pin_to_server_cpu() -> None:
+    """The measured app gets CPU 0 to itself (when there are at least two), so the fake
+    Slack and the load generator, which real Slack would not run on our machine, do not
+    compete with it for a core."""
+    if _cpus() >= 2:
+        os.sched_setaffinity(0, {0})
+
+
+def pin_to_helper_cpus() -> None:
+    cpus = _cpus()
+    if cpus >= 2:
+        os.sched_setaffinity(0, set(range(1, cpus)))
+
+
+def _cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
 
 
 # -- a fake Slack in its own process -----------------------------------------------
@@ -72,6 +94,7 @@ class SlackProcess:
 
 async def serve_fake_slack() -> None:
     """Child process: serve FakeSlack until our stdin closes."""
+    pin_to_helper_cpus()
     fake = FakeSlack()
     print(await fake.start(), flush=True)
     loop = asyncio.get_running_loop()
@@ -203,7 +226,9 @@ class LoadGenerator:
 
     def __init__(self, workers: int) -> None:
         context = multiprocessing.get_context("spawn")
-        self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+        self._pool = ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=pin_to_helper_cpus
+        )
 
     async def measure(self, url: str, requests: Sequence[Signed], concurrency: int) -> list[float]:
         loop = asyncio.get_running_loop()
