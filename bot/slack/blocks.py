@@ -7,6 +7,7 @@ arguments come from the review snapshot (already redacted and escaped by bot.rev
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -32,6 +33,7 @@ from bot.slack.payloads import (
 from store.api import ApprovalRecord, RunRecord
 
 Block = dict[str, Any]
+_SLACK_USER_ID = re.compile(r"[UW][A-Z0-9]{2,30}")
 
 SECTION_TEXT_LIMIT = 3000  # Block Kit: section text
 CONTEXT_TEXT_LIMIT = 2000  # Block Kit: context element text
@@ -65,6 +67,14 @@ def escape(text: str, limit: int | None = None) -> str:
     return "".join(out) + TRUNCATED
 
 
+def person(actor_id: str) -> str:
+    """A Slack user id as a mention; any other actor (the service, a CLI operator) as
+    plain escaped text, never a broken mention."""
+    if _SLACK_USER_ID.fullmatch(actor_id):
+        return f"<@{actor_id}>"
+    return f"`{escape(actor_id, 100)}`"
+
+
 def slack_date(moment: datetime) -> str:
     """A date Slack renders in the reader's time zone, with an ISO fallback."""
     fallback = moment.isoformat(timespec="seconds")
@@ -72,7 +82,7 @@ def slack_date(moment: datetime) -> str:
 
 
 def run_root_text(*, agent_name: str, requester: str | None, task: str) -> str:
-    who = f"<@{requester}>" if requester else "Someone"
+    who = person(requester) if requester else "Someone"
     return escape_line(f"{who} asked *{escape(agent_name)}*: ", task)
 
 
@@ -135,7 +145,7 @@ def decided_card_blocks(*, run: RunRecord, approval: ApprovalRecord) -> list[Blo
     title = _STATUS_TITLES.get(approval.status, f"*{escape(approval.status)}*")
     decided = []
     if approval.decider:
-        decided.append(f"by <@{escape(approval.decider, 100)}>")
+        decided.append(f"by {person(approval.decider)}")
     if approval.decided_at:
         decided.append(slack_date(approval.decided_at))
     reason = escape(approval.reason or "(no reason given)", CONTEXT_TEXT_LIMIT - 200)
@@ -148,7 +158,7 @@ def decided_card_blocks(*, run: RunRecord, approval: ApprovalRecord) -> list[Blo
 
 
 def decided_card_text(*, approval: ApprovalRecord) -> str:
-    who = f" by <@{approval.decider}>" if approval.decider else ""
+    who = f" by {person(approval.decider)}" if approval.decider else ""
     return f"{approval.status.capitalize()}{who}: {escape(approval.tool_name, 200)}"
 
 
@@ -246,7 +256,7 @@ def waiting_for_approval_text(pending: int) -> str:
 
 
 def already_decided_text(*, status: str, decider: str | None, decided_at: datetime | None) -> str:
-    who = f" by <@{escape(decider, 100)}>" if decider else ""
+    who = f" by {person(decider)}" if decider else ""
     when = f" {slack_date(decided_at)}" if decided_at else ""
     status_text = escape(status, 50)
     return f":information_source: Nothing changed: this call was already {status_text}{who}{when}."
@@ -288,7 +298,7 @@ def _pending_line(approval: ApprovalRecord) -> str:
     where = ""
     if approval.slack_channel and approval.slack_ts:
         where = f" in <#{escape(approval.slack_channel, 50)}>"
-    requester = f" for <@{escape(approval.requester, 100)}>" if approval.requester else ""
+    requester = f" for {person(approval.requester)}" if approval.requester else ""
     expiry = f", expires {slack_date(approval.expires_at)}" if approval.expires_at else ""
     return (
         f"• `{escape(approval.tool_name, 200)}`{requester}{where}{expiry} "
@@ -297,7 +307,7 @@ def _pending_line(approval: ApprovalRecord) -> str:
 
 
 def _requested_by(approval: ApprovalRecord) -> str:
-    return f" · requested by <@{escape(approval.requester, 100)}>" if approval.requester else ""
+    return f" · requested by {person(approval.requester)}" if approval.requester else ""
 
 
 def _plain(text: str) -> dict[str, Any]:

@@ -1,0 +1,129 @@
+"""Block Kit builders: escaping, clipping, limits, and who is shown how."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from bot.review import review_snapshot
+from bot.slack import blocks
+from bot.slack.payloads import ModalContext
+from store.api import ApprovalRecord, RunRecord
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+RUN = RunRecord(
+    run_id="r1",
+    agent_name="ops",
+    agent_version="1",
+    schema_version="1.0",
+    status="paused",
+    version=1,
+    key_id="k1",
+    blob_digest="0" * 64,
+    channel="C1",
+    thread_ts="1.0",
+    requester="U0REQ",
+    created_at=NOW,
+    updated_at=NOW,
+)
+
+
+def approval(**fields: Any) -> ApprovalRecord:
+    snapshot = review_snapshot("deploy_release", {"service": "payments", "version": "1.2.3"})
+    base = ApprovalRecord(
+        approval_id="ap1",
+        run_id="r1",
+        tool_call_id="call_0_0",
+        tool_name="deploy_release",
+        arguments_digest=snapshot.digest,
+        snapshot=snapshot.to_json(),
+        status="pending",
+        requester="U0REQ",
+        decider=None,
+        reason=None,
+        message=None,
+        created_at=NOW,
+        decided_at=None,
+        expires_at=NOW,
+        revoked_at=None,
+        slack_channel="C1",
+        slack_ts="2.0",
+    )
+    return replace(base, **fields)
+
+
+def texts(block_list: list[dict[str, Any]]) -> list[str]:
+    found = []
+    for block in block_list:
+        if isinstance(block.get("text"), dict):
+            found.append(block["text"]["text"])
+        for element in block.get("elements", []):
+            if isinstance(element.get("text"), str):
+                found.append(element["text"])
+    return found
+
+
+@pytest.mark.parametrize("limit", range(14, 40))
+def test_escape_clips_with_a_marker_and_never_inside_an_entity(limit: int) -> None:
+    clipped = blocks.escape("a<b>&c" * 10, limit)
+    assert len(clipped) <= limit
+    assert clipped.endswith(blocks.TRUNCATED)
+    body = clipped.removesuffix(blocks.TRUNCATED)
+    assert "<" not in body
+    assert body.count("&") == body.count("&lt;") + body.count("&gt;") + body.count("&amp;")
+
+
+def test_people_are_mentions_and_other_actors_plain_text() -> None:
+    assert blocks.person("U0APPROVE") == "<@U0APPROVE>"
+    assert blocks.person("service:local-abc") == "`service:local-abc`"
+    assert blocks.person("<!channel>") == "`&lt;!channel&gt;`"
+
+
+def test_the_review_card_has_the_call_digest_expiry_and_two_buttons() -> None:
+    record = approval()
+    snapshot = review_snapshot("deploy_release", {"service": "payments", "version": "1.2.3"})
+    card = blocks.review_card_blocks(run=RUN, approval=record, snapshot=snapshot)
+    joined = "\n".join(texts(card))
+    assert record.arguments_digest in joined
+    assert "<!date^" in joined
+    assert "<@U0REQ>" in joined
+    (actions,) = [block for block in card if block["type"] == "actions"]
+    assert [(e["text"]["text"], e["value"]) for e in actions["elements"]] == [
+        ("Approve", "ap1"),
+        ("Reject", "ap1"),
+    ]
+    assert all(len(text) <= 3000 for text in texts(card))
+
+
+def test_a_decided_card_has_no_buttons_and_says_who_when_why() -> None:
+    record = approval(status="rejected", decider="U0APP", decided_at=NOW, reason="<b>no</b>")
+    card = blocks.decided_card_blocks(run=RUN, approval=record)
+    assert not [block for block in card if block["type"] == "actions"]
+    joined = "\n".join(texts(card))
+    assert "Rejected" in joined
+    assert "<@U0APP>" in joined
+    assert "&lt;b&gt;no&lt;/b&gt;" in joined
+    assert record.arguments_digest in joined
+
+
+def test_an_expired_card_names_no_person_and_survives_an_unreadable_snapshot() -> None:
+    record = approval(status="expired", snapshot="{not json")
+    joined = "\n".join(texts(blocks.decided_card_blocks(run=RUN, approval=record)))
+    assert "Expired" in joined
+    assert "<@" not in joined.replace("<@U0REQ>", "")
+    assert "(snapshot unreadable)" in joined
+    assert record.arguments_digest in joined
+
+
+@pytest.mark.parametrize("action", ["approve", "reject"])
+def test_the_modal_fits_slack_limits(action: str) -> None:
+    context = ModalContext(approval_id="a" * 128, action=action, channel_id="C1")  # type: ignore[arg-type]
+    view = blocks.decision_modal(context=context, call="x" * 3000)
+    assert len(view["title"]["text"]) <= 24
+    assert len(view["submit"]["text"]) <= 24
+    assert len(view["private_metadata"]) <= 3000
+    labels = [block["label"]["text"] for block in view["blocks"] if block["type"] == "input"]
+    assert labels == (["Reason"] if action == "approve" else ["Reason", "Message to the agent"])
