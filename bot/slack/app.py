@@ -55,6 +55,10 @@ TRIGGER_EXPIRED_TEXT = (
     ":hourglass: Slack gave me too little time to open the form for that click. "
     "Press the button again."
 )
+UNEXPECTED_FAILURE_TEXT = (
+    ":x: Something went wrong on our side while handling that (the bot's log has the "
+    "details). Check the card or thread before trying again."
+)
 LIST_LIMIT = 20
 AGENT_COMMAND = "/agent"
 APPROVALS_COMMAND = "/approvals"
@@ -128,7 +132,11 @@ class SlackListeners:
             await ack(text=AGENT_HELP)
             return
         await ack()
-        self._later(self._start_run(command, parsed), name=f"slack:agent:{command.channel_id}")
+        self._later(
+            self._start_run(command, parsed),
+            name=f"slack:agent:{command.channel_id}",
+            on_failure=lambda text: self._reply(command, text),
+        )
 
     async def _start_run(self, command: payloads.SlashCommand, task: payloads.AgentTask) -> None:
         try:
@@ -155,7 +163,11 @@ class SlackListeners:
             await ack(text=APPROVALS_HELP)
             return
         await ack()
-        self._later(self._list_pending(command), name="slack:approvals:list")
+        self._later(
+            self._list_pending(command),
+            name="slack:approvals:list",
+            on_failure=lambda text: self._reply(command, text),
+        )
 
     async def _list_pending(self, command: payloads.SlashCommand) -> None:
         try:
@@ -174,7 +186,11 @@ class SlackListeners:
         except InputError as error:
             _log.warning("ignoring a malformed button click: %s", error)
             return
-        self._later(self._open_decision_modal(click), name=f"slack:modal:{click.approval_id}")
+        self._later(
+            self._open_decision_modal(click),
+            name=f"slack:modal:{click.approval_id}",
+            on_failure=lambda text: self._tell(click.channel_id, click.user_id, text),
+        )
 
     async def _open_decision_modal(self, click: payloads.ButtonClick) -> None:
         context = payloads.ModalContext(
@@ -200,7 +216,11 @@ class SlackListeners:
             await ack(response_action="errors", errors=dict(parsed.errors))
             return
         await ack()
-        self._later(self._decide(parsed), name=f"slack:decide:{parsed.approval_id}")
+        self._later(
+            self._decide(parsed),
+            name=f"slack:decide:{parsed.approval_id}",
+            on_failure=lambda text: self._tell(parsed.channel_id, parsed.user_id, text),
+        )
 
     async def _decide(self, submission: payloads.DecisionSubmission) -> None:
         try:
@@ -231,7 +251,13 @@ class SlackListeners:
             event, bot_user_id=bot_user_id if isinstance(bot_user_id, str) else None
         )
         if reply is not None:
-            self._later(self._follow_up(reply), name=f"slack:follow-up:{reply.thread_ts}")
+            self._later(
+                self._follow_up(reply),
+                name=f"slack:follow-up:{reply.thread_ts}",
+                on_failure=lambda text: self._tell(
+                    reply.channel_id, reply.user_id, text, reply.thread_ts
+                ),
+            )
 
     async def _follow_up(self, reply: payloads.ThreadReply) -> None:
         try:
@@ -268,9 +294,30 @@ class SlackListeners:
 
     # -- plumbing ---------------------------------------------------------------------
 
-    def _later(self, coro: Coroutine[Any, Any, None], *, name: str) -> None:
-        """Run `coro` once Slack has been answered, in a task we own."""
-        defer(self._tasks, coro, name=name)
+    def _later(
+        self,
+        coro: Coroutine[Any, Any, None],
+        *,
+        name: str,
+        on_failure: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
+        """Run `coro` once Slack has been answered, in a task we own. Our own errors are
+        handled inside; anything else (a bug) is logged and, with `on_failure`, the
+        person who acted is told that their request failed rather than left waiting."""
+        defer(self._tasks, self._guarded(coro, name, on_failure), name=name)
+
+    async def _guarded(
+        self,
+        coro: Coroutine[Any, Any, None],
+        name: str,
+        on_failure: Callable[[str], Awaitable[None]] | None,
+    ) -> None:
+        try:
+            await coro
+        except Exception:
+            _log.exception("Slack task %s failed", name)
+            if on_failure is not None:
+                await on_failure(UNEXPECTED_FAILURE_TEXT)
 
     async def _decidable_by(self, user: str) -> list[ApprovalRecord]:
         """Pending approvals `user` could decide. Until the policy issue lands the rule

@@ -167,3 +167,19 @@ async def test_a_response_url_on_a_foreign_host_is_refused(bot: Bot) -> None:
     with pytest.raises(SlackError, match=r"refusing to post to response_url host 'evil\.example'"):
         await bot.surface.notifier.respond(response_url="https://evil.example/hook", text="hi")
     assert bot.fake.calls_to(RESPONSE_URL) == []
+
+
+async def test_an_unexpected_failure_is_logged_and_the_person_told(
+    bot: Bot, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug")
+
+    bot.service.store.list_approvals = broken  # type: ignore[method-assign]
+    reply = await bot.driver.command("/approvals", "list", user=APPROVER, channel=CHANNEL)
+    assert reply.status == 200
+    (told,) = await bot.fake.wait_for(RESPONSE_URL)
+    assert "Something went wrong on our side" in told.text
+    assert "a bug" not in told.text
+    await bot.settle()
+    assert "Slack task slack:approvals:list failed" in caplog.text
