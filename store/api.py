@@ -185,15 +185,11 @@ class Store(Protocol):
         """Expire every pending approval past its expiry; returns those it expired."""
         ...
 
-    async def revoke(
-        self, approval_id: str, *, actor: str, reason: str | None
-    ) -> DecisionOutcome:
+    async def revoke(self, approval_id: str, *, actor: str, reason: str | None) -> DecisionOutcome:
         """pending|approved -> revoked (approved only while the call has not executed)."""
         ...
 
-    async def set_approval_message(
-        self, approval_id: str, *, channel: str, ts: str
-    ) -> None: ...
+    async def set_approval_message(self, approval_id: str, *, channel: str, ts: str) -> None: ...
 
     # -- audit ------------------------------------------------------------------------
     async def append_audit(

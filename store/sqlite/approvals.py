@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import get_args
 
-import aiosqlite
-
 from bot.errors import InputError
 from store.api import (
     ApprovalRecord,
@@ -46,8 +44,8 @@ class ApprovalsPart(StoreBase):
         for new in approvals:
             _check_new(new)
 
-        async def body(connection: aiosqlite.Connection) -> list[ApprovalRecord]:
-            return [await _insert_or_get(connection, new, at=at) for new in approvals]
+        def body(connection: sqlite3.Connection) -> list[ApprovalRecord]:
+            return [_insert_or_get(connection, new, at=at) for new in approvals]
 
         return await self._db.transaction(body)
 
@@ -98,8 +96,8 @@ class ApprovalsPart(StoreBase):
         at = now or self._now()
         at_text = to_db(at)
 
-        async def body(connection: aiosqlite.Connection) -> DecisionOutcome:
-            row = await fetch_one(
+        def body(connection: sqlite3.Connection) -> DecisionOutcome:
+            row = fetch_one(
                 connection,
                 "UPDATE approvals SET status = ?, decider = ?, reason = ?, message = ?, "
                 "decided_at = ? WHERE approval_id = ? AND status = 'pending' "
@@ -109,7 +107,7 @@ class ApprovalsPart(StoreBase):
             )
             if row is not None:
                 record = row_to_approval(row)
-                await audit.append(
+                audit.append(
                     connection,
                     "decided",
                     at=at,
@@ -119,15 +117,15 @@ class ApprovalsPart(StoreBase):
                     detail={"decision": decision, "reason": reason, "message": message},
                 )
                 return DecisionOutcome(won=True, record=record)
-            return DecisionOutcome(won=False, record=await _lost(connection, approval_id, at))
+            return DecisionOutcome(won=False, record=_lost(connection, approval_id, at))
 
         return await self._db.transaction(body)
 
     async def expire_due(self, *, now: datetime | None = None) -> list[ApprovalRecord]:
         at = now or self._now()
 
-        async def body(connection: aiosqlite.Connection) -> list[ApprovalRecord]:
-            rows = await fetch_all(
+        def body(connection: sqlite3.Connection) -> list[ApprovalRecord]:
+            rows = fetch_all(
                 connection,
                 "UPDATE approvals SET status = 'expired' WHERE status = 'pending' "
                 f"AND expires_at IS NOT NULL AND expires_at <= ? RETURNING {APPROVAL_COLUMNS}",
@@ -135,7 +133,7 @@ class ApprovalsPart(StoreBase):
             )
             expired = sorted((row_to_approval(row) for row in rows), key=lambda r: r.approval_id)
             for record in expired:
-                await _audit_expired(connection, record, at)
+                _audit_expired(connection, record, at)
             return expired
 
         return await self._db.transaction(body)
@@ -145,8 +143,8 @@ class ApprovalsPart(StoreBase):
             raise InputError("a revocation needs an actor")
         at = self._now()
 
-        async def body(connection: aiosqlite.Connection) -> DecisionOutcome:
-            row = await fetch_one(
+        def body(connection: sqlite3.Connection) -> DecisionOutcome:
+            row = fetch_one(
                 connection,
                 "UPDATE approvals SET status = 'revoked', revoked_at = ?, revoked_by = ? "
                 "WHERE approval_id = ? AND (status = 'pending' OR (status = 'approved' "
@@ -156,9 +154,9 @@ class ApprovalsPart(StoreBase):
                 (to_db(at), actor, approval_id),
             )
             if row is None:
-                return DecisionOutcome(won=False, record=await _require(connection, approval_id))
+                return DecisionOutcome(won=False, record=_require(connection, approval_id))
             record = row_to_approval(row)
-            await audit.append(
+            audit.append(
                 connection,
                 "revoked",
                 at=at,
@@ -172,8 +170,8 @@ class ApprovalsPart(StoreBase):
         return await self._db.transaction(body)
 
     async def set_approval_message(self, approval_id: str, *, channel: str, ts: str) -> None:
-        async def body(connection: aiosqlite.Connection) -> None:
-            rows = await fetch_all(
+        def body(connection: sqlite3.Connection) -> None:
+            rows = fetch_all(
                 connection,
                 "UPDATE approvals SET slack_channel = ?, slack_ts = ? WHERE approval_id = ? "
                 "RETURNING approval_id",
@@ -193,11 +191,11 @@ def _check_new(new: NewApproval) -> None:
         to_db(new.expires_at)  # refuses a naive expiry before anything is written
 
 
-async def _insert_or_get(
-    connection: aiosqlite.Connection, new: NewApproval, *, at: datetime
+def _insert_or_get(
+    connection: sqlite3.Connection, new: NewApproval, *, at: datetime
 ) -> ApprovalRecord:
     try:
-        row = await fetch_one(
+        row = fetch_one(
             connection,
             "INSERT INTO approvals (approval_id, run_id, tool_call_id, tool_name, "
             "arguments_digest, snapshot, status, requester, created_at, expires_at) "
@@ -214,7 +212,7 @@ async def _insert_or_get(
             "(unknown run, or the approval id is taken by another call)"
         ) from None
     if row is None:
-        existing = await fetch_one(
+        existing = fetch_one(
             connection,
             f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE run_id = ? AND tool_call_id = ? "
             "AND status <> 'revoked'",
@@ -223,7 +221,7 @@ async def _insert_or_get(
         assert existing is not None
         return row_to_approval(existing)
     record = row_to_approval(row)
-    await audit.append(
+    audit.append(
         connection,
         "requested",
         at=at,
@@ -240,27 +238,25 @@ async def _insert_or_get(
     return record
 
 
-async def _require(connection: aiosqlite.Connection, approval_id: str) -> ApprovalRecord:
-    row = await fetch_one(connection, _SELECT_ONE, (approval_id,))
+def _require(connection: sqlite3.Connection, approval_id: str) -> ApprovalRecord:
+    row = fetch_one(connection, _SELECT_ONE, (approval_id,))
     if row is None:
         raise InputError(f"no approval {approval_id!r}")
     return row_to_approval(row)
 
 
-async def _lost(connection: aiosqlite.Connection, approval_id: str, at: datetime) -> ApprovalRecord:
+def _lost(connection: sqlite3.Connection, approval_id: str, at: datetime) -> ApprovalRecord:
     """The decision did not apply: expire it if that is why, else report the winner."""
-    expired = await fetch_one(connection, _EXPIRE_ONE, (approval_id, to_db(at)))
+    expired = fetch_one(connection, _EXPIRE_ONE, (approval_id, to_db(at)))
     if expired is None:
-        return await _require(connection, approval_id)
+        return _require(connection, approval_id)
     record = row_to_approval(expired)
-    await _audit_expired(connection, record, at)
+    _audit_expired(connection, record, at)
     return record
 
 
-async def _audit_expired(
-    connection: aiosqlite.Connection, record: ApprovalRecord, at: datetime
-) -> None:
-    await audit.append(
+def _audit_expired(connection: sqlite3.Connection, record: ApprovalRecord, at: datetime) -> None:
+    audit.append(
         connection,
         "expired",
         at=at,

@@ -24,8 +24,6 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-import aiosqlite
-
 from bot.errors import InputError
 from store.api import AuditEvent, AuditVerification
 
@@ -69,8 +67,8 @@ def event_hash(
     return hashlib.sha256((prev_hash + canonical).encode()).hexdigest()
 
 
-async def append(
-    connection: aiosqlite.Connection,
+def append(
+    connection: sqlite3.Connection,
     kind: str,
     *,
     at: datetime,
@@ -82,7 +80,7 @@ async def append(
     """Append one event; call inside a write transaction (the head row is read there)."""
     if not kind:
         raise InputError("audit event kind is empty")
-    head = await fetch_one(connection, "SELECT seq, hash FROM audit_head WHERE id = 1")
+    head = fetch_one(connection, "SELECT seq, hash FROM audit_head WHERE id = 1")
     if head is None:
         raise InputError("audit head row is missing; the database was altered")
     seq, prev_hash = int(head[0]) + 1, str(head[1])
@@ -97,7 +95,7 @@ async def append(
         detail_json=detail_json,
         at=at_text,
     )
-    await connection.execute(
+    connection.execute(
         f"INSERT INTO audit_events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (seq, kind, actor, run_id, approval_id, detail_json, at_text, prev_hash, digest),
     )

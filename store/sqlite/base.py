@@ -4,11 +4,10 @@ fail-closed path for blobs that do not authenticate."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
-
-import aiosqlite
 
 from bot.errors import TamperError
 from store.crypto import AadValue, KeyRing, Sealed, seal, unseal
@@ -91,8 +90,8 @@ class StoreBase:
         at = self._now()
         audit.canonical_detail(detail)  # refuse a bad detail before taking the write lock
 
-        async def body(connection: aiosqlite.Connection) -> audit.AuditEvent:
-            return await audit.append(
+        def body(connection: sqlite3.Connection) -> audit.AuditEvent:
+            return audit.append(
                 connection,
                 kind,
                 at=at,

@@ -28,8 +28,6 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import aiosqlite
-
 from bot.errors import (
     ExecutionKeyConflict,
     InputError,
@@ -93,13 +91,13 @@ class LedgerPart(StoreBase):
         now = self._now()
         lease = _Lease(owner=owner, now=now, expires=now + timedelta(seconds=lease_seconds))
 
-        async def body(connection: aiosqlite.Connection) -> Claim | _SealedResult:
-            row = await fetch_one(
+        def body(connection: sqlite3.Connection) -> Claim | _SealedResult:
+            row = fetch_one(
                 connection, f"SELECT {LEDGER_COLUMNS} FROM ledger WHERE execution_key = ?",
                 (execution_key,),
             )  # fmt: skip
             if row is None:
-                await connection.execute(
+                connection.execute(
                     "INSERT INTO ledger (execution_key, arguments_digest, run_id, tool_call_id, "
                     "tool_name, state, attempt, lease_owner, lease_expires_at, lease_version, "
                     "created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'executing', 1, ?, ?, 1, ?, ?)",
@@ -107,7 +105,7 @@ class LedgerPart(StoreBase):
                      owner, to_db(lease.expires), to_db(now), to_db(now)),
                 )  # fmt: skip
                 return Fresh(lease_token=1, attempt=1)
-            return await _claim_existing(connection, row, arguments_digest, lease, redispatch)
+            return _claim_existing(connection, row, arguments_digest, lease, redispatch)
 
         outcome = await self._db.transaction(body)
         if isinstance(outcome, _SealedResult):
@@ -135,8 +133,8 @@ class LedgerPart(StoreBase):
         )
         now = to_db(self._now())
 
-        async def body(connection: aiosqlite.Connection) -> None:
-            rows = await fetch_all(
+        def body(connection: sqlite3.Connection) -> None:
+            rows = fetch_all(
                 connection,
                 "UPDATE ledger SET state = ?, result_key_id = ?, result_nonce = ?, "
                 "result_ciphertext = ?, is_error = ?, lease_owner = NULL, "
@@ -147,7 +145,7 @@ class LedgerPart(StoreBase):
                  execution_key, lease_token),
             )  # fmt: skip
             if not rows:
-                raise await _lease_lost(connection, execution_key, lease_token)
+                raise _lease_lost(connection, execution_key, lease_token)
 
         await self._db.transaction(body)
 
@@ -157,8 +155,8 @@ class LedgerPart(StoreBase):
         is recorded is not uncertain and stays as it is."""
         now = to_db(self._now())
 
-        async def body(connection: aiosqlite.Connection) -> None:
-            rows = await fetch_all(
+        def body(connection: sqlite3.Connection) -> None:
+            rows = fetch_all(
                 connection,
                 "UPDATE ledger SET state = 'uncertain', lease_version = lease_version + 1, "
                 "lease_owner = NULL, lease_expires_at = NULL, updated_at = ? "
@@ -166,7 +164,7 @@ class LedgerPart(StoreBase):
                 (now, execution_key),
             )
             if not rows:
-                await _require_entry(connection, execution_key)
+                _require_entry(connection, execution_key)
 
         await self._db.transaction(body)
 
@@ -185,8 +183,8 @@ class LedgerPart(StoreBase):
         )
         now = to_db(self._now())
 
-        async def body(connection: aiosqlite.Connection) -> None:
-            rows = await fetch_all(
+        def body(connection: sqlite3.Connection) -> None:
+            rows = fetch_all(
                 connection,
                 "UPDATE ledger SET state = 'succeeded', lease_version = ?, result_key_id = ?, "
                 "result_nonce = ?, result_ciphertext = ?, is_error = 0, lease_owner = NULL, "
@@ -197,7 +195,7 @@ class LedgerPart(StoreBase):
                  version - 1),
             )  # fmt: skip
             if not rows:
-                row = await _require_entry(connection, execution_key)
+                row = _require_entry(connection, execution_key)
                 raise ResolutionError(
                     f"execution key {execution_key!r} is {row['state']} "
                     f"(lease version {row['lease_version']}); it cannot take a verified result"
@@ -250,8 +248,8 @@ class _SealedResult:
     is_error: bool
 
 
-async def _claim_existing(
-    connection: aiosqlite.Connection,
+def _claim_existing(
+    connection: sqlite3.Connection,
     row: sqlite3.Row,
     arguments_digest: str,
     lease: _Lease,
@@ -276,12 +274,12 @@ async def _claim_existing(
             is_error=bool(row["is_error"]),
         )
     if state == "failed_retryable":
-        return await _take_over(connection, row, lease)
+        return _take_over(connection, row, lease)
     if state == "uncertain":
-        return await _take_over(connection, row, lease) if redispatch else Uncertain()
+        return _take_over(connection, row, lease) if redispatch else Uncertain()
     _refuse_live_lease(row, lease)
     if redispatch:
-        return await _take_over(connection, row, lease)
+        return _take_over(connection, row, lease)
     return Interrupted(attempt=int(row["attempt"]))
 
 
@@ -296,9 +294,9 @@ def _refuse_live_lease(row: sqlite3.Row, lease: _Lease) -> None:
         )
 
 
-async def _take_over(connection: aiosqlite.Connection, row: sqlite3.Row, lease: _Lease) -> Fresh:
+def _take_over(connection: sqlite3.Connection, row: sqlite3.Row, lease: _Lease) -> Fresh:
     version, attempt = int(row["lease_version"]) + 1, int(row["attempt"]) + 1
-    await connection.execute(
+    connection.execute(
         "UPDATE ledger SET state = 'executing', attempt = ?, lease_owner = ?, "
         "lease_expires_at = ?, lease_version = ?, result_key_id = NULL, result_nonce = NULL, "
         "result_ciphertext = NULL, is_error = 0, updated_at = ? "
@@ -309,8 +307,8 @@ async def _take_over(connection: aiosqlite.Connection, row: sqlite3.Row, lease: 
     return Fresh(lease_token=version, attempt=attempt)
 
 
-async def _require_entry(connection: aiosqlite.Connection, execution_key: str) -> sqlite3.Row:
-    row = await fetch_one(
+def _require_entry(connection: sqlite3.Connection, execution_key: str) -> sqlite3.Row:
+    row = fetch_one(
         connection, "SELECT state, lease_version FROM ledger WHERE execution_key = ?",
         (execution_key,),
     )  # fmt: skip
@@ -319,10 +317,10 @@ async def _require_entry(connection: aiosqlite.Connection, execution_key: str) -
     return row
 
 
-async def _lease_lost(
-    connection: aiosqlite.Connection, execution_key: str, lease_token: int
+def _lease_lost(
+    connection: sqlite3.Connection, execution_key: str, lease_token: int
 ) -> LeaseLostError:
-    row = await fetch_one(
+    row = fetch_one(
         connection, "SELECT state, lease_version FROM ledger WHERE execution_key = ?",
         (execution_key,),
     )  # fmt: skip

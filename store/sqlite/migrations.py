@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
 
-import aiosqlite
-
 from bot.errors import MigrationError
 from store.sqlite.connection import Database, fetch_all
 from store.sqlite.timefmt import to_db
@@ -112,16 +110,16 @@ def _refuse_newer(found: int, latest: int, database: Database) -> None:
 
 
 async def _apply(database: Database, migration: Migration, *, now: datetime) -> bool:
-    async def body(connection: aiosqlite.Connection) -> bool:
-        await connection.execute(LEDGER_DDL)
-        done = await fetch_all(
+    def body(connection: sqlite3.Connection) -> bool:
+        connection.execute(LEDGER_DDL)
+        done = fetch_all(
             connection, "SELECT 1 FROM schema_migrations WHERE version = ?", (migration.version,)
         )
         if done:
             return False  # another process applied it while we waited for the lock
         for statement in split_statements(migration.sql):
-            await connection.execute(statement)
-        await connection.execute(
+            connection.execute(statement)
+        connection.execute(
             "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
             (migration.version, migration.name, to_db(now)),
         )

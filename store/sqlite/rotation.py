@@ -13,8 +13,6 @@ import functools
 import sqlite3
 from dataclasses import dataclass, field
 
-import aiosqlite
-
 from bot.errors import TamperError
 from store.crypto import AadValue, Sealed
 from store.sqlite.base import StoreBase
@@ -148,13 +146,13 @@ class RotationPart(StoreBase):
         return _Pending(record=record, run_id=run_id, old_nonce=old.nonce, sealed=sealed)
 
 
-async def _write_states(
-    connection: aiosqlite.Connection, *, batch: list[_Pending], report: RotationReport
+def _write_states(
+    connection: sqlite3.Connection, *, batch: list[_Pending], report: RotationReport
 ) -> int:
     written = 0
     for pending in batch:
         sealed = pending.sealed
-        rows = await fetch_all(
+        rows = fetch_all(
             connection,
             "UPDATE run_blobs SET key_id = ?, nonce = ?, ciphertext = ? "
             "WHERE run_id = ? AND nonce = ? RETURNING run_id",
@@ -163,20 +161,20 @@ async def _write_states(
         if not rows:
             report.skipped_rewritten += 1
             continue
-        await connection.execute(
+        connection.execute(
             "UPDATE runs SET key_id = ? WHERE run_id = ?", (sealed.key_id, pending.record)
         )
         written += 1
     return written
 
 
-async def _write_results(
-    connection: aiosqlite.Connection, *, batch: list[_Pending], report: RotationReport
+def _write_results(
+    connection: sqlite3.Connection, *, batch: list[_Pending], report: RotationReport
 ) -> int:
     written = 0
     for pending in batch:
         sealed = pending.sealed
-        rows = await fetch_all(
+        rows = fetch_all(
             connection,
             "UPDATE ledger SET result_key_id = ?, result_nonce = ?, result_ciphertext = ? "
             "WHERE execution_key = ? AND result_nonce = ? RETURNING execution_key",

@@ -12,8 +12,6 @@ import hashlib
 import sqlite3
 from typing import get_args
 
-import aiosqlite
-
 from bot.errors import ConflictError, InputError, TamperError
 from store.api import RunRecord, RunStatus
 from store.crypto import Sealed
@@ -71,9 +69,9 @@ class RunsPart(StoreBase):
         )
         now = to_db(self._now())
 
-        async def body(connection: aiosqlite.Connection) -> RunRecord:
+        def body(connection: sqlite3.Connection) -> RunRecord:
             try:
-                row = await fetch_one(
+                row = fetch_one(
                     connection,
                     "INSERT INTO runs (run_id, agent_name, agent_version, schema_version, "
                     "status, version, state_version, key_id, blob_digest, channel, thread_ts, "
@@ -84,7 +82,7 @@ class RunsPart(StoreBase):
                 )  # fmt: skip
             except sqlite3.IntegrityError:
                 raise ConflictError(f"run {run_id!r} already exists") from None
-            await _write_blob(connection, run_id, sealed, insert=True)
+            _write_blob(connection, run_id, sealed, insert=True)
             assert row is not None
             return row_to_run(row)
 
@@ -108,8 +106,8 @@ class RunsPart(StoreBase):
         )
         now = to_db(self._now())
 
-        async def body(connection: aiosqlite.Connection) -> RunRecord:
-            row = await fetch_one(
+        def body(connection: sqlite3.Connection) -> RunRecord:
+            row = fetch_one(
                 connection,
                 "UPDATE runs SET status = ?, version = version + 1, state_version = version + 1, "
                 "schema_version = ?, key_id = ?, blob_digest = ?, updated_at = ? "
@@ -117,8 +115,8 @@ class RunsPart(StoreBase):
                 (status, schema_version, sealed.key_id, digest, now, run_id, expected_version),
             )
             if row is None:
-                raise await _version_conflict(connection, run_id, expected_version)
-            await _write_blob(connection, run_id, sealed, insert=False)
+                raise _version_conflict(connection, run_id, expected_version)
+            _write_blob(connection, run_id, sealed, insert=False)
             return row_to_run(row)
 
         return await self._db.transaction(body)
@@ -130,15 +128,15 @@ class RunsPart(StoreBase):
         _check_status(new_status)
         now = to_db(self._now())
 
-        async def body(connection: aiosqlite.Connection) -> RunRecord | None:
-            row = await fetch_one(
+        def body(connection: sqlite3.Connection) -> RunRecord | None:
+            row = fetch_one(
                 connection,
                 "UPDATE runs SET status = ?, version = version + 1, updated_at = ? "
                 f"WHERE run_id = ? AND status = ? RETURNING {RUN_COLUMNS}",
                 (new_status, now, run_id, expected_status),
             )
             if row is None:
-                await _require_run(connection, run_id)
+                _require_run(connection, run_id)
                 return None
             return row_to_run(row)
 
@@ -191,8 +189,8 @@ class RunsPart(StoreBase):
     async def set_run_thread(self, run_id: str, *, channel: str, thread_ts: str) -> None:
         now = to_db(self._now())
 
-        async def body(connection: aiosqlite.Connection) -> None:
-            rows = await fetch_all(
+        def body(connection: sqlite3.Connection) -> None:
+            rows = fetch_all(
                 connection,
                 "UPDATE runs SET channel = ?, thread_ts = ?, updated_at = ? WHERE run_id = ? "
                 "RETURNING run_id",
@@ -221,29 +219,27 @@ class RunsPart(StoreBase):
         return [row_to_run(row) for row in rows]
 
 
-async def _write_blob(
-    connection: aiosqlite.Connection, run_id: str, sealed: Sealed, *, insert: bool
+def _write_blob(
+    connection: sqlite3.Connection, run_id: str, sealed: Sealed, *, insert: bool
 ) -> None:
     if insert:
         sql = "INSERT INTO run_blobs (key_id, nonce, ciphertext, run_id) VALUES (?, ?, ?, ?)"
     else:
         sql = "UPDATE run_blobs SET key_id = ?, nonce = ?, ciphertext = ? WHERE run_id = ?"
-    await connection.execute(sql, (sealed.key_id, sealed.nonce, sealed.ciphertext, run_id))
+    connection.execute(sql, (sealed.key_id, sealed.nonce, sealed.ciphertext, run_id))
 
 
-async def _require_run(connection: aiosqlite.Connection, run_id: str) -> sqlite3.Row:
-    row = await fetch_one(
-        connection, "SELECT version, status FROM runs WHERE run_id = ?", (run_id,)
-    )
+def _require_run(connection: sqlite3.Connection, run_id: str) -> sqlite3.Row:
+    row = fetch_one(connection, "SELECT version, status FROM runs WHERE run_id = ?", (run_id,))
     if row is None:
         raise InputError(f"no run {run_id!r}")
     return row
 
 
-async def _version_conflict(
-    connection: aiosqlite.Connection, run_id: str, expected_version: int
+def _version_conflict(
+    connection: sqlite3.Connection, run_id: str, expected_version: int
 ) -> ConflictError:
-    row = await _require_run(connection, run_id)
+    row = _require_run(connection, run_id)
     return ConflictError(
         f"run {run_id!r} is at version {row['version']} ({row['status']}), "
         f"not the expected version {expected_version}"
