@@ -46,13 +46,12 @@ from bot.runtime.decisions import (
 )
 from bot.runtime.digest import execution_key
 from bot.runtime.model import Item, ToolCallItem, ToolResultItem
+from bot.runtime.state_checks import check_history, check_integrity, unanswered_calls
 from bot.runtime.state_codec import (
     CURRENT_SCHEMA_VERSION,
     DEFAULT_MAX_TURNS,
     SCHEMA_VERSION_KEY,
     StateFields,
-    check_history,
-    last_turn_index,
     parse_payload,
 )
 
@@ -283,21 +282,10 @@ class RunState:
 
     def outstanding_calls(self) -> list[OutstandingCall]:
         """Calls of the last model turn that have no result yet, in order."""
-        turn = last_turn_index(self.history)
-        if turn is None:
-            return []
-        calls = self.history[turn]
-        if calls["type"] != "assistant" or not calls["tool_calls"]:
-            return []
-        answered = {
-            item["tool_call_id"]
-            for item in self.history[turn + 1 :]
-            if item["type"] == "tool_result"
-        }
+        turn, unanswered = unanswered_calls(self.history)
         return [
             OutstandingCall(call=call, execution_key=execution_key(self.run_id, turn, call["id"]))
-            for call in calls["tool_calls"]
-            if call["id"] not in answered
+            for call in unanswered
         ]
 
     def set_pending(self, calls: Iterable[PendingCall]) -> None:
@@ -400,39 +388,13 @@ class RunState:
         )
 
     def _check_consistency(self) -> None:
-        """Pending calls must be unanswered calls of the last turn, with the same
-        arguments and key; decisions must fit their call's status."""
-        outstanding = {o.call["id"]: o for o in self.outstanding_calls()}
-        for call in self._pending.values():
-            match = outstanding.get(call.tool_call_id)
-            if match is None:
-                raise RunStateError(
-                    f"pending call {call.tool_call_id} is not an unanswered call of the "
-                    "run's last model turn"
-                )
-            if (
-                match.call["name"] != call.tool_name
-                or match.call["arguments"] != call.arguments
-                or match.execution_key != call.execution_key
-            ):
-                raise RunStateError(
-                    f"pending call {call.tool_call_id} does not match the model turn that "
-                    "asked for it (tool, arguments or execution key differ)"
-                )
-        for call_id, decision in self._decisions.items():
-            pending = self._pending.get(call_id)
-            if pending is None:
-                raise RunStateError(f"a decision names {call_id}, which is not pending")
-            fits = isinstance(decision, ApprovedCall | RejectedCall) == (
-                pending.status == "approval"
-            )
-            if not fits:
-                raise RunStateError(
-                    f"decision {decision.kind!r} does not fit call {call_id} ({pending.status})"
-                )
-        for tool_name, rule in self._always.items():
-            if not isinstance(rule, ApprovedCall | RejectedCall):
-                raise RunStateError(f"always-rule of {tool_name} must be approved or rejected")
+        check_integrity(
+            run_id=self.run_id,
+            history=self.history,
+            pending=self._pending,
+            decisions=self._decisions,
+            always=self._always,
+        )
 
     def __repr__(self) -> str:
         return (

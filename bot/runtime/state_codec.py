@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import itemgetter
 from types import MappingProxyType
@@ -37,6 +37,15 @@ from bot.runtime.decisions import (
 )
 from bot.runtime.digest import execution_key
 from bot.runtime.model import Item
+from bot.runtime.state_checks import (
+    last_turn_index,
+    read_dict,
+    read_int,
+    read_list,
+    read_opt_str,
+    read_required,
+    read_str,
+)
 
 SCHEMA_VERSION_KEY = "$schemaVersion"
 CURRENT_SCHEMA_VERSION = "1.0"
@@ -58,7 +67,7 @@ DEFAULT_MAX_TURNS = 10
 _LEGACY_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class StateFields:
     """Everything a RunState holds, as parsed from a payload."""
 
@@ -70,9 +79,9 @@ class StateFields:
     history: list[Item]
     context: dict[str, Any] | None
     pending: list[PendingCall]
-    decisions: dict[str, Decision] = field(default_factory=dict)
-    always: dict[str, Decision] = field(default_factory=dict)
-    approval_metadata: dict[str, ApprovalMetadata] = field(default_factory=dict)
+    decisions: dict[str, Decision]
+    always: dict[str, Decision]
+    approval_metadata: dict[str, ApprovalMetadata]
 
 
 def parse_payload(payload: Any) -> StateFields:
@@ -82,6 +91,8 @@ def parse_payload(payload: Any) -> StateFields:
     if SCHEMA_VERSION_KEY not in payload:
         return _parse_legacy(payload)
     version = payload[SCHEMA_VERSION_KEY]
+    if version == CURRENT_SCHEMA_VERSION:
+        return _parse_current(payload)
     if not isinstance(version, str) or version not in SUPPORTED_SCHEMA_VERSIONS:
         raise SchemaVersionError(
             f"RunState payload has $schemaVersion {version!r}, but this build reads "
@@ -106,155 +117,18 @@ def _migrate(payload: dict[str, Any], version: str) -> dict[str, Any]:
     return payload
 
 
-# -- typed reads ----------------------------------------------------------------------
-
-
-def _bad(path: str, expected: str, value: Any) -> RunStateError:
-    return RunStateError(f"RunState field {path!r} must be {expected}, got {type(value).__name__}")
-
-
-def _str(value: Any, path: str) -> str:
-    if not isinstance(value, str):
-        raise _bad(path, "a string", value)
-    return value
-
-
-def _opt_str(value: Any, path: str) -> str | None:
-    return None if value is None else _str(value, path)
-
-
-def _int(value: Any, path: str, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(path, "an integer", value)
-    if value < minimum:
-        raise RunStateError(f"RunState field {path!r} must be at least {minimum}, got {value}")
-    return value
-
-
-def _dict(value: Any, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _bad(path, "an object", value)
-    return value
-
-
-def _list(value: Any, path: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise _bad(path, "an array", value)
-    return value
-
-
-def _required(payload: dict[str, Any], key: str) -> Any:
-    if key not in payload:
-        raise RunStateError(f"RunState payload lacks the required field {key!r}")
-    return payload[key]
-
-
-# -- history --------------------------------------------------------------------------
-
-
-def check_history(value: Any, path: str = "history") -> list[Item]:
-    """Validate history items: one pass, no copies, few calls (the hot path of loading).
-    On the first bad item, a second careful pass names the field."""
-    items = _list(value, path)
-    for item in items:
-        if type(item) is not dict:
-            break
-        kind = item.get("type")
-        if kind == "tool_result":
-            if (
-                type(item.get("tool_call_id")) is not str
-                or type(item.get("name")) is not str
-                or type(item.get("content")) is not str
-                or type(item.get("is_error")) is not bool
-            ):
-                break
-        elif kind == "assistant":
-            content = item.get("content")
-            calls = item.get("tool_calls")
-            if (content is not None and type(content) is not str) or type(calls) is not list:
-                break
-            for call in calls:
-                if (
-                    type(call) is not dict
-                    or type(call.get("id")) is not str
-                    or type(call.get("name")) is not str
-                    or type(call.get("arguments")) is not dict
-                ):
-                    break
-            else:
-                continue
-            break
-        elif kind != "user" or type(item.get("content")) is not str:
-            break
-    else:
-        return cast(list[Item], items)
-    _explain_bad_history(items, path)
-    raise AssertionError("unreachable: _explain_bad_history raises")  # pragma: no cover
-
-
-def _explain_bad_history(items: list[Any], path: str) -> None:
-    """Raise RunStateError naming the first bad field of `items`."""
-    for index, item in enumerate(items):
-        where = f"{path}[{index}]"
-        if type(item) is not dict:
-            raise _bad(where, "an object", item)
-        kind = item.get("type")
-        if kind == "tool_result":
-            for key, expected in (("tool_call_id", str), ("name", str), ("content", str)):
-                if type(item.get(key)) is not expected:
-                    raise _bad(f"{where}.{key}", "a string", item.get(key))
-            if type(item.get("is_error")) is not bool:
-                raise _bad(f"{where}.is_error", "a boolean", item.get("is_error"))
-        elif kind == "assistant":
-            content = item.get("content")
-            if content is not None and type(content) is not str:
-                raise _bad(f"{where}.content", "a string or null", content)
-            _explain_bad_tool_calls(item.get("tool_calls"), f"{where}.tool_calls")
-        elif kind == "user":
-            _str(item.get("content"), f"{where}.content")
-        else:
-            raise RunStateError(
-                f"RunState field '{where}.type' must be user, assistant or tool_result, "
-                f"got {kind!r}"
-            )
-
-
-def _explain_bad_tool_calls(value: Any, path: str) -> None:
-    for index, call in enumerate(_list(value, path)):
-        if not (
-            type(call) is dict
-            and type(call.get("id")) is str
-            and type(call.get("name")) is str
-            and type(call.get("arguments")) is dict
-        ):
-            raise RunStateError(
-                f"RunState field '{path}[{index}]' must have a string id and name and "
-                "an object of arguments"
-            )
-
-
-def last_turn_index(history: list[Item]) -> int | None:
-    """History index of the last assistant item (the turn pending calls belong to).
-    Tolerates unvalidated items: RunState validates the history itself."""
-    for index in range(len(history) - 1, -1, -1):
-        item: Any = history[index]
-        if isinstance(item, dict) and item.get("type") == "assistant":
-            return index
-    return None
-
-
 # -- decisions and metadata -----------------------------------------------------------
 
 
 def _decision(value: Any, path: str) -> Decision:
-    data = _dict(value, path)
+    data = read_dict(value, path)
     kind = data.get("kind")
     if kind == "approved":
         return ApprovedCall()
     if kind == "rejected":
-        return RejectedCall(message=_str(data.get("message"), f"{path}.message"))
+        return RejectedCall(message=read_str(data.get("message"), f"{path}.message"))
     if kind == "verified_result":
-        return VerifiedResult(result=_str(data.get("result"), f"{path}.result"))
+        return VerifiedResult(result=read_str(data.get("result"), f"{path}.result"))
     if kind == "retry":
         return RetryCall()
     if kind == "abort":
@@ -264,7 +138,7 @@ def _decision(value: Any, path: str) -> Decision:
 
 def _timestamp(value: Any, path: str) -> datetime:
     try:
-        moment = datetime.fromisoformat(_str(value, path))
+        moment = datetime.fromisoformat(read_str(value, path))
     except ValueError as error:
         raise RunStateError(f"RunState field {path!r} is not an ISO timestamp") from error
     # Naive timestamps only come from legacy builds, which wrote UTC.
@@ -272,14 +146,14 @@ def _timestamp(value: Any, path: str) -> datetime:
 
 
 def _metadata(value: Any, path: str, *, legacy: bool) -> ApprovalMetadata:
-    data = _dict(value, path)
+    data = read_dict(value, path)
     if legacy and data.get("timestamp") is None:
         stamp = _LEGACY_EPOCH  # legacy builds could omit it; the epoch marks "unknown"
     else:
         stamp = _timestamp(data.get("timestamp"), f"{path}.timestamp")
     return ApprovalMetadata(
-        approver_id=_opt_str(data.get("approver_id"), f"{path}.approver_id"),
-        reason=_opt_str(data.get("reason"), f"{path}.reason"),
+        approver_id=read_opt_str(data.get("approver_id"), f"{path}.approver_id"),
+        reason=read_opt_str(data.get("reason"), f"{path}.reason"),
         timestamp=stamp,
     )
 
@@ -287,8 +161,8 @@ def _metadata(value: Any, path: str, *, legacy: bool) -> ApprovalMetadata:
 def _pending_call(
     value: Any, path: str, *, run_id: str, turn: int | None, legacy: bool
 ) -> PendingCall:
-    data = _dict(value, path)
-    call_id = _str(data.get("tool_call_id"), f"{path}.tool_call_id")
+    data = read_dict(value, path)
+    call_id = read_str(data.get("tool_call_id"), f"{path}.tool_call_id")
     key = data.get("execution_key")
     if key is None and legacy and turn is not None:
         key = execution_key(run_id, turn, call_id)
@@ -298,9 +172,9 @@ def _pending_call(
     arguments = data.get("arguments", {}) if legacy else data.get("arguments")
     return PendingCall(
         tool_call_id=call_id,
-        tool_name=_str(data.get("tool_name"), f"{path}.tool_name"),
-        arguments=_dict(arguments, f"{path}.arguments"),
-        execution_key=_str(key, f"{path}.execution_key"),
+        tool_name=read_str(data.get("tool_name"), f"{path}.tool_name"),
+        arguments=read_dict(arguments, f"{path}.arguments"),
+        execution_key=read_str(key, f"{path}.execution_key"),
         status=status,
     )
 
@@ -347,12 +221,15 @@ def _parse_current(payload: dict[str, Any]) -> StateFields:
         history=history,
         context=context,
         pending=[_current_pending_call(item, index) for index, item in enumerate(pending)],
+        decisions={},
+        always={},
+        approval_metadata={},
     )
-    for call_id, item in _dict(decisions, "decisions").items():
+    for call_id, item in read_dict(decisions, "decisions").items():
         fields.decisions[call_id] = _decision(item, f"decisions.{call_id}")
-    for tool_name, item in _dict(always, "always").items():
+    for tool_name, item in read_dict(always, "always").items():
         fields.always[tool_name] = _decision(item, f"always.{tool_name}")
-    for call_id, item in _dict(notes, "approval_metadata").items():
+    for call_id, item in read_dict(notes, "approval_metadata").items():
         path = f"approval_metadata.{call_id}"
         fields.approval_metadata[call_id] = _metadata(item, path, legacy=False)
     return fields
@@ -380,18 +257,18 @@ def _current_pending_call(item: Any, index: int) -> PendingCall:
 
 def _explain_bad_top_level(payload: dict[str, Any]) -> None:
     """Raise RunStateError naming the first missing or ill-typed top-level field."""
-    _str(_required(payload, "run_id"), "run_id")
-    _str(_required(payload, "agent_name"), "agent_name")
-    _str(_required(payload, "agent_version"), "agent_version")
-    _int(_required(payload, "current_turn"), "current_turn", minimum=0)
-    _int(_required(payload, "max_turns"), "max_turns", minimum=1)
-    _list(_required(payload, "history"), "history")
-    context = _required(payload, "context")
+    read_str(read_required(payload, "run_id"), "run_id")
+    read_str(read_required(payload, "agent_name"), "agent_name")
+    read_str(read_required(payload, "agent_version"), "agent_version")
+    read_int(read_required(payload, "current_turn"), "current_turn", minimum=0)
+    read_int(read_required(payload, "max_turns"), "max_turns", minimum=1)
+    read_list(read_required(payload, "history"), "history")
+    context = read_required(payload, "context")
     if context is not None:
-        _dict(context, "context")
-    _list(_required(payload, "pending_calls"), "pending_calls")
+        read_dict(context, "context")
+    read_list(read_required(payload, "pending_calls"), "pending_calls")
     for key in ("decisions", "always", "approval_metadata"):
-        _required(payload, key)
+        read_required(payload, key)
     raise RunStateError("RunState payload is malformed")  # pragma: no cover
 
 
@@ -402,36 +279,39 @@ def _parse_legacy(payload: dict[str, Any]) -> StateFields:
     """Builds before versioning wrote a bare dict: pending calls as `interruptions`
     (or `pending_calls`), decisions as `approved_tools` / `rejected_tools` lists of call
     ids (rejections possibly as {call id: message}). Missing fields take safe defaults."""
-    run_id = _str(payload.get("run_id") or uuid.uuid4().hex, "run_id")
-    history = cast(list[Item], _list(payload.get("history", []), "history"))
+    run_id = read_str(payload.get("run_id") or uuid.uuid4().hex, "run_id")
+    history = cast(list[Item], read_list(payload.get("history", []), "history"))
     turn = last_turn_index(history)
     context = payload.get("context")
     raw_pending = payload.get("pending_calls", payload.get("interruptions", []))
     fields = StateFields(
         run_id=run_id,
-        agent_name=_str(payload.get("agent_name", ""), "agent_name"),
-        agent_version=_str(payload.get("agent_version", "1"), "agent_version"),
-        current_turn=_int(payload.get("current_turn", 0), "current_turn", minimum=0),
-        max_turns=_int(payload.get("max_turns", DEFAULT_MAX_TURNS), "max_turns", minimum=1),
+        agent_name=read_str(payload.get("agent_name", ""), "agent_name"),
+        agent_version=read_str(payload.get("agent_version", "1"), "agent_version"),
+        current_turn=read_int(payload.get("current_turn", 0), "current_turn", minimum=0),
+        max_turns=read_int(payload.get("max_turns", DEFAULT_MAX_TURNS), "max_turns", minimum=1),
         history=history,
-        context=None if context is None else _dict(context, "context"),
+        context=None if context is None else read_dict(context, "context"),
         pending=[
             _pending_call(item, f"interruptions[{i}]", run_id=run_id, turn=turn, legacy=True)
-            for i, item in enumerate(_list(raw_pending, "interruptions"))
+            for i, item in enumerate(read_list(raw_pending, "interruptions"))
         ],
+        decisions={},
+        always={},
+        approval_metadata={},
     )
-    for call_id in _list(payload.get("approved_tools", []), "approved_tools"):
-        fields.decisions[_str(call_id, "approved_tools[]")] = ApprovedCall()
+    for call_id in read_list(payload.get("approved_tools", []), "approved_tools"):
+        fields.decisions[read_str(call_id, "approved_tools[]")] = ApprovedCall()
     rejected = payload.get("rejected_tools", [])
     if isinstance(rejected, dict):
         for call_id, message in rejected.items():
-            text = _opt_str(message, f"rejected_tools.{call_id}") or DEFAULT_REJECTION_MESSAGE
+            text = read_opt_str(message, f"rejected_tools.{call_id}") or DEFAULT_REJECTION_MESSAGE
             fields.decisions[call_id] = RejectedCall(message=text)
     else:
-        for call_id in _list(rejected, "rejected_tools"):
-            key = _str(call_id, "rejected_tools[]")
+        for call_id in read_list(rejected, "rejected_tools"):
+            key = read_str(call_id, "rejected_tools[]")
             fields.decisions[key] = RejectedCall(message=DEFAULT_REJECTION_MESSAGE)
-    metadata = _dict(payload.get("approval_metadata", {}), "approval_metadata")
+    metadata = read_dict(payload.get("approval_metadata", {}), "approval_metadata")
     for call_id, item in metadata.items():
         path = f"approval_metadata.{call_id}"
         fields.approval_metadata[call_id] = _metadata(item, path, legacy=True)
