@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from bot.runtime.journal import Claim
+from bot.runtime.journal import Claim, Journal
 
 
 class LedgerStore(Protocol):
@@ -77,3 +77,8 @@ class StoreJournal:
 
     async def resolve_with_result(self, *, execution_key: str, result: str) -> None:
         await self._store.ledger_resolve_with_result(execution_key=execution_key, result=result)
+
+
+def _satisfies_journal_protocol(journal: StoreJournal) -> Journal:
+    """Never called: mypy checks here that StoreJournal implements the runner's Journal."""
+    return journal

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bot.errors import ConfigError
+from store.api import Store
 from store.config import database_url_from_env, parse_database_url, synchronous_from_env
 from store.crypto import KeyRing
 from store.keys import KEYS_ENV, resolve_keyring
@@ -99,3 +100,8 @@ async def _check_keys_cover(database: Database, keyring: KeyRing, path: Path) ->
             f"key ring lacks (it has {', '.join(keyring.key_ids)}); add them to {KEYS_ENV} "
             "or the key file"
         )
+
+
+def _satisfies_store_protocol(store: SqliteStore) -> Store:
+    """Never called: mypy checks here that SqliteStore implements the Store protocol."""
+    return store
