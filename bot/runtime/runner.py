@@ -21,7 +21,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
-from bot.errors import AgentNotRegisteredError, InputError, ModelError, RunStateError
+from bot.errors import (
+    AgentNotRegisteredError,
+    InputError,
+    ModelError,
+    RunStateError,
+    UnknownCallError,
+)
 from bot.runtime.agent import Agent, AgentRegistry
 from bot.runtime.context import deserialize_context, serialize_context
 from bot.runtime.decisions import (
@@ -212,9 +218,7 @@ class _Run:
             if isinstance(plan, _Answer):
                 self._result(call, plan.content, plan.is_error)
             elif isinstance(plan, _Verified):
-                await site.journal.resolve_with_result(
-                    execution_key=item.execution_key, result=plan.result
-                )
+                await _record_verified(site, item.execution_key, plan.result)
                 self._result(call, plan.result, False)
             elif isinstance(plan, _Execute):
                 outcome = await dispatch(
@@ -285,6 +289,15 @@ class _Run:
         if isinstance(decision, RetryCall):
             return _Answer(content=f"Unknown tool {pending.tool_name!r}.", is_error=True)
         return _Wait(pending=pending)
+
+
+async def _record_verified(site: CallSite, key: str, result: str) -> None:
+    """Give the journal the human-verified result. A journal that never saw the key (a
+    fresh in-memory one after a restart) has nothing to reconcile: the result stands."""
+    try:
+        await site.journal.resolve_with_result(execution_key=key, result=result)
+    except UnknownCallError:
+        logger.warning("journal has no entry for %s; using the verified result as is", key)
 
 
 def _pending(item: OutstandingCall, status: Literal["approval", "uncertain"]) -> PendingCall:

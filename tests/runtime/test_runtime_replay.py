@@ -215,3 +215,16 @@ async def test_approval_decision_errors(ops: Ops) -> None:
     with pytest.raises(AlreadyDecidedError) as caught:
         state.reject(call)
     assert caught.value.status == "approved"
+
+
+async def test_a_verified_result_stands_without_the_original_journal(ops: Ops) -> None:
+    # After a restart without a durable journal, the fresh in-memory one has no entry.
+    state, _, call = await uncertain_restart(ops)
+    state.resolve(call, result="checked: worker is up")
+    result = await Runner.arun(ops.agent([[RESTART], "finished"]), state)
+    assert result.status == "completed"
+    assert ops.effects == []
+    assert results_by_call(result.state.history)[call.tool_call_id] == (
+        "checked: worker is up",
+        False,
+    )
