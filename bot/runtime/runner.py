@@ -259,23 +259,23 @@ class _Run:
             return _Answer(
                 content=f"Invalid arguments for tool {tool.name!r}: {error}", is_error=True
             )
+        if existing is not None:
+            # Asked before: only a decision lets it run, whatever the rule says now.
+            decision = self.state.decision_for(existing)
+            if isinstance(decision, ApprovedCall):
+                return _Execute(tool=tool, pending=existing)
+            if isinstance(decision, RejectedCall):
+                return _Answer(content=decision.message, is_error=True, pending=existing)
+            return _Wait(pending=existing)
         if not tool.requires_approval(call["arguments"]):
             return _Execute(tool=tool)
-        if existing is None:
-            # Not asked yet: an always-rule decides it without making it pending.
-            rule = self.state.always_rule(tool.name)
-            if isinstance(rule, ApprovedCall):
-                return _Execute(tool=tool)
-            if isinstance(rule, RejectedCall):
-                return _Answer(content=rule.message, is_error=True)
-            return _Wait(pending=_pending(item, "approval"))
-        pending = existing
-        decision = self.state.decision_for(existing)
-        if isinstance(decision, ApprovedCall):
-            return _Execute(tool=tool, pending=pending)
-        if isinstance(decision, RejectedCall):
-            return _Answer(content=decision.message, is_error=True, pending=pending)
-        return _Wait(pending=pending)
+        # Not asked yet: an always-rule decides it without making it pending.
+        rule = self.state.always_rule(tool.name)
+        if isinstance(rule, ApprovedCall):
+            return _Execute(tool=tool)
+        if isinstance(rule, RejectedCall):
+            return _Answer(content=rule.message, is_error=True)
+        return _Wait(pending=_pending(item, "approval"))
 
     def _plan_uncertain(self, pending: PendingCall) -> _Plan:
         decision = self.state.decision_for(pending)

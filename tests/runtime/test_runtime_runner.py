@@ -311,3 +311,28 @@ async def test_model_returning_repeated_call_ids_is_refused(ops: Ops) -> None:
     with pytest.raises(ModelError, match="repeated tool call id 'same'"):
         await Runner.arun(agent, "go")
     assert ops.effects == []
+
+
+async def test_a_call_once_asked_about_never_runs_without_a_decision(ops: Ops) -> None:
+    from bot.runtime import tool
+
+    answers = iter([True, False, False])
+    effects: list[str] = []
+
+    @tool(needs_approval=lambda arguments: next(answers))
+    def scale(service: str) -> str:
+        effects.append(service)
+        return "scaled"
+
+    agent = Agent(
+        name="ops",
+        instructions="",
+        tools=[scale],
+        model=ScriptedModel([[("scale", {"service": "api"})], "done"]),
+    )
+    paused = await Runner.arun(agent, "scale api")
+    assert paused.status == "paused"
+    # The rule now says "no approval needed", but the pending call is still undecided.
+    again = await Runner.arun(agent, paused.state)
+    assert again.status == "paused"
+    assert effects == []
