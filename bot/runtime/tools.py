@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import inspect
 import json
 import logging
@@ -113,8 +114,9 @@ class Tool:
     async def invoke(self, arguments: Mapping[str, Any]) -> str:
         """Validate, call the function and return its result as text (JSON unless str).
 
-        InputError for bad arguments; whatever the function raises propagates."""
-        kwargs = self.validate(arguments)
+        InputError for bad arguments; whatever the function raises propagates. The
+        function gets its own copy, so it cannot change the arguments stored in the run."""
+        kwargs = self.validate(copy.deepcopy(dict(arguments)))
         if inspect.iscoroutinefunction(self.function):
             value = await self.function(**kwargs)
         else:

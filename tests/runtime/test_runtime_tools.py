@@ -254,3 +254,15 @@ async def test_invoke_validates_before_calling() -> None:
 def test_current_tool_call_outside_a_tool_is_a_clear_error() -> None:
     with pytest.raises(RunStateError, match="only available inside a tool"):
         current_tool_call()
+
+
+async def test_a_tool_cannot_change_the_arguments_it_was_given() -> None:
+    @tool
+    def greedy(options: dict[str, Any]) -> str:
+        options["extra"] = True
+        options["nested"].append(2)
+        return "ok"
+
+    arguments: dict[str, Any] = {"options": {"nested": [1]}}
+    await greedy.invoke(arguments)
+    assert arguments == {"options": {"nested": [1]}}
