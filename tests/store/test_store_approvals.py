@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from datetime import timedelta
 from pathlib import Path
@@ -209,3 +210,26 @@ async def test_racing_deciders_over_several_connections(
     finally:
         for replica in stores:
             await replica.close()
+
+
+async def test_a_cancelled_decider_leaves_the_decision_whole(store: SqliteStore) -> None:
+    await make_run(store)
+    approvals = await store.add_approvals([new_approval(call=f"c{i}") for i in range(10)])
+    for approval in approvals:
+        task = asyncio.create_task(
+            store.decide(approval.approval_id, decision="approved", decider="U-A", reason=None)
+        )
+        await asyncio.sleep(0)  # yield once: the task reaches its write, then is cancelled
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    follow_up = await store.decide(
+        approvals[0].approval_id, decision="rejected", decider="U-B", reason=None
+    )
+    assert follow_up.record.approval_id == approvals[0].approval_id
+    decided = {e.approval_id for e in await store.audit_events() if e.kind == "decided"}
+    for approval in approvals:
+        record = await store.get_approval(approval.approval_id)
+        assert record is not None
+        assert (record.status != "pending") == (approval.approval_id in decided)
+    assert (await store.verify_audit()).ok

@@ -142,3 +142,24 @@ def test_prepend_makes_the_new_key_newest(tmp_path: Path) -> None:
 async def test_missing_directory_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         await open_store(str(tmp_path / "nowhere" / "a.db"), environ={})
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [({}, 2), ({"APPROVALS_SQLITE_SYNCHRONOUS": "NORMAL"}, 1)],
+    ids=["FULL by default", "NORMAL by configuration"],
+)
+async def test_the_writer_uses_the_configured_synchronous_level(
+    tmp_path: Path, environ: dict[str, str], expected: int
+) -> None:
+    store = await open_store(str(tmp_path / "s.db"), environ=environ)
+    try:
+        level = await store.database.transaction(
+            lambda connection: connection.execute("PRAGMA synchronous").fetchone()[0]
+        )
+        mode = await store.database.transaction(
+            lambda connection: connection.execute("PRAGMA journal_mode").fetchone()[0]
+        )
+    finally:
+        await store.close()
+    assert (level, mode) == (expected, "wal")
