@@ -94,9 +94,9 @@ def load_key_file(path: Path) -> KeyRing:
     return parse_keyring(path.read_text(encoding="utf-8"), source=f"key file {path}")
 
 
-def create_key_file(path: Path) -> KeyRing:
-    """Create a key file with one new key, mode 0600, failing if it already exists."""
-    key = generate_key()
+def create_key_file(path: Path, key: DataKey | None = None) -> KeyRing:
+    """Create a key file holding `key` (default a new one), mode 0600; fails if it exists."""
+    key = key or generate_key()
     _write_new_file(path, format_key(key) + "\n")
     return KeyRing([key])
 

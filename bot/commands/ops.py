@@ -174,10 +174,6 @@ async def _open_existing(args: argparse.Namespace) -> SqliteStore:
 
 
 def keys_generate(args: argparse.Namespace) -> int:
-    return asyncio.run(_keys_generate(args))
-
-
-async def _keys_generate(args: argparse.Namespace) -> int:
     key = generate_key(args.key_id)
     if args.print or os.environ.get(KEYS_ENV, "").strip():
         print(format_key(key))
@@ -187,14 +183,20 @@ async def _keys_generate(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 0
-    key_file = key_file_for(parse_database_url(_database_url(args)).path)
+    database = parse_database_url(_database_url(args)).path
+    key_file = key_file_for(database)
     if key_file.exists():
         ring = prepend_key_to_file(key_file, key)
         print(f"added key {key.key_id} to {key_file} as the newest of {len(ring.key_ids)} keys")
         print("existing data stays under its old key until: approvals-bot keys rotate")
-    else:
-        create_key_file(key_file)
-        print(f"created {key_file} (mode 0600)")
+        return 0
+    if database.exists():
+        raise ConfigError(
+            f"database {database} exists but its key file {key_file} does not; restore the "
+            f"key file (or set {KEYS_ENV}) instead of starting a new one"
+        )
+    create_key_file(key_file, key)
+    print(f"created {key_file} (mode 0600) for the database {database} to come")
     return 0
 
 

@@ -218,3 +218,24 @@ def test_every_command_has_help(argv: tuple[str, str], capsys: pytest.CaptureFix
 def test_a_group_without_a_command_shows_usage(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["keys"]) == 2
     assert "generate" in capsys.readouterr().err
+
+
+def test_keys_generate_will_not_replace_a_lost_key_file(
+    demo_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key_file_for(demo_db).unlink()
+    code, _, err = cli(capsys, "keys", "generate", "--db", str(demo_db))
+    assert code == 2
+    assert "restore the key file" in err
+    assert not key_file_for(demo_db).exists()
+
+
+def test_keys_generate_before_the_database_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("APPROVALS_KEYS", raising=False)
+    db = tmp_path / "new.db"
+    code, out, _ = cli(capsys, "keys", "generate", "--db", str(db), "--id", "first")
+    assert code == 0
+    assert "created" in out
+    assert key_file_for(db).read_text().startswith("first:")
