@@ -6,6 +6,8 @@ Pure Python and asyncio: no Slack, no database. See docs/contracts.md.
 from bot.errors import (
     AgentNotRegisteredError,
     AlreadyDecidedError,
+    ApprovalsError,
+    ConfigError,
     ContextSerializationError,
     DecisionError,
     InputError,
@@ -46,7 +48,9 @@ __all__ = [
     "AgentRegistry",
     "AlreadyDecidedError",
     "ApprovalMetadata",
+    "ApprovalsError",
     "ApprovedCall",
+    "ConfigError",
     "ContextSerializationError",
     "Decision",
     "DecisionError",
