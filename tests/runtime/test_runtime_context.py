@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from conftest import Ops
+from runtime_support import Ops
 
 from bot.errors import ContextSerializationError
 from bot.runtime import Runner, RunState, current_tool_call, tool

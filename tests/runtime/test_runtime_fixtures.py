@@ -10,7 +10,7 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from conftest import Ops, results_by_call
+from runtime_support import Ops, results_by_call
 
 from bot.runtime import SUPPORTED_SCHEMA_VERSIONS, ApprovedCall, InMemoryJournal, Runner, RunState
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import Ops, results_by_call
+from runtime_support import Ops, results_by_call
 
 from bot.errors import AlreadyDecidedError, InputError, ResolutionError, UnknownCallError
 from bot.runtime import (

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import Ops, results_by_call
+from runtime_support import Ops, results_by_call
 
 from bot.errors import AgentNotRegisteredError, InputError, ModelError
 from bot.runtime import (

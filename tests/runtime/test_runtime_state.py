@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from conftest import Ops
+from runtime_support import Ops
 
 from bot.errors import RunStateError, SchemaVersionError
 from bot.runtime import (
