@@ -191,23 +191,25 @@ def _dict_rule(args: tuple[Any, ...], where: str) -> TypeRule:
 
 def _union_rule(args: tuple[Any, ...], where: str) -> TypeRule:
     nullable = type(None) in args
-    members = [rule_for(arg, where) for arg in args if arg is not type(None)]
-    if nullable:
-        members.append(TypeRule(schema={"type": "null"}, check=_check_null))
-    if len(members) == 1:
-        return members[0]
+    options = [rule_for(arg, where) for arg in args if arg is not type(None)]
+    schemas = [rule.schema for rule in options] + ([{"type": "null"}] if nullable else [])
+    if len(schemas) == 1:
+        return options[0]
+    expected = " or ".join(_schema_name(schema) for schema in schemas)
 
     def check(value: Any, path: str) -> Any:
-        problems = []
-        for member in members:
+        if value is None and nullable:
+            return None
+        if len(options) == 1 and value is not None:
+            return options[0].check(value, path)  # X | None: X's own, precise message
+        for option in options:
             try:
-                return member.check(value, path)
-            except _Invalid as invalid:
-                problems.append(str(invalid))
-        expected = " or ".join(_schema_name(m.schema) for m in members)
+                return option.check(value, path)
+            except _Invalid:
+                continue
         _fail(path, expected, value)
 
-    return TypeRule(schema={"anyOf": [m.schema for m in members]}, check=check)
+    return TypeRule(schema={"anyOf": schemas}, check=check)
 
 
 def _check_null(value: Any, path: str) -> Any:
@@ -220,9 +222,11 @@ def _schema_name(schema: Mapping[str, Any]) -> str:
     if "enum" in schema:
         return "one of " + ", ".join(repr(v) for v in schema["enum"])
     kind = schema.get("type")
-    return {"string": "a string", "integer": "an integer", "number": "a number"}.get(
-        str(kind), f"{kind}" if kind else "a value"
-    )
+    names = {
+        "string": "a string", "integer": "an integer", "number": "a number",
+        "boolean": "a boolean", "array": "an array", "object": "an object", "null": "null",
+    }  # fmt: skip
+    return names.get(str(kind), "a value")
 
 
 def _literal_rule(values: tuple[Any, ...], where: str) -> TypeRule:

@@ -146,7 +146,7 @@ def test_validation_converts_numbers_and_enums() -> None:
         ({"tags": ["a", 3]}, "'tags[1]' must be a string"),
         ({"tags": "a"}, "'tags' must be an array"),
         ({"limits": {"cpu": "2"}}, "'limits.cpu' must be an integer"),
-        ({"note": 3}, "'note' must be a string or null"),
+        ({"note": 3}, "'note' must be a string, got int 3"),
         ({"mode": "slow"}, "'mode' must be one of 'fast', 'safe'"),
         ({"region": "mars"}, "'region' must be one of 'eu-west-1', 'us-east-1'"),
         ({"extra": 1}, "unexpected argument 'extra'"),
@@ -266,3 +266,18 @@ async def test_a_tool_cannot_change_the_arguments_it_was_given() -> None:
     arguments: dict[str, Any] = {"options": {"nested": [1]}}
     await greedy.invoke(arguments)
     assert arguments == {"options": {"nested": [1]}}
+
+
+def test_union_types_try_each_member_and_optional_keeps_the_inner_message() -> None:
+    @tool
+    def flexible(size: int | str, tags: list[str] | None = None) -> str:
+        return "ok"
+
+    assert flexible.parameters["properties"]["size"] == {
+        "anyOf": [{"type": "integer"}, {"type": "string"}]
+    }
+    assert flexible.validate({"size": "large", "tags": None}) == {"size": "large", "tags": None}
+    with pytest.raises(InputError, match=re.escape("'size' must be an integer or a string")):
+        flexible.validate({"size": [1]})
+    with pytest.raises(InputError, match=re.escape("'tags[1]' must be a string")):
+        flexible.validate({"size": 1, "tags": ["a", 2]})
