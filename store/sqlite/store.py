@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -71,6 +72,7 @@ async def open_store(
         "NORMAL" if synchronous_from_env(env) == "NORMAL" else "FULL"
     )
     now = clock or utc_now
+    _create_private(path)
     database = await Database.open(path, synchronous=sync)
     try:
         report = await migrate(database, now=now())
@@ -82,6 +84,13 @@ async def open_store(
         await database.close()
         raise
     return SqliteStore(database, ring, now, migration_report=report)
+
+
+def _create_private(path: Path) -> None:
+    """Create a new database file with mode 0600 (SQLite gives its -wal and -shm files the
+    same mode): it holds the audit trail and review snapshots. An existing file is kept."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 async def _sealed_key_ids(database: Database) -> set[str]:

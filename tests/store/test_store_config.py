@@ -163,3 +163,24 @@ async def test_the_writer_uses_the_configured_synchronous_level(
     finally:
         await store.close()
     assert (level, mode) == (expected, "wal")
+
+
+def file_modes(directory: Path, prefix: str) -> dict[str, int]:
+    return {
+        path.name: stat.S_IMODE(path.stat().st_mode)
+        for path in directory.iterdir()
+        if path.name.startswith(prefix)
+    }
+
+
+async def test_a_new_database_is_private(tmp_path: Path) -> None:
+    db = tmp_path / "private.db"
+    store = await open_store(str(db), environ={})
+    try:
+        await make_run(store)
+        modes = file_modes(tmp_path, "private.db")
+    finally:
+        await store.close()
+    assert modes["private.db"] == 0o600
+    assert modes["private.db-wal"] == 0o600
+    assert modes["private.db.key"] == 0o600
