@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -94,3 +97,29 @@ async def test_thread_lookup_and_listing(store: SqliteStore, clock: Clock) -> No
     assert {r.run_id for r in await store.list_runs()} == {"run-1", "run-2"}
     with pytest.raises(InputError):
         await store.set_run_thread("nope", channel="C1", thread_ts="1")
+
+
+async def test_large_states_are_sealed_and_opened_off_the_event_loop(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: list[str] = []
+    loop_thread = threading.get_ident()
+    real_to_thread = asyncio.to_thread
+
+    async def recording_to_thread(work: Callable[[], object]) -> object:
+        def run() -> object:
+            threads.append("worker" if threading.get_ident() != loop_thread else "loop")
+            return work()
+
+        return await real_to_thread(run)
+
+    monkeypatch.setattr(asyncio, "to_thread", recording_to_thread)
+    await make_run(store, "small", '{"n": 1}')
+    await store.load_run_state("small")
+    assert threads == []
+
+    big = json.dumps({"items": ["x" * 100] * (OFFLOAD_BYTES // 50)})
+    await make_run(store, "big", big)
+    assert await store.load_run_state("big") == big
+    # encode, digest and seal on the way in; open, digest and decode on the way out
+    assert threads == ["worker"] * 6
