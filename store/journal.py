@@ -32,7 +32,9 @@ class LedgerStore(Protocol):
         self, *, execution_key: str, lease_token: int, result: str, is_error: bool
     ) -> None: ...
 
-    async def ledger_mark_uncertain(self, *, execution_key: str) -> None: ...
+    async def ledger_mark_uncertain(
+        self, *, execution_key: str, owner: str | None = None
+    ) -> None: ...
     async def ledger_resolve_with_result(self, *, execution_key: str, result: str) -> None: ...
 
 
@@ -73,7 +75,7 @@ class StoreJournal:
         )
 
     async def mark_uncertain(self, *, execution_key: str) -> None:
-        await self._store.ledger_mark_uncertain(execution_key=execution_key)
+        await self._store.ledger_mark_uncertain(execution_key=execution_key, owner=self._owner)
 
     async def resolve_with_result(self, *, execution_key: str, result: str) -> None:
         await self._store.ledger_resolve_with_result(execution_key=execution_key, result=result)

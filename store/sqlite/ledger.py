@@ -149,10 +149,14 @@ class LedgerPart(StoreBase):
 
         await self._db.transaction(body)
 
-    async def ledger_mark_uncertain(self, *, execution_key: str) -> None:
+    async def ledger_mark_uncertain(self, *, execution_key: str, owner: str | None = None) -> None:
         """executing -> uncertain; the fencing token moves on, so a holder that is still
         running cannot write a result over the human's reconciliation. A key whose result
-        is recorded is not uncertain and stays as it is."""
+        is recorded is not uncertain and stays as it is.
+
+        With `owner` (what StoreJournal passes), a live lease held by another owner is
+        left alone (LeaseHeldError): between our Interrupted claim and this call another
+        worker may have taken the key over, and its run must not be fenced off."""
         now = to_db(self._now())
 
         def body(connection: sqlite3.Connection) -> None:
@@ -160,11 +164,19 @@ class LedgerPart(StoreBase):
                 connection,
                 "UPDATE ledger SET state = 'uncertain', lease_version = lease_version + 1, "
                 "lease_owner = NULL, lease_expires_at = NULL, updated_at = ? "
-                "WHERE execution_key = ? AND state = 'executing' RETURNING execution_key",
-                (now, execution_key),
+                "WHERE execution_key = ? AND state = 'executing' AND (? IS NULL "
+                "OR lease_owner IS NULL OR lease_owner = ? OR lease_expires_at <= ?) "
+                "RETURNING execution_key",
+                (now, execution_key, owner, owner, now),
             )
-            if not rows:
-                _require_entry(connection, execution_key)
+            if rows:
+                return
+            row = _require_entry(connection, execution_key)
+            if row["state"] == "executing":
+                raise LeaseHeldError(
+                    f"execution key {execution_key!r} was taken over by "
+                    f"{row['lease_owner']}; it is not uncertain"
+                )
 
         await self._db.transaction(body)
 
@@ -309,7 +321,8 @@ def _take_over(connection: sqlite3.Connection, row: sqlite3.Row, lease: _Lease) 
 
 def _require_entry(connection: sqlite3.Connection, execution_key: str) -> sqlite3.Row:
     row = fetch_one(
-        connection, "SELECT state, lease_version FROM ledger WHERE execution_key = ?",
+        connection,
+        "SELECT state, lease_version, lease_owner FROM ledger WHERE execution_key = ?",
         (execution_key,),
     )  # fmt: skip
     if row is None:

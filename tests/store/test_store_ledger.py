@@ -167,3 +167,23 @@ async def test_one_approved_state_resumed_by_two_workers_runs_once(
 
     assert effects == [{"service": "api", "version": "1.4.2"}]
     assert first.final_output == second.final_output == "finished"
+
+
+async def test_mark_uncertain_does_not_fence_a_worker_that_took_over(
+    store: SqliteStore, clock: Clock
+) -> None:
+    await claim(store, owner="w1")
+    clock.advance(31)
+    assert await claim(store, owner="w1") == Interrupted(attempt=1)
+    takeover = await claim(store, owner="w2", redispatch=True)  # w2 got there first
+    journal_w1 = StoreJournal(store, owner="w1", lease_seconds=30)
+
+    with pytest.raises(LeaseHeldError, match="w2"):
+        await journal_w1.mark_uncertain(execution_key="key-1")
+    await store.ledger_record_result(
+        execution_key="key-1",
+        lease_token=takeover.lease_token,
+        result="ok",
+        is_error=False,  # type: ignore[union-attr]
+    )
+    assert await claim(store, owner="w3") == Recorded(result="ok", is_error=False)
