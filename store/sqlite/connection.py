@@ -25,13 +25,13 @@ import asyncio
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import aiosqlite
 
 from bot.errors import StoreError
+from store.sqlite.writer_thread import WriterThread
 
 Synchronous = Literal["FULL", "NORMAL"]
 Params = Sequence[Any]
@@ -47,12 +47,12 @@ class Database:
         self,
         path: Path,
         *,
-        executor: ThreadPoolExecutor,
+        thread: WriterThread,
         writer: sqlite3.Connection,
         reader: aiosqlite.Connection,
     ) -> None:
         self.path = path
-        self._executor = executor
+        self._thread = thread
         self._writer = writer
         self._reader = reader
         self._lock = asyncio.Lock()
@@ -65,22 +65,19 @@ class Database:
         synchronous: Synchronous = "FULL",
         busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     ) -> Database:
-        loop = asyncio.get_running_loop()
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="approvals-store-writer")
+        thread = WriterThread(name=f"approvals-store-writer:{path.name}")
         try:
-            writer = await loop.run_in_executor(
-                executor, _open_writer, path, synchronous, busy_timeout_ms
-            )
+            writer = await thread.run(lambda: _open_writer(path, synchronous, busy_timeout_ms))
         except BaseException:
-            executor.shutdown(wait=True)
+            await thread.stop()
             raise
         try:
             reader = await _open_reader(path, synchronous, busy_timeout_ms)
         except BaseException:
-            await loop.run_in_executor(executor, writer.close)
-            executor.shutdown(wait=True)
+            await thread.run(writer.close)
+            await thread.stop()
             raise
-        return cls(path, executor=executor, writer=writer, reader=reader)
+        return cls(path, thread=thread, writer=writer, reader=reader)
 
     async def transaction(self, body: Callable[[sqlite3.Connection], T]) -> T:
         """Run `body(connection)` on the writer thread inside BEGIN IMMEDIATE ... COMMIT.
@@ -89,8 +86,7 @@ class Database:
         become StoreError. `body` must not touch the event loop (it runs on the thread).
         """
         async with self._lock:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._executor, self._transact, body)
+            return await self._thread.run(lambda: self._transact(body))
 
     def _transact(self, body: Callable[[sqlite3.Connection], T]) -> T:
         connection = self._writer
@@ -122,9 +118,10 @@ class Database:
         try:
             await self._reader.close()
         finally:
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(self._executor, self._writer.close)
-            await asyncio.to_thread(self._executor.shutdown, wait=True)
+            try:
+                await self._thread.run(self._writer.close)
+            finally:
+                await self._thread.stop()
 
 
 def _open_writer(path: Path, synchronous: Synchronous, busy_timeout_ms: int) -> sqlite3.Connection:
