@@ -11,7 +11,6 @@ from typing import Any
 
 from bot.demo import default_registry, ops_dependencies
 from bot.review import ReviewSnapshot
-
 from bot.runtime import AgentRegistry, PendingCall
 from bot.service import ApprovalService, Location, TaskOwner
 from store import SqliteStore, open_store
