@@ -1,0 +1,108 @@
+"""Layers import only downward (DESIGN.md, "Layers").
+
+slack -> service -> runtime | review | policy | store; errors, credentials and canonical are
+leaves anyone may import. Composition roots (bot.cli, bot.commands, bot.__main__) may import
+anything. A new package must be given its place here before it can import ours.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LEAVES = ("bot.errors", "bot.credentials", "bot.canonical")
+ANYTHING = ("bot", "store")
+
+# package (module-name prefix) -> prefixes of our modules it may import
+ALLOWED: dict[str, tuple[str, ...]] = {
+    "bot.errors": (),
+    "bot.credentials": (),
+    "bot.canonical": ("bot.errors",),
+    "bot.runtime": ("bot.runtime", *LEAVES),
+    "bot.review": LEAVES,
+    "bot.policy": LEAVES,
+    "store": ("store", "bot.runtime.journal", *LEAVES),
+    "bot.demo": ("bot.demo", "bot.runtime", "bot.review", *LEAVES),
+    "bot.service": (
+        "bot.service",
+        "bot.runtime",
+        "bot.review",
+        "bot.policy",
+        "store.api",
+        "store.journal",
+        "store.config",
+        *LEAVES,
+    ),
+    "bot.slack": (
+        "bot.slack",
+        "bot.service",
+        "bot.runtime",
+        "bot.review",
+        "bot.policy",
+        "store.api",
+        *LEAVES,
+    ),
+    "bot.commands": ANYTHING,
+    "bot.cli": ANYTHING,
+    "bot.__main__": ANYTHING,
+    "bot": ("bot",),  # bot/__init__.py
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _our_imports(path: Path, module: str) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                name = ".".join([*base, node.module] if node.module else base)
+            else:
+                name = node.module or ""
+            found.append(name)
+    return [name for name in found if name.split(".")[0] in ("bot", "store")]
+
+
+def _rule_for(module: str) -> tuple[str, tuple[str, ...]]:
+    owners = [key for key in ALLOWED if module == key or module.startswith(key + ".")]
+    assert owners, f"{module} has no place in the layer map of tests/test_layers.py"
+    owner = max(owners, key=len)
+    return owner, ALLOWED[owner]
+
+
+def _within(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
+
+
+SOURCES = sorted([*ROOT.joinpath("bot").rglob("*.py"), *ROOT.joinpath("store").rglob("*.py")])
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_point_down(path: Path) -> None:
+    module = _module_name(path)
+    owner, allowed = _rule_for(module)
+    upward = [name for name in _our_imports(path, module) if not _within(name, allowed)]
+    assert not upward, f"{module} ({owner}) imports {upward}; allowed: {allowed}"
+
+
+def test_the_check_sees_absolute_and_relative_upward_imports(tmp_path: Path) -> None:
+    source = tmp_path / "ledger.py"
+    source.write_text("from bot.slack import app\nfrom ..service import tasks\nimport json\n")
+    names = _our_imports(source, "store.sqlite.ledger")
+    assert names == ["bot.slack", "store.service"]
+    _, allowed = _rule_for("store.sqlite.ledger")
+    assert not _within("bot.slack", allowed)
+    assert not _within("bot.service", _rule_for("bot.runtime.runner")[1])
