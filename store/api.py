@@ -50,6 +50,8 @@ class NewApproval:
     snapshot: str  # redacted review snapshot (JSON text) - never the raw arguments
     requester: str | None
     expires_at: datetime | None
+    required_approvals: int = 1
+    remind_at: datetime | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,6 +74,9 @@ class ApprovalRecord:
     slack_channel: str | None
     slack_ts: str | None
     revoked_by: str | None = None  # who revoked it (decider keeps who decided)
+    required_approvals: int = 1  # the quorum, fixed by the policy when it was requested
+    remind_at: datetime | None = None  # when approvers get their one reminder (None: never)
+    reminded_at: datetime | None = None  # when it was sent (set once, by claim_reminders)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,6 +86,52 @@ class DecisionOutcome:
 
     won: bool
     record: ApprovalRecord
+
+
+@dataclass(frozen=True, kw_only=True)
+class VoteRecord:
+    """One person's vote on one digest of an approval's arguments."""
+
+    approval_id: str
+    voter: str
+    decision: Decision
+    digest: str  # the arguments digest voted on; votes on an older digest no longer count
+    reason: str | None
+    at: datetime
+
+
+VoteResult = Literal["decided", "counted", "already_voted", "stale_digest", "closed", "expired"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class VoteOutcome:
+    """What `vote` did, in one transaction:
+
+    - decided: the vote was recorded and moved the approval to approved (quorum met)
+      or rejected (one rejection rejects); this caller made the transition;
+    - counted: the vote was recorded; the quorum is not met yet;
+    - already_voted: this voter already voted on this digest (nothing changed);
+    - stale_digest: the arguments changed since the voter saw them (nothing changed);
+    - closed: the approval is no longer pending (`record` shows who decided);
+    - expired: it was past its expiry: it is now `expired` (nothing else changed).
+    `votes` are the votes on the approval's current digest after the call."""
+
+    result: VoteResult
+    record: ApprovalRecord
+    votes: tuple[VoteRecord, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Amendment:
+    """Approve-with-changes: the approval's digest and snapshot become these before the
+    vote is counted; votes on the old digest stop counting."""
+
+    arguments_digest: str
+    snapshot: str  # redacted review snapshot JSON of the new arguments
+
+
+PendingCursor = tuple[datetime, str]
+"""Keyset position in the pending list: (created_at, approval_id) of the last row seen."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,6 +241,60 @@ class Store(Protocol):
         ...
 
     async def set_approval_message(self, approval_id: str, *, channel: str, ts: str) -> None: ...
+
+    # -- governance: votes, reminders, read models ----------------------------------------
+    async def vote(
+        self,
+        approval_id: str,
+        *,
+        decision: Decision,
+        voter: str,
+        digest: str,
+        reason: str | None,
+        message: str | None = None,
+        amend: Amendment | None = None,
+        now: datetime | None = None,
+    ) -> VoteOutcome:
+        """Record one vote and, when it completes the quorum (`required_approvals`
+        distinct approvals on the current digest) or rejects, the transition, in ONE
+        write transaction with conditional updates: of two racing final votes exactly
+        one makes the transition. `digest` is the digest the voter saw (or, with `amend`,
+        the digest being replaced). Audited: `voted`, `decided`, `arguments_changed`,
+        `expired`. Unknown id -> InputError."""
+        ...
+
+    async def votes(self, approval_id: str) -> list[VoteRecord]:
+        """Every vote on the approval, every digest, in order."""
+        ...
+
+    async def claim_reminders(self, *, now: datetime) -> list[ApprovalRecord]:
+        """Pending approvals whose `remind_at` has come and that were never reminded:
+        marks them reminded (a conditional update: once, across restarts and replicas)
+        and returns them."""
+        ...
+
+    async def pending_page(
+        self,
+        *,
+        after: PendingCursor | None = None,
+        limit: int = 20,
+        not_requested_by: str | None = None,
+        tool_names: Sequence[str] | None = None,
+        except_tool_names: Sequence[str] = (),
+    ) -> list[ApprovalRecord]:
+        """Pending approvals in (created_at, approval_id) order after the cursor, by an
+        index (keyset pagination: constant cost per page however many are pending)."""
+        ...
+
+    async def approvals_requested_by(
+        self, requester: str, *, limit: int = 20
+    ) -> list[ApprovalRecord]:
+        """The requester's approvals, newest first."""
+        ...
+
+    async def recent_decisions(self, *, limit: int = 20) -> list[ApprovalRecord]:
+        """Approvals by decision time, newest first (approved or rejected)."""
+        ...
 
     # -- audit ------------------------------------------------------------------------
     async def append_audit(

@@ -12,11 +12,15 @@ arguments never reach a notifier.
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from bot.review import ReviewSnapshot
 from bot.runtime import PendingCall
 from store.api import ApprovalRecord, RunRecord
+
+if TYPE_CHECKING:
+    from bot.service.views import ApprovalView
 
 Location = tuple[str, str]
 """(channel, ts) of a posted message: the run's root message or an approval's card."""
@@ -38,6 +42,26 @@ class Notifier(Protocol):
     async def approval_decided(self, run: RunRecord, approval: ApprovalRecord) -> None:
         """An approval reached a terminal state (approved, rejected, expired, revoked):
         update its card (`approval.slack_channel`/`slack_ts`) in place."""
+        ...
+
+    async def approval_updated(self, run: RunRecord, view: ApprovalView) -> None:
+        """A pending approval changed without closing: a vote was counted ("1 of 2
+        approvals" and who) or an approver changed the arguments (new snapshot and
+        digest in `view.approval`; earlier votes no longer count). Update the card in
+        place. `view` is built for no particular viewer: its `can_*` flags are false."""
+        ...
+
+    async def approval_reminder(
+        self, run: RunRecord, approval: ApprovalRecord, approvers: Sequence[str]
+    ) -> None:
+        """Sent once per approval, `remind_before` its expiry: remind the people who may
+        still decide (`approvers`: the policy's user and group ids, or empty for "anyone
+        but the requester") in the run's thread."""
+        ...
+
+    async def approval_expired_notice(self, run: RunRecord, approval: ApprovalRecord) -> None:
+        """Tell the requester in the run's thread that nobody decided in time (the card
+        itself is updated by `approval_decided`)."""
         ...
 
     async def call_uncertain(self, run: RunRecord, call: PendingCall) -> None:

@@ -10,11 +10,20 @@ from store.api import ApprovalRecord, RunRecord
 
 @dataclass(frozen=True, kw_only=True)
 class DecisionResult:
-    """A decision this caller won. `resume_started` is true when it was the last open
-    approval of the run and this caller claimed the resume (it runs in a service task)."""
+    """A vote that was counted. `approval` is the record after it: still `pending` while
+    the quorum is not met (`approvals_count` of `required`, from `voters`), else
+    `approved` or `rejected`. `resume_started` is true when this vote closed the run's
+    last open approval and this caller claimed the resume (it runs in a service task)."""
 
     approval: ApprovalRecord
     resume_started: bool
+    approvals_count: int = 1
+    required: int = 1
+    voters: tuple[str, ...] = ()
+
+    @property
+    def quorum_met(self) -> bool:
+        return self.approval.status == "approved"
 
 
 @dataclass(frozen=True, kw_only=True)

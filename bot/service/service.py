@@ -25,6 +25,7 @@ from bot.errors import (
     InputError,
     NotAuthorizedError,
 )
+from bot.policy import GroupDirectory, Policy
 from bot.runtime import CURRENT_SCHEMA_VERSION, AgentRegistry, RunState
 from bot.runtime.context import serialize_context
 from bot.service.codec import decode_state, encode_state
@@ -46,7 +47,8 @@ from bot.service.reconcile import Reconciliation, reconcile_call
 from bot.service.recovery import recover_runs
 from bot.service.resume import APPROVALS_PER_RUN_LIMIT, resume_run
 from bot.service.tasks import TaskOwner
-from store.api import TERMINAL_APPROVAL_STATUSES, ApprovalRecord, RunRecord, Store
+from bot.service.views import ApprovalView, Page
+from store.api import TERMINAL_APPROVAL_STATUSES, ApprovalRecord, AuditEvent, RunRecord, Store
 
 DEFAULT_LEASE_SECONDS = 300.0
 
@@ -68,6 +70,8 @@ class ApprovalService:
         default_agent: str = "ops",
         approval_ttl: timedelta | None = DEFAULT_APPROVAL_TTL,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        policy: Policy | None = None,
+        groups: GroupDirectory | None = None,
     ) -> None:
         if not worker_id.strip():
             raise ConfigError("the service needs a worker id (see installation_worker_id)")
@@ -222,6 +226,69 @@ class ApprovalService:
 
     def _spawn_resume(self, run: RunRecord) -> None:
         self._tasks.spawn(resume_run(self._parts, run), name=f"resume:{run.run_id}")
+
+    # -- governance: edits, revocation, reminders, read models ----------------------------
+
+    async def approve_with_changes(
+        self,
+        approval_id: str,
+        *,
+        decider: str,
+        reason: str,
+        arguments: Mapping[str, Any],
+    ) -> DecisionResult:
+        """Approve the call with changed arguments.
+
+        `arguments` are merged over the call's real stored arguments: a top-level field
+        left out, or a value equal to the redaction marker (`bot.review.REDACTED`, as the
+        card shows it), keeps its stored value, so a redacted secret is never edited
+        blind. The result is validated against the tool's schema (InputError naming each
+        problem, nothing changed), gets a new digest and snapshot, and every earlier vote
+        stops counting; this counts as the decider's approval of the new digest (so with
+        a quorum of 1 the call is approved). The run's state gets the new arguments, the
+        model is told the call ran with arguments an approver changed, and the audit keeps
+        both digests (`arguments_changed`). Eligibility as for `decide`."""
+        raise NotImplementedError
+
+    async def revoke(self, approval_id: str, *, actor: str, reason: str) -> ApprovalRecord:
+        """Withdraw a pending, or approved but not yet executed, call: it never runs.
+
+        Allowed for the run's requester, anyone eligible to decide it and the policy's
+        admins (NotAuthorizedError otherwise, audited `refused`). A blank reason ->
+        InputError; already executed or closed -> AlreadyDecidedError. The card is
+        updated (`approval_decided`, status `revoked`, `revoked_by`, `reason`), and the run
+        resumes with the call rejected when nothing else is open."""
+        raise NotImplementedError
+
+    async def approval_view(self, approval_id: str, *, viewer: str) -> ApprovalView:
+        """The approval, its votes and quorum, and what `viewer` may do (InputError if
+        unknown)."""
+        raise NotImplementedError
+
+    async def pending_for(
+        self, viewer: str, *, limit: int = 20, cursor: str | None = None
+    ) -> Page[ApprovalView]:
+        """Pending approvals `viewer` may decide (not their own runs' unless self approval
+        is allowed; not ones they already approved), oldest first, by keyset pages."""
+        raise NotImplementedError
+
+    async def requested_by(self, viewer: str, *, limit: int = 20) -> list[ApprovalView]:
+        """Approvals of runs `viewer` started, newest first."""
+        raise NotImplementedError
+
+    async def recent_decisions(self, *, limit: int = 20) -> list[ApprovalRecord]:
+        """The latest approvals and rejections, newest first."""
+        raise NotImplementedError
+
+    async def approval_trail(self, approval_id: str, *, viewer: str) -> list[AuditEvent]:
+        """The audit events of one approval, in order (requested, voted, refused,
+        arguments_changed, decided, revoked, expired, executed, ...)."""
+        raise NotImplementedError
+
+    async def send_reminders(self) -> list[ApprovalRecord]:
+        """Send each pending approval's one reminder once its time has come (the sweeper
+        calls this with `expire_due`)."""
+        raise NotImplementedError
 
     # -- follow-up, reconciliation, recovery ----------------------------------------------
 

@@ -1,0 +1,283 @@
+"""Who may approve what, how many must, and for how long: the approval policy.
+
+`APPROVALS_POLICY` names a TOML file (read with the standard library's `tomllib`);
+without one the built-in defaults apply. The file has a `[defaults]` table and one
+`[tools.<name>]` table per tool that differs; a tool table overrides only the keys it
+sets. Example:
+
+    admins = ["U0SECURITY"]
+
+    [defaults]
+    approvers = []              # Slack user ids (U…/W…) and user group ids (S…); empty = anyone
+    required_approvals = 1
+    allow_self_approval = false
+    require_reason = true
+    expires_after = "24h"
+    remind_before = "1h"        # "0s": no reminder
+
+    [tools.deploy_release]
+    approvers = ["S0RELEASE"]
+    required_approvals = 2
+    expires_after = "2h"
+
+Everything is checked at start-up: an unknown key, a bad duration or an impossible rule
+(fewer listed approvers than required approvals, with no group listed) is a ConfigError
+naming the file, the key and the problem. Parsing is pure; group membership is asked of
+a `GroupDirectory` (Slack's `usergroups.users.list` in bot/slack) only when a person's
+eligibility is checked.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from bot.errors import ConfigError
+
+POLICY_ENV = "APPROVALS_POLICY"
+BUILTIN = "<built-in defaults>"
+_DURATION = re.compile(r"^(\d{1,9})([smhd])$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
+_GROUP_ID = re.compile(r"^S[A-Z0-9]{2,}$")
+_RULE_KEYS = frozenset(
+    {
+        "approvers",
+        "required_approvals",
+        "allow_self_approval",
+        "require_reason",
+        "expires_after",
+        "remind_before",
+    }
+)
+_TOP_KEYS = frozenset({"admins", "defaults", "tools"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolRule:
+    """The effective rule for one tool (the defaults with the tool's overrides)."""
+
+    approvers: tuple[str, ...] = ()  # user ids and group ids; empty: anyone (but see self)
+    required_approvals: int = 1
+    allow_self_approval: bool = False
+    require_reason: bool = True
+    expires_after: timedelta = timedelta(hours=24)
+    remind_before: timedelta = timedelta(hours=1)  # zero: no reminder
+
+    @property
+    def user_approvers(self) -> frozenset[str]:
+        return frozenset(a for a in self.approvers if not _GROUP_ID.match(a))
+
+    @property
+    def group_approvers(self) -> tuple[str, ...]:
+        return tuple(a for a in self.approvers if _GROUP_ID.match(a))
+
+    @property
+    def anyone(self) -> bool:
+        return not self.approvers
+
+    @property
+    def reminds(self) -> bool:
+        """A reminder is sent only when it falls inside the approval's lifetime."""
+        return timedelta(0) < self.remind_before < self.expires_after
+
+
+@dataclass(frozen=True, kw_only=True)
+class Policy:
+    defaults: ToolRule = field(default_factory=ToolRule)
+    tools: Mapping[str, ToolRule] = field(default_factory=dict)
+    admins: frozenset[str] = frozenset()
+    source: str = BUILTIN
+
+    def rule_for(self, tool_name: str) -> ToolRule:
+        return self.tools.get(tool_name, self.defaults)
+
+    def is_admin(self, user: str) -> bool:
+        return user in self.admins
+
+    def with_default_expiry(self, expires_after: timedelta) -> Policy:
+        """The built-in policy with another default lifetime (the older
+        `APPROVALS_APPROVAL_TTL_SECONDS` setting); tool rules are left alone."""
+        return replace(self, defaults=replace(self.defaults, expires_after=expires_after))
+
+
+DEFAULT_POLICY = Policy()
+
+
+# -- eligibility -----------------------------------------------------------------------
+
+
+class GroupDirectory(Protocol):
+    async def members(self, group_id: str) -> frozenset[str]:
+        """The user ids in a user group (S…); an unknown group has no members.
+        Implementations may cache briefly; failures raise an ApprovalsError."""
+        ...
+
+
+class NoGroups:
+    """A directory without groups: every group is empty (no Slack, or no groups used)."""
+
+    async def members(self, group_id: str) -> frozenset[str]:
+        return frozenset()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Eligible:
+    via: str  # "anyone", "listed", or the group id that made the person eligible
+    kind: Literal["eligible"] = "eligible"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotEligible:
+    reason: str  # one line for people: why this person may not decide
+    code: Literal["self_approval", "not_an_approver"]
+    kind: Literal["not_eligible"] = "not_eligible"
+
+
+Eligibility = Eligible | NotEligible
+
+
+async def is_eligible(
+    rule: ToolRule, user: str, *, requester: str | None, groups: GroupDirectory
+) -> Eligibility:
+    """May `user` decide a call under `rule` for a run `requester` started?"""
+    if requester is not None and user == requester and not rule.allow_self_approval:
+        return NotEligible(
+            code="self_approval",
+            reason="you requested this run, and this tool's policy needs someone else to decide",
+        )
+    if rule.anyone:
+        return Eligible(via="anyone")
+    if user in rule.user_approvers:
+        return Eligible(via="listed")
+    for group in rule.group_approvers:
+        if user in await groups.members(group):
+            return Eligible(via=group)
+    return NotEligible(
+        code="not_an_approver",
+        reason="you are not an approver for this tool (approvers: "
+        + ", ".join(rule.approvers)
+        + ")",
+    )
+
+
+# -- loading ---------------------------------------------------------------------------
+
+
+def load_policy(path: str | None = None, *, environ: Mapping[str, str] | None = None) -> Policy:
+    """The policy in `path`, else in `$APPROVALS_POLICY`, else the built-in defaults."""
+    env = os.environ if environ is None else environ
+    chosen = path if path is not None else env.get(POLICY_ENV, "").strip() or None
+    if chosen is None:
+        return DEFAULT_POLICY
+    file = Path(chosen).expanduser()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"policy file {chosen}: cannot read it ({error.strerror})") from None
+    return parse_policy(text, source=str(file))
+
+
+def parse_policy(text: str, *, source: str = "<policy>") -> Policy:
+    """Parse policy TOML; ConfigError names `source`, the key and the problem."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"policy file {source}: not valid TOML: {error}") from None
+    return _Parser(source).policy(data)
+
+
+def parse_duration(text: object, *, allow_zero: bool = False) -> timedelta:
+    """ "30s", "90m", "2h", "1d" -> timedelta; ValueError (a message for people) else."""
+    match = _DURATION.match(text) if isinstance(text, str) else None
+    if match is None:
+        raise ValueError(
+            f'{text!r} is not a duration; write a whole number and a unit: "30s", "90m", '
+            '"2h" or "1d"'
+        )
+    seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if seconds == 0 and not allow_zero:
+        raise ValueError("must be longer than zero")
+    return timedelta(seconds=seconds)
+
+
+@dataclass(frozen=True)
+class _Parser:
+    source: str
+
+    def fail(self, key: str, problem: str) -> ConfigError:
+        return ConfigError(f"policy file {self.source}: {key}: {problem}")
+
+    def policy(self, data: Mapping[str, Any]) -> Policy:
+        self.unknown(data, _TOP_KEYS, "")
+        admins = frozenset(self.ids(data.get("admins", []), "admins", groups=False))
+        defaults_table = self.table(data.get("defaults", {}), "defaults")
+        defaults = self.rule(defaults_table, ToolRule(), "defaults")
+        tools: dict[str, ToolRule] = {}
+        for name, table in self.table(data.get("tools", {}), "tools").items():
+            prefix = f"tools.{name}"
+            tools[name] = self.rule(self.table(table, prefix), defaults, prefix)
+        return Policy(defaults=defaults, tools=tools, admins=admins, source=self.source)
+
+    def rule(self, table: Mapping[str, Any], base: ToolRule, prefix: str) -> ToolRule:
+        self.unknown(table, _RULE_KEYS, prefix)
+        rule = base
+        if "approvers" in table:
+            approvers = self.ids(table["approvers"], f"{prefix}.approvers", groups=True)
+            rule = replace(rule, approvers=tuple(approvers))
+        if "required_approvals" in table:
+            value = table["required_approvals"]
+            if type(value) is not int or value < 1:
+                raise self.fail(f"{prefix}.required_approvals", "must be a whole number >= 1")
+            rule = replace(rule, required_approvals=value)
+        for flag in ("allow_self_approval", "require_reason"):
+            if flag in table:
+                if type(table[flag]) is not bool:
+                    raise self.fail(f"{prefix}.{flag}", "must be true or false")
+                rule = replace(rule, **{flag: table[flag]})
+        for key, zero_ok in (("expires_after", False), ("remind_before", True)):
+            if key in table:
+                try:
+                    rule = replace(rule, **{key: parse_duration(table[key], allow_zero=zero_ok)})
+                except ValueError as error:
+                    raise self.fail(f"{prefix}.{key}", str(error)) from None
+        self.possible(rule, prefix)
+        return rule
+
+    def possible(self, rule: ToolRule, prefix: str) -> None:
+        if rule.approvers and not rule.group_approvers:
+            listed = len(rule.user_approvers)
+            if rule.required_approvals > listed:
+                raise self.fail(
+                    f"{prefix}.required_approvals",
+                    f"{rule.required_approvals} approvals required but only {listed} "
+                    "approver(s) listed and no group: it could never be approved",
+                )
+
+    def ids(self, value: object, key: str, *, groups: bool) -> list[str]:
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise self.fail(key, "must be a list of Slack ids (strings)")
+        for item in value:
+            if not (_USER_ID.match(item) or (groups and _GROUP_ID.match(item))):
+                kinds = "user ids (U…, W…) or user group ids (S…)" if groups else "user ids"
+                raise self.fail(key, f"{item!r} is not a Slack id; use {kinds}")
+        if len(set(value)) != len(value):
+            raise self.fail(key, "lists an id twice")
+        return list(value)
+
+    def table(self, value: object, key: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(key, "must be a table")
+        return value
+
+    def unknown(self, table: Mapping[str, Any], known: frozenset[str], prefix: str) -> None:
+        for key in table:
+            if key not in known:
+                where = f"{prefix}.{key}" if prefix else key
+                raise self.fail(where, f"unknown key (known: {', '.join(sorted(known))})")
