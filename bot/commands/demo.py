@@ -125,26 +125,27 @@ def parse_context(text: str | None) -> dict[str, Any] | None:
 async def _demo(args: argparse.Namespace, context: dict[str, Any] | None) -> int:
     url = args.db if args.db is not None else database_url_from_env()
     store = await open_store(url)
-    tasks = TaskOwner()
-    service = ApprovalService(
-        store=store,
-        registry=default_registry(),
-        notifier=TerminalNotifier(sys.stdout),
-        dependencies=ops_dependencies(),
-        tasks=tasks,
-        worker_id=installation_worker_id(url),
-    )
-    try:
-        run = await service.start_run(
-            agent_name="ops",
-            task=args.task,
-            requester=DEMO_REQUESTER,
-            channel=None,
-            context=context,
+    try:  # every exit closes the store, also a failure while building the service
+        service = ApprovalService(
+            store=store,
+            registry=default_registry(),
+            notifier=TerminalNotifier(sys.stdout),
+            dependencies=ops_dependencies(),
+            tasks=TaskOwner(),
+            worker_id=installation_worker_id(url),
         )
-        run = await _decide_until_done(service, run, args)
+        try:
+            run = await service.start_run(
+                agent_name="ops",
+                task=args.task,
+                requester=DEMO_REQUESTER,
+                channel=None,
+                context=context,
+            )
+            run = await _decide_until_done(service, run, args)
+        finally:
+            await service.aclose(timeout=0)  # drained already; on Ctrl-C, stop at once
     finally:
-        await service.aclose(timeout=0)  # drained already; on Ctrl-C, stop at once
         await store.close()
     return 0 if run.status == "completed" else 1
 

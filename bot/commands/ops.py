@@ -327,8 +327,10 @@ def db_migrate(args: argparse.Namespace) -> int:
 
 async def _db_migrate(args: argparse.Namespace) -> int:
     store = await open_store(_database_url(args))
-    report = store.migration_report
-    await store.close()
+    try:
+        report = store.migration_report
+    finally:
+        await store.close()
     if report.applied:
         print(
             f"migrated {store.database.path} from schema version {report.before} to "

@@ -1,4 +1,4 @@
-"""The SQLite connections: one writer thread behind an asyncio.Lock, one aiosqlite reader.
+"""The SQLite connections: one writer thread behind an asyncio.Lock, one reader thread.
 
 Writes: one sqlite3 connection that lives on its own thread. A write transaction is a
 plain function run there whole (`BEGIN IMMEDIATE`, the statements, `COMMIT`, or
@@ -9,7 +9,8 @@ a transaction cannot be cut in half by a cancelled caller: the thread finishes i
 `close()` waits for it. `BEGIN IMMEDIATE` takes the database's write lock up front (other
 processes wait up to `busy_timeout`), so no transaction fails half-way on a lock upgrade.
 
-Reads: an aiosqlite connection with `query_only`; with WAL, readers never block the
+Reads: a second connection with `query_only` on its own thread (the same hand-off as
+aiosqlite, but a daemon thread: see ConnectionThread); with WAL, readers never block the
 writer and see the last commit.
 
 `synchronous=FULL` (the default) fsyncs the WAL on every commit: a decision that was
@@ -28,10 +29,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import aiosqlite
-
 from bot.errors import StoreError
-from store.sqlite.writer_thread import WriterThread
+from store.sqlite.writer_thread import ConnectionThread
 
 Synchronous = Literal["FULL", "NORMAL"]
 Params = Sequence[Any]
@@ -47,13 +46,15 @@ class Database:
         self,
         path: Path,
         *,
-        thread: WriterThread,
+        thread: ConnectionThread,
         writer: sqlite3.Connection,
-        reader: aiosqlite.Connection,
+        reader_thread: ConnectionThread,
+        reader: sqlite3.Connection,
     ) -> None:
         self.path = path
         self._thread = thread
         self._writer = writer
+        self._reader_thread = reader_thread
         self._reader = reader
         self._lock = asyncio.Lock()
 
@@ -65,19 +66,23 @@ class Database:
         synchronous: Synchronous = "FULL",
         busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     ) -> Database:
-        thread = WriterThread(name=f"approvals-store-writer:{path.name}")
+        thread = ConnectionThread(name=f"approvals-store-writer:{path.name}")
         try:
             writer = await thread.run(lambda: _open_writer(path, synchronous, busy_timeout_ms))
         except BaseException:
             await thread.stop()
             raise
+        reader_thread = ConnectionThread(name=f"approvals-store-reader:{path.name}")
         try:
-            reader = await _open_reader(path, synchronous, busy_timeout_ms)
+            reader = await reader_thread.run(
+                lambda: _open_reader(path, synchronous, busy_timeout_ms)
+            )
         except BaseException:
+            await reader_thread.stop()
             await thread.run(writer.close)
             await thread.stop()
             raise
-        return cls(path, thread=thread, writer=writer, reader=reader)
+        return cls(path, thread=thread, writer=writer, reader_thread=reader_thread, reader=reader)
 
     async def transaction(self, body: Callable[[sqlite3.Connection], T]) -> T:
         """Run `body(connection)` on the writer thread inside BEGIN IMMEDIATE ... COMMIT.
@@ -107,7 +112,8 @@ class Database:
 
     async def read(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
         """Rows of one query on the reader (its own snapshot of the last commit)."""
-        return list(await self._reader.execute_fetchall(sql, params))
+        reader = self._reader
+        return await self._reader_thread.run(lambda: reader.execute(sql, params).fetchall())
 
     async def read_one(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
         rows = await self.read(sql, params)
@@ -116,7 +122,10 @@ class Database:
     async def close(self) -> None:
         """Close the reader; finish queued write transactions, then close the writer."""
         try:
-            await self._reader.close()
+            try:
+                await self._reader_thread.run(self._reader.close)
+            finally:
+                await self._reader_thread.stop()
         finally:
             try:
                 await self._thread.run(self._writer.close)
@@ -164,20 +173,17 @@ def _enable_wal(connection: sqlite3.Connection, path: Path, busy_timeout_ms: int
         return
 
 
-async def _open_reader(
-    path: Path, synchronous: Synchronous, busy_timeout_ms: int
-) -> aiosqlite.Connection:
+def _open_reader(path: Path, synchronous: Synchronous, busy_timeout_ms: int) -> sqlite3.Connection:
     try:
-        reader = await aiosqlite.connect(path, isolation_level=None)
+        reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as error:
         raise StoreError(f"cannot open database {path}: {error}") from error
-    reader.row_factory = sqlite3.Row
     try:
-        await reader.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-        await reader.execute(f"PRAGMA synchronous={synchronous}")
-        await reader.execute("PRAGMA query_only=ON")
+        reader.row_factory = sqlite3.Row
+        _apply_pragmas(reader, synchronous, busy_timeout_ms)
+        reader.execute("PRAGMA query_only=ON")
     except BaseException:
-        await reader.close()
+        reader.close()
         raise
     return reader
 

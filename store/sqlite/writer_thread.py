@@ -1,9 +1,9 @@
-"""The thread that owns the write connection: runs submitted functions one at a time.
+"""A thread that owns one sqlite3 connection: runs submitted functions one at a time.
 
-A lean hand-off (a SimpleQueue in, `call_soon_threadsafe` back) instead of a
-ThreadPoolExecutor: measured here, run_in_executor costs ~105 us per round trip against
-~65 us for this path (the same mechanism aiosqlite uses), and every write transaction
-pays one round trip.
+The store has two: the writer's and the reader's. A lean hand-off (a SimpleQueue in,
+`call_soon_threadsafe` back) instead of a ThreadPoolExecutor: measured here,
+run_in_executor costs ~105 us per round trip against ~65 us for this path (the same
+mechanism aiosqlite uses), and every write transaction pays one round trip.
 """
 
 from __future__ import annotations
@@ -35,12 +35,19 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
         future.set_result(result)
 
 
-class WriterThread:
-    """One thread, one job at a time, in submission order. `stop()` drains, then ends."""
+class ConnectionThread:
+    """One thread, one job at a time, in submission order. `stop()` drains, then ends.
+
+    A daemon thread: a store the program forgot to close must not keep the process alive
+    at exit. That is safe for the writer because a write transaction is atomic in SQLite:
+    a process that ends in the middle of one leaves the database as before it began (the
+    next opener rolls the partial WAL frames back). `close()` is still the clean way out:
+    it lets queued transactions finish.
+    """
 
     def __init__(self, name: str) -> None:
         self._jobs: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._serve, name=name)
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._stopped = False
         self._thread.start()
 
@@ -57,7 +64,7 @@ class WriterThread:
     async def run(self, work: Callable[[], T]) -> T:
         """Run `work()` on the thread; its result or exception comes back here."""
         if self._stopped:
-            raise RuntimeError("the writer thread is stopped")
+            raise RuntimeError(f"the connection thread {self._thread.name} is stopped")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._jobs.put(_Job(work=work, loop=loop, future=future))
