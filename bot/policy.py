@@ -241,14 +241,18 @@ class _Parser:
                 if type(table[flag]) is not bool:
                     raise self.fail(f"{prefix}.{flag}", "must be true or false")
                 rule = replace(rule, **{flag: table[flag]})
-        for key, zero_ok in (("expires_after", False), ("remind_before", True)):
-            if key in table:
-                try:
-                    rule = replace(rule, **{key: parse_duration(table[key], allow_zero=zero_ok)})
-                except ValueError as error:
-                    raise self.fail(f"{prefix}.{key}", str(error)) from None
+        if "expires_after" in table:
+            rule = replace(rule, expires_after=self.duration(table, "expires_after", prefix))
+        if "remind_before" in table:
+            rule = replace(rule, remind_before=self.duration(table, "remind_before", prefix))
         self.possible(rule, prefix)
         return rule
+
+    def duration(self, table: Mapping[str, Any], key: str, prefix: str) -> timedelta:
+        try:
+            return parse_duration(table[key], allow_zero=key == "remind_before")
+        except ValueError as error:
+            raise self.fail(f"{prefix}.{key}", str(error)) from None
 
     def possible(self, rule: ToolRule, prefix: str) -> None:
         if rule.approvers and not rule.group_approvers:

@@ -77,6 +77,7 @@ class ApprovalRecord:
     required_approvals: int = 1  # the quorum, fixed by the policy when it was requested
     remind_at: datetime | None = None  # when approvers get their one reminder (None: never)
     reminded_at: datetime | None = None  # when it was sent (set once, by claim_reminders)
+    revoke_reason: str | None = None  # why it was revoked (reason keeps the decider's)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -263,8 +264,8 @@ class Store(Protocol):
         `expired`. Unknown id -> InputError."""
         ...
 
-    async def votes(self, approval_id: str) -> list[VoteRecord]:
-        """Every vote on the approval, every digest, in order."""
+    async def votes(self, approval_ids: Sequence[str]) -> dict[str, list[VoteRecord]]:
+        """Every vote on each approval (every digest, in order), by approval id."""
         ...
 
     async def claim_reminders(self, *, now: datetime) -> list[ApprovalRecord]:

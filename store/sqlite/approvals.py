@@ -31,8 +31,8 @@ from store.sqlite.timefmt import to_db
 APPROVAL_STATUSES: frozenset[str] = frozenset(get_args(ApprovalStatus))
 DECISIONS: frozenset[str] = frozenset(get_args(Decision))
 
-_SELECT_ONE = f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE approval_id = ?"
-_EXPIRE_ONE = (
+SELECT_ONE = f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE approval_id = ?"
+EXPIRE_ONE = (
     "UPDATE approvals SET status = 'expired' WHERE approval_id = ? AND status = 'pending' "
     f"AND expires_at IS NOT NULL AND expires_at <= ? RETURNING {APPROVAL_COLUMNS}"
 )
@@ -50,7 +50,7 @@ class ApprovalsPart(StoreBase):
         return await self._db.transaction(body)
 
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
-        row = await self._db.read_one(_SELECT_ONE, (approval_id,))
+        row = await self._db.read_one(SELECT_ONE, (approval_id,))
         return None if row is None else row_to_approval(row)
 
     async def list_approvals(
@@ -133,7 +133,7 @@ class ApprovalsPart(StoreBase):
             )
             expired = sorted((row_to_approval(row) for row in rows), key=lambda r: r.approval_id)
             for record in expired:
-                _audit_expired(connection, record, at)
+                audit_expired(connection, record, at)
             return expired
 
         return await self._db.transaction(body)
@@ -146,12 +146,13 @@ class ApprovalsPart(StoreBase):
         def body(connection: sqlite3.Connection) -> DecisionOutcome:
             row = fetch_one(
                 connection,
-                "UPDATE approvals SET status = 'revoked', revoked_at = ?, revoked_by = ? "
+                "UPDATE approvals SET status = 'revoked', revoked_at = ?, revoked_by = ?, "
+                "revoke_reason = ? "
                 "WHERE approval_id = ? AND (status = 'pending' OR (status = 'approved' "
                 "AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.run_id = approvals.run_id "
                 "AND l.tool_call_id = approvals.tool_call_id))) "
                 f"RETURNING {APPROVAL_COLUMNS}",
-                (to_db(at), actor, approval_id),
+                (to_db(at), actor, reason, approval_id),
             )
             if row is None:
                 return DecisionOutcome(won=False, record=_require(connection, approval_id))
@@ -187,8 +188,11 @@ def _check_new(new: NewApproval) -> None:
     for name in ("approval_id", "run_id", "tool_call_id", "tool_name", "arguments_digest"):
         if not getattr(new, name):
             raise InputError(f"new approval has an empty {name}")
-    if new.expires_at is not None:
-        to_db(new.expires_at)  # refuses a naive expiry before anything is written
+    if new.required_approvals < 1:
+        raise InputError("new approval needs required_approvals >= 1")
+    for moment in (new.expires_at, new.remind_at):
+        if moment is not None:
+            to_db(moment)  # refuses a naive time before anything is written
 
 
 def _insert_or_get(
@@ -198,13 +202,15 @@ def _insert_or_get(
         row = fetch_one(
             connection,
             "INSERT INTO approvals (approval_id, run_id, tool_call_id, tool_name, "
-            "arguments_digest, snapshot, status, requester, created_at, expires_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) "
+            "arguments_digest, snapshot, status, requester, created_at, expires_at, "
+            "required_approvals, remind_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?) "
             "ON CONFLICT (run_id, tool_call_id) WHERE status <> 'revoked' DO NOTHING "
             f"RETURNING {APPROVAL_COLUMNS}",
             (new.approval_id, new.run_id, new.tool_call_id, new.tool_name,
              new.arguments_digest, new.snapshot, new.requester, to_db(at),
-             None if new.expires_at is None else to_db(new.expires_at)),
+             None if new.expires_at is None else to_db(new.expires_at),
+             new.required_approvals,
+             None if new.remind_at is None else to_db(new.remind_at)),
         )  # fmt: skip
     except sqlite3.IntegrityError as error:
         raise InputError(
@@ -233,13 +239,14 @@ def _insert_or_get(
             "tool_call_id": new.tool_call_id,
             "arguments_digest": new.arguments_digest,
             "expires_at": None if new.expires_at is None else to_db(new.expires_at),
+            "required_approvals": new.required_approvals,
         },
     )
     return record
 
 
 def _require(connection: sqlite3.Connection, approval_id: str) -> ApprovalRecord:
-    row = fetch_one(connection, _SELECT_ONE, (approval_id,))
+    row = fetch_one(connection, SELECT_ONE, (approval_id,))
     if row is None:
         raise InputError(f"no approval {approval_id!r}")
     return row_to_approval(row)
@@ -247,15 +254,15 @@ def _require(connection: sqlite3.Connection, approval_id: str) -> ApprovalRecord
 
 def _lost(connection: sqlite3.Connection, approval_id: str, at: datetime) -> ApprovalRecord:
     """The decision did not apply: expire it if that is why, else report the winner."""
-    expired = fetch_one(connection, _EXPIRE_ONE, (approval_id, to_db(at)))
+    expired = fetch_one(connection, EXPIRE_ONE, (approval_id, to_db(at)))
     if expired is None:
         return _require(connection, approval_id)
     record = row_to_approval(expired)
-    _audit_expired(connection, record, at)
+    audit_expired(connection, record, at)
     return record
 
 
-def _audit_expired(connection: sqlite3.Connection, record: ApprovalRecord, at: datetime) -> None:
+def audit_expired(connection: sqlite3.Connection, record: ApprovalRecord, at: datetime) -> None:
     audit.append(
         connection,
         "expired",

@@ -15,7 +15,8 @@ RUN_COLUMNS = (
 APPROVAL_COLUMNS = (
     "approval_id, run_id, tool_call_id, tool_name, arguments_digest, snapshot, status, "
     "requester, decider, reason, message, created_at, decided_at, expires_at, revoked_at, "
-    "revoked_by, slack_channel, slack_ts"
+    "revoked_by, slack_channel, slack_ts, required_approvals, remind_at, reminded_at, "
+    "revoke_reason"
 )
 
 
@@ -57,4 +58,8 @@ def row_to_approval(row: sqlite3.Row) -> ApprovalRecord:
         revoked_by=row["revoked_by"],
         slack_channel=row["slack_channel"],
         slack_ts=row["slack_ts"],
+        required_approvals=int(row["required_approvals"]),
+        remind_at=from_db_optional(row["remind_at"]),
+        reminded_at=from_db_optional(row["reminded_at"]),
+        revoke_reason=row["revoke_reason"],
     )

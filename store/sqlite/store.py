@@ -12,6 +12,7 @@ from store.api import Store
 from store.config import database_url_from_env, parse_database_url, synchronous_from_env
 from store.crypto import KeyRing
 from store.keys import KEYS_ENV, resolve_keyring
+from store.sqlite.approval_reads import ApprovalReadsPart
 from store.sqlite.approvals import ApprovalsPart
 from store.sqlite.auditing import AuditPart
 from store.sqlite.base import Clock, utc_now
@@ -20,9 +21,12 @@ from store.sqlite.ledger import LedgerPart
 from store.sqlite.migrations import MigrationReport, current_version, migrate
 from store.sqlite.rotation import RotationPart
 from store.sqlite.runs import RunsPart
+from store.sqlite.votes import VotesPart
 
 
-class SqliteStore(RunsPart, ApprovalsPart, AuditPart, LedgerPart, RotationPart):
+class SqliteStore(
+    RunsPart, ApprovalsPart, VotesPart, ApprovalReadsPart, AuditPart, LedgerPart, RotationPart
+):
     """The embedded engine. Open it with `open_store`; close it with `close()`."""
 
     def __init__(
