@@ -67,7 +67,7 @@ class ToolRule:
     required_approvals: int = 1
     allow_self_approval: bool = False
     require_reason: bool = True
-    expires_after: timedelta = timedelta(hours=24)
+    expires_after: timedelta | None = timedelta(hours=24)  # None: never (not from TOML)
     remind_before: timedelta = timedelta(hours=1)  # zero: no reminder
 
     @property
@@ -85,6 +85,8 @@ class ToolRule:
     @property
     def reminds(self) -> bool:
         """A reminder is sent only when it falls inside the approval's lifetime."""
+        if self.expires_after is None:
+            return False
         return timedelta(0) < self.remind_before < self.expires_after
 
 
@@ -101,9 +103,9 @@ class Policy:
     def is_admin(self, user: str) -> bool:
         return user in self.admins
 
-    def with_default_expiry(self, expires_after: timedelta) -> Policy:
-        """The built-in policy with another default lifetime (the older
-        `APPROVALS_APPROVAL_TTL_SECONDS` setting); tool rules are left alone."""
+    def with_default_expiry(self, expires_after: timedelta | None) -> Policy:
+        """The policy with another default lifetime (None: approvals never expire), as the
+        older `APPROVALS_APPROVAL_TTL_SECONDS` setting gives it; tool rules keep theirs."""
         return replace(self, defaults=replace(self.defaults, expires_after=expires_after))
 
 

@@ -78,6 +78,7 @@ class ApprovalRecord:
     remind_at: datetime | None = None  # when approvers get their one reminder (None: never)
     reminded_at: datetime | None = None  # when it was sent (set once, by claim_reminders)
     revoke_reason: str | None = None  # why it was revoked (reason keeps the decider's)
+    amended_by: str | None = None  # the approver who changed the arguments, if one did
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from functools import partial
 
 from bot.errors import ApprovalsError, RunStateError
 from bot.review import ReviewSnapshot, review_snapshot
 from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, PendingCall, Runner, RunResult, RunState
+from bot.service.amend import noted_agent
+from bot.service.authority import execution_check
 from bot.service.codec import encode_state
 from bot.service.journal import ServiceJournal
 from bot.service.parts import ServiceParts, log
@@ -38,16 +41,18 @@ async def execute(
 ) -> RunRecord:
     """Run `agent` from `state` for `run` (status running or resuming) and persist the
     outcome. Never raises for a failed run: the run is marked failed and people told."""
+    approvals = approved or {}
     journal = ServiceJournal(
         StoreJournal(parts.store, owner=parts.worker_id, lease_seconds=parts.lease_seconds),
         store=parts.store,
         run_id=run.run_id,
         actor=parts.actor,
-        approvals=approved or {},
+        approvals=approvals,
+        authorize=partial(execution_check, parts),
     )
     try:
         result = await Runner.arun(
-            agent,
+            noted_agent(agent, approvals),
             state,
             journal=journal,
             dependencies=parts.dependencies,
@@ -99,13 +104,16 @@ async def request_approvals(
     waiting = [call for call in calls if call.status == "approval"]
     if not waiting:
         return []
-    expires_at = parts.clock() + parts.approval_ttl if parts.approval_ttl else None
+    now = parts.clock()
     snapshots: dict[str, ReviewSnapshot] = {}
     planned: list[NewApproval] = []
     batch = uuid.uuid4().hex[:24]  # ids share a random prefix and sort in the model's order
     for index, call in enumerate(waiting):
         snapshot = review_snapshot(call.tool_name, call.arguments)
         snapshots[call.tool_call_id] = snapshot
+        rule = parts.rule_for(call.tool_name)
+        expires_at = now + rule.expires_after if rule.expires_after is not None else None
+        remind_at = expires_at - rule.remind_before if expires_at and rule.reminds else None
         planned.append(
             NewApproval(
                 approval_id=f"{batch}{index:08x}",
@@ -116,6 +124,8 @@ async def request_approvals(
                 snapshot=snapshot.to_json(),
                 requester=run.requester,
                 expires_at=expires_at,
+                required_approvals=rule.required_approvals,
+                remind_at=remind_at,
             )
         )
     records = await parts.store.add_approvals(planned)

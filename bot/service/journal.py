@@ -6,7 +6,8 @@
    execute with the approved one. A call whose approval is no longer `approved` (revoked
    or expired since) or whose arguments moved is not run: the claim answers with a
    refusal result the model sees, an `execution_refused` audit event is written, and the
-   ledger is left untouched.
+   ledger is left untouched. The same holds when `authorize` (the policy's check that
+   every counted voter is still eligible) names a reason.
 2. The audit trail of effects: `executed` after a result is recorded (so the trail says
    which worker ran what, with which key and attempt) and `uncertain` when an
    interrupted call is parked for reconciliation.
@@ -14,6 +15,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.runtime.journal import Claim, Fresh, Journal, Recorded
@@ -50,12 +52,14 @@ class ServiceJournal:
         run_id: str,
         actor: str,
         approvals: dict[str, ApprovalRecord],
+        authorize: Callable[[ApprovalRecord], Awaitable[str | None]] | None = None,
     ) -> None:
         self._inner = inner
         self._store = store
         self._run_id = run_id
         self._actor = actor
         self._approvals = approvals  # approved calls of this execution, by tool_call_id
+        self._authorize = authorize
         self._dispatches: dict[str, _Dispatch] = {}
 
     async def claim(
@@ -72,6 +76,8 @@ class ServiceJournal:
         if approved is not None:
             current = await self._store.get_approval(approved.approval_id)
             reason = refusal_reason(current, arguments_digest)
+            if reason is None and current is not None and self._authorize is not None:
+                reason = await self._authorize(current)
             if reason is not None:
                 await self._audit(
                     "execution_refused",

@@ -8,14 +8,16 @@ explicit bundle instead of a growing class.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
+from bot.policy import GroupDirectory, Policy, ToolRule
 from bot.review import ReviewSnapshot
 from bot.runtime import AgentRegistry, PendingCall
 from bot.service.notifier import Location, Notifier
+from bot.service.views import ApprovalView
 from store.api import ApprovalRecord, RunRecord, Store
 
 log = logging.getLogger("bot.service")
@@ -35,13 +37,17 @@ class ServiceParts:
     dependencies: Mapping[str, Any]
     clock: Clock
     worker_id: str
-    approval_ttl: timedelta | None
     lease_seconds: float
+    policy: Policy
+    groups: GroupDirectory
 
     @property
     def actor(self) -> str:
         """How the service itself appears in the audit log."""
         return f"service:{self.worker_id}"
+
+    def rule_for(self, tool_name: str) -> ToolRule:
+        return self.policy.rule_for(tool_name)
 
     @property
     def notify(self) -> SafeNotifier:
@@ -78,6 +84,26 @@ class SafeNotifier:
             await self._notifier.approval_decided(run, approval)
         except Exception:
             log.exception("notifier.approval_decided failed for %s", approval.approval_id)
+
+    async def approval_updated(self, run: RunRecord, view: ApprovalView) -> None:
+        try:
+            await self._notifier.approval_updated(run, view)
+        except Exception:
+            log.exception("notifier.approval_updated failed for %s", view.approval.approval_id)
+
+    async def approval_reminder(
+        self, run: RunRecord, approval: ApprovalRecord, approvers: Sequence[str]
+    ) -> None:
+        try:
+            await self._notifier.approval_reminder(run, approval, approvers)
+        except Exception:
+            log.exception("notifier.approval_reminder failed for %s", approval.approval_id)
+
+    async def approval_expired_notice(self, run: RunRecord, approval: ApprovalRecord) -> None:
+        try:
+            await self._notifier.approval_expired_notice(run, approval)
+        except Exception:
+            log.exception("notifier.approval_expired_notice failed for %s", approval.approval_id)
 
     async def call_uncertain(self, run: RunRecord, call: PendingCall) -> None:
         try:

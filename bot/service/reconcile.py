@@ -14,8 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.errors import ApprovalsError, InputError, ResolutionError, UnknownCallError
+from bot.errors import (
+    ApprovalsError,
+    InputError,
+    NotAuthorizedError,
+    ResolutionError,
+    UnknownCallError,
+)
 from bot.runtime import CURRENT_SCHEMA_VERSION, PendingCall, RunState
+from bot.service.authority import may_reconcile
 from bot.service.codec import decode_state, encode_state
 from bot.service.parts import ServiceParts
 from store.api import RunRecord
@@ -112,6 +119,18 @@ async def _resolve(
 ) -> tuple[RunRecord, PendingCall]:
     state = await decode_state(await parts.store.load_run_state(run.run_id))
     target = uncertain_call(state, call)
+    if not await may_reconcile(
+        parts, tool_name=target.tool_name, requester=run.requester, user=actor
+    ):
+        await parts.store.append_audit(
+            "refused",
+            actor=actor,
+            run_id=run.run_id,
+            detail={"why": "not_authorized", "action": "reconcile", "tool": target.tool_name},
+        )
+        raise NotAuthorizedError(
+            f"only an admin or an approver of {target.tool_name} may reconcile this call"
+        )
     state.resolve(
         target,
         result=choice.result,

@@ -19,13 +19,11 @@ from datetime import timedelta
 from typing import Any
 
 from bot.errors import (
-    AlreadyDecidedError,
     ApprovalsError,
     ConfigError,
     InputError,
-    NotAuthorizedError,
 )
-from bot.policy import GroupDirectory, Policy
+from bot.policy import DEFAULT_POLICY, GroupDirectory, NoGroups, Policy
 from bot.runtime import CURRENT_SCHEMA_VERSION, AgentRegistry, RunState
 from bot.runtime.context import serialize_context
 from bot.service.codec import decode_state, encode_state
@@ -43,14 +41,17 @@ from bot.service.outcomes import (
     WaitingForApproval,
 )
 from bot.service.parts import Clock, ServiceParts, utc_now
+from bot.service.reads import build_view, pending_for, views_of
 from bot.service.reconcile import Reconciliation, reconcile_call
 from bot.service.recovery import recover_runs
 from bot.service.resume import APPROVALS_PER_RUN_LIMIT, resume_run
 from bot.service.tasks import TaskOwner
 from bot.service.views import ApprovalView, Page
+from bot.service.voting import Ballot, Followup, approve_changed, cast, open_approval, revoke
 from store.api import TERMINAL_APPROVAL_STATUSES, ApprovalRecord, AuditEvent, RunRecord, Store
 
 DEFAULT_LEASE_SECONDS = 300.0
+SWEEP_SECONDS = 10.0  # an unclicked card shows "expired" within this of its expiry
 
 
 class ApprovalService:
@@ -82,8 +83,9 @@ class ApprovalService:
             dependencies=dependencies,
             clock=clock,
             worker_id=worker_id,
-            approval_ttl=approval_ttl,
             lease_seconds=lease_seconds,
+            policy=policy or DEFAULT_POLICY.with_default_expiry(approval_ttl),
+            groups=groups or NoGroups(),
         )
         self._tasks = tasks
         self._default_agent = default_agent
@@ -151,45 +153,31 @@ class ApprovalService:
         decider: str,
         reason: str,
         message: str | None = None,
+        digest: str | None = None,
     ) -> DecisionResult:
-        """Record one person's decision by compare-and-set.
+        """Record one person's vote under the policy.
 
-        InputError: unknown approval, blank reason or decider. NotAuthorizedError: the
-        decider requested the run. AlreadyDecidedError: the approval is no longer pending
-        (it carries who decided and when). When this was the run's last open approval,
-        the resume is claimed and runs in a task the service owns."""
-        if not reason or not reason.strip():
-            raise InputError("a reason is required for every decision")
-        if not decider.strip():
-            raise InputError("a decision needs the decider's id")
-        if message is not None and not message.strip():
-            message = None
-        approval = await self._parts.store.get_approval(approval_id)
-        if approval is None:
-            raise InputError(f"there is no approval with id {approval_id!r}")
-        if approval.status != "pending":
-            raise _already_decided(approval)
-        if approval.requester is not None and decider == approval.requester:
-            raise NotAuthorizedError(
-                "you requested this run, so someone else must decide its calls"
-            )
-        outcome = await self._parts.store.decide(
-            approval_id,
-            decision="approved" if approve else "rejected",
+        Refused (audited `refused`): NotAuthorizedError when the decider is not eligible
+        (not an approver or a member of an approver group; the requester unless the rule
+        allows self approval); InputError for an unknown approval, a blank decider, or a
+        blank reason when the rule requires one; AlreadyDecidedError when the approval is
+        closed, expired (it becomes `expired` now, its card is updated and the run goes
+        on) or this person already voted on these arguments (each person counts once);
+        ResolutionError when `digest` (the one the decider saw) is no longer current.
+
+        An approval stays `pending` until `required_approvals` distinct eligible people
+        approved the current arguments; one rejection rejects. A counted vote updates
+        the card (`approval_updated`); a closing one `approval_decided`, and when it was
+        the run's last open approval the resume is claimed and runs in a service task."""
+        ballot = Ballot(
+            approval_id=approval_id,
+            approve=approve,
             decider=decider,
-            reason=reason.strip(),
-            message=message if not approve else None,
-            now=self._parts.clock(),
+            reason=reason or "",
+            message=message,
+            digest=digest,
         )
-        run = await self._require_run(approval.run_id)
-        if not outcome.won:
-            if outcome.record.status == "expired":
-                await self._parts.notify.approval_decided(run, outcome.record)
-                await self._resume_if_all_decided(approval.run_id)
-            raise _already_decided(outcome.record)
-        await self._parts.notify.approval_decided(run, outcome.record)
-        started = await self._resume_if_all_decided(approval.run_id)
-        return DecisionResult(approval=outcome.record, resume_started=started)
+        return await cast(self._parts, ballot, self._followup)
 
     async def expire_due(self) -> list[ApprovalRecord]:
         """Expire every pending approval past its expiry, update its card, and resume the
@@ -198,14 +186,15 @@ class ApprovalService:
         for record in expired:
             run = await self._require_run(record.run_id)
             await self._parts.notify.approval_decided(run, record)
+            await self._parts.notify.approval_expired_notice(run, record)
         for run_id in sorted({record.run_id for record in expired}):
             await self._resume_if_all_decided(run_id)
         return expired
 
-    def start_expiry_sweeper(self, *, every_seconds: float = 60.0) -> None:
-        """Call `expire_due` every `every_seconds` until `aclose` (see bot.service.expiry)."""
+    def start_expiry_sweeper(self, *, every_seconds: float = SWEEP_SECONDS) -> None:
+        """Call `sweep` every `every_seconds` until `aclose` (see bot.service.expiry)."""
         if self._sweeper is None:
-            self._sweeper = ExpirySweeper(self.expire_due, every_seconds=every_seconds)
+            self._sweeper = ExpirySweeper(self.sweep, every_seconds=every_seconds)
             self._sweeper.start()
 
     async def _resume_if_all_decided(self, run_id: str) -> bool:
@@ -236,6 +225,7 @@ class ApprovalService:
         decider: str,
         reason: str,
         arguments: Mapping[str, Any],
+        digest: str | None = None,
     ) -> DecisionResult:
         """Approve the call with changed arguments.
 
@@ -247,8 +237,12 @@ class ApprovalService:
         stops counting; this counts as the decider's approval of the new digest (so with
         a quorum of 1 the call is approved). The run's state gets the new arguments, the
         model is told the call ran with arguments an approver changed, and the audit keeps
-        both digests (`arguments_changed`). Eligibility as for `decide`."""
-        raise NotImplementedError
+        both digests (`arguments_changed`). Eligibility as for `decide`; the run must be
+        paused (ResolutionError otherwise)."""
+        ballot = Ballot(
+            approval_id=approval_id, approve=True, decider=decider, reason=reason, digest=digest
+        )
+        return await approve_changed(self._parts, ballot, arguments, self._followup)
 
     async def revoke(self, approval_id: str, *, actor: str, reason: str) -> ApprovalRecord:
         """Withdraw a pending, or approved but not yet executed, call: it never runs.
@@ -258,37 +252,64 @@ class ApprovalService:
         InputError; already executed or closed -> AlreadyDecidedError. The card is
         updated (`approval_decided`, status `revoked`, `revoked_by`, `reason`), and the run
         resumes with the call rejected when nothing else is open."""
-        raise NotImplementedError
+        return await revoke(
+            self._parts, approval_id, actor=actor, reason=reason, followup=self._followup
+        )
 
     async def approval_view(self, approval_id: str, *, viewer: str) -> ApprovalView:
         """The approval, its votes and quorum, and what `viewer` may do (InputError if
         unknown)."""
-        raise NotImplementedError
+        approval, _ = await open_approval(self._parts, approval_id)
+        return await build_view(self._parts, approval, viewer)
 
     async def pending_for(
         self, viewer: str, *, limit: int = 20, cursor: str | None = None
     ) -> Page[ApprovalView]:
         """Pending approvals `viewer` may decide (not their own runs' unless self approval
-        is allowed; not ones they already approved), oldest first, by keyset pages."""
-        raise NotImplementedError
+        is allowed; not ones they already approved), oldest first, by keyset pages.
+        `cursor` is a previous page's `next_cursor` (InputError for anything else)."""
+        return await pending_for(self._parts, viewer, limit=limit, cursor=cursor)
 
     async def requested_by(self, viewer: str, *, limit: int = 20) -> list[ApprovalView]:
         """Approvals of runs `viewer` started, newest first."""
-        raise NotImplementedError
+        rows = await self._parts.store.approvals_requested_by(viewer, limit=limit)
+        return await views_of(self._parts, rows, viewer)
 
     async def recent_decisions(self, *, limit: int = 20) -> list[ApprovalRecord]:
         """The latest approvals and rejections, newest first."""
-        raise NotImplementedError
+        return await self._parts.store.recent_decisions(limit=limit)
 
     async def approval_trail(self, approval_id: str, *, viewer: str) -> list[AuditEvent]:
         """The audit events of one approval, in order (requested, voted, refused,
-        arguments_changed, decided, revoked, expired, executed, ...)."""
-        raise NotImplementedError
+        arguments_changed, decided, revoked, expired, executed, ...). Anyone who may see
+        the card may read it; the viewer is recorded by nobody (reads are not audited)."""
+        approval, _ = await open_approval(self._parts, approval_id)
+        events = await self._parts.store.audit_events(run_id=approval.run_id)
+        return [event for event in events if event.approval_id == approval.approval_id]
 
     async def send_reminders(self) -> list[ApprovalRecord]:
         """Send each pending approval's one reminder once its time has come (the sweeper
-        calls this with `expire_due`)."""
-        raise NotImplementedError
+        calls this with `expire_due`). Claimed in the store first, so each approval is
+        reminded once even across restarts (a crash right after the claim loses it)."""
+        due = await self._parts.store.claim_reminders(now=self._parts.clock())
+        for record in due:
+            run = await self._require_run(record.run_id)
+            rule = self._parts.rule_for(record.tool_name)
+            await self._parts.notify.approval_reminder(run, record, rule.approvers)
+        return due
+
+    async def sweep(self) -> list[ApprovalRecord]:
+        """One sweeper pass: expire what is overdue, then send due reminders."""
+        expired = await self.expire_due()
+        await self.send_reminders()
+        return expired
+
+    @property
+    def _followup(self) -> Followup:
+        return Followup(resume_if_all_decided=self._resume_if_all_decided, view=self._view)
+
+    async def _view(self, approval: ApprovalRecord, viewer: str | None) -> ApprovalView:
+        return await build_view(self._parts, approval, viewer)
 
     # -- follow-up, reconciliation, recovery ----------------------------------------------
 
@@ -340,7 +361,9 @@ class ApprovalService:
     ) -> RunRecord:
         """Resolve an uncertain call (by tool call id or execution key; optional when the
         run has one) with exactly one of a verified `result`, `retry` or `abort`, then
-        resume the run in a task. Audited as `reconciled`."""
+        resume the run in a task. Audited as `reconciled`. Only the policy's admins and
+        people eligible to approve the call's tool may (NotAuthorizedError, audited
+        `refused`)."""
         choice = Reconciliation.parse(result=result, retry=retry, abort=abort)
         run = await reconcile_call(
             self._parts, run_id, actor=actor, call=call, choice=choice, reason=reason
@@ -377,14 +400,3 @@ class ApprovalService:
         if self._sweeper is not None:
             await self._sweeper.aclose()
         await self._tasks.aclose(timeout=timeout)
-
-
-def _already_decided(record: ApprovalRecord) -> AlreadyDecidedError:
-    who = f" by {record.decider}" if record.decider else ""
-    when = f" at {record.decided_at.isoformat()}" if record.decided_at else ""
-    return AlreadyDecidedError(
-        f"this call is already {record.status}{who}{when}",
-        status=record.status,
-        decider=record.decider,
-        decided_at=record.decided_at,
-    )

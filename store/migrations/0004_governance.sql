@@ -19,6 +19,7 @@ ALTER TABLE approvals ADD COLUMN required_approvals INTEGER NOT NULL DEFAULT 1
 ALTER TABLE approvals ADD COLUMN remind_at TEXT;
 ALTER TABLE approvals ADD COLUMN reminded_at TEXT;
 ALTER TABLE approvals ADD COLUMN revoke_reason TEXT;
+ALTER TABLE approvals ADD COLUMN amended_by TEXT;         -- who changed the arguments (approve with changes)
 
 CREATE INDEX approvals_pending_page ON approvals (created_at, approval_id)
     WHERE status = 'pending';

@@ -16,7 +16,7 @@ APPROVAL_COLUMNS = (
     "approval_id, run_id, tool_call_id, tool_name, arguments_digest, snapshot, status, "
     "requester, decider, reason, message, created_at, decided_at, expires_at, revoked_at, "
     "revoked_by, slack_channel, slack_ts, required_approvals, remind_at, reminded_at, "
-    "revoke_reason"
+    "revoke_reason, amended_by"
 )
 
 
@@ -62,4 +62,5 @@ def row_to_approval(row: sqlite3.Row) -> ApprovalRecord:
         remind_at=from_db_optional(row["remind_at"]),
         reminded_at=from_db_optional(row["reminded_at"]),
         revoke_reason=row["revoke_reason"],
+        amended_by=row["amended_by"],
     )

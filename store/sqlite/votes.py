@@ -4,7 +4,8 @@
 saw, applies an amendment (approve-with-changes: new digest and snapshot; votes on the
 old digest stop counting), inserts the vote (the primary key (approval, voter, digest)
 makes a second vote by the same person on the same arguments a no-op), and makes the
-transition when the vote completes the quorum or rejects. It all runs in one `BEGIN
+transition when the vote completes the quorum or rejects. A vote that does not close the
+approval is audited `voted`; the closing one is the `decided` event (with every voter). It all runs in one `BEGIN
 IMMEDIATE` transaction on the writer thread and every update is conditional on
 `status = 'pending'`, so of two racing final votes exactly one makes the transition.
 """
@@ -175,9 +176,16 @@ class _Ballot:
     ) -> ApprovalRecord:
         row = fetch_one(
             connection,
-            "UPDATE approvals SET arguments_digest = ?, snapshot = ? WHERE approval_id = ? "
-            f"AND status = 'pending' AND arguments_digest = ? RETURNING {APPROVAL_COLUMNS}",
-            (amend.arguments_digest, amend.snapshot, self.approval_id, record.arguments_digest),
+            "UPDATE approvals SET arguments_digest = ?, snapshot = ?, amended_by = ? "
+            "WHERE approval_id = ? AND status = 'pending' AND arguments_digest = ? "
+            f"RETURNING {APPROVAL_COLUMNS}",
+            (
+                amend.arguments_digest,
+                amend.snapshot,
+                self.voter,
+                self.approval_id,
+                record.arguments_digest,
+            ),
         )
         assert row is not None  # read and checked in this same write transaction
         audit.append(
@@ -208,23 +216,23 @@ class _Ballot:
         self, connection: sqlite3.Connection, record: ApprovalRecord
     ) -> VoteOutcome:
         approvals = _approving_voters(connection, self.approval_id, record.arguments_digest)
-        audit.append(
-            connection,
-            "voted",
-            at=self.at,
-            actor=self.voter,
-            run_id=record.run_id,
-            approval_id=self.approval_id,
-            detail={
-                "decision": self.decision,
-                "digest": record.arguments_digest,
-                "reason": self.reason,
-                "approvals": len(approvals),
-                "required": record.required_approvals,
-            },
-        )
         closes = self.decision == "rejected" or len(approvals) >= record.required_approvals
         if not closes:
+            audit.append(
+                connection,
+                "voted",
+                at=self.at,
+                actor=self.voter,
+                run_id=record.run_id,
+                approval_id=self.approval_id,
+                detail={
+                    "decision": self.decision,
+                    "digest": record.arguments_digest,
+                    "reason": self.reason,
+                    "approvals": len(approvals),
+                    "required": record.required_approvals,
+                },
+            )
             return self._outcome(connection, "counted", record)
         row = fetch_one(
             connection,
