@@ -19,7 +19,9 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.demo import default_registry, ops_dependencies
+from bot.demo import default_registry, model_from_env, ops_dependencies
+from bot.policy import load_policy
+from bot.runtime import Model
 from bot.service import (
     ApprovalService,
     TaskOwner,
@@ -28,6 +30,7 @@ from bot.service import (
 )
 from bot.slack.agents import load_agent_registry
 from bot.slack.config import Mode, SlackSettings, load_settings
+from bot.slack.groups import SlackGroupDirectory
 from bot.slack.notifier import SlackNotifier
 from bot.slack.server import EVENTS_PATH, build_web_app
 from bot.slack.surface import SlackSurface
@@ -44,7 +47,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="serve Slack over HTTP at POST /slack/events (and GET /healthz)",
         description="Serve Slack over HTTP. Configuration comes from the environment: "
         "SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_API_URL, HOST, PORT, "
-        "APPROVALS_DATABASE_URL, APPROVALS_KEYS, APPROVALS_AGENTS.",
+        "APPROVALS_DATABASE_URL, APPROVALS_KEYS, APPROVALS_AGENTS, APPROVALS_POLICY, "
+        "APPROVALS_MODEL.",
     )
     serve.set_defaults(func=lambda args: _run("http"))
     socket_mode = subparsers.add_parser(
@@ -64,13 +68,21 @@ def _run(mode: Mode) -> int:
 
 
 async def open_bot(settings: SlackSettings, *, environ: Mapping[str, str]) -> SlackSurface:
-    """Open the store, the registry, the service and the Slack surface around them."""
-    registry = load_agent_registry(settings.agents, default=default_registry())
+    """Load the policy, open the model, the store, the registry, the service and the
+    Slack surface around them. Every configuration problem is a ConfigError before
+    anything is opened; the surface closes the model and the store at shutdown."""
+    policy = load_policy(environ=environ)
     dependencies = ops_dependencies(environ)
     database_url = settings.database_url or database_url_from_env(environ)
     worker_id = installation_worker_id(database_url, environ)
     approval_ttl = approval_ttl_from_env(environ)
-    store = await open_store(database_url, environ=environ)
+    model = model_from_env(environ)
+    try:
+        registry = load_agent_registry(settings.agents, default=default_registry(model))
+        store = await open_store(database_url, environ=environ)
+    except BaseException:
+        await close_model(model)
+        raise
 
     def make_service(notifier: SlackNotifier, tasks: TaskOwner) -> ApprovalService:
         return ApprovalService(
@@ -82,6 +94,8 @@ async def open_bot(settings: SlackSettings, *, environ: Mapping[str, str]) -> Sl
             worker_id=worker_id,
             default_agent=registry.default().name,
             approval_ttl=approval_ttl,
+            policy=policy,
+            groups=SlackGroupDirectory(notifier.client),
         )
 
     try:
@@ -91,10 +105,21 @@ async def open_bot(settings: SlackSettings, *, environ: Mapping[str, str]) -> Sl
             api_url=settings.api_url,
             store=store,
             make_service=make_service,
+            also_close=(lambda: close_model(model),),
         )
     except BaseException:
-        await store.close()
+        try:
+            await store.close()
+        finally:
+            await close_model(model)
         raise
+
+
+async def close_model(model: Model) -> None:
+    """Close the model's HTTP session (both built-in kinds have `aclose`)."""
+    aclose = getattr(model, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 async def serve(settings: SlackSettings, *, mode: Mode, environ: Mapping[str, str]) -> None:

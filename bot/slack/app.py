@@ -11,7 +11,7 @@ drained on shutdown, once the answer has been written. The app runs with
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from slack_bolt.app.async_app import AsyncApp
@@ -20,24 +20,20 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.errors import (
-    AlreadyDecidedError,
-    ApprovalsError,
-    InputError,
-    NotAuthorizedError,
-)
+from bot.errors import ApprovalsError, InputError
 from bot.service import ApprovalService
 from bot.service.outcomes import Busy, Closed, WaitingForApproval
 from bot.service.tasks import TaskOwner
 from bot.slack import blocks, payloads
-from bot.slack.after_ack import defer
+from bot.slack.approvals_listeners import ApprovalsListeners
 from bot.slack.dedupe import EventDeduplicator
+from bot.slack.edit_modal import EDIT_CALLBACK_ID
+from bot.slack.interactions import CardInteractions
 from bot.slack.notifier import SlackNotifier
-from store.api import ApprovalRecord
+from bot.slack.plumbing import Ack, Responder, warning
+from bot.slack.reconcile_modal import RECONCILE_CALLBACK_ID
 
 _log = logging.getLogger(__name__)
-
-Ack = Callable[..., Awaitable[None]]
 
 AGENT_HELP = (
     "*/agent* starts an agent run in this channel; its review cards and answer arrive in "
@@ -46,28 +42,9 @@ AGENT_HELP = (
     "• `/agent @name <task>` or `/agent agent=name <task>`: another registered agent\n"
     "• `/agent help`: this message"
 )
-APPROVALS_HELP = (
-    "*/approvals* shows approvals.\n"
-    "• `/approvals list`: pending approvals you could decide\n"
-    "• `/approvals help`: this message"
-)
-TRIGGER_EXPIRED_TEXT = (
-    ":hourglass: Slack gave me too little time to open the form for that click. "
-    "Press the button again."
-)
-UNEXPECTED_FAILURE_TEXT = (
-    ":x: Something went wrong on our side while handling that (the bot's log has the "
-    "details). Check the card or thread before trying again."
-)
-LIST_LIMIT = 20
 AGENT_COMMAND = "/agent"
 APPROVALS_COMMAND = "/approvals"
 SLASH_COMMANDS = (AGENT_COMMAND, APPROVALS_COMMAND)
-
-
-def warning(error: ApprovalsError) -> str:
-    """One of our errors as a line for the person who acted (escaped: it may quote them)."""
-    return f":warning: {blocks.escape(str(error), blocks.CONTEXT_TEXT_LIMIT)}"
 
 
 class DropRedeliveries(AsyncMiddleware):
@@ -94,7 +71,9 @@ class DropRedeliveries(AsyncMiddleware):
 
 
 class SlackListeners:
-    """The listeners, bound to the service, the notifier and the task owner."""
+    """Every listener, bound to the service, the notifier and the task owner: /agent and
+    thread replies here, cards and modals in bot.slack.interactions, /approvals and App
+    Home in bot.slack.approvals_listeners."""
 
     def __init__(
         self,
@@ -104,22 +83,24 @@ class SlackListeners:
         tasks: TaskOwner,
         dedupe: EventDeduplicator,
     ) -> None:
-        self._service = service
-        self._notifier = notifier
-        self._tasks = tasks
+        self._r = Responder(service=service, notifier=notifier, tasks=tasks)
         self._dedupe = dedupe
+        self.cards = CardInteractions(self._r)
+        self.approvals = ApprovalsListeners(self._r)
 
     def register(self, app: AsyncApp) -> None:
         app.use(DropRedeliveries(self._dedupe))
         app.command(AGENT_COMMAND)(self.on_agent_command)
-        app.command(APPROVALS_COMMAND)(self.on_approvals_command)
-        app.action(payloads.APPROVE_ACTION_ID)(self.on_decision_button)
-        app.action(payloads.REJECT_ACTION_ID)(self.on_decision_button)
-        app.view(payloads.DECISION_CALLBACK_ID)(self.on_decision_submission)
+        app.command(APPROVALS_COMMAND)(self.approvals.on_command)
+        for action_id in payloads.CARD_ACTIONS:
+            app.action(action_id)(self.cards.on_card_button)
+        app.view(payloads.DECISION_CALLBACK_ID)(self.cards.on_decision_submission)
+        app.view(EDIT_CALLBACK_ID)(self.cards.on_edit_submission)
+        app.view(RECONCILE_CALLBACK_ID)(self.cards.on_reconcile_submission)
         app.event("message")(self.on_message)
-        app.event("app_home_opened")(self.on_app_home_opened)
+        app.event("app_home_opened")(self.approvals.on_app_home_opened)
 
-    # -- slash commands ---------------------------------------------------------------
+    # -- /agent -------------------------------------------------------------------------
 
     async def on_agent_command(self, ack: Ack, body: Mapping[str, Any]) -> None:
         try:
@@ -132,118 +113,27 @@ class SlackListeners:
             await ack(text=AGENT_HELP)
             return
         await ack()
-        self._later(
+        self._r.later(
             self._start_run(command, parsed),
             name=f"slack:agent:{command.channel_id}",
-            on_failure=lambda text: self._reply(command, text),
+            on_failure=lambda text: self._r.reply(command, text),
         )
 
     async def _start_run(self, command: payloads.SlashCommand, task: payloads.AgentTask) -> None:
         try:
-            run = await self._service.start_run(
+            run = await self._r.service.start_run(
                 agent_name=task.agent_name,
                 task=task.task,
                 requester=command.user_id,
                 channel=command.channel_id,
             )
         except ApprovalsError as error:
-            await self._reply(command, warning(error))
+            await self._r.reply(command, warning(error))
             return
         if run.thread_ts is None:
-            await self._reply(command, blocks.cannot_post_text(command.channel_id))
+            await self._r.reply(command, blocks.cannot_post_text(command.channel_id))
 
-    async def on_approvals_command(self, ack: Ack, body: Mapping[str, Any]) -> None:
-        try:
-            command = payloads.parse_slash_command(body)
-            parsed = payloads.parse_approvals_command(command.text)
-        except InputError as error:
-            await ack(text=f"{warning(error)}\n\n{APPROVALS_HELP}")
-            return
-        if isinstance(parsed, payloads.ApprovalsHelp):
-            await ack(text=APPROVALS_HELP)
-            return
-        await ack()
-        self._later(
-            self._list_pending(command),
-            name="slack:approvals:list",
-            on_failure=lambda text: self._reply(command, text),
-        )
-
-    async def _list_pending(self, command: payloads.SlashCommand) -> None:
-        try:
-            pending = await self._decidable_by(command.user_id)
-        except ApprovalsError as error:
-            await self._reply(command, warning(error))
-            return
-        await self._reply(command, blocks.pending_list_text(pending))
-
-    # -- interactivity ----------------------------------------------------------------
-
-    async def on_decision_button(self, ack: Ack, body: Mapping[str, Any]) -> None:
-        await ack()
-        try:
-            click = payloads.parse_button_click(body)
-        except InputError as error:
-            _log.warning("ignoring a malformed button click: %s", error)
-            return
-        self._later(
-            self._open_decision_modal(click),
-            name=f"slack:modal:{click.approval_id}",
-            on_failure=lambda text: self._tell(click.channel_id, click.user_id, text),
-        )
-
-    async def _open_decision_modal(self, click: payloads.ButtonClick) -> None:
-        context = payloads.ModalContext(
-            approval_id=click.approval_id, action=click.action, channel_id=click.channel_id
-        )
-        view = blocks.decision_modal(context=context, call=click.call_text)
-        try:
-            outcome = await self._notifier.open_view(trigger_id=click.trigger_id, view=view)
-        except ApprovalsError as error:
-            await self._tell(click.channel_id, click.user_id, warning(error))
-            return
-        if outcome == "trigger_expired":
-            await self._tell(click.channel_id, click.user_id, TRIGGER_EXPIRED_TEXT)
-
-    async def on_decision_submission(self, ack: Ack, body: Mapping[str, Any]) -> None:
-        try:
-            parsed = payloads.parse_decision_submission(body)
-        except InputError as error:
-            _log.warning("ignoring a malformed view submission: %s", error)
-            await ack()
-            return
-        if isinstance(parsed, payloads.InvalidSubmission):
-            await ack(response_action="errors", errors=dict(parsed.errors))
-            return
-        await ack()
-        self._later(
-            self._decide(parsed),
-            name=f"slack:decide:{parsed.approval_id}",
-            on_failure=lambda text: self._tell(parsed.channel_id, parsed.user_id, text),
-        )
-
-    async def _decide(self, submission: payloads.DecisionSubmission) -> None:
-        try:
-            await self._service.decide(
-                submission.approval_id,
-                approve=submission.action == "approve",
-                decider=submission.user_id,
-                reason=submission.reason,
-                message=submission.message,
-            )
-        except AlreadyDecidedError as error:
-            text = blocks.already_decided_text(
-                status=error.status, decider=error.decider, decided_at=error.decided_at
-            )
-            await self._tell(submission.channel_id, submission.user_id, text)
-        except NotAuthorizedError as error:
-            await self._tell(
-                submission.channel_id, submission.user_id, f":no_entry: {blocks.escape(str(error))}"
-            )
-        except ApprovalsError as error:
-            await self._tell(submission.channel_id, submission.user_id, warning(error))
-
-    # -- events -----------------------------------------------------------------------
+    # -- thread replies -----------------------------------------------------------------
 
     async def on_message(self, event: Mapping[str, Any], context: Mapping[str, Any]) -> None:
         bot_user_id = context.get("bot_user_id")
@@ -251,24 +141,24 @@ class SlackListeners:
             event, bot_user_id=bot_user_id if isinstance(bot_user_id, str) else None
         )
         if reply is not None:
-            self._later(
+            self._r.later(
                 self._follow_up(reply),
                 name=f"slack:follow-up:{reply.thread_ts}",
-                on_failure=lambda text: self._tell(
+                on_failure=lambda text: self._r.tell(
                     reply.channel_id, reply.user_id, text, reply.thread_ts
                 ),
             )
 
     async def _follow_up(self, reply: payloads.ThreadReply) -> None:
         try:
-            outcome = await self._service.follow_up(
+            outcome = await self._r.service.follow_up(
                 channel=reply.channel_id,
                 thread_ts=reply.thread_ts,
                 user=reply.user_id,
                 text=reply.text,
             )
         except ApprovalsError as error:
-            await self._tell(reply.channel_id, reply.user_id, warning(error), reply.thread_ts)
+            await self._r.tell(reply.channel_id, reply.user_id, warning(error), reply.thread_ts)
             return
         if isinstance(outcome, WaitingForApproval):
             text = blocks.waiting_for_approval_text(outcome.pending)
@@ -278,74 +168,7 @@ class SlackListeners:
             text = blocks.CLOSED_TEXT
         else:
             return
-        await self._tell(reply.channel_id, reply.user_id, text, reply.thread_ts)
-
-    async def on_app_home_opened(self, event: Mapping[str, Any]) -> None:
-        user = event.get("user")
-        if event.get("tab", "home") == "home" and isinstance(user, str):
-            self._later(self._publish_home(user), name=f"slack:home:{user}")
-
-    async def _publish_home(self, user: str) -> None:
-        try:
-            pending = await self._decidable_by(user)
-            await self._notifier.publish_home(user=user, view=blocks.home_view(pending))
-        except ApprovalsError as error:
-            _log.warning("could not publish App Home for %s: %s", user, error)
-
-    # -- plumbing ---------------------------------------------------------------------
-
-    def _later(
-        self,
-        coro: Coroutine[Any, Any, None],
-        *,
-        name: str,
-        on_failure: Callable[[str], Awaitable[None]] | None = None,
-    ) -> None:
-        """Run `coro` once Slack has been answered, in a task we own. Our own errors are
-        handled inside; anything else (a bug) is logged and, with `on_failure`, the
-        person who acted is told that their request failed rather than left waiting."""
-        defer(self._tasks, self._guarded(coro, name, on_failure), name=name)
-
-    async def _guarded(
-        self,
-        coro: Coroutine[Any, Any, None],
-        name: str,
-        on_failure: Callable[[str], Awaitable[None]] | None,
-    ) -> None:
-        try:
-            await coro
-        except Exception:
-            _log.exception("Slack task %s failed", name)
-            if on_failure is not None:
-                await on_failure(UNEXPECTED_FAILURE_TEXT)
-
-    async def _decidable_by(self, user: str) -> list[ApprovalRecord]:
-        """Pending approvals `user` could decide. Until the policy issue lands the rule
-        is the service's: anyone but the run's requester."""
-        pending = await self._service.store.list_approvals(status="pending", limit=LIST_LIMIT * 5)
-        return [approval for approval in pending if approval.requester != user][:LIST_LIMIT]
-
-    async def _reply(self, command: payloads.SlashCommand, text: str) -> None:
-        """Answer a slash command privately: through its response_url when it has one."""
-        if command.response_url is None:
-            await self._tell(command.channel_id, command.user_id, text)
-            return
-        try:
-            await self._notifier.respond(response_url=command.response_url, text=text)
-        except ApprovalsError as error:
-            _log.warning("could not answer %s's %s: %s", command.user_id, command.command, error)
-
-    async def _tell(
-        self, channel: str | None, user: str, text: str, thread_ts: str | None = None
-    ) -> None:
-        """Tell one person something privately; a failure to tell is logged, not raised."""
-        if channel is None:
-            _log.info("no channel to tell %s: %s", user, text[:200])
-            return
-        try:
-            await self._notifier.tell(channel=channel, user=user, text=text, thread_ts=thread_ts)
-        except ApprovalsError as error:
-            _log.warning("could not tell %s in %s: %s", user, channel, error)
+        await self._r.tell(reply.channel_id, reply.user_id, text, reply.thread_ts)
 
 
 def build_bolt_app(

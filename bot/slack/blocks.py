@@ -177,7 +177,9 @@ def snapshot_text(approval: ApprovalRecord) -> str:
 def decision_modal(*, context: ModalContext, call: str | None) -> dict[str, Any]:
     """The reason modal. `call` is the card's own (escaped, redacted) call block: tool,
     arguments and digest, so the person sees what they decide on."""
-    verb = "Approve" if context.action == "approve" else "Reject"
+    verb = {"approve": "Approve", "reject": "Reject", "revoke": "Revoke"}.get(
+        context.action, context.action.capitalize()
+    )
     blocks: list[Block] = [
         _section(call or "(the call is shown on the card)", block_id=CALL_BLOCK_ID),
         _text_input(
@@ -204,7 +206,7 @@ def decision_modal(*, context: ModalContext, call: str | None) -> dict[str, Any]
         "type": "modal",
         "callback_id": DECISION_CALLBACK_ID,
         "private_metadata": encode_modal_context(context),
-        "title": _plain(f"{verb} tool call"),
+        "title": _plain(f"{verb} tool call"),  # at most 24 characters
         "submit": _plain(verb),
         "close": _plain("Cancel"),
         "blocks": blocks,
@@ -262,25 +264,6 @@ def already_decided_text(*, status: str, decider: str | None, decided_at: dateti
     return f":information_source: Nothing changed: this call was already {status_text}{who}{when}."
 
 
-def pending_list_text(approvals: Sequence[ApprovalRecord]) -> str:
-    if not approvals:
-        return ":white_check_mark: Nothing waits for your decision."
-    lines = [f"*{len(approvals)} pending approval(s) you could decide:*"]
-    for approval in approvals:
-        lines.append(_pending_line(approval))
-    return escape_join(lines, MESSAGE_TEXT_LIMIT)
-
-
-def home_view(approvals: Sequence[ApprovalRecord]) -> dict[str, Any]:
-    return {
-        "type": "home",
-        "blocks": [
-            {"type": "header", "text": _plain("Approvals")},
-            _section(pending_list_text(approvals)[:SECTION_TEXT_LIMIT]),
-        ],
-    }
-
-
 def escape_join(lines: Sequence[str], limit: int) -> str:
     """Join already-escaped lines, dropping whole lines past `limit` with a marker."""
     out: list[str] = []
@@ -292,18 +275,6 @@ def escape_join(lines: Sequence[str], limit: int) -> str:
         out.append(line)
         used += len(line) + 1
     return "\n".join(out)
-
-
-def _pending_line(approval: ApprovalRecord) -> str:
-    where = ""
-    if approval.slack_channel and approval.slack_ts:
-        where = f" in <#{escape(approval.slack_channel, 50)}>"
-    requester = f" for {person(approval.requester)}" if approval.requester else ""
-    expiry = f", expires {slack_date(approval.expires_at)}" if approval.expires_at else ""
-    return (
-        f"• `{escape(approval.tool_name, 200)}`{requester}{where}{expiry} "
-        f"(id `{escape(approval.approval_id, 100)}`)"
-    )
 
 
 def _requested_by(approval: ApprovalRecord) -> str:

@@ -8,6 +8,7 @@ on shutdown), pointed at SLACK_API_URL, with slack_sdk's rate-limit retry handle
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -25,7 +26,8 @@ from bot.errors import SlackError
 from bot.review import ReviewSnapshot
 from bot.runtime import PendingCall
 from bot.service.notifier import Location
-from bot.slack import blocks
+from bot.service.views import ApprovalView
+from bot.slack import blocks, cards, notices
 from store.api import ApprovalRecord, RunRecord
 
 RATE_LIMIT_RETRIES = 2
@@ -63,6 +65,11 @@ class SlackNotifier:
         # Slack's hooks host, or to the host of the configured Web API (a local emulator).
         self._response_hosts = {"hooks.slack.com", urlsplit(client.base_url).netloc}
 
+    @property
+    def client(self) -> AsyncWebClient:
+        """The Web API client (for other Slack readers, e.g. the group directory)."""
+        return self._client
+
     async def run_started(self, run: RunRecord, *, task: str) -> Location | None:
         if run.channel is None:
             return None
@@ -80,24 +87,35 @@ class SlackNotifier:
         ts = await self._post(
             channel=run.channel,
             thread_ts=run.thread_ts,
-            text=blocks.review_card_text(run=run, approval=approval),
-            blocks=blocks.review_card_blocks(run=run, approval=approval, snapshot=snapshot),
+            text=cards.approval_card_text(approval),
+            blocks=cards.approval_card_blocks(run=run, approval=approval, voters=()),
         )
         return (run.channel, ts)
 
     async def approval_decided(self, run: RunRecord, approval: ApprovalRecord) -> None:
-        if approval.slack_channel is None or approval.slack_ts is None:
-            return
-        await self._call(
-            "chat_update",
-            channel=approval.slack_channel,
-            ts=approval.slack_ts,
-            text=blocks.decided_card_text(approval=approval),
-            blocks=blocks.decided_card_blocks(run=run, approval=approval),
-        )
+        await self._update_card(run, approval, voters=None)
+
+    async def approval_updated(self, run: RunRecord, view: ApprovalView) -> None:
+        await self._update_card(run, view.approval, voters=view.voters)
+
+    async def approval_reminder(
+        self, run: RunRecord, approval: ApprovalRecord, approvers: Sequence[str]
+    ) -> None:
+        await self._post_in_thread(run, notices.reminder_text(approval, approvers))
+
+    async def approval_expired_notice(self, run: RunRecord, approval: ApprovalRecord) -> None:
+        await self._post_in_thread(run, notices.expired_text(approval))
 
     async def call_uncertain(self, run: RunRecord, call: PendingCall) -> None:
-        await self._post_in_thread(run, blocks.uncertain_call_text(call))
+        if run.channel is None:
+            _log.info("run %s has no channel; call %s is uncertain", run.run_id, call.tool_call_id)
+            return
+        await self._post(
+            channel=run.channel,
+            thread_ts=run.thread_ts,
+            text=blocks.uncertain_call_text(call),
+            blocks=cards.uncertain_card_blocks(run=run, call=call),
+        )
 
     async def run_finished(self, run: RunRecord, *, final_output: str | None, status: str) -> None:
         await self._post_in_thread(
@@ -147,6 +165,19 @@ class SlackNotifier:
         await self._call("views_publish", user_id=user, view=view)
 
     # -- plumbing ---------------------------------------------------------------------
+
+    async def _update_card(
+        self, run: RunRecord, approval: ApprovalRecord, *, voters: Sequence[str] | None
+    ) -> None:
+        if approval.slack_channel is None or approval.slack_ts is None:
+            return
+        await self._call(
+            "chat_update",
+            channel=approval.slack_channel,
+            ts=approval.slack_ts,
+            text=cards.approval_card_text(approval),
+            blocks=cards.approval_card_blocks(run=run, approval=approval, voters=voters),
+        )
 
     async def _post_in_thread(self, run: RunRecord, text: str) -> None:
         if run.channel is None:

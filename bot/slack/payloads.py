@@ -17,6 +17,11 @@ from bot.errors import InputError
 
 APPROVE_ACTION_ID = "approval_approve"
 REJECT_ACTION_ID = "approval_reject"
+EDIT_ACTION_ID = "approval_edit"
+REVOKE_ACTION_ID = "approval_revoke"
+RECORD_RESULT_ACTION_ID = "uncertain_record_result"
+RETRY_ACTION_ID = "uncertain_retry"
+ABORT_ACTION_ID = "uncertain_abort"
 DECISION_CALLBACK_ID = "approval_decision"
 REASON_BLOCK_ID = "reason"
 REASON_ACTION_ID = "reason_input"
@@ -29,7 +34,20 @@ MAX_MESSAGE_CHARS = 2000
 _AGENT_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 _APPROVAL_ID = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
 
-DecisionAction = Literal["approve", "reject"]
+DecisionAction = Literal["approve", "reject", "revoke"]
+"""What the reason modal (callback DECISION_CALLBACK_ID) submits."""
+CardAction = Literal["approve", "reject", "edit", "revoke", "result", "retry", "abort"]
+"""What a button on a card asks for; the modal it opens carries the same word."""
+
+CARD_ACTIONS: Mapping[str, CardAction] = {
+    APPROVE_ACTION_ID: "approve",
+    REJECT_ACTION_ID: "reject",
+    EDIT_ACTION_ID: "edit",
+    REVOKE_ACTION_ID: "revoke",
+    RECORD_RESULT_ACTION_ID: "result",
+    RETRY_ACTION_ID: "retry",
+    ABORT_ACTION_ID: "abort",
+}
 
 
 # -- slash commands -----------------------------------------------------------------
@@ -58,26 +76,15 @@ class AgentHelp:
     pass
 
 
-@dataclass(frozen=True, kw_only=True)
-class ApprovalsHelp:
-    pass
-
-
-@dataclass(frozen=True, kw_only=True)
-class ApprovalsList:
-    pass
-
-
 AgentCommand = AgentTask | AgentHelp
-ApprovalsCommand = ApprovalsHelp | ApprovalsList
 
 
 def parse_slash_command(body: Mapping[str, Any]) -> SlashCommand:
     return SlashCommand(
-        command=_text(body, "command"),
+        command=text_field(body, "command"),
         text=str(body.get("text") or "").strip(),
-        user_id=_text(body, "user_id"),
-        channel_id=_text(body, "channel_id"),
+        user_id=text_field(body, "user_id"),
+        channel_id=text_field(body, "channel_id"),
         trigger_id=_optional_text(body, "trigger_id"),
         response_url=_optional_text(body, "response_url"),
     )
@@ -106,24 +113,16 @@ def parse_agent_command(text: str) -> AgentCommand:
     return AgentTask(agent_name=agent_name, task=task)
 
 
-def parse_approvals_command(text: str) -> ApprovalsCommand:
-    word = text.strip().lower()
-    if word in ("", "help"):
-        return ApprovalsHelp()
-    if word == "list":
-        return ApprovalsList()
-    raise InputError(f"unknown /approvals sub-command {text.strip()!r}; try `/approvals help`")
-
-
 # -- interactivity ------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)
 class ButtonClick:
-    """Approve or Reject pressed on a review card. The button's value is the approval id;
-    `call_text` is the card's own rendering of the call, reused in the modal."""
+    """A button pressed on a review card (or an uncertain call's card). The button's value
+    is the approval id; `call_text` is the card's own rendering of the call, reused in the
+    modal."""
 
-    action: DecisionAction
+    action: CardAction
     approval_id: str
     user_id: str
     channel_id: str | None
@@ -137,7 +136,7 @@ class ModalContext:
     """What the modal carries in `private_metadata`: which approval and which action."""
 
     approval_id: str
-    action: DecisionAction
+    action: CardAction
     channel_id: str | None
 
 
@@ -163,21 +162,25 @@ def parse_button_click(body: Mapping[str, Any]) -> ButtonClick:
     if not isinstance(actions, list) or not actions or not isinstance(actions[0], Mapping):
         raise InputError("block_actions payload has no actions")
     action = actions[0]
-    action_id = _text(action, "action_id")
-    if action_id not in (APPROVE_ACTION_ID, REJECT_ACTION_ID):
+    action_id = text_field(action, "action_id")
+    card_action = CARD_ACTIONS.get(action_id)
+    if card_action is None:
         raise InputError(f"unexpected action_id {action_id!r}")
-    container = _mapping(body, "container", required=False)
-    channel = _mapping(body, "channel", required=False)
-    message = _mapping(body, "message", required=False)
+    container = mapping_field(body, "container", required=False)
+    channel = mapping_field(body, "channel", required=False)
+    message = mapping_field(body, "message", required=False)
     return ButtonClick(
-        action="approve" if action_id == APPROVE_ACTION_ID else "reject",
-        approval_id=_approval_id(_text(action, "value")),
-        user_id=_text(_mapping(body, "user"), "id"),
+        action=card_action,
+        approval_id=_approval_id(text_field(action, "value")),
+        user_id=text_field(mapping_field(body, "user"), "id"),
         channel_id=_optional_text(channel, "id") or _optional_text(container, "channel_id"),
         message_ts=_optional_text(container, "message_ts") or _optional_text(message, "ts"),
-        trigger_id=_text(body, "trigger_id"),
+        trigger_id=text_field(body, "trigger_id"),
         call_text=_block_text(message, CALL_BLOCK_ID),
     )
+
+
+_CARD_ACTION_WORDS: Mapping[str, CardAction] = {word: word for word in CARD_ACTIONS.values()}
 
 
 def encode_modal_context(context: ModalContext) -> str:
@@ -187,23 +190,27 @@ def encode_modal_context(context: ModalContext) -> str:
 def decode_modal_context(metadata: str) -> ModalContext:
     action, sep1, rest = metadata.partition("|")
     approval_id, sep2, channel_id = rest.partition("|")
-    if not sep1 or not sep2 or action not in ("approve", "reject"):
+    card_action = _CARD_ACTION_WORDS.get(action)
+    if not sep1 or not sep2 or card_action is None:
         raise InputError(f"modal private_metadata {metadata[:80]!r} is not ours")
     return ModalContext(
         approval_id=_approval_id(approval_id),
-        action="approve" if action == "approve" else "reject",
+        action=card_action,
         channel_id=channel_id or None,
     )
 
 
 def parse_decision_submission(body: Mapping[str, Any]) -> DecisionSubmission | InvalidSubmission:
-    view = _mapping(body, "view")
+    view = mapping_field(body, "view")
     if view.get("callback_id") != DECISION_CALLBACK_ID:
         raise InputError(f"unexpected view callback_id {view.get('callback_id')!r}")
-    context = decode_modal_context(_text(view, "private_metadata"))
-    values = _mapping(_mapping(view, "state"), "values")
-    reason = _input_value(values, REASON_BLOCK_ID, REASON_ACTION_ID)
-    message = _input_value(values, MESSAGE_BLOCK_ID, MESSAGE_ACTION_ID)
+    context = decode_modal_context(text_field(view, "private_metadata"))
+    action = context.action
+    if action not in ("approve", "reject", "revoke"):
+        raise InputError(f"the reason modal does not {action!r}")
+    values = mapping_field(mapping_field(view, "state"), "values")
+    reason = input_value(values, REASON_BLOCK_ID, REASON_ACTION_ID)
+    message = input_value(values, MESSAGE_BLOCK_ID, MESSAGE_ACTION_ID)
     errors: dict[str, str] = {}
     if not reason:
         errors[REASON_BLOCK_ID] = "Give a reason: it goes into the audit log."
@@ -215,9 +222,9 @@ def parse_decision_submission(body: Mapping[str, Any]) -> DecisionSubmission | I
         return InvalidSubmission(errors=errors)
     return DecisionSubmission(
         approval_id=context.approval_id,
-        action=context.action,
+        action=action,
         channel_id=context.channel_id,
-        user_id=_text(_mapping(body, "user"), "id"),
+        user_id=text_field(mapping_field(body, "user"), "id"),
         reason=reason,
         message=message if context.action == "reject" and message else None,
     )
@@ -253,14 +260,18 @@ def parse_thread_reply(event: Mapping[str, Any], *, bot_user_id: str | None) -> 
     if not text:
         return None
     return ThreadReply(
-        channel_id=_text(event, "channel"), thread_ts=thread_ts, user_id=user_id, text=text, ts=ts
+        channel_id=text_field(event, "channel"),
+        thread_ts=thread_ts,
+        user_id=user_id,
+        text=text,
+        ts=ts,
     )
 
 
 # -- helpers ------------------------------------------------------------------------
 
 
-def _mapping(body: Mapping[str, Any], key: str, *, required: bool = True) -> Mapping[str, Any]:
+def mapping_field(body: Mapping[str, Any], key: str, *, required: bool = True) -> Mapping[str, Any]:
     value = body.get(key)
     if isinstance(value, Mapping):
         return value
@@ -269,7 +280,7 @@ def _mapping(body: Mapping[str, Any], key: str, *, required: bool = True) -> Map
     raise InputError(f"payload field {key!r} is missing or not an object")
 
 
-def _text(body: Mapping[str, Any], key: str) -> str:
+def text_field(body: Mapping[str, Any], key: str) -> str:
     value = body.get(key)
     if not isinstance(value, str) or not value:
         raise InputError(f"payload field {key!r} is missing or not a string")
@@ -287,7 +298,7 @@ def _approval_id(value: str) -> str:
     return value
 
 
-def _input_value(values: Mapping[str, Any], block_id: str, action_id: str) -> str | None:
+def input_value(values: Mapping[str, Any], block_id: str, action_id: str) -> str | None:
     block = values.get(block_id)
     if not isinstance(block, Mapping):
         return None

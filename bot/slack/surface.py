@@ -9,8 +9,8 @@ what outlived the drain), then the store, then the HTTP session of the Web API c
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 
 import aiohttp
 from slack_bolt.app.async_app import AsyncApp
@@ -39,6 +39,7 @@ class SlackSurface:
     service: ApprovalService
     store: Store
     bolt_app: AsyncApp
+    also_close: Sequence[Callable[[], Awaitable[None]]] = field(default=())
 
     @classmethod
     async def open(
@@ -49,7 +50,10 @@ class SlackSurface:
         api_url: str,
         store: Store,
         make_service: ServiceFactory,
+        also_close: Sequence[Callable[[], Awaitable[None]]] = (),
     ) -> SlackSurface:
+        """`also_close`: closers of what the service uses and the surface should close
+        after it (the model's HTTP session, say), called in order."""
         session = aiohttp.ClientSession()
         client = build_web_client(token=bot_token, api_url=api_url, session=session)
         notifier = SlackNotifier(client, session=session)
@@ -67,6 +71,7 @@ class SlackSurface:
             service=service,
             store=store,
             bolt_app=bolt_app,
+            also_close=also_close,
         )
 
     async def aclose(self, *, drain_seconds: float = DRAIN_SECONDS) -> None:
@@ -78,4 +83,8 @@ class SlackSurface:
             try:
                 await self.store.close()
             finally:
-                await self.session.close()
+                try:
+                    for close in self.also_close:
+                        await close()
+                finally:
+                    await self.session.close()

@@ -67,6 +67,7 @@ class FakeSlack:
     async def start(self) -> str:
         app = web.Application()
         app.router.add_post("/api/{method}", self._handle)
+        app.router.add_get("/api/{method}", self._handle)  # slack_sdk GETs some reads
         app.router.add_post("/hooks/{path:.*}", self._handle_response_url)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
@@ -180,6 +181,8 @@ class FakeSlack:
 
 
 async def _arguments(request: web.Request) -> dict[str, Any]:
+    if request.method == "GET":
+        return dict(request.query)
     raw = await request.text()
     if request.content_type == "application/json":
         data = json.loads(raw) if raw else {}

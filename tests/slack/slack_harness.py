@@ -8,8 +8,10 @@ of the inbound protocol) and the LLM (ScriptedModel).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +21,11 @@ from aiohttp import web
 from fake_slack import Call, FakeSlack
 from slack_driver import SlackDriver
 
+from bot.policy import Policy
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, current_tool_call, tool
 from bot.service import ApprovalService
 from bot.service.tasks import TaskOwner
+from bot.slack.groups import SlackGroupDirectory
 from bot.slack.notifier import SlackNotifier
 from bot.slack.server import EVENTS_PATH, build_web_app
 from bot.slack.surface import SlackSurface
@@ -156,14 +160,43 @@ async def fake_slack() -> AsyncIterator[FakeSlack]:
         await fake.close()
 
 
+class FakeClock:
+    """One injected time for the service (aware datetimes) and the group directory's
+    cache (monotonic seconds); tests move it with `advance`."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+        self.seconds = 1000.0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.seconds
+
+    def advance(self, delta: timedelta) -> None:
+        self.now += delta
+        self.seconds += delta.total_seconds()
+
+
 async def start_bot(
-    fake: FakeSlack, database: Path, keyring: KeyRing
+    fake: FakeSlack,
+    database: Path,
+    keyring: KeyRing,
+    *,
+    policy: Policy | None = None,
+    clock: FakeClock | None = None,
 ) -> tuple[Bot, web.AppRunner, aiohttp.ClientSession]:
+    """The bot over `database`; with `policy`, governed by it, with approver groups read
+    from the fake Slack (cached 60 s on `clock`)."""
     effects = Effects()
     registry, models = build_registry(effects)
     store = await open_store(str(database), keyring=keyring, environ={})
 
     def make_service(notifier: SlackNotifier, tasks: TaskOwner) -> ApprovalService:
+        timing: dict[str, Any] = {}
+        if clock is not None:
+            timing["clock"] = clock
         return ApprovalService(
             store=store,
             registry=registry,
@@ -172,6 +205,12 @@ async def start_bot(
             tasks=tasks,
             worker_id="test-worker",
             default_agent="ops",
+            policy=policy,
+            groups=SlackGroupDirectory(
+                notifier.client,
+                clock=clock.monotonic if clock is not None else time.monotonic,
+            ),
+            **timing,
         )
 
     surface = await SlackSurface.open(
@@ -268,3 +307,13 @@ def labels(view: dict[str, Any]) -> list[str]:
 def in_thread(root: Call, needle: str) -> Callable[[Call], bool]:
     """Matches a message posted in `root`'s thread that contains `needle`."""
     return lambda c: c.args.get("thread_ts") == root.answer["ts"] and needle in c.text
+
+
+def buttons_of(call: Call) -> list[str]:
+    """The labels of the buttons on a posted or updated message."""
+    return [
+        element["text"]["text"]
+        for block in call.args.get("blocks") or []
+        if block.get("type") == "actions"
+        for element in block["elements"]
+    ]

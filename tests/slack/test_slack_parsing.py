@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
 from bot.errors import ConfigError, InputError
+from bot.slack import approvals_command as cmd
 from bot.slack import payloads
 from bot.slack.config import load_settings
 from bot.slack.dedupe import EventDeduplicator
@@ -83,11 +85,53 @@ def test_agent_command_mistakes(text: str, problem: str) -> None:
         payloads.parse_agent_command(text)
 
 
-def test_approvals_command_text() -> None:
-    assert payloads.parse_approvals_command("") == payloads.ApprovalsHelp()
-    assert payloads.parse_approvals_command(" list ") == payloads.ApprovalsList()
-    with pytest.raises(InputError, match="unknown /approvals sub-command 'frob'"):
-        payloads.parse_approvals_command("frob")
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", cmd.ApprovalsHelp()),
+        (" HELP ", cmd.ApprovalsHelp()),
+        (" list ", cmd.ApprovalsList(page=1)),
+        ("list 3", cmd.ApprovalsList(page=3)),
+        ("show ap_1", cmd.ApprovalsShow(approval_id="ap_1")),
+        ("audit ap_1", cmd.ApprovalsAudit(approval_id="ap_1")),
+        ("revoke ap_1", cmd.ApprovalsRevoke(approval_id="ap_1", reason=None)),
+        (
+            "revoke ap_1  wrong  target ",
+            cmd.ApprovalsRevoke(approval_id="ap_1", reason="wrong  target"),
+        ),
+        (
+            "reconcile ap_1 result  restarted at 10:02 ",
+            cmd.ApprovalsReconcile(
+                approval_id="ap_1", choice=cmd.RecordResult(result="restarted at 10:02")
+            ),
+        ),
+        ("reconcile ap_1 RETRY", cmd.ApprovalsReconcile(approval_id="ap_1", choice=cmd.Retry())),
+        ("reconcile ap_1 abort", cmd.ApprovalsReconcile(approval_id="ap_1", choice=cmd.Abort())),
+    ],
+)
+def test_approvals_command_text(text: str, expected: cmd.ApprovalsCommand) -> None:
+    assert cmd.parse_approvals_command(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("frob", "unknown /approvals sub-command 'frob'"),
+        ("list x", "the page must be a number"),
+        ("list 0", "the page must be a number"),
+        ("show", "`show` needs an approval id"),
+        ("show a<b", "is not an approval id"),
+        ("show ap_1 extra", "unexpected 'extra' after the id"),
+        ("reconcile ap_1", "reconcile needs `result <text>`, `retry` or `abort`, got nothing"),
+        ("reconcile ap_1 maybe", "got 'maybe'"),
+        ("reconcile ap_1 result", "say what the call really did"),
+        ("reconcile ap_1 retry now", "`retry` takes nothing after it"),
+        ("revoke ap_1 " + "x" * 2001, "keep the reason under 2000"),
+    ],
+)
+def test_approvals_command_mistakes_name_the_problem(text: str, problem: str) -> None:
+    with pytest.raises(InputError, match=re.escape(problem)):
+        cmd.parse_approvals_command(text)
 
 
 def _click(action_id: str = payloads.APPROVE_ACTION_ID, value: str = "ap_1") -> dict[str, Any]:

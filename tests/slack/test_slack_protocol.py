@@ -175,11 +175,11 @@ async def test_an_unexpected_failure_is_logged_and_the_person_told(
     async def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a bug")
 
-    bot.service.store.list_approvals = broken  # type: ignore[method-assign]
+    bot.service.pending_for = broken  # type: ignore[method-assign]
     reply = await bot.driver.command("/approvals", "list", user=APPROVER, channel=CHANNEL)
     assert reply.status == 200
     (told,) = await bot.fake.wait_for(RESPONSE_URL)
     assert "Something went wrong on our side" in told.text
     assert "a bug" not in told.text
     await bot.settle()
-    assert "Slack task slack:approvals:list failed" in caplog.text
+    assert "Slack task slack:approvals:ApprovalsList failed" in caplog.text

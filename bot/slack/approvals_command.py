@@ -1,0 +1,168 @@
+"""Pure parsing of `/approvals …` into a tagged union the listener acts on.
+
+    /approvals [help]
+    /approvals list [page]
+    /approvals show ID
+    /approvals revoke ID [reason]
+    /approvals audit ID
+    /approvals reconcile ID result <text> | retry | abort
+
+Bad syntax raises InputError naming what is wrong; the listener answers it (with the
+help) before touching the service.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from bot.errors import InputError
+
+MAX_RESULT_CHARS = 4000
+MAX_REVOKE_REASON_CHARS = 2000
+_ID = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
+
+USAGE = {
+    "list": "`/approvals list [page]`",
+    "show": "`/approvals show ID`",
+    "revoke": "`/approvals revoke ID [reason]`",
+    "audit": "`/approvals audit ID`",
+    "reconcile": "`/approvals reconcile ID result <text> | retry | abort`",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalsHelp:
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalsList:
+    page: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalsShow:
+    approval_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalsRevoke:
+    approval_id: str
+    reason: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalsAudit:
+    approval_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordResult:
+    """The operator checked the world: this is what the call really did."""
+
+    result: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Retry:
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class Abort:
+    pass
+
+
+ReconcileChoice = RecordResult | Retry | Abort
+ReconcileKind = Literal["result", "retry", "abort"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalsReconcile:
+    approval_id: str
+    choice: ReconcileChoice
+
+
+ApprovalsCommand = (
+    ApprovalsHelp
+    | ApprovalsList
+    | ApprovalsShow
+    | ApprovalsRevoke
+    | ApprovalsAudit
+    | ApprovalsReconcile
+)
+
+
+def parse_approvals_command(text: str) -> ApprovalsCommand:
+    words = text.strip().split(maxsplit=1)
+    if not words or words[0].lower() == "help":
+        return ApprovalsHelp()
+    verb = words[0].lower()
+    rest = words[1].strip() if len(words) > 1 else ""
+    if verb == "list":
+        return ApprovalsList(page=_page(rest))
+    if verb not in USAGE:
+        raise InputError(f"unknown /approvals sub-command {words[0][:40]!r}")
+    approval_id, _, tail = rest.partition(" ")
+    approval_id = _approval_id(verb, approval_id)
+    tail = tail.strip()
+    if verb == "show":
+        _nothing_more(verb, tail)
+        return ApprovalsShow(approval_id=approval_id)
+    if verb == "audit":
+        _nothing_more(verb, tail)
+        return ApprovalsAudit(approval_id=approval_id)
+    if verb == "revoke":
+        if len(tail) > MAX_REVOKE_REASON_CHARS:
+            raise InputError(f"keep the reason under {MAX_REVOKE_REASON_CHARS} characters")
+        return ApprovalsRevoke(approval_id=approval_id, reason=tail or None)
+    return ApprovalsReconcile(approval_id=approval_id, choice=parse_reconcile_choice(tail))
+
+
+def parse_reconcile_choice(text: str) -> ReconcileChoice:
+    """`result <text>`, `retry` or `abort` (the tail of `/approvals reconcile ID …`)."""
+    head, _, rest = text.strip().partition(" ")
+    kind = head.lower()
+    rest = rest.strip()
+    if kind == "result":
+        if not rest:
+            raise InputError(
+                "say what the call really did: `/approvals reconcile ID result <text>`"
+            )
+        if len(rest) > MAX_RESULT_CHARS:
+            raise InputError(f"keep the result under {MAX_RESULT_CHARS} characters")
+        return RecordResult(result=rest)
+    if kind in ("retry", "abort") and rest:
+        raise InputError(f"`{kind}` takes nothing after it; usage: {USAGE['reconcile']}")
+    if kind == "retry":
+        return Retry()
+    if kind == "abort":
+        return Abort()
+    shown = f"{head[:40]!r}" if head else "nothing"
+    raise InputError(
+        f"reconcile needs `result <text>`, `retry` or `abort`, got {shown}; "
+        f"usage: {USAGE['reconcile']}"
+    )
+
+
+def _page(text: str) -> int:
+    if not text:
+        return 1
+    if not text.isdigit() or not 1 <= int(text) <= 10_000:
+        raise InputError(f"the page must be a number from 1, got {text[:40]!r}")
+    return int(text)
+
+
+def _approval_id(verb: str, value: str) -> str:
+    if not value:
+        raise InputError(f"`{verb}` needs an approval id; usage: {USAGE[verb]}")
+    if not _ID.fullmatch(value):
+        raise InputError(f"{value[:80]!r} is not an approval id")
+    return value
+
+
+def _nothing_more(verb: str, tail: str) -> None:
+    if tail:
+        raise InputError(f"unexpected {tail[:40]!r} after the id; usage: {USAGE[verb]}")

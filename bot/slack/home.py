@@ -1,0 +1,89 @@
+"""The App Home tab: what waits for the viewer (with the card's buttons), what the viewer
+requested, and recent decisions. Bounded: Block Kit allows 100 blocks per view, so each
+part shows a fixed number of rows and says when there are more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bot.service.views import ApprovalView, Page
+from bot.slack.blocks import SECTION_TEXT_LIMIT, Block, escape, escape_join, person, slack_date
+from bot.slack.cards import card_buttons, quorum_line
+from store.api import ApprovalRecord
+
+HOME_PENDING_LIMIT = 15  # 3 blocks each
+HOME_REQUESTED_LIMIT = 10  # one line each, in one section
+HOME_RECENT_LIMIT = 10
+MAX_BLOCKS = 100  # Block Kit: blocks per home view
+
+
+def home_view(
+    *,
+    pending: Page[ApprovalView],
+    requested: Sequence[ApprovalView],
+    recent: Sequence[ApprovalRecord],
+) -> dict[str, Any]:
+    blocks: list[Block] = [_header("Waiting for you")]
+    if not pending.items:
+        blocks.append(_section(":white_check_mark: Nothing waits for your decision."))
+    for view in pending.items[:HOME_PENDING_LIMIT]:
+        blocks.extend(_pending_item(view))
+    if pending.next_cursor is not None or len(pending.items) > HOME_PENDING_LIMIT:
+        blocks.append(_context("More wait for you: `/approvals list 2` shows the next page."))
+    blocks.append({"type": "divider"})
+    blocks.append(_header("You requested"))
+    lines = [approval_line(view.approval) for view in requested[:HOME_REQUESTED_LIMIT]]
+    blocks.append(_section(escape_join(lines, SECTION_TEXT_LIMIT) or "Nothing yet."))
+    blocks.append({"type": "divider"})
+    blocks.append(_header("Recent decisions"))
+    lines = [decision_line(record) for record in recent[:HOME_RECENT_LIMIT]]
+    blocks.append(_section(escape_join(lines, SECTION_TEXT_LIMIT) or "None yet."))
+    return {"type": "home", "blocks": blocks[:MAX_BLOCKS]}
+
+
+def approval_line(approval: ApprovalRecord) -> str:
+    """One approval on one line: tool, status, id, and where its card is."""
+    where = ""
+    if approval.slack_channel and approval.slack_ts:
+        where = f" in <#{escape(approval.slack_channel, 50)}>"
+    return (
+        f"• `{escape(approval.tool_name, 200)}` *{escape(approval.status, 20)}*{where} "
+        f"(id `{escape(approval.approval_id, 100)}`)"
+    )
+
+
+def decision_line(approval: ApprovalRecord) -> str:
+    who = approval.revoked_by if approval.status == "revoked" else approval.decider
+    by = f" by {person(who)}" if who else ""
+    when = approval.revoked_at if approval.status == "revoked" else approval.decided_at
+    at = f" {slack_date(when)}" if when else ""
+    return (
+        f"• `{escape(approval.tool_name, 200)}` *{escape(approval.status, 20)}*{by}{at} "
+        f"(id `{escape(approval.approval_id, 100)}`)"
+    )
+
+
+def _pending_item(view: ApprovalView) -> list[Block]:
+    approval = view.approval
+    requester = f" for {person(approval.requester)}" if approval.requester else ""
+    expiry = f" · expires {slack_date(approval.expires_at)}" if approval.expires_at else ""
+    quorum = quorum_line(count=view.approvals_count, required=view.required, voters=view.voters)
+    return [
+        _section(f"{approval_line(approval)}{requester}"),
+        _context(f"{quorum}{expiry} · digest `{escape(approval.arguments_digest[:16], 20)}…`"),
+        {"type": "actions", "elements": card_buttons(approval)},
+    ]
+
+
+def _header(text: str) -> Block:
+    return {"type": "header", "text": {"type": "plain_text", "text": text}}
+
+
+def _section(text: str) -> Block:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def _context(text: str) -> Block:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}

@@ -1,0 +1,261 @@
+"""Card buttons and the modals they open: decide, approve with changes, revoke,
+reconcile an uncertain call.
+
+A click is acknowledged at once; the modal opens after the ack (a decide/edit/revoke
+click first asks the service what the person may do, so a refusal is an ephemeral line,
+not a form that cannot succeed). Submissions with bad input are answered inline; the
+decision itself runs after the ack, except "Approve with changes", whose schema errors
+must be shown inline: it waits up to EDIT_INLINE_SECONDS for the service before
+answering, and past that answers and reports later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from bot.errors import (
+    AlreadyDecidedError,
+    ApprovalsError,
+    InputError,
+    NotAuthorizedError,
+)
+from bot.review import ReviewSnapshot
+from bot.service.outcomes import DecisionResult
+from bot.slack import blocks, payloads
+from bot.slack.approvals_command import RecordResult, Retry
+from bot.slack.cards import quorum_line
+from bot.slack.edit_modal import edit_modal, editable_arguments, parse_edit_submission
+from bot.slack.plumbing import Ack, Responder, refusal, warning
+from bot.slack.reconcile_modal import (
+    ReconcileSubmission,
+    parse_reconcile_submission,
+    reconcile_modal,
+)
+
+_log = logging.getLogger("bot.slack.app")
+
+EDIT_INLINE_SECONDS = 2.0  # Slack waits 3 s for a view_submission answer
+TRIGGER_EXPIRED_TEXT = (
+    ":hourglass: Slack gave me too little time to open the form for that click. "
+    "Press the button again."
+)
+TOO_BIG_TO_EDIT_TEXT = (
+    ":warning: These arguments are too large (or partly hidden) to edit in Slack; approve or "
+    "reject them as they are."
+)
+
+
+class CardInteractions:
+    def __init__(self, responder: Responder) -> None:
+        self._r = responder
+
+    # -- buttons ----------------------------------------------------------------------
+
+    async def on_card_button(self, ack: Ack, body: Mapping[str, Any]) -> None:
+        await ack()
+        try:
+            click = payloads.parse_button_click(body)
+        except InputError as error:
+            _log.warning("ignoring a malformed button click: %s", error)
+            return
+        self._r.later(
+            self._open_modal(click),
+            name=f"slack:modal:{click.approval_id}",
+            on_failure=lambda text: self._r.tell(click.channel_id, click.user_id, text),
+        )
+
+    async def _open_modal(self, click: payloads.ButtonClick) -> None:
+        context = payloads.ModalContext(
+            approval_id=click.approval_id, action=click.action, channel_id=click.channel_id
+        )
+        try:
+            view = await self._modal_for(click, context)
+            if view is None:
+                return
+            outcome = await self._r.notifier.open_view(trigger_id=click.trigger_id, view=view)
+        except ApprovalsError as error:
+            await self._r.tell(click.channel_id, click.user_id, warning(error))
+            return
+        if outcome == "trigger_expired":
+            await self._r.tell(click.channel_id, click.user_id, TRIGGER_EXPIRED_TEXT)
+
+    async def _modal_for(
+        self, click: payloads.ButtonClick, context: payloads.ModalContext
+    ) -> dict[str, Any] | None:
+        """The modal to open, or None after telling the person why there is none."""
+        if click.action in ("result", "retry", "abort"):
+            return reconcile_modal(context=context, tool_name=_tool_of(click.call_text))
+        view = await self._r.service.approval_view(click.approval_id, viewer=click.user_id)
+        approval = view.approval
+        refused: str | None = None
+        if approval.status != "pending" and click.action != "revoke":
+            refused = blocks.already_decided_text(
+                status=approval.status, decider=approval.decider, decided_at=approval.decided_at
+            )
+        elif click.action == "revoke" and not view.can_revoke:
+            refused = ":no_entry: You may not revoke this call (only its requester, its "
+            refused += "approvers and admins may, before it runs)."
+        elif click.action != "revoke" and not view.can_decide:
+            refused = f":no_entry: {blocks.escape(view.why_not or 'you may not decide this call')}"
+        if refused is not None:
+            await self._r.tell(click.channel_id, click.user_id, refused)
+            return None
+        call = blocks.snapshot_text(approval)
+        if click.action != "edit":
+            return blocks.decision_modal(context=context, call=call)
+        arguments = editable_arguments(ReviewSnapshot.from_json(approval.snapshot))
+        if arguments is None:
+            await self._r.tell(click.channel_id, click.user_id, TOO_BIG_TO_EDIT_TEXT)
+            return None
+        return edit_modal(context=context, call=call, arguments=arguments)
+
+    # -- the reason modal: approve, reject, revoke --------------------------------------
+
+    async def on_decision_submission(self, ack: Ack, body: Mapping[str, Any]) -> None:
+        try:
+            parsed = payloads.parse_decision_submission(body)
+        except InputError as error:
+            _log.warning("ignoring a malformed view submission: %s", error)
+            await ack()
+            return
+        if isinstance(parsed, payloads.InvalidSubmission):
+            await ack(response_action="errors", errors=dict(parsed.errors))
+            return
+        await ack()
+        self._r.later(
+            self._decide(parsed),
+            name=f"slack:decide:{parsed.approval_id}",
+            on_failure=lambda text: self._r.tell(parsed.channel_id, parsed.user_id, text),
+        )
+
+    async def _decide(self, submission: payloads.DecisionSubmission) -> None:
+        try:
+            if submission.action == "revoke":
+                await self._r.service.revoke(
+                    submission.approval_id, actor=submission.user_id, reason=submission.reason
+                )
+                return
+            result = await self._r.service.decide(
+                submission.approval_id,
+                approve=submission.action == "approve",
+                decider=submission.user_id,
+                reason=submission.reason,
+                message=submission.message,
+            )
+        except ApprovalsError as error:
+            await self._r.tell(submission.channel_id, submission.user_id, refused_text(error))
+            return
+        await self._counted(submission.channel_id, submission.user_id, result)
+
+    async def _counted(self, channel: str | None, user: str, result: DecisionResult) -> None:
+        """A vote that did not close the approval: say where the count stands."""
+        if result.approval.status == "pending":
+            line = quorum_line(
+                count=result.approvals_count, required=result.required, voters=result.voters
+            )
+            await self._r.tell(
+                channel, user, f":ballot_box_with_check: Your approval counts: {line}"
+            )
+
+    # -- approve with changes -------------------------------------------------------------
+
+    async def on_edit_submission(self, ack: Ack, body: Mapping[str, Any]) -> None:
+        try:
+            parsed = parse_edit_submission(body)
+        except InputError as error:
+            _log.warning("ignoring a malformed edit submission: %s", error)
+            await ack()
+            return
+        if isinstance(parsed, payloads.InvalidSubmission):
+            await ack(response_action="errors", errors=dict(parsed.errors))
+            return
+        edit = self._r.tasks.spawn(
+            self._r.service.approve_with_changes(
+                parsed.approval_id,
+                decider=parsed.user_id,
+                reason=parsed.reason,
+                arguments=parsed.arguments,
+            ),
+            name=f"slack:edit:{parsed.approval_id}",
+        )
+        done, _ = await asyncio.wait({edit}, timeout=EDIT_INLINE_SECONDS)
+        if done and isinstance(edit.exception(), InputError):
+            text = blocks.escape(str(edit.exception()), 1900)
+            await ack(response_action="errors", errors={"arguments": text})
+            return
+        await ack()
+        self._r.later(
+            self._report_edit(edit, parsed.channel_id, parsed.user_id),
+            name=f"slack:edit-report:{parsed.approval_id}",
+        )
+
+    async def _report_edit(
+        self, edit: asyncio.Task[DecisionResult], channel: str | None, user: str
+    ) -> None:
+        try:
+            result = await asyncio.shield(edit)
+        except ApprovalsError as error:
+            await self._r.tell(channel, user, refused_text(error))
+            return
+        await self._counted(channel, user, result)
+
+    # -- reconcile an uncertain call ---------------------------------------------------
+
+    async def on_reconcile_submission(self, ack: Ack, body: Mapping[str, Any]) -> None:
+        try:
+            parsed = parse_reconcile_submission(body)
+        except InputError as error:
+            _log.warning("ignoring a malformed reconcile submission: %s", error)
+            await ack()
+            return
+        if isinstance(parsed, payloads.InvalidSubmission):
+            await ack(response_action="errors", errors=dict(parsed.errors))
+            return
+        await ack()
+        self._r.later(
+            self._reconcile(parsed),
+            name=f"slack:reconcile:{parsed.run_id}",
+            on_failure=lambda text: self._r.tell(parsed.channel_id, parsed.user_id, text),
+        )
+
+    async def _reconcile(self, submission: ReconcileSubmission) -> None:
+        choice = submission.choice
+        try:
+            await self._r.service.reconcile(
+                submission.run_id,
+                actor=submission.user_id,
+                call=submission.execution_key,
+                result=choice.result if isinstance(choice, RecordResult) else None,
+                retry=isinstance(choice, Retry),
+                abort=not isinstance(choice, RecordResult | Retry),
+                reason=submission.reason,
+            )
+        except ApprovalsError as error:
+            await self._r.tell(submission.channel_id, submission.user_id, refused_text(error))
+            return
+        await self._r.tell(
+            submission.channel_id,
+            submission.user_id,
+            ":white_check_mark: Reconciled; the run goes on.",
+        )
+
+
+def refused_text(error: ApprovalsError) -> str:
+    """Why nothing changed, for the person who acted."""
+    if isinstance(error, AlreadyDecidedError) and error.status != "pending":
+        return blocks.already_decided_text(
+            status=error.status, decider=error.decider, decided_at=error.decided_at
+        )
+    if isinstance(error, NotAuthorizedError):
+        return refusal(error)
+    return warning(error)
+
+
+def _tool_of(call_text: str | None) -> str:
+    """The tool name from the uncertain card (its first backticked word), for the modal."""
+    if call_text and "`" in call_text:
+        return call_text.split("`")[1]
+    return "the call"
