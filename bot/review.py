@@ -1,10 +1,9 @@
 """What a human reviews before a tool runs: canonical arguments, their digest, a snapshot.
 
-- `canonical_arguments` is the one byte form of a call's arguments: JSON with sorted
-  keys, compact separators and UTF-8 kept as is. Only real JSON is accepted (string
-  keys, finite numbers, no lone surrogates), so equal bytes mean equal arguments.
-- `arguments_digest` is SHA-256 hex over those bytes, always of the REAL arguments: a
-  redacted secret still changes the digest when it changes.
+- `canonical_arguments` is the one byte form of a call's arguments and `arguments_digest`
+  SHA-256 hex over those bytes (both from bot.canonical, shared with the run core). The
+  digest is always of the REAL arguments: a redacted secret still changes the digest
+  when it changes.
 - `review_snapshot` is what the reviewer sees: the arguments a tool chooses to show,
   with secret-looking keys and values replaced by `REDACTED` (see bot.credentials).
   `ReviewSnapshot.render_text` renders it as Slack mrkdwn that fits a Block Kit section.
@@ -12,7 +11,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -20,6 +18,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
+from bot.canonical import arguments_digest, canonical_arguments
 from bot.credentials import REDACTED, redact, redact_text
 from bot.errors import InputError
 
@@ -35,45 +34,6 @@ __all__ = [
 SECTION_TEXT_LIMIT = 3000
 """Block Kit's limit for a section's text; `render_text` leaves room for a header."""
 _MIN_RENDER_LIMIT = 200
-
-
-def _check_json(value: Any, path: str) -> None:
-    """Refuse what JSON cannot carry faithfully (json.dumps would coerce or crash)."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise InputError(f"arguments at {path}: key {key!r} is not a string")
-            _check_json(item, f"{path}.{key}")
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            _check_json(item, f"{path}[{index}]")
-    elif value is not None and not isinstance(value, str | int | float):
-        raise InputError(f"arguments at {path}: {type(value).__name__} is not JSON")
-
-
-def canonical_arguments(arguments: Mapping[str, Any]) -> bytes:
-    """The canonical JSON bytes of a call's arguments (InputError when not plain JSON)."""
-    if not isinstance(arguments, Mapping):
-        raise InputError(f"arguments must be a JSON object, not {type(arguments).__name__}")
-    plain = dict(arguments)
-    _check_json(plain, "$")
-    try:
-        text = json.dumps(
-            plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
-    except ValueError as error:  # NaN or Infinity
-        raise InputError(f"arguments must be finite JSON numbers: {error}") from None
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError as error:  # a lone surrogate such as "\ud800"
-        raise InputError(
-            f"arguments contain text that is not valid Unicode at character {error.start}"
-        ) from None
-
-
-def arguments_digest(arguments: Mapping[str, Any]) -> str:
-    """SHA-256 hex of `canonical_arguments(arguments)`."""
-    return hashlib.sha256(canonical_arguments(arguments)).hexdigest()
 
 
 @dataclass(frozen=True, kw_only=True)

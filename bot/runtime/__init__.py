@@ -29,7 +29,7 @@ from bot.runtime.decisions import (
     RetryCall,
     VerifiedResult,
 )
-from bot.runtime.digest import arguments_digest
+from bot.runtime.digest import arguments_digest, canonical_arguments
 from bot.runtime.journal import InMemoryJournal, Journal
 from bot.runtime.model import Item, Model, ModelResponse, ToolCall, ToolSpec
 from bot.runtime.runner import Runner, RunResult
@@ -80,6 +80,7 @@ __all__ = [
     "UnknownCallError",
     "VerifiedResult",
     "arguments_digest",
+    "canonical_arguments",
     "current_tool_call",
     "tool",
 ]

@@ -1,26 +1,16 @@
 """Stable identities of a tool call: its execution key and its arguments digest.
 
-`arguments_digest` matches `bot.review.arguments_digest` byte for byte (SHA-256 hex over
-canonical JSON: sorted keys, compact separators, UTF-8 kept); it lives here too so the
-run core does not import a sibling layer. A test pins the two together.
+The digest and its canonical JSON come from the leaf module bot.canonical, which
+bot.review uses too, so the journal and the review card agree byte for byte.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Mapping
-from typing import Any
 
+from bot.canonical import arguments_digest, canonical_arguments
 
-def canonical_json(arguments: Mapping[str, Any]) -> bytes:
-    return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
-        "utf-8"
-    )
-
-
-def arguments_digest(arguments: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(arguments)).hexdigest()
+__all__ = ["arguments_digest", "canonical_arguments", "execution_key"]
 
 
 def execution_key(run_id: str, turn_index: int, tool_call_id: str) -> str:

@@ -39,6 +39,7 @@ from bot.runtime.decisions import (
     RetryCall,
     VerifiedResult,
 )
+from bot.runtime.digest import canonical_arguments
 from bot.runtime.dispatch import CallSite, Done, dispatch
 from bot.runtime.journal import InMemoryJournal, Journal
 from bot.runtime.model import AssistantItem, ModelResponse, ToolCallItem
@@ -191,7 +192,10 @@ class _Run:
                 tools=self.agent.tool_specs(),
             )
             state.current_turn += 1
-            state.history.append(_assistant_item(response))
+            assistant, refused = _assistant_item(response)
+            state.history.append(assistant)
+            for call, problem in refused:
+                self._result(call, f"Invalid arguments for tool {call['name']!r}: {problem}", True)
 
     def _finish(self, status: RunStatus) -> RunResult:
         self.state.context = serialize_context(
@@ -310,17 +314,33 @@ def _pending(item: OutstandingCall, status: Literal["approval", "uncertain"]) ->
     )
 
 
-def _assistant_item(response: ModelResponse) -> AssistantItem:
+def _assistant_item(
+    response: ModelResponse,
+) -> tuple[AssistantItem, list[tuple[ToolCallItem, str]]]:
+    """The model's turn as a history item, and the calls refused at the boundary.
+
+    Arguments that are not canonical JSON (NaN or Infinity, which a lenient JSON parser
+    accepts; integers beyond 64 bits; lone surrogates) would not survive the stored
+    RunState unchanged, so the approved call could differ from the executed one. Such a
+    call is kept in the history with empty arguments (the turn must still list it for
+    its result) and answered at once with an error the model can act on."""
     seen: set[str] = set()
     calls: list[ToolCallItem] = []
+    refused: list[tuple[ToolCallItem, str]] = []
     for call in response.tool_calls:
         if not isinstance(call.id, str) or not call.id or call.id in seen:
             raise ModelError(f"the model returned a missing or repeated tool call id {call.id!r}")
         if not isinstance(call.arguments, dict):
             raise ModelError(f"the model's arguments for {call.name!r} are not a JSON object")
         seen.add(call.id)
-        calls.append({"id": call.id, "name": call.name, "arguments": dict(call.arguments)})
-    return {"type": "assistant", "content": response.text, "tool_calls": calls}
+        item: ToolCallItem = {"id": call.id, "name": call.name, "arguments": dict(call.arguments)}
+        try:
+            canonical_arguments(item["arguments"])
+        except InputError as error:
+            item["arguments"] = {}
+            refused.append((item, str(error)))
+        calls.append(item)
+    return {"type": "assistant", "content": response.text, "tool_calls": calls}, refused
 
 
 def _agent_for(agent: Agent | None, state: RunState, registry: AgentRegistry | None) -> Agent:

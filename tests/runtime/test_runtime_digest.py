@@ -1,32 +1,8 @@
-"""The run core's execution keys and argument digests."""
+"""The run core's execution keys (argument digests: tests/review/test_canonical.py)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
-
-from bot import review
-from bot.runtime import arguments_digest
-from bot.runtime.digest import canonical_json, execution_key
-
-
-@pytest.mark.parametrize(
-    "arguments",
-    [
-        {},
-        {"service": "api", "version": "1.4.2"},
-        {"b": 1, "a": [1.5, None, True], "ü": "naïve ✓", "nested": {"z": {}, "y": []}},
-    ],
-)
-def test_digest_matches_the_review_snapshot_digest(arguments: dict[str, Any]) -> None:
-    # The journal and the review card must agree on what "the same arguments" means.
-    assert arguments_digest(arguments) == review.arguments_digest(arguments)
-    assert canonical_json(arguments) == review.canonical_arguments(arguments)
-
-
-def test_canonical_json_sorts_keys_is_compact_and_keeps_utf8() -> None:
-    assert canonical_json({"b": "ü", "a": 1}) == '{"a":1,"b":"ü"}'.encode()
+from bot.runtime.digest import execution_key
 
 
 def test_execution_keys_are_stable_and_distinct_per_run_turn_and_call() -> None:

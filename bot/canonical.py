@@ -1,0 +1,77 @@
+"""The one canonical byte form of a tool call's arguments, and its SHA-256 digest.
+
+The run core (bot.runtime: journal claims, the ledger) and the review layer (bot.review:
+the card's digest, the approval row) must agree byte for byte on what "the same
+arguments" means, and they may not import each other, so both use this leaf module.
+
+- `canonical_arguments`: JSON with sorted keys, compact separators (",", ":") and UTF-8
+  kept as is (ensure_ascii=False), encoded as UTF-8.
+- `arguments_digest`: SHA-256 hex over those bytes.
+
+Only values that survive a stored RunState unchanged are accepted, so equal bytes mean
+equal arguments and a call cannot change between approval and execution: string keys;
+str, bool, None, finite floats, lists (tuples are written as lists); integers within the
+64-bit range (-2**63 .. 2**64-1) that the RunState codec (orjson) can write; text that is
+valid Unicode (no lone surrogates). Anything else is an InputError naming the place.
+
+stdlib json, not orjson: orjson writes NaN and Infinity as null (a silent change), and
+formats some floats differently (1e-07 vs 1e-7), which would change existing digests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from bot.errors import InputError
+
+__all__ = ["INT_MAX", "INT_MIN", "arguments_digest", "canonical_arguments"]
+
+INT_MIN = -(2**63)
+INT_MAX = 2**64 - 1
+
+
+def canonical_arguments(arguments: Mapping[str, Any]) -> bytes:
+    """The canonical JSON bytes of a call's arguments (InputError when not plain JSON)."""
+    if not isinstance(arguments, Mapping):
+        raise InputError(f"arguments must be a JSON object, not {type(arguments).__name__}")
+    plain = dict(arguments)
+    _check_json(plain, "$")
+    try:
+        text = json.dumps(
+            plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+    except ValueError as error:  # NaN or Infinity
+        raise InputError(f"arguments must be finite JSON numbers: {error}") from None
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as error:  # a lone surrogate such as "\ud800"
+        raise InputError(
+            f"arguments contain text that is not valid Unicode at character {error.start}"
+        ) from None
+
+
+def arguments_digest(arguments: Mapping[str, Any]) -> str:
+    """SHA-256 hex of `canonical_arguments(arguments)`."""
+    return hashlib.sha256(canonical_arguments(arguments)).hexdigest()
+
+
+def _check_json(value: Any, path: str) -> None:
+    """Refuse what JSON (or the RunState codec) cannot carry faithfully."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InputError(f"arguments at {path}: key {key!r} is not a string")
+            _check_json(item, f"{path}.{key}")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            _check_json(item, f"{path}[{index}]")
+    elif isinstance(value, bool) or value is None or isinstance(value, str | float):
+        return
+    elif isinstance(value, int):
+        if not INT_MIN <= value <= INT_MAX:
+            raise InputError(f"arguments at {path}: integer {value} is outside the 64-bit range")
+    else:
+        raise InputError(f"arguments at {path}: {type(value).__name__} is not JSON")
