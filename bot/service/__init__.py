@@ -21,9 +21,11 @@ from bot.service.outcomes import (
 )
 from bot.service.service import ApprovalService
 from bot.service.tasks import TaskOwner
+from bot.service.views import ApprovalView, Page
 
 __all__ = [
     "ApprovalService",
+    "ApprovalView",
     "Busy",
     "Closed",
     "Continued",
@@ -32,6 +34,7 @@ __all__ = [
     "Location",
     "NotARunThread",
     "Notifier",
+    "Page",
     "TaskOwner",
     "WaitingForApproval",
     "approval_ttl_from_env",

@@ -4,7 +4,7 @@ edge), the harness around a real store and service, and small helpers."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ from bot.demo import default_registry, ops_dependencies
 from bot.review import ReviewSnapshot
 from bot.runtime import AgentRegistry, PendingCall
 from bot.service import ApprovalService, Location, TaskOwner
+from bot.service.views import ApprovalView
 from store import SqliteStore, open_store
 from store.api import ApprovalRecord, RunRecord
 
@@ -32,6 +33,9 @@ class RecordingNotifier:
     uncertain: list[PendingCall] = field(default_factory=list)
     finished: list[tuple[str, str | None, str]] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
+    updated: list[ApprovalView] = field(default_factory=list)
+    reminders: list[tuple[ApprovalRecord, tuple[str, ...]]] = field(default_factory=list)
+    expired_notices: list[ApprovalRecord] = field(default_factory=list)
 
     async def run_started(self, run: RunRecord, *, task: str) -> Location | None:
         self.started.append((run.run_id, task))
@@ -45,6 +49,17 @@ class RecordingNotifier:
 
     async def approval_decided(self, run: RunRecord, approval: ApprovalRecord) -> None:
         self.decided.append(approval)
+
+    async def approval_updated(self, run: RunRecord, view: ApprovalView) -> None:
+        self.updated.append(view)
+
+    async def approval_reminder(
+        self, run: RunRecord, approval: ApprovalRecord, approvers: Sequence[str]
+    ) -> None:
+        self.reminders.append((approval, tuple(approvers)))
+
+    async def approval_expired_notice(self, run: RunRecord, approval: ApprovalRecord) -> None:
+        self.expired_notices.append(approval)
 
     async def call_uncertain(self, run: RunRecord, call: PendingCall) -> None:
         self.uncertain.append(call)

@@ -1,0 +1,176 @@
+"""The policy file: parsing, defaults, every start-up error, and eligibility."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.errors import ConfigError
+from bot.policy import (
+    DEFAULT_POLICY,
+    Eligible,
+    NoGroups,
+    NotEligible,
+    ToolRule,
+    is_eligible,
+    load_policy,
+    parse_duration,
+    parse_policy,
+)
+
+EXAMPLE = """
+admins = ["USECURITY"]
+
+[defaults]
+approvers = []
+required_approvals = 1
+allow_self_approval = false
+require_reason = true
+expires_after = "24h"
+remind_before = "1h"
+
+[tools.deploy_release]
+approvers = ["SRELEASE"]
+required_approvals = 2
+expires_after = "2h"
+
+[tools.set_config]
+approvers = ["UALICE", "UBOB"]
+require_reason = false
+remind_before = "0s"
+"""
+
+
+class Groups:
+    def __init__(self, members: dict[str, frozenset[str]]) -> None:
+        self.members_by_group = members
+
+    async def members(self, group_id: str) -> frozenset[str]:
+        return self.members_by_group.get(group_id, frozenset())
+
+
+def test_without_a_file_the_built_in_defaults_apply() -> None:
+    policy = load_policy(None, environ={})
+    assert policy is DEFAULT_POLICY
+    rule = policy.rule_for("anything")
+    assert rule == ToolRule()
+    assert (rule.approvers, rule.required_approvals, rule.allow_self_approval) == ((), 1, False)
+    assert (rule.require_reason, rule.expires_after, rule.remind_before) == (
+        True,
+        timedelta(hours=24),
+        timedelta(hours=1),
+    )
+    assert policy.admins == frozenset()
+
+
+def test_the_example_file_parses_and_tool_rules_override_the_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "policy.toml"
+    path.write_text(EXAMPLE, encoding="utf-8")
+    policy = load_policy(None, environ={"APPROVALS_POLICY": str(path)})
+    assert policy.source == str(path)
+    assert policy.is_admin("USECURITY")
+    assert not policy.is_admin("UALICE")
+    deploy = policy.rule_for("deploy_release")
+    assert deploy.group_approvers == ("SRELEASE",)
+    assert (deploy.required_approvals, deploy.expires_after) == (2, timedelta(hours=2))
+    assert deploy.remind_before == timedelta(hours=1)  # from the defaults
+    config = policy.rule_for("set_config")
+    assert config.user_approvers == frozenset({"UALICE", "UBOB"})
+    assert config.require_reason is False
+    assert not config.reminds
+    assert policy.rule_for("restart_service") == policy.defaults
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("30s", 30), ("90m", 5400), ("2h", 7200), ("1d", 86400)],
+)
+def test_durations(text: str, expected: int) -> None:
+    assert parse_duration(text) == timedelta(seconds=expected)
+
+
+@pytest.mark.parametrize(
+    ("toml", "key", "problem"),
+    [
+        ("surprise = 1", "surprise", "unknown key"),
+        ("[defaults]\nexpire_after = '1h'", "defaults.expire_after", "unknown key"),
+        ("[tools.x]\ncolour = 'red'", "tools.x.colour", "unknown key"),
+        ("[defaults]\nexpires_after = '90 minutes'", "defaults.expires_after", "not a duration"),
+        ("[defaults]\nexpires_after = '1w'", "defaults.expires_after", "not a duration"),
+        ("[defaults]\nexpires_after = 3600", "defaults.expires_after", "not a duration"),
+        ("[defaults]\nexpires_after = '0s'", "defaults.expires_after", "longer than zero"),
+        ("[defaults]\nremind_before = '-1h'", "defaults.remind_before", "not a duration"),
+        ("[defaults]\nrequired_approvals = 0", "defaults.required_approvals", ">= 1"),
+        ("[defaults]\nrequired_approvals = '2'", "defaults.required_approvals", ">= 1"),
+        ("[defaults]\nrequire_reason = 'yes'", "defaults.require_reason", "true or false"),
+        ("[defaults]\napprovers = 'UALICE'", "defaults.approvers", "list of Slack ids"),
+        ("[defaults]\napprovers = ['alice']", "defaults.approvers", "not a Slack id"),
+        ("[defaults]\napprovers = ['UALICE', 'UALICE']", "defaults.approvers", "twice"),
+        ("admins = ['SGROUP']", "admins", "not a Slack id"),
+        ("defaults = 3", "defaults", "must be a table"),
+        (
+            "[tools.deploy_release]\napprovers = ['UALICE']\nrequired_approvals = 2",
+            "tools.deploy_release.required_approvals",
+            "only 1 approver(s) listed",
+        ),
+        (
+            "[defaults]\napprovers = ['UALICE']\n[tools.x]\nrequired_approvals = 2",
+            "tools.x.required_approvals",
+            "could never be approved",
+        ),
+    ],
+)
+def test_bad_files_name_the_file_the_key_and_the_problem(
+    tmp_path: Path, toml: str, key: str, problem: str
+) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(toml, encoding="utf-8")
+    with pytest.raises(ConfigError) as raised:
+        load_policy(str(path))
+    message = str(raised.value)
+    assert message.startswith(f"policy file {path}: {key}: ")
+    assert problem in message
+
+
+def test_a_group_makes_a_larger_quorum_possible() -> None:
+    policy = parse_policy(
+        "[tools.deploy_release]\napprovers = ['UALICE', 'SRELEASE']\nrequired_approvals = 3"
+    )
+    assert policy.rule_for("deploy_release").required_approvals == 3
+
+
+def test_a_missing_file_and_bad_toml_are_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"policy file .*nope\.toml: cannot read it"):
+        load_policy(str(tmp_path / "nope.toml"))
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[defaults\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"broken\.toml: not valid TOML"):
+        load_policy(str(broken))
+
+
+async def test_eligibility_by_listing_group_and_self_rule() -> None:
+    groups = Groups({"SRELEASE": frozenset({"UCAROL"})})
+    rule = ToolRule(approvers=("UALICE", "SRELEASE"))
+    assert await is_eligible(rule, "UALICE", requester="UREQ", groups=groups) == Eligible(
+        via="listed"
+    )
+    assert await is_eligible(rule, "UCAROL", requester="UREQ", groups=groups) == Eligible(
+        via="SRELEASE"
+    )
+    outsider = await is_eligible(rule, "UMALLORY", requester="UREQ", groups=groups)
+    assert isinstance(outsider, NotEligible)
+    assert outsider.code == "not_an_approver"
+    assert "SRELEASE" in outsider.reason
+    own = await is_eligible(rule, "UALICE", requester="UALICE", groups=groups)
+    assert isinstance(own, NotEligible)
+    assert own.code == "self_approval"
+    allowed = ToolRule(approvers=("UALICE",), allow_self_approval=True)
+    assert isinstance(
+        await is_eligible(allowed, "UALICE", requester="UALICE", groups=NoGroups()), Eligible
+    )
+    anyone = ToolRule()
+    assert await is_eligible(anyone, "UX", requester="UREQ", groups=NoGroups()) == Eligible(
+        via="anyone"
+    )
