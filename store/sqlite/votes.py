@@ -4,10 +4,11 @@
 saw, applies an amendment (approve-with-changes: new digest and snapshot; votes on the
 old digest stop counting), inserts the vote (the primary key (approval, voter, digest)
 makes a second vote by the same person on the same arguments a no-op), and makes the
-transition when the vote completes the quorum or rejects. A vote that does not close the
-approval is audited `voted`; the closing one is the `decided` event (with every voter). It all runs in one `BEGIN
+transition when the vote completes the quorum or rejects. It all runs in one `BEGIN
 IMMEDIATE` transaction on the writer thread and every update is conditional on
 `status = 'pending'`, so of two racing final votes exactly one makes the transition.
+A vote that does not close the approval is audited `voted`; the closing one is the
+`decided` event, which lists every counted voter.
 """
 
 from __future__ import annotations

@@ -1,0 +1,277 @@
+"""Approve with changes, authorized reconciliation, and the read models for Slack."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from governance_helpers import ADMIN, ALICE, BOB, CAROL, MALLORY, FakeGroups, policy
+from service_harness import OPS_TOKEN, REQUESTER, Harness, start
+
+from bot.errors import InputError, NotAuthorizedError, ResolutionError
+from bot.review import REDACTED, arguments_digest
+from bot.runtime.decisions import ABORTED_MESSAGE
+
+SECRET = "xoxp-5555555555-6666666666-abcdefabcdef"
+
+
+async def governed(open_harness: Callable[..., Any], **options: Any) -> Harness:
+    options.setdefault("policy", policy())
+    options.setdefault("groups", FakeGroups())
+    harness: Harness = await open_harness(**options)
+    return harness
+
+
+async def audit_of(harness: Harness, run_id: str, kind: str) -> list[dict[str, Any]]:
+    trail = await harness.store.audit_events(run_id=run_id)
+    return [{"actor": e.actor, **e.detail} for e in trail if e.kind == kind]
+
+
+async def test_invalid_changes_are_refused_and_change_nothing(
+    open_harness: Callable[..., Any],
+) -> None:
+    harness = await governed(open_harness)
+    run = await start(harness, "deploy payments 1.2.3")
+    [approval] = await harness.pending(run.run_id)
+    before = await harness.store.get_run(run.run_id)
+
+    with pytest.raises(InputError, match=r"do not fit deploy_release.*version"):
+        await harness.service.approve_with_changes(
+            approval.approval_id, decider=ALICE, reason="r", arguments={"version": 5}
+        )
+    with pytest.raises(InputError, match=r"\$\.extra still holds the redaction marker"):
+        await harness.service.approve_with_changes(
+            approval.approval_id,
+            decider=ALICE,
+            reason="r",
+            arguments={"version": REDACTED, "extra": REDACTED},  # the marker kept: fine
+        )
+
+    after = await harness.store.get_approval(approval.approval_id)
+    assert after == approval
+    assert (await harness.store.get_run(run.run_id)) == before
+    assert (await harness.store.votes([approval.approval_id])) == {approval.approval_id: []}
+
+
+async def test_changed_arguments_get_a_new_digest_drop_earlier_votes_and_run(
+    open_harness: Callable[..., Any],
+) -> None:
+    harness = await governed(open_harness)
+    run = await start(harness, "deploy payments 1.2.3")
+    [approval] = await harness.pending(run.run_id)
+    await harness.service.decide(approval.approval_id, approve=True, decider=ALICE, reason="ok")
+
+    changed = await harness.service.approve_with_changes(
+        approval.approval_id, decider=BOB, reason="use the hotfix", arguments={"version": "1.2.4"}
+    )
+    new_digest = arguments_digest({"service": "payments", "version": "1.2.4"})
+    assert changed.approval.arguments_digest == new_digest
+    assert (changed.approval.status, changed.approvals_count, changed.voters) == (
+        "pending",
+        1,
+        (BOB,),
+    )
+    assert changed.approval.amended_by == BOB
+    assert json.loads(changed.approval.snapshot)["arguments"]["version"] == "1.2.4"
+    assert harness.notifier.updated[-1].approval.arguments_digest == new_digest
+    state = await harness.service.load_state(run.run_id)
+    [pending] = state.pending_calls()
+    assert pending.arguments == {"service": "payments", "version": "1.2.4"}
+
+    done = await harness.service.decide(
+        approval.approval_id, approve=True, decider=ALICE, reason="hotfix is fine"
+    )
+    assert done.quorum_met
+    assert done.voters == (BOB, ALICE)
+    await harness.service.drain()
+
+    [effect] = harness.effect_lines()
+    assert effect["arguments"] == {"service": "payments", "version": "1.2.4"}
+    assert "changed this call's arguments" in harness.notifier.answer(run.run_id)
+    [change] = await audit_of(harness, run.run_id, "arguments_changed")
+    assert (change["actor"], change["old_digest"], change["new_digest"]) == (
+        BOB,
+        approval.arguments_digest,
+        new_digest,
+    )
+
+
+async def test_redacted_fields_keep_their_real_value_unless_replaced(
+    open_harness: Callable[..., Any],
+) -> None:
+    harness = await governed(open_harness, policy=policy("[defaults]\nrequire_reason = true"))
+    run = await start(harness, f"set payments slack_token={SECRET}")
+    [approval] = await harness.pending(run.run_id)
+    shown = json.loads(approval.snapshot)["arguments"]
+    assert shown["value"] == REDACTED
+
+    shown["service"] = "billing"
+    result = await harness.service.approve_with_changes(
+        approval.approval_id, decider=ALICE, reason="billing, not payments", arguments=shown
+    )
+    assert result.quorum_met
+    await harness.service.drain()
+
+    state = await harness.service.load_state(run.run_id)
+    [call] = [
+        c for item in state.history if item["type"] == "assistant" for c in item["tool_calls"]
+    ]
+    assert call["arguments"] == {"service": "billing", "key": "slack_token", "value": SECRET}
+    assert SECRET not in result.approval.snapshot
+    assert OPS_TOKEN not in state.to_json()
+    [effect] = harness.effect_lines()
+    assert effect["tool"] == "set_config"
+    assert effect["arguments"]["service"] == "billing"
+
+
+async def test_changes_need_an_eligible_approver_and_a_paused_run(
+    open_harness: Callable[..., Any],
+) -> None:
+    harness = await governed(open_harness)
+    run = await start(harness, "deploy payments 1.2.3")
+    [approval] = await harness.pending(run.run_id)
+    with pytest.raises(NotAuthorizedError):
+        await harness.service.approve_with_changes(
+            approval.approval_id, decider=MALLORY, reason="r", arguments={"version": "9"}
+        )
+    with pytest.raises(NotAuthorizedError):
+        await harness.service.approve_with_changes(
+            approval.approval_id, decider=REQUESTER, reason="r", arguments={"version": "9"}
+        )
+    with pytest.raises(ResolutionError, match="arguments changed since you saw them"):
+        await harness.service.decide(
+            approval.approval_id, approve=True, decider=ALICE, reason="r", digest="0" * 64
+        )
+    assert (await harness.store.get_approval(approval.approval_id)) == approval
+
+
+async def test_reconcile_is_for_admins_and_eligible_approvers(
+    open_harness: Callable[..., Any],
+) -> None:
+    harness = await governed(
+        open_harness,
+        policy=policy(f"admins = ['{ADMIN}']\n[tools.restart_service]\napprovers = ['{CAROL}']"),
+    )
+    run_id = await paused_with_an_uncertain_restart_by(harness, CAROL)
+
+    for outsider in (MALLORY, REQUESTER):
+        with pytest.raises(NotAuthorizedError, match="admin or an approver of restart_service"):
+            await harness.service.reconcile(run_id, actor=outsider, abort=True)
+    paused = await harness.store.get_run(run_id)
+    assert paused is not None
+    assert paused.status == "paused"
+    refusals = await audit_of(harness, run_id, "refused")
+    assert [(r["actor"], r["action"]) for r in refusals] == [
+        (MALLORY, "reconcile"),
+        (REQUESTER, "reconcile"),
+    ]
+
+    await harness.service.reconcile(run_id, actor=ADMIN, abort=True, reason="checked")
+    await harness.service.drain()
+    assert ABORTED_MESSAGE in harness.notifier.answer(run_id)
+    assert harness.effect_lines() == []
+
+
+@pytest.mark.parametrize("choice", ["result", "retry"])
+async def test_an_eligible_approver_reconciles_with_a_result_or_a_retry(
+    open_harness: Callable[..., Any], choice: str
+) -> None:
+    harness = await governed(
+        open_harness, policy=policy(f"[tools.restart_service]\napprovers = ['{CAROL}']")
+    )
+    run_id = await paused_with_an_uncertain_restart_by(harness, CAROL)
+    if choice == "result":
+        await harness.service.reconcile(run_id, actor=CAROL, result="api restarted at 09:02")
+    else:
+        await harness.service.reconcile(run_id, actor=CAROL, retry=True)
+    await harness.service.drain()
+
+    answer = harness.notifier.answer(run_id)
+    if choice == "result":
+        assert "api restarted at 09:02" in answer
+        assert harness.effect_lines() == []
+    else:
+        assert [e["tool"] for e in harness.effect_lines()] == ["restart_service"]
+    [reconciled] = await audit_of(harness, run_id, "reconciled")
+    assert (reconciled["actor"], reconciled["choice"]) == (CAROL, choice)
+
+
+async def paused_with_an_uncertain_restart_by(harness: Harness, approver: str) -> str:
+    """A run whose approved `restart api` was dispatched by a dead worker (as in
+    test_reconcile), approved by an approver the policy knows."""
+    run = await start(harness, "restart api")
+    [approval] = await harness.pending(run.run_id)
+    [call] = (await harness.service.load_state(run.run_id)).get_interruptions()
+    await harness.store.ledger_claim(
+        execution_key=call.execution_key,
+        arguments_digest=arguments_digest(call.arguments),
+        run_id=run.run_id,
+        tool_call_id=call.tool_call_id,
+        tool_name=call.tool_name,
+        owner="dead-worker",
+        lease_seconds=0.001,
+    )
+    await harness.service.decide(approval.approval_id, approve=True, decider=approver, reason="go")
+    await harness.service.drain()
+    [uncertain] = harness.notifier.uncertain
+    assert uncertain.execution_key == call.execution_key
+    return run.run_id
+
+
+async def test_read_models_page_what_each_viewer_may_decide(
+    open_harness: Callable[..., Any],
+) -> None:
+    harness = await governed(open_harness, groups=FakeGroups({"SRELEASE": {ALICE}}))
+    deploys = [await start(harness, f"deploy svc{n} 1.0.{n}") for n in range(5)]
+    mine = await harness.service.start_run(
+        agent_name=None, task="set api mode=fast", requester=ALICE, channel="C-ops"
+    )
+
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = await harness.service.pending_for(ALICE, limit=2, cursor=cursor)
+        seen += [view.approval.run_id for view in page.items]
+        assert all(view.can_decide for view in page.items)
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert seen == [run.run_id for run in deploys]  # not her own set_config
+
+    bob = await harness.service.pending_for(BOB, limit=10)
+    assert [v.approval.run_id for v in bob.items] == [mine.run_id]  # anyone may: set_config
+    own = await harness.service.pending_for(REQUESTER, limit=10)
+    assert [v.approval.run_id for v in own.items] == [mine.run_id]  # never their own runs
+
+    [first] = await harness.pending(deploys[0].run_id)
+    await harness.service.decide(first.approval_id, approve=True, decider=ALICE, reason="1")
+    later = await harness.service.pending_for(ALICE, limit=10)
+    assert first.approval_id not in [v.approval.approval_id for v in later.items]
+
+    view = await harness.service.approval_view(first.approval_id, viewer=REQUESTER)
+    assert (view.can_decide, view.can_revoke, view.can_reconcile) == (False, True, False)
+    assert view.why_not is not None
+    assert "requested this run" in view.why_not
+    assert (view.approvals_count, view.required, view.voters) == (1, 2, (ALICE,))
+    admin_view = await harness.service.approval_view(first.approval_id, viewer=MALLORY)
+    assert (admin_view.can_decide, admin_view.can_revoke) == (False, False)
+
+    requested = await harness.service.requested_by(REQUESTER, limit=3)
+    assert [v.approval.run_id for v in requested] == [r.run_id for r in deploys[::-1][:3]]
+    trail = await harness.service.approval_trail(first.approval_id, viewer=ALICE)
+    assert [e.kind for e in trail] == ["requested", "voted"]
+    with pytest.raises(InputError, match="not a page cursor"):
+        await harness.service.pending_for(ALICE, cursor="bm9wZQ")
+
+
+async def test_recent_decisions_newest_first(open_harness: Callable[..., Any]) -> None:
+    harness = await governed(open_harness)
+    runs = [await start(harness, f"restart api{n}") for n in range(3)]
+    for run in runs:
+        [approval] = await harness.pending(run.run_id)
+        await harness.service.decide(approval.approval_id, approve=False, decider=BOB, reason="n")
+    await harness.service.drain()
+    recent = await harness.service.recent_decisions(limit=2)
+    assert [r.run_id for r in recent] == [runs[2].run_id, runs[1].run_id]
