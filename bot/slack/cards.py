@@ -162,7 +162,8 @@ def _closing_line(approval: ApprovalRecord) -> str | None:
     if approval.status == "revoked":
         who = person(approval.revoked_by) if approval.revoked_by else "someone"
         when = f" {slack_date(approval.revoked_at)}" if approval.revoked_at else ""
-        return f"Revoked by {who}{when}; it will not run. *Reason:* {reason}"
+        why = escape(approval.revoke_reason or "(no reason given)", CONTEXT_TEXT_LIMIT - 300)
+        return f"Revoked by {who}{when}; it will not run. *Reason:* {why}"
     if approval.status == "expired":
         when = slack_date(approval.expires_at) if approval.expires_at else "its deadline"
         return f"Nobody decided before {when}; the call did not run and the agent was told."

@@ -175,7 +175,7 @@ async def test_an_unexpected_failure_is_logged_and_the_person_told(
     async def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a bug")
 
-    bot.service.pending_for = broken  # type: ignore[method-assign]
+    bot.service.pending_for = broken  # type: ignore[method-assign,assignment]
     reply = await bot.driver.command("/approvals", "list", user=APPROVER, channel=CHANNEL)
     assert reply.status == 200
     (told,) = await bot.fake.wait_for(RESPONSE_URL)

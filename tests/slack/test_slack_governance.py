@@ -1,0 +1,217 @@
+"""Governance from Slack: who may decide, quorum, expiry, revocation, edited arguments
+and authorization re-checked right before the tool runs. Real store, service, Bolt app
+and slack_sdk; the fake Slack answers usergroups.users.list from `fake.usergroups`."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from fake_slack import RESPONSE_URL
+from governance_harness import (
+    ADMIN,
+    OUTSIDER,
+    RELEASE_GROUP,
+    approval_id_of,
+    card_update,
+    clock,
+    governed,
+    told,
+    vote,
+)
+from slack_harness import (
+    APPROVER,
+    CHANNEL,
+    OTHER_APPROVER,
+    REQUESTER,
+    Bot,
+    FakeClock,
+    buttons_of,
+    in_thread,
+    open_modal,
+    start_run,
+)
+
+from bot.review import REDACTED
+from bot.runtime import arguments_digest
+
+__all__ = ["clock", "governed"]
+
+
+async def test_self_approval_and_non_members_are_refused_privately(governed: Bot) -> None:
+    _, (card,) = await start_run(governed)
+    for user in (REQUESTER, OUTSIDER):
+        await governed.driver.click(card, "Approve", user=user, ts=card.answer["ts"])
+    await governed.fake.wait_for("chat.postEphemeral", told(REQUESTER, "someone else"))
+    (refused,) = await governed.fake.wait_for(
+        "chat.postEphemeral", told(OUTSIDER, "not an approver")
+    )
+    assert RELEASE_GROUP in refused.text
+    await governed.settle()
+    assert governed.fake.calls_to("views.open") == []
+    assert governed.fake.calls_to("chat.update") == []
+    record = await governed.service.store.get_approval(approval_id_of(card))
+    assert record is not None and record.status == "pending"
+
+
+async def test_quorum_of_two_counts_each_person_once(governed: Bot) -> None:
+    root, (card,) = await start_run(governed)
+    assert "0 of 2 approvals" in card.text
+    await vote(governed, card, APPROVER)
+    (counted,) = await governed.fake.wait_for("chat.update", card_update(card, "1 of 2"))
+    assert f"approved by <@{APPROVER}>" in counted.text
+    assert buttons_of(counted) == ["Approve", "Approve with changes", "Reject", "Revoke"]
+    await governed.fake.wait_for("chat.postEphemeral", told(APPROVER, "Your approval counts"))
+    await governed.settle()
+    assert governed.effects.deploys == []
+
+    await governed.driver.click(card, "Approve", user=APPROVER, ts=card.answer["ts"])
+    (again,) = await governed.fake.wait_for("chat.postEphemeral", told(APPROVER, "no_entry"))
+    await governed.settle()
+    assert len(governed.fake.calls_to("views.open")) == 1  # no second form for them
+
+    await vote(governed, card, OTHER_APPROVER, reason="second pair of eyes")
+    (approved,) = await governed.fake.wait_for("chat.update", card_update(card, "Approved"))
+    assert f"<@{OTHER_APPROVER}>" in approved.text
+    await governed.fake.wait_for("chat.postMessage", in_thread(root, "Deployed payments 1.2.3."))
+    await governed.settle()
+    assert len(governed.effects.deploys) == 1
+    events = await governed.service.approval_trail(approval_id_of(card), viewer=APPROVER)
+    assert [(e.kind, e.actor) for e in events if e.kind in ("voted", "decided")] == [
+        ("voted", APPROVER),
+        ("decided", OTHER_APPROVER),
+    ]
+
+
+async def test_expiry_racing_a_click_refuses_the_decision(
+    governed: Bot, clock: FakeClock
+) -> None:
+    root, (card,) = await start_run(governed)
+    view = await open_modal(governed, card, "Approve", user=APPROVER)
+    clock.advance(timedelta(hours=1, seconds=1))
+    await governed.driver.submit(view, user=APPROVER, reason="just in time?")
+    (refused,) = await governed.fake.wait_for("chat.postEphemeral", told(APPROVER, "expired"))
+    assert "Nothing changed" in refused.text
+    (expired,) = await governed.fake.wait_for("chat.update", card_update(card, "Expired"))
+    assert buttons_of(expired) == []
+    await governed.fake.wait_for("chat.postMessage", in_thread(root, "nobody decided"))
+    await governed.fake.wait_for("chat.postMessage", in_thread(root, "Deployed payments 1.2.3."))
+    await governed.settle()
+    assert governed.effects.deploys == []
+    seen = json.dumps(governed.models["ops"].requests[-1].history)
+    assert "expired" in seen
+
+
+async def test_revoke_from_the_card_by_the_requester(governed: Bot) -> None:
+    root, (card,) = await start_run(governed)
+    view = await open_modal(governed, card, "Revoke", user=REQUESTER)
+    assert view["submit"]["text"] == "Revoke"
+    await governed.driver.submit(view, user=REQUESTER, reason="wrong service")
+    (revoked,) = await governed.fake.wait_for("chat.update", card_update(card, "Revoked"))
+    assert f"Revoked by <@{REQUESTER}>" in revoked.text
+    assert "wrong service" in revoked.text
+    assert buttons_of(revoked) == []
+    await governed.fake.wait_for("chat.postMessage", in_thread(root, "Deployed payments 1.2.3."))
+    await governed.settle()
+    assert governed.effects.deploys == []
+
+
+async def test_revoke_with_the_command_needs_the_right_to(governed: Bot) -> None:
+    _, (card,) = await start_run(governed)
+    approval_id = approval_id_of(card)
+    await governed.driver.command(
+        "/approvals", f"revoke {approval_id} not mine", user=OUTSIDER, channel=CHANNEL
+    )
+    (refused,) = await governed.fake.wait_for(RESPONSE_URL)
+    assert ":no_entry:" in refused.text
+    await governed.settle()
+    record = await governed.service.store.get_approval(approval_id)
+    assert record is not None and record.status == "pending"
+
+    await governed.driver.command(
+        "/approvals", f"revoke {approval_id} change freeze", user=ADMIN, channel=CHANNEL
+    )
+    answers = await governed.fake.wait_for(RESPONSE_URL, count=2)
+    assert "Revoked" in answers[1].text
+    (revoked,) = await governed.fake.wait_for("chat.update", card_update(card, "Revoked"))
+    assert f"<@{ADMIN}>" in revoked.text and "change freeze" in revoked.text
+    await governed.settle()
+    assert governed.effects.deploys == []
+    trail = await governed.service.approval_trail(approval_id, viewer=ADMIN)
+    assert any(e.kind == "revoked" and e.actor == ADMIN for e in trail)
+
+
+async def test_approve_with_changes(governed: Bot) -> None:
+    root, (card,) = await start_run(governed)
+    view = await open_modal(governed, card, "Approve with changes", user=APPROVER)
+    arguments_block = next(b for b in view["blocks"] if b.get("block_id") == "arguments")
+    shown = json.loads(arguments_block["element"]["initial_value"])
+    assert shown == {"service": "payments", "version": "1.2.3"}
+
+    bad_json = await governed.driver.submit(view, user=APPROVER, reason="r", message="{nope")
+    assert bad_json.json()["response_action"] == "errors"
+    assert "Not valid JSON" in bad_json.json()["errors"]["arguments"]
+    wrong_type = await governed.driver.submit(
+        view, user=APPROVER, reason="r", message='{"service": "payments", "version": 7}'
+    )
+    assert wrong_type.json()["response_action"] == "errors"
+    assert "version" in wrong_type.json()["errors"]["arguments"]
+    await governed.settle()
+    assert governed.fake.calls_to("chat.update") == []
+
+    changed = {"service": "payments", "version": "1.2.4"}
+    ok = await governed.driver.submit(
+        view, user=APPROVER, reason="hotfix is 1.2.4", message=json.dumps(changed)
+    )
+    assert (ok.status, ok.text) == (200, "")
+    new_digest = arguments_digest(changed)
+    (updated,) = await governed.fake.wait_for("chat.update", card_update(card, new_digest))
+    assert "1 of 2 approvals" in updated.text
+    assert arguments_digest({"service": "payments", "version": "1.2.3"}) not in updated.text
+
+    await vote(governed, card, OTHER_APPROVER)
+    await governed.fake.wait_for("chat.update", card_update(card, "Approved"))
+    await governed.fake.wait_for("chat.postMessage", in_thread(root, "Deployed"))
+    await governed.settle()
+    assert [(s, v) for s, v, _ in governed.effects.deploys] == [("payments", "1.2.4")]
+    trail = await governed.service.approval_trail(approval_id_of(card), viewer=APPROVER)
+    (change,) = [e for e in trail if e.kind == "arguments_changed"]
+    assert change.detail["new_digest"] == new_digest
+
+
+async def test_a_redacted_value_stays_hidden_and_unchanged_unless_replaced(
+    governed: Bot,
+) -> None:
+    _, (card,) = await start_run(governed, "@secrets rotate the token")
+    view = await open_modal(governed, card, "Approve with changes", user=APPROVER)
+    arguments_block = next(b for b in view["blocks"] if b.get("block_id") == "arguments")
+    shown = json.loads(arguments_block["element"]["initial_value"])
+    assert shown["value"] == REDACTED
+    shown["key"] = "slack_token_v2"
+    await governed.driver.submit(view, user=APPROVER, reason="rename", message=json.dumps(shown))
+    await governed.fake.wait_for("chat.update", card_update(card, "Approved"))
+    await governed.settle()
+    ((key, value),) = governed.effects.configs
+    assert key == "slack_token_v2"
+    assert value.startswith("xoxb-")  # the real secret, kept
+
+
+async def test_removed_from_the_group_between_approval_and_execution(
+    governed: Bot, clock: FakeClock
+) -> None:
+    root, (card,) = await start_run(governed)
+    await vote(governed, card, APPROVER)
+    await governed.fake.wait_for("chat.update", card_update(card, "1 of 2"))
+    await governed.settle()
+    governed.fake.usergroups[RELEASE_GROUP] = [OTHER_APPROVER]
+    clock.advance(timedelta(seconds=61))  # past the group cache
+    await vote(governed, card, OTHER_APPROVER)
+    await governed.fake.wait_for("chat.update", card_update(card, "Approved"))
+    await governed.fake.wait_for("chat.postMessage", in_thread(root, "Deployed"))  # scripted
+    await governed.settle()
+    assert governed.effects.deploys == []
+    trail = await governed.service.approval_trail(approval_id_of(card), viewer=APPROVER)
+    (refused,) = [e for e in trail if e.kind == "execution_refused"]
+    assert refused.detail["why"] == f"approver {APPROVER} is no longer eligible (not_an_approver)"
+    seen = json.dumps(governed.models["ops"].requests[-1].history)
+    assert f"Not run: approver {APPROVER} is no longer eligible" in seen
