@@ -9,6 +9,9 @@
         key = current_tool_call().execution_key  # pass downstream for idempotency
         ...
 
+    @tool(needs_approval=True, review_fields=["service", "query"])
+    def run_sql(service: str, query: str, connection_options: dict[str, str]) -> str: ...
+
 The JSON schema comes from the type hints (see `bot.runtime.schema`), the description
 from the docstring. Arguments from the model are validated before anything runs.
 Sync functions run in a worker thread so they never block the event loop.
@@ -22,7 +25,7 @@ import copy
 import inspect
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, overload
@@ -87,6 +90,10 @@ class Tool:
     function: Callable[..., Any]
     needs_approval: ApprovalRule = False
     replay_policy: ReplayPolicy = "manual"
+    review_fields: tuple[str, ...] | None = None
+    """The top-level arguments a review card shows (None: all). The digest still covers
+    every argument; the card names the fields it leaves out. The service passes this as
+    `review_snapshot(name, arguments, shown_fields=tool.review_fields)`."""
     signature: Signature = field(repr=False, compare=False)
 
     @property
@@ -131,6 +138,7 @@ def _make_tool(
     description: str | None,
     needs_approval: ApprovalRule,
     replay_policy: str,
+    review_fields: Sequence[str] | None,
 ) -> Tool:
     tool_name = name or function.__name__
     if not tool_name.replace("_", "").replace("-", "").isalnum():
@@ -143,6 +151,7 @@ def _make_tool(
     if not isinstance(needs_approval, bool) and not callable(needs_approval):
         raise ConfigError(f"tool {tool_name!r}: needs_approval must be a bool or a callable")
     signature = signature_of(function, tool_name=tool_name)
+    shown = _checked_review_fields(tool_name, review_fields, signature)
     text = description if description is not None else summary_of(inspect.getdoc(function) or "")
     return Tool(
         name=tool_name,
@@ -150,8 +159,35 @@ def _make_tool(
         function=function,
         needs_approval=needs_approval,
         replay_policy=replay_policy,  # type: ignore[arg-type]  # checked just above
+        review_fields=shown,
         signature=signature,
     )
+
+
+def _checked_review_fields(
+    tool_name: str, review_fields: Sequence[str] | None, signature: Signature
+) -> tuple[str, ...] | None:
+    """The fields as a tuple, each a parameter of the tool, once: a typo would otherwise
+    hide an argument from every reviewer without anyone noticing."""
+    if review_fields is None:
+        return None
+    if isinstance(review_fields, str | bytes) or not isinstance(review_fields, Sequence):
+        raise ConfigError(
+            f"tool {tool_name!r}: review_fields must be a list of parameter names, "
+            f"not {type(review_fields).__name__}"
+        )
+    fields = tuple(review_fields)
+    names = [parameter.name for parameter in signature.parameters]
+    unknown = [repr(item) for item in fields if item not in names]
+    if unknown:
+        raise ConfigError(
+            f"tool {tool_name!r}: review_fields {', '.join(unknown)} not among its "
+            f"parameters ({', '.join(names) or 'none'})"
+        )
+    repeated = sorted({item for item in fields if fields.count(item) > 1})
+    if repeated:
+        raise ConfigError(f"tool {tool_name!r}: review_fields repeats {', '.join(repeated)}")
+    return fields
 
 
 @overload
@@ -165,6 +201,7 @@ def tool(
     description: str | None = None,
     needs_approval: ApprovalRule = False,
     replay_policy: ReplayPolicy = "manual",
+    review_fields: Sequence[str] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -176,8 +213,12 @@ def tool(
     description: str | None = None,
     needs_approval: ApprovalRule = False,
     replay_policy: ReplayPolicy = "manual",
+    review_fields: Sequence[str] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Turn a function into a Tool; usable bare (`@tool`) or with options (`@tool(...)`)."""
+    """Turn a function into a Tool; usable bare (`@tool`) or with options (`@tool(...)`).
+
+    `review_fields` narrows what a review card shows to those parameters (ConfigError at
+    decoration for a name that is not a parameter, or a repeated one)."""
 
     def decorate(target: Callable[..., Any]) -> Tool:
         return _make_tool(
@@ -186,6 +227,7 @@ def tool(
             description=description,
             needs_approval=needs_approval,
             replay_policy=replay_policy,
+            review_fields=review_fields,
         )
 
     if function is not None:
