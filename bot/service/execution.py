@@ -16,6 +16,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from functools import partial
+from typing import Any
 
 from bot.errors import ApprovalsError, RunStateError
 from bot.review import ReviewSnapshot, review_snapshot
@@ -108,8 +109,9 @@ async def request_approvals(
     snapshots: dict[str, ReviewSnapshot] = {}
     planned: list[NewApproval] = []
     batch = uuid.uuid4().hex[:24]  # ids share a random prefix and sort in the model's order
+    agent = parts.registry.get(run.agent_name, run.agent_version)
     for index, call in enumerate(waiting):
-        snapshot = review_snapshot(call.tool_name, call.arguments)
+        snapshot = card_snapshot(agent, call.tool_name, call.arguments)
         snapshots[call.tool_call_id] = snapshot
         rule = parts.rule_for(call.tool_name)
         expires_at = now + rule.expires_after if rule.expires_after is not None else None
@@ -140,6 +142,14 @@ async def request_approvals(
         if record.slack_ts is None:
             await _post_card(parts, run, record, snapshot)
     return records
+
+
+def card_snapshot(agent: Agent, tool_name: str, arguments: dict[str, Any]) -> ReviewSnapshot:
+    """The review card's snapshot: redacted, limited to the tool's `review_fields`; the
+    digest always covers every argument."""
+    tool = agent.tool_named(tool_name)
+    shown = tool.review_fields if tool is not None else None
+    return review_snapshot(tool_name, arguments, shown_fields=shown)
 
 
 async def _post_card(

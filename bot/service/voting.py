@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
-from bot.review import review_snapshot
 from bot.runtime import CURRENT_SCHEMA_VERSION
 from bot.service.amend import amend_call, edited_arguments, pending_call
 from bot.service.authority import counted_voters, may_revoke, refuse, require_decider
 from bot.service.codec import decode_state, encode_state
+from bot.service.execution import card_snapshot
 from bot.service.outcomes import DecisionResult
 from bot.service.parts import ServiceParts
 from bot.service.views import ApprovalView
@@ -151,7 +151,7 @@ async def approve_changed(
     if tool is None:
         raise InputError(f"the agent has no tool {call.tool_name!r}")
     new_arguments = edited_arguments(tool, call.arguments, arguments)
-    snapshot = review_snapshot(call.tool_name, new_arguments)
+    snapshot = card_snapshot(agent, call.tool_name, new_arguments)
     if snapshot.digest == approval.arguments_digest:
         return await cast(parts, ballot, followup)  # nothing changed: a plain approval
     amend_call(state, call.tool_call_id, new_arguments)
