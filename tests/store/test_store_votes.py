@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import sqlite3
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -18,9 +18,17 @@ from store.api import Amendment
 NEW_DIGEST = "b" * 64
 
 
-async def quorum(store: SqliteStore, required: int = 2, **extra: object) -> str:
+async def quorum(
+    store: SqliteStore,
+    required: int = 2,
+    *,
+    expires_at: datetime | None = None,
+    remind_at: datetime | None = None,
+) -> str:
     await make_run(store)
-    planned = dataclasses.replace(new_approval(), required_approvals=required, **extra)
+    planned = dataclasses.replace(
+        new_approval(expires_at=expires_at), required_approvals=required, remind_at=remind_at
+    )
     [record] = await store.add_approvals([planned])
     return record.approval_id
 
@@ -138,7 +146,7 @@ async def test_reminders_are_claimed_once(store: SqliteStore, clock: Clock) -> N
         store.claim_reminders(now=T0 + timedelta(hours=1, minutes=1)),
         store.claim_reminders(now=T0 + timedelta(hours=1, minutes=2)),
     )
-    assert both == [[], []]
+    assert list(both) == [[], []]
     assert [e.kind for e in await store.audit_events()].count("reminded") == 1
 
 
