@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.errors import ApprovalsError, InputError
+from bot.service import ApprovalService
 from bot.service.views import ApprovalView
 from bot.slack import payloads
 from bot.slack.approvals_command import (
@@ -86,14 +87,7 @@ class ApprovalsListeners:
         raise InputError("unknown /approvals sub-command")
 
     async def _list(self, user: str, page: int) -> str:
-        cursor: str | None = None
-        for _ in range(page - 1):
-            skipped = await self._r.service.pending_for(user, limit=LIST_PAGE_SIZE, cursor=cursor)
-            if skipped.next_cursor is None:
-                return pending_list_text((), page=page, more=False)
-            cursor = skipped.next_cursor
-        found = await self._r.service.pending_for(user, limit=LIST_PAGE_SIZE, cursor=cursor)
-        return pending_list_text(found.items, page=page, more=found.next_cursor is not None)
+        return await list_text(self._r.service, user, page)
 
     async def _reconcile(self, user: str, parsed: ApprovalsReconcile) -> str:
         """ID is the approval of the uncertain call (or, for a call that needed no
@@ -132,15 +126,26 @@ class ApprovalsListeners:
 
     async def publish_home(self, user: str) -> None:
         try:
-            view = await build_home(self._r, user)
+            view = await build_home(self._r.service, user)
             await self._r.notifier.publish_home(user=user, view=view)
         except ApprovalsError as error:
             _log.warning("could not publish App Home for %s: %s", user, error)
 
 
-async def build_home(responder: Responder, user: str) -> dict[str, Any]:
+async def list_text(service: ApprovalService, user: str, page: int) -> str:
+    """The `/approvals list [page]` answer: pages are keyset pages, walked by cursor."""
+    cursor: str | None = None
+    for _ in range(page - 1):
+        skipped = await service.pending_for(user, limit=LIST_PAGE_SIZE, cursor=cursor)
+        if skipped.next_cursor is None:
+            return pending_list_text((), page=page, more=False)
+        cursor = skipped.next_cursor
+    found = await service.pending_for(user, limit=LIST_PAGE_SIZE, cursor=cursor)
+    return pending_list_text(found.items, page=page, more=found.next_cursor is not None)
+
+
+async def build_home(service: ApprovalService, user: str) -> dict[str, Any]:
     """The App Home view for `user` (three bounded reads of the service's read model)."""
-    service = responder.service
     pending = await service.pending_for(user, limit=HOME_PENDING_LIMIT)
     requested: list[ApprovalView] = await service.requested_by(user, limit=HOME_REQUESTED_LIMIT)
     recent = await service.recent_decisions(limit=HOME_RECENT_LIMIT)
