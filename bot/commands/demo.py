@@ -15,7 +15,7 @@ import getpass
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -25,7 +25,13 @@ from bot.demo import default_registry, ops_dependencies
 from bot.errors import InputError, RunStateError
 from bot.review import ReviewSnapshot
 from bot.runtime import PendingCall
-from bot.service import ApprovalService, Location, TaskOwner, installation_worker_id
+from bot.service import (
+    ApprovalService,
+    ApprovalView,
+    Location,
+    TaskOwner,
+    installation_worker_id,
+)
 from store import open_store
 from store.api import ApprovalRecord, RunRecord
 from store.config import database_url_from_env
@@ -259,6 +265,22 @@ class TerminalNotifier:
     async def approval_decided(self, run: RunRecord, approval: ApprovalRecord) -> None:
         who = approval.decider or approval.revoked_by or "the service"
         self._say(f"{approval.tool_name}: {approval.status} by {who}")
+
+    async def approval_updated(self, run: RunRecord, view: ApprovalView) -> None:
+        voters = ", ".join(view.voters) or "nobody yet"
+        self._say(
+            f"{view.approval.tool_name}: {view.approvals_count} of {view.required} approvals "
+            f"({voters}); digest {view.approval.arguments_digest}"
+        )
+
+    async def approval_reminder(
+        self, run: RunRecord, approval: ApprovalRecord, approvers: Sequence[str]
+    ) -> None:
+        expires = approval.expires_at.isoformat() if approval.expires_at else "never"
+        self._say(f"reminder: {approval.tool_name} ({approval.approval_id}) expires {expires}")
+
+    async def approval_expired_notice(self, run: RunRecord, approval: ApprovalRecord) -> None:
+        self._say(f"{approval.tool_name} ({approval.approval_id}) expired: nobody decided in time")
 
     async def call_uncertain(self, run: RunRecord, call: PendingCall) -> None:
         self._say(
