@@ -1,6 +1,7 @@
 """How long a large RunState blocks the event loop: inline JSON against the service codec.
 
     python bench/service_codec.py [--mib 2] [--rounds 5]
+    python bench/service_codec.py --quick    # a 0.5 MiB state, 2 rounds
 
 A paused state of about `--mib` MiB is decoded and encoded (a) inline on the event loop,
 as a naive service would, and (b) through `bot.service.codec`, which hands large states
@@ -20,19 +21,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
-# Run as `python bench/service_codec.py`, this directory comes first on sys.path, and
-# bench/store.py would shadow the `store` package: drop that entry before importing.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _HERE]
-
-from bot.runtime import RunState  # noqa: E402
-from bot.service import codec  # noqa: E402
+from bot.runtime import RunState
+from bot.service import codec
 
 TICK_SECONDS = 0.001
 
@@ -117,7 +111,10 @@ async def main(mib: float, rounds: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mib", type=float, default=2.0)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--mib", type=float, default=None, help="state size (default 2)")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds (default 5)")
+    parser.add_argument("--quick", action="store_true", help="a 0.5 MiB state, 2 rounds")
     options = parser.parse_args()
-    asyncio.run(main(options.mib, options.rounds))
+    mib = options.mib if options.mib is not None else (0.5 if options.quick else 2.0)
+    rounds = options.rounds if options.rounds is not None else (2 if options.quick else 5)
+    asyncio.run(main(mib, rounds))

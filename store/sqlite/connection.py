@@ -3,7 +3,7 @@
 Writes: one sqlite3 connection that lives on its own thread. A write transaction is a
 plain function run there whole (`BEGIN IMMEDIATE`, the statements, `COMMIT`, or
 `ROLLBACK` on any error), so it costs one hand-off between the event loop and the thread
-instead of one per statement: measured by bench/store.py, per-statement awaits made a
+instead of one per statement: measured by bench/store_decisions.py, per-statement awaits made a
 decision (5 statements) 2.7x slower than the raw compare-and-set it wraps. Once started
 a transaction cannot be cut in half by a cancelled caller: the thread finishes it, and
 `close()` waits for it. `BEGIN IMMEDIATE` takes the database's write lock up front (other
