@@ -41,7 +41,8 @@ from bot.runtime import AgentRegistry, RunState
 from bot.service import ApprovalService
 from bot.service.codec import encode_state
 from bot.service.tasks import TaskOwner
-from bot.slack.approvals_listeners import build_home, list_text
+from bot.slack.approvals_listeners import list_text
+from bot.slack.home import build_home
 from store.api import NewApproval, Store
 from store.crypto import KeyRing
 from store.keys import generate_key

@@ -10,7 +10,6 @@ from typing import Any
 
 from bot.errors import ApprovalsError, InputError
 from bot.service import ApprovalService
-from bot.service.views import ApprovalView
 from bot.slack import payloads
 from bot.slack.approvals_command import (
     ApprovalsAudit,
@@ -26,7 +25,7 @@ from bot.slack.approvals_command import (
 )
 from bot.slack.approvals_replies import APPROVALS_HELP, audit_text, pending_list_text, show_text
 from bot.slack.blocks import escape
-from bot.slack.home import HOME_PENDING_LIMIT, HOME_RECENT_LIMIT, HOME_REQUESTED_LIMIT, home_view
+from bot.slack.home import publish_home
 from bot.slack.interactions import refused_text
 from bot.slack.plumbing import Ack, Responder, warning
 
@@ -125,11 +124,7 @@ class ApprovalsListeners:
             self._r.later(self.publish_home(user), name=f"slack:home:{user}")
 
     async def publish_home(self, user: str) -> None:
-        try:
-            view = await build_home(self._r.service, user)
-            await self._r.notifier.publish_home(user=user, view=view)
-        except ApprovalsError as error:
-            _log.warning("could not publish App Home for %s: %s", user, error)
+        await publish_home(self._r, user)
 
 
 async def list_text(service: ApprovalService, user: str, page: int) -> str:
@@ -142,11 +137,3 @@ async def list_text(service: ApprovalService, user: str, page: int) -> str:
         cursor = skipped.next_cursor
     found = await service.pending_for(user, limit=LIST_PAGE_SIZE, cursor=cursor)
     return pending_list_text(found.items, page=page, more=found.next_cursor is not None)
-
-
-async def build_home(service: ApprovalService, user: str) -> dict[str, Any]:
-    """The App Home view for `user` (three bounded reads of the service's read model)."""
-    pending = await service.pending_for(user, limit=HOME_PENDING_LIMIT)
-    requested: list[ApprovalView] = await service.requested_by(user, limit=HOME_REQUESTED_LIMIT)
-    recent = await service.recent_decisions(limit=HOME_RECENT_LIMIT)
-    return home_view(pending=pending, requested=requested, recent=recent)

@@ -5,18 +5,41 @@ part shows a fixed number of rows and says when there are more.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
+from bot.errors import ApprovalsError
+from bot.service import ApprovalService
 from bot.service.views import ApprovalView, Page
 from bot.slack.blocks import SECTION_TEXT_LIMIT, Block, escape, escape_join, person, slack_date
 from bot.slack.cards import card_buttons, quorum_line
+from bot.slack.plumbing import Responder
 from store.api import ApprovalRecord
+
+_log = logging.getLogger("bot.slack.app")
 
 HOME_PENDING_LIMIT = 15  # 3 blocks each
 HOME_REQUESTED_LIMIT = 10  # one line each, in one section
 HOME_RECENT_LIMIT = 10
 MAX_BLOCKS = 100  # Block Kit: blocks per home view
+
+
+async def build_home(service: ApprovalService, user: str) -> dict[str, Any]:
+    """The App Home view for `user` (three bounded reads of the service's read model)."""
+    pending = await service.pending_for(user, limit=HOME_PENDING_LIMIT)
+    requested = await service.requested_by(user, limit=HOME_REQUESTED_LIMIT)
+    recent = await service.recent_decisions(limit=HOME_RECENT_LIMIT)
+    return home_view(pending=pending, requested=requested, recent=recent)
+
+
+async def publish_home(responder: Responder, user: str) -> None:
+    """Build and publish `user`'s App Home; a failure is logged (Home is a convenience)."""
+    try:
+        view = await build_home(responder.service, user)
+        await responder.notifier.publish_home(user=user, view=view)
+    except ApprovalsError as error:
+        _log.warning("could not publish App Home for %s: %s", user, error)
 
 
 def home_view(

@@ -28,6 +28,7 @@ from bot.slack import blocks, payloads
 from bot.slack.approvals_command import RecordResult, Retry
 from bot.slack.cards import quorum_line
 from bot.slack.edit_modal import edit_modal, editable_arguments, parse_edit_submission
+from bot.slack.home import publish_home
 from bot.slack.plumbing import Ack, Responder, refusal, warning
 from bot.slack.reconcile_modal import (
     ReconcileSubmission,
@@ -101,16 +102,29 @@ class CardInteractions:
         elif click.action != "revoke" and not view.can_decide:
             refused = f":no_entry: {blocks.escape(view.why_not or 'you may not decide this call')}"
         if refused is not None:
-            await self._r.tell(click.channel_id, click.user_id, refused)
+            await self._refuse(click, refused)
             return None
         call = blocks.snapshot_text(approval)
         if click.action != "edit":
             return blocks.decision_modal(context=context, call=call)
         arguments = editable_arguments(ReviewSnapshot.from_json(approval.snapshot))
         if arguments is None:
-            await self._r.tell(click.channel_id, click.user_id, TOO_BIG_TO_EDIT_TEXT)
+            await self._refuse(click, TOO_BIG_TO_EDIT_TEXT)
             return None
         return edit_modal(context=context, call=call, arguments=arguments)
+
+    async def _refuse(self, click: payloads.ButtonClick, text: str) -> None:
+        """Say why nothing opens: privately in the card's channel, or, for a click in
+        App Home (no channel), in a small modal on the click's trigger."""
+        if click.channel_id is not None:
+            await self._r.tell(click.channel_id, click.user_id, text)
+            return
+        await self._r.notifier.open_view(trigger_id=click.trigger_id, view=notice_modal(text))
+
+    async def _after(self, channel: str | None, user: str) -> None:
+        """A decision made from App Home (no channel): show the person their new Home."""
+        if channel is None:
+            await publish_home(self._r, user)
 
     # -- the reason modal: approve, reject, revoke --------------------------------------
 
@@ -132,6 +146,10 @@ class CardInteractions:
         )
 
     async def _decide(self, submission: payloads.DecisionSubmission) -> None:
+        await self._decision(submission)
+        await self._after(submission.channel_id, submission.user_id)
+
+    async def _decision(self, submission: payloads.DecisionSubmission) -> None:
         try:
             if submission.action == "revoke":
                 await self._r.service.revoke(
@@ -199,8 +217,9 @@ class CardInteractions:
             result = await asyncio.shield(edit)
         except ApprovalsError as error:
             await self._r.tell(channel, user, refused_text(error))
-            return
-        await self._counted(channel, user, result)
+        else:
+            await self._counted(channel, user, result)
+        await self._after(channel, user)
 
     # -- reconcile an uncertain call ---------------------------------------------------
 
@@ -252,6 +271,16 @@ def refused_text(error: ApprovalsError) -> str:
     if isinstance(error, NotAuthorizedError):
         return refusal(error)
     return warning(error)
+
+
+def notice_modal(text: str) -> dict[str, Any]:
+    """A modal that only says something (why a click from App Home changed nothing)."""
+    return {
+        "type": "modal",
+        "title": {"type": "plain_text", "text": "Approvals"},
+        "close": {"type": "plain_text", "text": "OK"},
+        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text[:2900]}}],
+    }
 
 
 def _tool_of(call_text: str | None) -> str:

@@ -217,3 +217,42 @@ async def test_one_reminder_in_the_thread_before_expiry(governed: Bot, clock: Fa
     await governed.settle()
     reminders = [c for c in governed.fake.calls_to("chat.postMessage") if "still waits" in c.text]
     assert len(reminders) == 1
+
+
+def _from_home(bot: Bot, published: Call, label: str, *, user: str) -> dict[str, object]:
+    """A block_actions payload for pressing `label` in a published App Home view."""
+    as_message = Call(
+        method="views.publish",
+        args={"channel": "unused", "text": "", "blocks": published.args["view"]["blocks"]},
+        token=None,
+        answer={},
+    )
+    payload = bot.driver.click_payload(as_message, label, user=user, ts="0")
+    del payload["channel"], payload["message"]
+    payload["container"] = {"type": "view", "view_id": "VHOME0001"}
+    payload["view"] = {"id": "VHOME0001", "type": "home"}
+    return payload
+
+
+async def test_deciding_from_app_home(governed: Bot) -> None:
+    _, (card,) = await start_run(governed)
+    await governed.settle()
+    await governed.driver.event({"type": "app_home_opened", "user": APPROVER, "tab": "home"})
+    (home,) = await governed.fake.wait_for("views.publish")
+
+    # Someone outside the group sees APPROVER's Home buttons (say, a shared screenshot
+    # link): the refusal opens as a modal, as there is no channel to answer in.
+    await governed.driver.interactive(_from_home(governed, home, "Approve", user=OUTSIDER))
+    (notice,) = await governed.fake.wait_for("views.open")
+    assert "not an approver" in json.dumps(notice.args["view"])
+
+    await governed.driver.interactive(_from_home(governed, home, "Approve", user=APPROVER))
+    opened = await governed.fake.wait_for("views.open", count=2)
+    view = opened[-1].args["view"]
+    assert view["private_metadata"].endswith("|")  # no channel: it came from Home
+    await governed.driver.submit(view, user=APPROVER, reason="from home")
+    await governed.fake.wait_for("chat.update", card_update(card, "1 of 2"))
+    refreshed = await governed.fake.wait_for(
+        "views.publish", lambda c: c.args["user_id"] == APPROVER, count=2
+    )
+    assert "Nothing waits for your decision" in json.dumps(refreshed[-1].args["view"])
