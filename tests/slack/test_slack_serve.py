@@ -68,9 +68,46 @@ def test_an_unknown_agents_module_is_named(
     assert not (tmp_path / "a.db").exists()
 
 
+@pytest.mark.parametrize(
+    ("env", "line"),
+    [
+        (
+            {"APPROVALS_POLICY": "{dir}/policy.toml"},
+            "policy file {dir}/policy.toml: tools.deploy_release.required_approvals: 3 "
+            "approvals required but only 1 approver(s) listed",
+        ),
+        ({"APPROVALS_POLICY": "{dir}/missing.toml"}, "policy file {dir}/missing.toml: cannot read"),
+        ({"APPROVALS_MODEL": "gpt"}, "APPROVALS_MODEL must be 'offline' or 'openai'"),
+    ],
+)
+def test_a_bad_policy_or_model_stops_start_up_with_one_line(
+    env: dict[str, str],
+    line: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "policy.toml").write_text(
+        '[tools.deploy_release]\napprovers = ["U0ONLY1"]\nrequired_approvals = 3\n'
+    )
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "s")
+    monkeypatch.setenv("APPROVALS_DATABASE_URL", str(tmp_path / "a.db"))
+    for name, value in env.items():
+        monkeypatch.setenv(name, value.format(dir=tmp_path))
+    assert main(["serve"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert line.format(dir=tmp_path) in err[0]
+    assert not (tmp_path / "a.db").exists()
+
+
 @pytest.fixture
 async def served(fake_slack: FakeSlack, tmp_path: Path) -> AsyncIterator[tuple[SlackDriver, Path]]:
     effects = tmp_path / "effects.jsonl"
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[tools.deploy_release]\napprovers = ["S0OPS"]\n')
+    fake_slack.usergroups["S0OPS"] = ["U0APP"]
     env = {
         **os.environ,
         "SLACK_BOT_TOKEN": "xoxb-serve",
@@ -80,6 +117,8 @@ async def served(fake_slack: FakeSlack, tmp_path: Path) -> AsyncIterator[tuple[S
         "PORT": "0",
         "APPROVALS_DATABASE_URL": str(tmp_path / "approvals.db"),
         "APPROVALS_DEMO_EFFECTS": str(effects),
+        "APPROVALS_POLICY": str(policy),
+        "APPROVALS_MODEL": "offline",
     }
     env.pop("APPROVALS_KEYS", None)
     process = await asyncio.create_subprocess_exec(
@@ -124,6 +163,9 @@ async def test_serve_runs_the_ops_agent_end_to_end(
         "chat.postMessage", lambda c: c.args.get("thread_ts") == root.answer["ts"]
     )
     assert "deploy_release" in card.text
+    await driver.click(card, "Approve", user="U0OUT", ts=card.answer["ts"])  # not in S0OPS
+    (refused,) = await fake_slack.wait_for("chat.postEphemeral")
+    assert "not an approver" in refused.text
     await driver.click(card, "Approve", user="U0APP", ts=card.answer["ts"])
     (opened,) = await fake_slack.wait_for("views.open")
     await driver.submit(opened.args["view"], user="U0APP", reason="release train 42")
