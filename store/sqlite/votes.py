@@ -216,7 +216,8 @@ class _Ballot:
     def _maybe_transition(
         self, connection: sqlite3.Connection, record: ApprovalRecord
     ) -> VoteOutcome:
-        approvals = _approving_voters(connection, self.approval_id, record.arguments_digest)
+        votes = _votes_on(connection, self.approval_id, record.arguments_digest)
+        approvals = [vote.voter for vote in votes if vote.decision == "approved"]
         closes = self.decision == "rejected" or len(approvals) >= record.required_approvals
         if not closes:
             audit.append(
@@ -234,7 +235,7 @@ class _Ballot:
                     "required": record.required_approvals,
                 },
             )
-            return self._outcome(connection, "counted", record)
+            return VoteOutcome(result="counted", record=record, votes=votes)
         row = fetch_one(
             connection,
             "UPDATE approvals SET status = ?, decider = ?, reason = ?, message = ?, "
@@ -261,27 +262,24 @@ class _Ballot:
                 "voters": approvals if self.decision == "approved" else [self.voter],
             },
         )
-        return self._outcome(connection, "decided", decided)
+        return VoteOutcome(result="decided", record=decided, votes=votes)
 
     def _outcome(
         self, connection: sqlite3.Connection, result: VoteResult, record: ApprovalRecord
     ) -> VoteOutcome:
-        rows = fetch_all(
-            connection,
-            f"SELECT {VOTE_COLUMNS} FROM approval_votes WHERE approval_id = ? AND digest = ? "
-            "ORDER BY at, voter",
-            (self.approval_id, record.arguments_digest),
-        )
-        return VoteOutcome(
-            result=result, record=record, votes=tuple(row_to_vote(row) for row in rows)
-        )
+        votes = _votes_on(connection, self.approval_id, record.arguments_digest)
+        return VoteOutcome(result=result, record=record, votes=votes)
 
 
-def _approving_voters(connection: sqlite3.Connection, approval_id: str, digest: str) -> list[str]:
+def _votes_on(
+    connection: sqlite3.Connection, approval_id: str, digest: str
+) -> tuple[VoteRecord, ...]:
+    """The votes on one digest of the approval's arguments, in order (the primary key's
+    prefix (approval_id, voter, digest) finds them without a table scan)."""
     rows = fetch_all(
         connection,
-        "SELECT voter FROM approval_votes WHERE approval_id = ? AND digest = ? "
-        "AND decision = 'approved' ORDER BY at, voter",
+        f"SELECT {VOTE_COLUMNS} FROM approval_votes WHERE approval_id = ? AND digest = ? "
+        "ORDER BY at, voter",
         (approval_id, digest),
     )
-    return [str(row[0]) for row in rows]
+    return tuple(row_to_vote(row) for row in rows)
