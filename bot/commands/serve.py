@@ -20,7 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.demo import default_registry, model_from_env, ops_dependencies
-from bot.policy import load_policy
+from bot.policy import POLICY_ENV, load_policy
 from bot.runtime import Model
 from bot.service import (
     ApprovalService,
@@ -71,7 +71,9 @@ async def open_bot(settings: SlackSettings, *, environ: Mapping[str, str]) -> Sl
     """Load the policy, open the model, the store, the registry, the service and the
     Slack surface around them. Every configuration problem is a ConfigError before
     anything is opened; the surface closes the model and the store at shutdown."""
-    policy = load_policy(environ=environ)
+    # Without a policy file the service applies the built-in defaults with
+    # APPROVALS_APPROVAL_TTL_SECONDS as their expiry.
+    policy = load_policy(environ=environ) if environ.get(POLICY_ENV, "").strip() else None
     dependencies = ops_dependencies(environ)
     database_url = settings.database_url or database_url_from_env(environ)
     worker_id = installation_worker_id(database_url, environ)
