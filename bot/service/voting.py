@@ -12,14 +12,20 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
-from bot.runtime import CURRENT_SCHEMA_VERSION
+from bot.errors import (
+    AlreadyDecidedError,
+    ConflictError,
+    InputError,
+    NotAuthorizedError,
+    ResolutionError,
+)
+from bot.runtime import CURRENT_SCHEMA_VERSION, RunState
 from bot.service.amend import amend_call, edited_arguments, pending_call
 from bot.service.authority import counted_voters, may_revoke, refuse, require_decider
 from bot.service.codec import decode_state, encode_state
 from bot.service.execution import card_snapshot
 from bot.service.outcomes import DecisionResult
-from bot.service.parts import ServiceParts
+from bot.service.parts import ServiceParts, log
 from bot.service.views import ApprovalView
 from store.api import Amendment, ApprovalRecord, RunRecord, VoteOutcome
 
@@ -154,14 +160,7 @@ async def approve_changed(
     snapshot = card_snapshot(agent, call.tool_name, new_arguments)
     if snapshot.digest == approval.arguments_digest:
         return await cast(parts, ballot, followup)  # nothing changed: a plain approval
-    amend_call(state, call.tool_call_id, new_arguments)
-    saved = await parts.store.save_run_state(
-        run.run_id,
-        expected_version=run.version,
-        state_json=await encode_state(state),
-        status="paused",
-        schema_version=CURRENT_SCHEMA_VERSION,
-    )
+    saved = await _save_arguments(parts, run, state, call.tool_call_id, new_arguments)
     amendment = Amendment(arguments_digest=snapshot.digest, snapshot=snapshot.to_json())
     outcome = await parts.store.vote(
         ballot.approval_id,
@@ -172,8 +171,14 @@ async def approve_changed(
         amend=amendment,
         now=parts.clock(),
     )
-    # A vote that did not land leaves state and row disagreeing; the resume compares
-    # digests and asks again rather than run either version (fail closed).
+    if outcome.result not in ("counted", "decided"):
+        # The change did not land (closed, expired, edited meanwhile): put the state's
+        # arguments back. Were this lost in a crash, the resume would find state and row
+        # disagreeing and ask again rather than run either version (fail closed).
+        try:
+            saved = await _save_arguments(parts, saved, state, call.tool_call_id, call.arguments)
+        except ResolutionError:
+            log.warning("run %s moved on before an unlanded edit was undone", run.run_id)
     return await settle(parts, saved, ballot, outcome, followup)
 
 
@@ -212,6 +217,29 @@ async def revoke(
     await parts.notify.approval_decided(run, outcome.record)
     await followup.resume_if_all_decided(outcome.record.run_id)
     return outcome.record
+
+
+async def _save_arguments(
+    parts: ServiceParts,
+    run: RunRecord,
+    state: RunState,
+    tool_call_id: str,
+    arguments: dict[str, Any],
+) -> RunRecord:
+    amend_call(state, tool_call_id, arguments)
+    try:
+        return await parts.store.save_run_state(
+            run.run_id,
+            expected_version=run.version,
+            state_json=await encode_state(state),
+            status="paused",
+            schema_version=CURRENT_SCHEMA_VERSION,
+        )
+    except ConflictError:
+        raise ResolutionError(
+            "the run changed while you edited (another decision or edit landed); "
+            "look at the card again"
+        ) from None
 
 
 def already_decided(record: ApprovalRecord) -> AlreadyDecidedError:

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from governance_helpers import ADMIN, ALICE, BOB, CAROL, MALLORY, FakeGroups, policy
+from governance_helpers import ADMIN, ALICE, BOB, CAROL, MALLORY, Clock, FakeGroups, policy
 from service_harness import OPS_TOKEN, REQUESTER, Harness, start
 
-from bot.errors import InputError, NotAuthorizedError, ResolutionError
+from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
 from bot.review import REDACTED, arguments_digest
 from bot.runtime.decisions import ABORTED_MESSAGE
 
@@ -275,3 +275,30 @@ async def test_recent_decisions_newest_first(open_harness: Callable[..., Any]) -
     await harness.service.drain()
     recent = await harness.service.recent_decisions(limit=2)
     assert [r.run_id for r in recent] == [runs[2].run_id, runs[1].run_id]
+
+
+async def test_an_edit_that_does_not_land_leaves_the_arguments_as_they_were(
+    open_harness: Callable[..., Any],
+) -> None:
+    clock = Clock()
+    harness = await governed(open_harness, clock=clock)
+    run = await start(harness, "deploy payments 1.2.3")
+    [approval] = await harness.pending(run.run_id)
+    clock.advance(hours=3)
+
+    with pytest.raises(AlreadyDecidedError) as refused:
+        await harness.service.approve_with_changes(
+            approval.approval_id, decider=ALICE, reason="late", arguments={"version": "9.9.9"}
+        )
+    assert refused.value.status == "expired"
+    await harness.service.drain()
+
+    state = await harness.service.load_state(run.run_id)
+    [call] = [
+        c for item in state.history if item["type"] == "assistant" for c in item["tool_calls"]
+    ]
+    assert call["arguments"] == {"service": "payments", "version": "1.2.3"}
+    assert harness.effect_lines() == []
+    stored = await harness.store.get_approval(approval.approval_id)
+    assert stored is not None
+    assert (stored.status, stored.arguments_digest) == ("expired", approval.arguments_digest)
