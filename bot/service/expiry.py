@@ -6,6 +6,9 @@ clicks would leave its run paused forever. The sweeper calls the service's
 are updated, and a run with nothing left to wait for resumes (the expired call is not
 run; the model is told so).
 
+Each pass (`ApprovalService.sweep`) also sends the reminders that are due
+(`remind_due`): claimed in the store first, so each approval is reminded once.
+
 It is one long-lived task, owned by the service (not by the TaskOwner, whose `drain`
 waits for work that ends): `ApprovalService.aclose` stops it first.
 """
@@ -16,8 +19,43 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 
-from bot.errors import ApprovalsError, ConfigError
-from bot.service.parts import log
+from bot.errors import ApprovalsError, ConfigError, InputError
+from bot.service.parts import ServiceParts, log
+from store.api import ApprovalRecord, RunRecord
+
+
+async def expire_overdue(
+    parts: ServiceParts, *, resume_if_all_decided: Callable[[str], Awaitable[bool]]
+) -> list[ApprovalRecord]:
+    """Expire overdue approvals, update their cards, tell each requester in the thread,
+    and resume the runs with nothing left to wait for."""
+    expired = await parts.store.expire_due(now=parts.clock())
+    for record in expired:
+        run = await _run_of(parts, record)
+        await parts.notify.approval_decided(run, record)
+        await parts.notify.approval_expired_notice(run, record)
+    for run_id in sorted({record.run_id for record in expired}):
+        await resume_if_all_decided(run_id)
+    return expired
+
+
+async def remind_due(parts: ServiceParts) -> list[ApprovalRecord]:
+    """Send the reminders whose time has come, each once (claimed in the store first: a
+    crash right after the claim loses that reminder rather than sending it twice)."""
+    due = await parts.store.claim_reminders(now=parts.clock())
+    for record in due:
+        run = await _run_of(parts, record)
+        await parts.notify.approval_reminder(
+            run, record, parts.rule_for(record.tool_name).approvers
+        )
+    return due
+
+
+async def _run_of(parts: ServiceParts, record: ApprovalRecord) -> RunRecord:
+    run = await parts.store.get_run(record.run_id)
+    if run is None:
+        raise InputError(f"approval {record.approval_id} belongs to no run")
+    return run
 
 
 class ExpirySweeper:

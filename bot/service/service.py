@@ -7,8 +7,10 @@ retried request change nothing twice; the store's ledger is the runner's journal
 repeated resume never repeats an effect. Work that outlives a call (a resume after the
 last decision) runs in tasks the service owns (`TaskOwner`).
 
-Until the policy issue lands, anyone but the run's requester may decide, and a reason
-is required for every decision.
+Who may decide, how many must and for how long comes from the `Policy` (bot.policy):
+checked when a person decides (bot.service.voting, bot.service.authority) and again
+right before an approved call runs (ServiceJournal with `execution_check`). The read
+models the people layer renders are in bot.service.reads.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from bot.runtime.context import serialize_context
 from bot.service.codec import decode_state, encode_state
 from bot.service.config import DEFAULT_APPROVAL_TTL
 from bot.service.execution import execute
-from bot.service.expiry import ExpirySweeper
+from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
 from bot.service.notifier import Notifier
 from bot.service.outcomes import (
     Busy,
@@ -56,7 +58,11 @@ SWEEP_SECONDS = 10.0  # an unclicked card shows "expired" within this of its exp
 
 class ApprovalService:
     """The approval workflow over one store; see the module doc. The service owns the
-    TaskOwner it is given: `aclose` closes it."""
+    TaskOwner it is given: `aclose` closes it.
+
+    `policy` (default: the built-in defaults with `approval_ttl` as the default lifetime;
+    with a policy, `approval_ttl` is not used) and `groups` (default: no groups) decide
+    who may act; the quorum and expiry of an approval are fixed when it is requested."""
 
     def __init__(
         self,
@@ -182,14 +188,7 @@ class ApprovalService:
     async def expire_due(self) -> list[ApprovalRecord]:
         """Expire every pending approval past its expiry, update its card, and resume the
         runs that have nothing left to wait for (an expired call never runs)."""
-        expired = await self._parts.store.expire_due(now=self._parts.clock())
-        for record in expired:
-            run = await self._require_run(record.run_id)
-            await self._parts.notify.approval_decided(run, record)
-            await self._parts.notify.approval_expired_notice(run, record)
-        for run_id in sorted({record.run_id for record in expired}):
-            await self._resume_if_all_decided(run_id)
-        return expired
+        return await expire_overdue(self._parts, resume_if_all_decided=self._resume_if_all_decided)
 
     def start_expiry_sweeper(self, *, every_seconds: float = SWEEP_SECONDS) -> None:
         """Call `sweep` every `every_seconds` until `aclose` (see bot.service.expiry)."""
@@ -291,12 +290,7 @@ class ApprovalService:
         """Send each pending approval's one reminder once its time has come (the sweeper
         calls this with `expire_due`). Claimed in the store first, so each approval is
         reminded once even across restarts (a crash right after the claim loses it)."""
-        due = await self._parts.store.claim_reminders(now=self._parts.clock())
-        for record in due:
-            run = await self._require_run(record.run_id)
-            rule = self._parts.rule_for(record.tool_name)
-            await self._parts.notify.approval_reminder(run, record, rule.approvers)
-        return due
+        return await remind_due(self._parts)
 
     async def sweep(self) -> list[ApprovalRecord]:
         """One sweeper pass: expire what is overdue, then send due reminders."""
