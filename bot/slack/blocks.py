@@ -260,6 +260,8 @@ def waiting_for_approval_text(pending: int) -> str:
 def already_decided_text(*, status: str, decider: str | None, decided_at: datetime | None) -> str:
     who = f" by {person(decider)}" if decider else ""
     when = f" {slack_date(decided_at)}" if decided_at else ""
+    if status == "executed":
+        return f":information_source: Nothing changed: this call already ran (approved{who}{when})."
     status_text = escape(status, 50)
     return f":information_source: Nothing changed: this call was already {status_text}{who}{when}."
 

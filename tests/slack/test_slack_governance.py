@@ -216,3 +216,34 @@ async def test_removed_from_the_group_between_approval_and_execution(
     assert refused.detail["why"] == f"approver {APPROVER} is no longer eligible (not_an_approver)"
     seen = json.dumps(governed.models["ops"].requests[-1].history)
     assert f"Not run: approver {APPROVER} is no longer eligible" in seen
+
+
+async def test_an_approved_call_revoked_before_it_runs_never_runs(bot: Bot) -> None:
+    """Two calls in one turn: the first is approved (it waits for the second); its
+    requester revokes it by command before the second is decided; the first never runs."""
+    root, (first, second) = await start_run(bot, "@twin deploy both", cards=2)
+    view = await open_modal(bot, first, "Approve", user=APPROVER)
+    await bot.driver.submit(view, user=APPROVER, reason="payments ok")
+    (approved,) = await bot.fake.wait_for("chat.update", card_update(first, "Approved"))
+    assert buttons_of(approved) == ["Revoke"]
+    await bot.settle()
+
+    await bot.driver.command(
+        "/approvals", f"revoke {approval_id_of(first)} wrong day", user=REQUESTER, channel=CHANNEL
+    )
+    await bot.fake.wait_for("chat.update", card_update(first, "Revoked"))
+    view = await open_modal(bot, second, "Approve", user=OTHER_APPROVER)
+    await bot.driver.submit(view, user=OTHER_APPROVER, reason="ledger ok")
+    await bot.fake.wait_for("chat.postMessage", in_thread(root, "Both calls are settled."))
+    await bot.settle()
+    assert [(s, v) for s, v, _ in bot.effects.deploys] == [("ledger", "9.9.9")]
+
+    # Revoking after the call ran changes nothing and says so.
+    await bot.driver.command(
+        "/approvals", f"revoke {approval_id_of(second)} too late", user=REQUESTER, channel=CHANNEL
+    )
+    answers = await bot.fake.wait_for(RESPONSE_URL, count=2)
+    assert "Nothing changed: this call already ran (approved by" in answers[-1].text
+    record = await bot.service.store.get_approval(approval_id_of(second))
+    assert record is not None
+    assert record.status == "approved"
