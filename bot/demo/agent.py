@@ -9,7 +9,6 @@ from bot.demo.offline_model import OfflineOpsModel
 from bot.demo.tools import OPS_TOOLS
 from bot.errors import ConfigError
 from bot.runtime import Agent, AgentRegistry, Model
-from bot.runtime.openai_model import OpenAIChatModel, openai_config_from_env
 
 OPS_AGENT_NAME = "ops"
 OPS_AGENT_VERSION = "1"
@@ -46,5 +45,9 @@ def model_from_env(environ: Mapping[str, str] | None = None) -> Model:
     if choice == "offline":
         return OfflineOpsModel()
     if choice == "openai":
+        # imported here: it brings aiohttp, which every other command would pay for at
+        # start-up (bot.demo is imported by the CLI's demo and serve commands)
+        from bot.runtime.openai_model import OpenAIChatModel, openai_config_from_env
+
         return OpenAIChatModel.from_config(openai_config_from_env(env))
     raise ConfigError(f"APPROVALS_MODEL must be 'offline' or 'openai', not {choice!r}")
