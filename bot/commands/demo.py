@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bot.credentials import redact_text
-from bot.demo import default_registry, ops_dependencies
+from bot.demo import default_registry, model_from_env, ops_dependencies
 from bot.errors import InputError, RunStateError
 from bot.review import ReviewSnapshot
-from bot.runtime import PendingCall
+from bot.runtime import Model, PendingCall
 from bot.service import (
     ApprovalService,
     ApprovalView,
@@ -33,7 +33,7 @@ from bot.service import (
     installation_worker_id,
 )
 from store import open_store
-from store.api import ApprovalRecord, RunRecord
+from store.api import ApprovalRecord, RunRecord, Store
 from store.config import database_url_from_env
 
 DEMO_REQUESTER = "demo-requester"
@@ -55,7 +55,8 @@ refused (exit code 2) with the path of the offending field.
 
 Environment: APPROVALS_DATABASE_URL (default ./approvals.db), APPROVALS_KEYS (default a
 key file beside the database), APPROVALS_DEMO_EFFECTS (effects file, default
-./demo-effects.jsonl), OPS_API_TOKEN, OPS_DEMO_LATENCY.
+./demo-effects.jsonl), OPS_API_TOKEN, OPS_DEMO_LATENCY, APPROVALS_MODEL (offline, the
+default, or openai with OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL).
 
 examples:
   approvals-bot demo "deploy payments 1.2.3"
@@ -130,30 +131,51 @@ def parse_context(text: str | None) -> dict[str, Any] | None:
 
 async def _demo(args: argparse.Namespace, context: dict[str, Any] | None) -> int:
     url = args.db if args.db is not None else database_url_from_env()
-    store = await open_store(url)
-    try:  # every exit closes the store, also a failure while building the service
-        service = ApprovalService(
-            store=store,
-            registry=default_registry(),
-            notifier=TerminalNotifier(sys.stdout),
-            dependencies=ops_dependencies(),
-            tasks=TaskOwner(),
-            worker_id=installation_worker_id(url),
-        )
-        try:
-            run = await service.start_run(
-                agent_name="ops",
-                task=args.task,
-                requester=DEMO_REQUESTER,
-                channel=None,
-                context=context,
-            )
-            run = await _decide_until_done(service, run, args)
+    model = model_from_env()  # first: a bad APPROVALS_MODEL leaves no database behind
+    try:
+        store = await open_store(url)
+        try:  # every exit closes the store, also a failure while building the service
+            run = await _run_to_the_end(store, model, url, args, context)
         finally:
-            await service.aclose(timeout=0)  # drained already; on Ctrl-C, stop at once
+            await store.close()
     finally:
-        await store.close()
+        await _close_model(model)
     return 0 if run.status == "completed" else 1
+
+
+async def _run_to_the_end(
+    store: Store,
+    model: Model,
+    url: str,
+    args: argparse.Namespace,
+    context: dict[str, Any] | None,
+) -> RunRecord:
+    service = ApprovalService(
+        store=store,
+        registry=default_registry(model),
+        notifier=TerminalNotifier(sys.stdout),
+        dependencies=ops_dependencies(),
+        tasks=TaskOwner(),
+        worker_id=installation_worker_id(url),
+    )
+    try:
+        run = await service.start_run(
+            agent_name="ops",
+            task=args.task,
+            requester=DEMO_REQUESTER,
+            channel=None,
+            context=context,
+        )
+        return await _decide_until_done(service, run, args)
+    finally:
+        await service.aclose(timeout=0)  # drained already; on Ctrl-C, stop at once
+
+
+async def _close_model(model: Model) -> None:
+    """Close the model's HTTP session (both built-in kinds have `aclose`)."""
+    aclose = getattr(model, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 async def _decide_until_done(
