@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+import pytest
 from fake_slack import RESPONSE_URL
 from governance_harness import (
     ADMIN,
@@ -247,3 +248,17 @@ async def test_an_approved_call_revoked_before_it_runs_never_runs(bot: Bot) -> N
     record = await bot.service.store.get_approval(approval_id_of(second))
     assert record is not None
     assert record.status == "approved"
+
+
+async def test_when_slack_cannot_list_the_group_nobody_in_it_may_decide(
+    governed: Bot, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, (card,) = await start_run(governed)
+    governed.fake.fail("usergroups.users.list", error="missing_scope")
+    await governed.driver.click(card, "Approve", user=APPROVER, ts=card.answer["ts"])
+    await governed.fake.wait_for("chat.postEphemeral", told(APPROVER, "not an approver"))
+    await governed.settle()
+    assert "usergroups.users.list S0RELEASE failed (missing_scope)" in caplog.text
+    assert governed.fake.calls_to("views.open") == []
+    # The failure was not cached: the next click asks Slack again and may go on.
+    await open_modal(governed, card, "Approve", user=APPROVER)
