@@ -72,15 +72,16 @@ async def may_reconcile(
 
 
 def counted_voters(approval: ApprovalRecord, votes: list[VoteRecord]) -> list[str]:
-    """Who approved the approval's current digest (the decider for pre-vote rows)."""
-    voters = [
+    """Who approved the approval's current digest. An approval decided before votes
+    existed (no vote rows at all) counts its decider, if it was approved."""
+    if not votes:
+        legacy = approval.status == "approved" and approval.decider is not None
+        return [approval.decider] if legacy and approval.decider else []
+    return [
         vote.voter
         for vote in votes
         if vote.digest == approval.arguments_digest and vote.decision == "approved"
     ]
-    if not voters and approval.decider is not None:
-        voters = [approval.decider]
-    return voters
 
 
 async def execution_check(parts: ServiceParts, approval: ApprovalRecord) -> str | None:

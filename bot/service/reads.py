@@ -29,9 +29,7 @@ async def build_view(
     if votes is None:
         votes = (await parts.store.votes([approval.approval_id]))[approval.approval_id]
     current = tuple(vote for vote in votes if vote.digest == approval.arguments_digest)
-    voters = tuple(counted_voters(approval, list(current))) if current else ()
-    if approval.status == "approved" and not voters and approval.decider:
-        voters = (approval.decider,)
+    voters = tuple(counted_voters(approval, votes))
     rule = parts.rule_for(approval.tool_name)
     can_decide, why_not = False, None
     can_revoke = can_reconcile = False

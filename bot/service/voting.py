@@ -99,7 +99,7 @@ async def settle(
     followup: Followup,
 ) -> DecisionResult:
     record = outcome.record
-    voters = tuple(counted_voters(record, list(outcome.votes))) if outcome.votes else ()
+    voters = tuple(counted_voters(record, list(outcome.votes)))
     if outcome.result == "decided":
         await parts.notify.approval_decided(run, record)
         started = await followup.resume_if_all_decided(record.run_id)

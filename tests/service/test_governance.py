@@ -132,6 +132,9 @@ async def test_one_rejection_rejects_a_quorum_approval(open_harness: Callable[..
         approval.approval_id, approve=False, decider=BOB, reason="freeze", message="Not today."
     )
     assert result.approval.status == "rejected"
+    assert (result.approval.decider, result.voters) == (BOB, (ALICE,))  # approvals so far
+    view = await harness.service.approval_view(approval.approval_id, viewer=CAROL)
+    assert (view.approvals_count, view.can_decide, view.can_revoke) == (1, False, False)
     await harness.service.drain()
     assert harness.effect_lines() == []
     assert "Not today." in harness.notifier.answer(run.run_id)
