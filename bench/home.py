@@ -13,6 +13,8 @@ round, `--per-round` times each:
 - `home`: the App Home view for the viewer, built as the bot builds it (pending_for,
   requested_by, recent_decisions through the service, then the Block Kit view);
 - `list`: the `/approvals list` answer (first page, 20 rows) as the bot builds it;
+- `list-out`: the same for someone outside the group who requested nothing (the read
+  model must leave out the group's tool without reading its rows);
 - `floor`: a raw indexed SELECT of one page (20 rows) of pending approvals on a plain
   sqlite3 connection to the same file: the least any page costs.
 
@@ -50,6 +52,7 @@ from store.sqlite.store import open_store
 
 VIEWER = "U0VIEWER"
 OTHER = "U0REQUEST"
+OUTSIDER = "U0OUTSIDE"
 GROUP = "S0RELEASE"
 CALLS_PER_RUN = 50
 POLICY = f"""
@@ -158,11 +161,14 @@ async def main(pending: int, rounds: int, per_round: int) -> None:
             view = await build_home(service, VIEWER)
             assert len(view["blocks"]) <= 100
             assert "Nothing waits" not in str(view)
-            results: dict[str, list[float]] = {"home": [], "list": [], "floor": []}
+            results: dict[str, list[float]] = {"home": [], "list": [], "list-out": [], "floor": []}
             for _ in range(rounds):
                 results["home"].append(await timed(lambda: build_home(service, VIEWER), per_round))
                 results["list"].append(
                     await timed(lambda: list_text(service, VIEWER, 1), per_round)
+                )
+                results["list-out"].append(
+                    await timed(lambda: list_text(service, OUTSIDER, 1), per_round)
                 )
                 results["floor"].append(await timed(lambda: floor_page(raw), per_round))
             report(pending, results)
@@ -175,12 +181,12 @@ async def main(pending: int, rounds: int, per_round: int) -> None:
 def report(pending: int, results: dict[str, list[float]]) -> None:
     floor = statistics.median(results["floor"])
     print(f"{pending} pending approvals, median over rounds of per-round medians:")
-    for name in ("home", "list", "floor"):
+    for name in ("home", "list", "list-out", "floor"):
         value = statistics.median(results[name])
         verdict = ""
         if name != "floor":
             verdict = "  (target <= 100 ms: " + ("met)" if value <= 100 else "MISSED)")
-        print(f"  {name:5s} {value:8.2f} ms  {value / floor:7.1f}x floor{verdict}")
+        print(f"  {name:8s} {value:8.2f} ms  {value / floor:7.1f}x floor{verdict}")
 
 
 if __name__ == "__main__":
