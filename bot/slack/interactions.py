@@ -78,7 +78,7 @@ class CardInteractions:
                 return
             outcome = await self._r.notifier.open_view(trigger_id=click.trigger_id, view=view)
         except ApprovalsError as error:
-            await self._r.tell(click.channel_id, click.user_id, warning(error))
+            await self._refuse(click, warning(error))
             return
         if outcome == "trigger_expired":
             await self._r.tell(click.channel_id, click.user_id, TRIGGER_EXPIRED_TEXT)
@@ -119,7 +119,10 @@ class CardInteractions:
         if click.channel_id is not None:
             await self._r.tell(click.channel_id, click.user_id, text)
             return
-        await self._r.notifier.open_view(trigger_id=click.trigger_id, view=notice_modal(text))
+        try:
+            await self._r.notifier.open_view(trigger_id=click.trigger_id, view=notice_modal(text))
+        except ApprovalsError as error:
+            _log.warning("could not tell %s why nothing opened: %s", click.user_id, error)
 
     async def _after(self, channel: str | None, user: str) -> None:
         """A decision made from App Home (no channel): show the person their new Home."""
