@@ -9,11 +9,15 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from store_helpers import DIGEST, T0, Clock, make_run, new_approval, raw
 
 from bot.errors import InputError
-from store import SqliteStore
+from store import SqliteStore, open_store
 from store.api import Amendment
+from store.crypto import KeyRing
+from store.keys import generate_key
 
 NEW_DIGEST = "b" * 64
 
@@ -212,3 +216,51 @@ async def test_the_reads_use_their_indexes(store: SqliteStore, db_path: Path) ->
             plan = " ".join(str(row[-1]) for row in connection.execute(f"EXPLAIN QUERY PLAN {sql}"))
             assert index in plan, plan
             assert "TEMP B-TREE" not in plan, plan
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    required=st.integers(min_value=1, max_value=3),
+    ballots=st.lists(
+        st.tuples(st.sampled_from(["UA", "UB", "UC", "UD"]), st.booleans()), max_size=8
+    ),
+)
+async def test_any_sequence_of_votes_follows_the_quorum_rule(
+    tmp_path_factory: pytest.TempPathFactory, required: int, ballots: list[tuple[str, bool]]
+) -> None:
+    """Model: an approval closes at the first rejection, or when `required` distinct
+    people approved; whatever comes after changes nothing."""
+    path = tmp_path_factory.mktemp("votes") / "approvals.db"
+    store = await open_store(str(path), keyring=KeyRing([generate_key("k1")]), environ={})
+    try:
+        approval_id = await quorum(store, required=required)
+        approvers: list[str] = []
+        expected_status = "pending"
+        for voter, approve in ballots:
+            outcome = await store.vote(
+                approval_id,
+                decision="approved" if approve else "rejected",
+                voter=voter,
+                digest=DIGEST,
+                reason="r",
+            )
+            if expected_status != "pending":
+                assert outcome.result == "closed"
+            elif voter in approvers:
+                assert outcome.result == "already_voted"
+            elif not approve:
+                expected_status = "rejected"
+                assert outcome.result == "decided"
+            else:
+                approvers.append(voter)
+                closes = len(approvers) == required
+                expected_status = "approved" if closes else "pending"
+                assert outcome.result == ("decided" if closes else "counted")
+            assert outcome.record.status == expected_status
+        decided = [e for e in await store.audit_events() if e.kind == "decided"]
+        assert len(decided) == (0 if expected_status == "pending" else 1)
+        assert (await store.verify_audit()).ok
+    finally:
+        await store.close()
