@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
@@ -102,6 +102,17 @@ class Policy:
 
     def is_admin(self, user: str) -> bool:
         return user in self.admins
+
+    def check_tools(self, known: Iterable[str]) -> None:
+        """Refuse a `[tools.<name>]` table for a tool no agent has: a misspelt name
+        would silently leave that tool under the (looser) defaults."""
+        names = set(known)
+        for name in sorted(self.tools):
+            if name not in names:
+                raise ConfigError(
+                    f"policy file {self.source}: tools.{name}: no agent has a tool named "
+                    f"{name!r} (tools: {', '.join(sorted(names)) or 'none'})"
+                )
 
     def with_default_expiry(self, expires_after: timedelta | None) -> Policy:
         """The policy with another default lifetime (None: approvals never expire), as the

@@ -62,7 +62,8 @@ class ApprovalService:
 
     `policy` (default: the built-in defaults with `approval_ttl` as the default lifetime;
     with a policy, `approval_ttl` is not used) and `groups` (default: no groups) decide
-    who may act; the quorum and expiry of an approval are fixed when it is requested."""
+    who may act; the quorum and expiry of an approval are fixed when it is requested.
+    A policy naming a tool no registered agent has is a ConfigError."""
 
     def __init__(
         self,
@@ -82,6 +83,8 @@ class ApprovalService:
     ) -> None:
         if not worker_id.strip():
             raise ConfigError("the service needs a worker id (see installation_worker_id)")
+        if policy is not None:
+            policy.check_tools(tool.name for agent in registry for tool in agent.tools)
         self._parts = ServiceParts(
             store=store,
             registry=registry,

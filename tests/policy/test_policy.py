@@ -174,3 +174,14 @@ async def test_eligibility_by_listing_group_and_self_rule() -> None:
     assert await is_eligible(anyone, "UX", requester="UREQ", groups=NoGroups()) == Eligible(
         via="anyone"
     )
+
+
+def test_a_tool_no_agent_has_is_refused_at_start_up() -> None:
+    policy = parse_policy("[tools.deploy_relase]\nrequired_approvals = 1", source="p.toml")
+    policy.check_tools(["deploy_relase", "restart_service"])
+    with pytest.raises(ConfigError) as raised:
+        policy.check_tools(["deploy_release", "restart_service"])
+    assert str(raised.value) == (
+        "policy file p.toml: tools.deploy_relase: no agent has a tool named 'deploy_relase' "
+        "(tools: deploy_release, restart_service)"
+    )

@@ -106,15 +106,19 @@ async def open_service(
     """The real store on `db_path` and a service over it with the ops agent."""
     store = await open_store(str(db_path), environ={})
     recorder = notifier or RecordingNotifier()
-    service = ApprovalService(
-        store=store,
-        registry=registry or default_registry(),
-        notifier=recorder,
-        dependencies=dependencies if dependencies is not None else ops_dependencies(),
-        tasks=TaskOwner(),
-        worker_id=worker_id,
-        **service_options,
-    )
+    try:
+        service = ApprovalService(
+            store=store,
+            registry=registry or default_registry(),
+            notifier=recorder,
+            dependencies=dependencies if dependencies is not None else ops_dependencies(),
+            tasks=TaskOwner(),
+            worker_id=worker_id,
+            **service_options,
+        )
+    except BaseException:
+        await store.close()
+        raise
     return Harness(store=store, service=service, notifier=recorder, effects=effects)
 
 

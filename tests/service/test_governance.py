@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,9 +25,9 @@ from governance_helpers import (
     gated_registry,
     policy,
 )
-from service_harness import REQUESTER, Harness, start
+from service_harness import REQUESTER, Harness, open_service, start
 
-from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError
+from bot.errors import AlreadyDecidedError, ConfigError, InputError, NotAuthorizedError
 from bot.service.resume import EXPIRED_MESSAGE, REVOKED_MESSAGE
 
 
@@ -330,3 +331,11 @@ async def test_an_approver_removed_from_the_group_stops_the_execution(
     assert refused["tool"] == "deploy_release"
     assert "approver UALICE is no longer eligible" in refused["why"]
     assert "no longer eligible" in harness.notifier.answer(run.run_id)
+
+
+async def test_the_service_refuses_a_policy_for_a_tool_no_agent_has(
+    db_path: Path, effects_path: Path
+) -> None:
+    typo = policy("[tools.deploy_relase]\nrequired_approvals = 1")
+    with pytest.raises(ConfigError, match=r"tools\.deploy_relase: no agent has a tool"):
+        await open_service(db_path, effects_path, policy=typo)
