@@ -25,6 +25,7 @@ from bot.credentials import redact
 from bot.errors import InputError, UnknownCallError
 from bot.review import REDACTED, review_snapshot
 from bot.runtime import Agent, PendingCall, RunState, Tool, current_tool_call
+from bot.runtime.model import ToolCallItem
 from store.api import ApprovalRecord
 
 
@@ -80,22 +81,29 @@ def pending_call(state: RunState, tool_call_id: str) -> PendingCall:
 
 
 def amend_call(state: RunState, tool_call_id: str, arguments: dict[str, Any]) -> None:
-    """Give the pending call (and the model's tool call in the history) new arguments."""
-    for item in reversed(state.history):
-        if item["type"] != "assistant":
-            continue
-        for call in item["tool_calls"]:
-            if call["id"] == tool_call_id:
-                call["arguments"] = json.loads(json.dumps(arguments))
-                break
-        else:
-            continue
-        break
+    """Give the pending call, and the model's tool call in the history, new arguments
+    (each its own copy: the two must agree, and nothing may share them)."""
+    asked = _asked_call(state, tool_call_id)
+    asked["arguments"] = json.loads(json.dumps(arguments))
     state.set_pending(
         replace(call, arguments=json.loads(json.dumps(arguments)))
         if call.tool_call_id == tool_call_id
         else call
         for call in state.pending_calls()
+    )
+
+
+def _asked_call(state: RunState, tool_call_id: str) -> ToolCallItem:
+    """The model's tool call with this id in its latest turn."""
+    for item in reversed(state.history):
+        if item["type"] == "assistant":
+            calls: list[ToolCallItem] = item["tool_calls"]
+            for call in calls:
+                if call["id"] == tool_call_id:
+                    return call
+            break
+    raise UnknownCallError(
+        f"run {state.run_id} has no tool call {tool_call_id!r} in the model's last turn"
     )
 
 
