@@ -339,3 +339,21 @@ async def test_the_service_refuses_a_policy_for_a_tool_no_agent_has(
     typo = policy("[tools.deploy_relase]\nrequired_approvals = 1")
     with pytest.raises(ConfigError, match=r"tools\.deploy_relase: no agent has a tool"):
         await open_service(db_path, effects_path, policy=typo)
+
+
+async def test_votes_survive_a_restart(open_harness: Callable[..., Any]) -> None:
+    before = await governed(open_harness)
+    run = await start(before, "deploy payments 1.2.3")
+    [approval] = await before.pending(run.run_id)
+    await before.service.decide(approval.approval_id, approve=True, decider=ALICE, reason="a")
+    await before.service.aclose()
+    await before.store.close()
+    before.closed = True
+
+    after = await governed(open_harness)
+    with pytest.raises(AlreadyDecidedError, match="already voted"):
+        await after.service.decide(approval.approval_id, approve=True, decider=ALICE, reason="b")
+    done = await after.service.decide(approval.approval_id, approve=True, decider=BOB, reason="b")
+    await after.service.drain()
+    assert done.voters == (ALICE, BOB)
+    assert [e["tool"] for e in after.effect_lines()] == ["deploy_release"]
