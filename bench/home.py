@@ -37,9 +37,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bot.demo import default_registry
 from bot.policy import parse_policy
 from bot.review import review_snapshot
-from bot.runtime import AgentRegistry, RunState
+from bot.runtime import RunState
 from bot.service import ApprovalService
 from bot.service.codec import encode_state
 from bot.service.tasks import TaskOwner
@@ -145,7 +146,7 @@ async def main(pending: int, rounds: int, per_round: int) -> None:
         tasks = TaskOwner()
         service = ApprovalService(
             store=store,
-            registry=AgentRegistry([]),
+            registry=default_registry(),  # the ops agent: deploy_release, set_config, ...
             notifier=SilentNotifier(),  # type: ignore[arg-type]
             dependencies={},
             tasks=tasks,
