@@ -2,13 +2,13 @@
 
 `vote` reads the approval, checks it is pending, unexpired and on the digest the voter
 saw, applies an amendment (approve-with-changes: new digest and snapshot; votes on the
-old digest stop counting), inserts the vote (the primary key (approval, voter, digest)
-makes a second vote by the same person on the same arguments a no-op), and makes the
-transition when the vote completes the quorum or rejects. It all runs in one `BEGIN
-IMMEDIATE` transaction on the writer thread and every update is conditional on
-`status = 'pending'`, so of two racing final votes exactly one makes the transition.
-A vote that does not close the approval is audited `voted`; the closing one is the
-`decided` event, which lists every counted voter.
+old digest stop counting, and earlier votes on the new one are dropped), inserts the
+vote (the primary key (approval, voter, digest) makes a second vote by the same person
+on the same arguments a no-op), and makes the transition when the vote completes the
+quorum or rejects. It all runs in one `BEGIN IMMEDIATE` transaction on the writer
+thread and every update is conditional on `status = 'pending'`, so of two racing final
+votes exactly one makes the transition. A vote that does not close the approval is
+audited `voted`; the closing one is the `decided` event, which lists every counted voter.
 """
 
 from __future__ import annotations
@@ -189,6 +189,12 @@ class _Ballot:
             ),
         )
         assert row is not None  # read and checked in this same write transaction
+        # Arguments changed back to ones voted on before (A -> B -> A): those votes were
+        # cast before the latest change and must not count again (the audit keeps them).
+        connection.execute(
+            "DELETE FROM approval_votes WHERE approval_id = ? AND digest = ?",
+            (self.approval_id, amend.arguments_digest),
+        )
         audit.append(
             connection,
             "arguments_changed",
@@ -216,7 +222,11 @@ class _Ballot:
     def _maybe_transition(
         self, connection: sqlite3.Connection, record: ApprovalRecord
     ) -> VoteOutcome:
-        votes = _votes_on(connection, self.approval_id, record.arguments_digest)
+        if self.decision == "approved" and record.required_approvals == 1:
+            # Any earlier vote on this digest would have closed it: this one is alone.
+            votes: tuple[VoteRecord, ...] = (self._as_record(record.arguments_digest),)
+        else:
+            votes = _votes_on(connection, self.approval_id, record.arguments_digest)
         approvals = [vote.voter for vote in votes if vote.decision == "approved"]
         closes = self.decision == "rejected" or len(approvals) >= record.required_approvals
         if not closes:
@@ -263,6 +273,16 @@ class _Ballot:
             },
         )
         return VoteOutcome(result="decided", record=decided, votes=votes)
+
+    def _as_record(self, digest: str) -> VoteRecord:
+        return VoteRecord(
+            approval_id=self.approval_id,
+            voter=self.voter,
+            decision=self.decision,
+            digest=digest,
+            reason=self.reason,
+            at=from_db(self.at_text),
+        )
 
     def _outcome(
         self, connection: sqlite3.Connection, result: VoteResult, record: ApprovalRecord

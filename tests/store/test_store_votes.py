@@ -37,6 +37,13 @@ async def quorum(
     return record.approval_id
 
 
+async def quorum_again(store: SqliteStore) -> str:
+    """A second quorum-of-2 approval in the same run."""
+    planned = dataclasses.replace(new_approval(call="call-2"), required_approvals=2)
+    [record] = await store.add_approvals([planned])
+    return record.approval_id
+
+
 async def test_votes_count_per_person_until_the_quorum(store: SqliteStore) -> None:
     approval_id = await quorum(store, required=2)
 
@@ -109,7 +116,21 @@ async def test_an_amendment_moves_the_digest_and_drops_earlier_votes(store: Sqli
     )
     assert done.result == "decided"
 
-    [changed] = [e for e in await store.audit_events() if e.kind == "arguments_changed"]
+    back = Amendment(arguments_digest=DIGEST, snapshot='{"service": "api"}')
+    reopened = await quorum_again(store)
+    await store.vote(reopened, decision="approved", voter="UA", digest=DIGEST, reason="a")
+    await store.vote(
+        reopened, decision="approved", voter="UB", digest=DIGEST, reason="b", amend=change
+    )
+    aba = await store.vote(
+        reopened, decision="approved", voter="UC", digest=NEW_DIGEST, reason="c", amend=back
+    )
+    assert (aba.result, [v.voter for v in aba.votes]) == ("counted", ["UC"])  # not UA again
+    assert (
+        await store.vote(reopened, decision="approved", voter="UA", digest=DIGEST, reason="a")
+    ).result == "decided"
+
+    [changed, *_] = [e for e in await store.audit_events() if e.kind == "arguments_changed"]
     assert (changed.detail["old_digest"], changed.detail["new_digest"]) == (DIGEST, NEW_DIGEST)
     with pytest.raises(InputError, match="only an approval can change"):
         await store.vote(
