@@ -266,7 +266,8 @@ class Store(Protocol):
         ...
 
     async def votes(self, approval_ids: Sequence[str]) -> dict[str, list[VoteRecord]]:
-        """Every vote on each approval (every digest, in order), by approval id."""
+        """The votes on each approval (every digest, in order), by approval id. Votes
+        made void by a change back to earlier arguments are gone here (the audit keeps them)."""
         ...
 
     async def claim_reminders(self, *, now: datetime) -> list[ApprovalRecord]:
