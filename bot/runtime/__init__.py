@@ -24,6 +24,7 @@ from bot.runtime.decisions import (
     ApprovalMetadata,
     ApprovedCall,
     Decision,
+    DeferredToolRequests,
     PendingCall,
     RejectedCall,
     RetryCall,
@@ -34,7 +35,7 @@ from bot.runtime.journal import InMemoryJournal, Journal
 from bot.runtime.model import Item, Model, ModelResponse, ToolCall, ToolSpec
 from bot.runtime.runner import Runner, RunResult
 from bot.runtime.scripted import ScriptedModel
-from bot.runtime.state import DeferredToolRequests, RunState
+from bot.runtime.state import RunState
 from bot.runtime.state_codec import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
 from bot.runtime.tools import ReplayPolicy, Tool, ToolCallContext, current_tool_call, tool
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from bot.runtime.model import ToolCallItem
+
 PendingStatus = Literal["approval", "uncertain"]
 DEFAULT_REJECTION_MESSAGE = "The tool call was rejected by a human reviewer."
 ABORTED_MESSAGE = "The tool call was aborted by operator; its outcome is unknown."
@@ -27,6 +29,23 @@ class PendingCall:
     arguments: dict[str, Any]
     execution_key: str
     status: PendingStatus
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeferredToolRequests:
+    """Pending calls by status, decided or not (`get_interruptions()` lists the
+    undecided ones)."""
+
+    approvals: list[PendingCall]
+    uncertain: list[PendingCall]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutstandingCall:
+    """A call of the last model turn that has no result yet (used by the Runner)."""
+
+    call: ToolCallItem
+    execution_key: str
 
 
 @dataclass(frozen=True, kw_only=True)

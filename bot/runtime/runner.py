@@ -34,6 +34,7 @@ from bot.runtime.decisions import (
     ABORTED_MESSAGE,
     AbortCall,
     ApprovedCall,
+    OutstandingCall,
     PendingCall,
     RejectedCall,
     RetryCall,
@@ -43,7 +44,7 @@ from bot.runtime.digest import canonical_arguments
 from bot.runtime.dispatch import CallSite, Done, dispatch
 from bot.runtime.journal import InMemoryJournal, Journal
 from bot.runtime.model import AssistantItem, ModelResponse, ToolCallItem
-from bot.runtime.state import OutstandingCall, RunState
+from bot.runtime.state import RunState
 from bot.runtime.state_codec import DEFAULT_MAX_TURNS
 from bot.runtime.tools import Tool
 

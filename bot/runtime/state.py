@@ -17,7 +17,6 @@ reach the model. A rejection's `message` is what the model sees.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -36,41 +35,29 @@ from bot.runtime.decisions import (
     ApprovalMetadata,
     ApprovedCall,
     Decision,
+    DeferredToolRequests,
+    OutstandingCall,
     PendingCall,
     RejectedCall,
     RetryCall,
     VerifiedResult,
     decision_to_dict,
     metadata_to_dict,
-    pending_to_dict,
 )
 from bot.runtime.digest import execution_key
-from bot.runtime.model import Item, ToolCallItem, ToolResultItem
+from bot.runtime.model import Item, ToolResultItem
 from bot.runtime.state_checks import check_history, check_integrity, unanswered_calls
 from bot.runtime.state_codec import (
     CURRENT_SCHEMA_VERSION,
     DEFAULT_MAX_TURNS,
     SCHEMA_VERSION_KEY,
     StateFields,
+    current_decisions,
+    current_metadata,
+    current_pending,
+    current_values,
     parse_payload,
 )
-
-
-@dataclass(frozen=True, kw_only=True)
-class DeferredToolRequests:
-    """Pending calls by status, decided or not (`get_interruptions()` lists the
-    undecided ones)."""
-
-    approvals: list[PendingCall]
-    uncertain: list[PendingCall]
-
-
-@dataclass(frozen=True, kw_only=True)
-class OutstandingCall:
-    """A call of the last model turn that has no result yet (used by the Runner)."""
-
-    call: ToolCallItem
-    execution_key: str
 
 
 class RunState:
@@ -331,12 +318,14 @@ class RunState:
             "max_turns": self.max_turns,
             "history": self.history,
             "context": self.context,
-            "pending_calls": [pending_to_dict(call) for call in self._pending.values()],
-            "decisions": {k: decision_to_dict(v) for k, v in self._decisions.items()},
-            "always": {k: decision_to_dict(v) for k, v in self._always.items()},
-            "approval_metadata": {
-                k: metadata_to_dict(v) for k, v in self.approval_metadata.items()
-            },
+            # orjson writes a PendingCall (a dataclass) natively, fields in declaration
+            # order: the same bytes as pending_to_dict, without a dict per call
+            "pending_calls": list(self._pending.values()),
+            "decisions": _decisions_to_dict(self._decisions),
+            "always": _decisions_to_dict(self._always),
+            "approval_metadata": {k: metadata_to_dict(v) for k, v in self.approval_metadata.items()}
+            if self.approval_metadata
+            else {},
         }
 
     def to_json(self) -> str:
@@ -360,7 +349,7 @@ class RunState:
             payload = orjson.loads(text)
         except orjson.JSONDecodeError as error:
             raise RunStateError(f"a RunState must be JSON text: {error}") from error
-        return cls._from_fields(parse_payload(payload))
+        return cls._from_payload(payload)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunState:
@@ -369,7 +358,41 @@ class RunState:
             copied = orjson.loads(orjson.dumps(data))
         except orjson.JSONEncodeError as error:
             raise RunStateError(f"a RunState dict must be plain JSON data: {error}") from error
-        return cls._from_fields(parse_payload(copied))
+        return cls._from_payload(copied)
+
+    @classmethod
+    def _from_payload(cls, payload: Any) -> RunState:
+        """A state built straight from a freshly decoded payload (adopted, not copied).
+
+        A well-formed current-version payload takes the fast path: no intermediate
+        StateFields, every value checked once (history items, pending calls, decisions,
+        then their integrity). Older versions, the legacy form and malformed payloads
+        go through `parse_payload`, which migrates them or names the bad field."""
+        values = current_values(payload)
+        if values is None:
+            return cls._from_fields(parse_payload(payload))
+        state = cls.__new__(cls)
+        (
+            state.run_id,
+            state.agent_name,
+            state.agent_version,
+            state.current_turn,
+            state.max_turns,
+            history,
+            state.context,
+            pending,
+            decisions,
+            always,
+            metadata,
+        ) = values
+        state.history = check_history(history)
+        state._pending = current_pending(pending)
+        # most stored states have no decisions yet: skip the calls for empty objects
+        state._decisions = current_decisions(decisions, "decisions") if decisions else {}
+        state._always = current_decisions(always, "always") if always else {}
+        state.approval_metadata = current_metadata(metadata) if metadata else {}
+        state._check_consistency()
+        return state
 
     @classmethod
     def _from_fields(cls, fields: StateFields) -> RunState:
@@ -402,3 +425,7 @@ class RunState:
             f"v{self.agent_version}, turn={self.current_turn}/{self.max_turns}, "
             f"items={len(self.history)}, pending={list(self._pending)})"
         )
+
+
+def _decisions_to_dict(decisions: Mapping[str, Decision]) -> dict[str, Any]:
+    return {k: decision_to_dict(v) for k, v in decisions.items()} if decisions else {}

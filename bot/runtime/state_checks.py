@@ -158,6 +158,8 @@ def unanswered_calls(history: list[Item]) -> tuple[int, list[ToolCallItem]]:
     asked = history[turn]
     if asked["type"] != "assistant" or not asked["tool_calls"]:
         return turn, []
+    if turn == len(history) - 1:  # paused right after the model's turn: nothing answered
+        return turn, list(asked["tool_calls"])
     answered = {
         item["tool_call_id"] for item in history[turn + 1 :] if item["type"] == "tool_result"
     }

@@ -186,33 +186,47 @@ _CURRENT_FIELDS = itemgetter(
     "run_id", "agent_name", "agent_version", "current_turn", "max_turns", "history",
     "context", "pending_calls", "decisions", "always", "approval_metadata",
 )  # fmt: skip
-_CURRENT_TYPES = (str, str, str, int, int, list)
+# The field types of a well-formed payload: one set lookup checks them all (context is
+# an object or null).
+_CURRENT_SHAPES = frozenset(
+    (str, str, str, int, int, list, context, list, dict, dict, dict)
+    for context in (dict, type(None))
+)
 _PENDING_FIELDS = itemgetter("tool_call_id", "tool_name", "arguments", "execution_key", "status")
 _PENDING_TYPES = (str, str, dict, str, str)
 _STATUSES = frozenset({"approval", "uncertain"})
 
 
-def _parse_current(payload: dict[str, Any]) -> StateFields:
-    """Strict read of the current version: a fast path with few calls, and the careful
-    field-by-field reads only to explain a problem."""
+CurrentValues = tuple[Any, ...]
+"""The eleven top-level values of a well-formed current payload, in _CURRENT_FIELDS order."""
+
+
+def current_values(payload: Any) -> CurrentValues | None:
+    """The top-level values of a current-version payload whose fields all have the right
+    types, in one itemgetter call and one set lookup; None for anything else (another
+    version, the legacy form, or a problem `parse_payload` will name)."""
+    if type(payload) is not dict or payload.get(SCHEMA_VERSION_KEY) != CURRENT_SCHEMA_VERSION:
+        return None
     try:
-        values = _CURRENT_FIELDS(payload)
+        values: CurrentValues = _CURRENT_FIELDS(payload)
     except KeyError:
-        values = None
-    if (
-        values is None
-        or tuple(map(type, values[:6])) != _CURRENT_TYPES
-        or values[3] < 0
-        or values[4] < 1
-        or (values[6] is not None and type(values[6]) is not dict)
-        or type(values[7]) is not list
-    ):
+        return None
+    if tuple(map(type, values)) not in _CURRENT_SHAPES or values[3] < 0 or values[4] < 1:
+        return None
+    return values
+
+
+def _parse_current(payload: dict[str, Any]) -> StateFields:
+    """Strict read of the current version: the careful field-by-field reads explain a
+    problem the fast check found."""
+    values = current_values(payload)
+    if values is None:
         _explain_bad_top_level(payload)
         raise AssertionError("unreachable: _explain_bad_top_level raises")  # pragma: no cover
     run_id, name, version, turn, max_turns, history, context, pending, decisions, always, notes = (
         values
     )
-    fields = StateFields(
+    return StateFields(
         run_id=run_id,
         agent_name=name,
         agent_version=version,
@@ -220,39 +234,52 @@ def _parse_current(payload: dict[str, Any]) -> StateFields:
         max_turns=max_turns,
         history=history,
         context=context,
-        pending=[_current_pending_call(item, index) for index, item in enumerate(pending)],
-        decisions={},
-        always={},
-        approval_metadata={},
+        pending=list(current_pending(pending).values()),
+        decisions=current_decisions(decisions, "decisions"),
+        always=current_decisions(always, "always"),
+        approval_metadata=current_metadata(notes),
     )
-    for call_id, item in read_dict(decisions, "decisions").items():
-        fields.decisions[call_id] = _decision(item, f"decisions.{call_id}")
-    for tool_name, item in read_dict(always, "always").items():
-        fields.always[tool_name] = _decision(item, f"always.{tool_name}")
-    for call_id, item in read_dict(notes, "approval_metadata").items():
-        path = f"approval_metadata.{call_id}"
-        fields.approval_metadata[call_id] = _metadata(item, path, legacy=False)
-    return fields
 
 
-def _current_pending_call(item: Any, index: int) -> PendingCall:
-    if type(item) is dict:
+def current_pending(items: list[Any]) -> dict[str, PendingCall]:
+    """Pending calls by tool call id; a malformed one is named by its index."""
+    calls: dict[str, PendingCall] = {}
+    for index, item in enumerate(items):
         try:
-            values = _PENDING_FIELDS(item)
-        except KeyError:
+            values = _PENDING_FIELDS(item) if type(item) is dict else None
+        except KeyError:  # a missing field: _pending_call names it
             values = None
-        if values is not None and tuple(map(type, values)) == _PENDING_TYPES:
+        if (
+            values is not None
+            and tuple(map(type, values)) == _PENDING_TYPES
+            and values[4] in _STATUSES
+        ):
             call_id, tool_name, arguments, key, status = values
-            if status in _STATUSES:
-                return PendingCall(
-                    tool_call_id=call_id,
-                    tool_name=tool_name,
-                    arguments=arguments,
-                    execution_key=key,
-                    status=status,
-                )
-    path = f"pending_calls[{index}]"
-    return _pending_call(item, path, run_id="", turn=None, legacy=False)
+            calls[call_id] = PendingCall(
+                tool_call_id=call_id,
+                tool_name=tool_name,
+                arguments=arguments,
+                execution_key=key,
+                status=status,
+            )
+        else:
+            path = f"pending_calls[{index}]"
+            call = _pending_call(item, path, run_id="", turn=None, legacy=False)
+            calls[call.tool_call_id] = call
+    return calls
+
+
+def current_decisions(items: dict[str, Any], path: str) -> dict[str, Decision]:
+    return {key: _decision(item, f"{path}.{key}") for key, item in items.items()} if items else {}
+
+
+def current_metadata(items: dict[str, Any]) -> dict[str, ApprovalMetadata]:
+    if not items:
+        return {}
+    return {
+        key: _metadata(item, f"approval_metadata.{key}", legacy=False)
+        for key, item in items.items()
+    }
 
 
 def _explain_bad_top_level(payload: dict[str, Any]) -> None:
@@ -268,7 +295,7 @@ def _explain_bad_top_level(payload: dict[str, Any]) -> None:
         read_dict(context, "context")
     read_list(read_required(payload, "pending_calls"), "pending_calls")
     for key in ("decisions", "always", "approval_metadata"):
-        read_required(payload, key)
+        read_dict(read_required(payload, key), key)
     raise RunStateError("RunState payload is malformed")  # pragma: no cover
 
 

@@ -20,6 +20,7 @@ from bot.runtime import (
     RunState,
     state_codec,
 )
+from bot.runtime.decisions import pending_to_dict
 
 DEPLOY = ("deploy_release", {"service": "api", "version": "1.4.2"})
 RESTART = ("restart_service", {"service": "worker"})
@@ -135,6 +136,13 @@ def test_legacy_bare_dict_loads_tolerantly() -> None:
         (lambda p: p["decisions"].update(call_0_0={"kind": "maybe"}), "not a known decision"),
         (lambda p: p["approval_metadata"].update(c={"timestamp": "yesterday"}), "ISO timestamp"),
         (lambda p: p.update(context=["x"]), "'context' must be an object"),
+        (lambda p: p.update(current_turn=True), "'current_turn' must be an integer"),
+        (lambda p: p.update(pending_calls={}), "'pending_calls' must be an array"),
+        (lambda p: p.update(decisions=[]), "'decisions' must be an object"),
+        (lambda p: p.update(always="approved"), "'always' must be an object"),
+        (lambda p: p.update(approval_metadata=None), "'approval_metadata' must be an object"),
+        (lambda p: p["pending_calls"][1].pop("tool_name"), r"'pending_calls\[1\].tool_name'"),
+        (lambda p: p["pending_calls"][0].update(arguments=[]), "arguments' must be an object"),
     ],
 )
 async def test_malformed_payloads_are_refused_with_the_field_named(
@@ -144,6 +152,31 @@ async def test_malformed_payloads_are_refused_with_the_field_named(
     mutate(payload)
     with pytest.raises(RunStateError, match=problem):
         RunState.from_dict(payload)
+
+
+async def test_a_decided_state_loads_the_same_from_text_and_from_a_dict(ops: Ops) -> None:
+    result = await Runner.arun(ops.agent([[DEPLOY, RESTART], "ok"]), "go", context={"team": "sre"})
+    state = result.state
+    deploy, restart = state.pending_calls()
+    state.approve(deploy, approver_id="U1", reason="CR-1", always=True)
+    state.reject(restart, message="not now", approver_id="U2")
+    text = state.to_json()
+
+    for loaded in (RunState.from_json(text), RunState.from_dict(json.loads(text))):
+        assert loaded.to_json() == text
+        assert loaded.pending_calls() == [deploy, restart]
+        assert loaded.decision_for(deploy) == ApprovedCall()
+        assert loaded.decision_for(restart) == RejectedCall(message="not now")
+        assert loaded.always_rule("deploy_release") == ApprovedCall()
+        assert loaded.approval_metadata == state.approval_metadata
+
+
+async def test_pending_calls_are_written_field_for_field(ops: Ops) -> None:
+    result = await Runner.arun(ops.agent([[DEPLOY], "ok"]), "go")
+    [written] = json.loads(result.state.to_json())["pending_calls"]
+    [call] = result.state.pending_calls()
+    assert list(written) == ["tool_call_id", "tool_name", "arguments", "execution_key", "status"]
+    assert written == pending_to_dict(call)
 
 
 def test_non_json_text_is_a_run_state_error() -> None:
