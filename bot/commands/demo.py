@@ -304,6 +304,11 @@ class TerminalNotifier:
     async def approval_expired_notice(self, run: RunRecord, approval: ApprovalRecord) -> None:
         self._say(f"{approval.tool_name} ({approval.approval_id}) expired: nobody decided in time")
 
+    async def execution_refused(
+        self, run: RunRecord, approval: ApprovalRecord, *, reason: str
+    ) -> None:
+        self._say(f"{approval.tool_name} ({approval.approval_id}) was not run: {reason}")
+
     async def call_uncertain(self, run: RunRecord, call: PendingCall) -> None:
         self._say(
             f"uncertain: {call.tool_name} (execution key {call.execution_key}) may or may "

@@ -50,6 +50,7 @@ async def execute(
         actor=parts.actor,
         approvals=approvals,
         authorize=partial(execution_check, parts),
+        on_refused=partial(_tell_refused, parts, run),
     )
     try:
         result = await Runner.arun(
@@ -65,6 +66,12 @@ async def execute(
     except Exception:
         log.exception("run %s failed unexpectedly", run.run_id)
         return await fail_run(parts, run, "internal error (details in the bot's log)")
+
+
+async def _tell_refused(
+    parts: ServiceParts, run: RunRecord, approval: ApprovalRecord, reason: str
+) -> None:
+    await parts.notify.execution_refused(run, approval, reason=reason)
 
 
 async def persist_outcome(parts: ServiceParts, run: RunRecord, result: RunResult) -> RunRecord:

@@ -5,9 +5,10 @@
    re-reads the approval row and recompares the argument digest the runner is about to
    execute with the approved one. A call whose approval is no longer `approved` (revoked
    or expired since) or whose arguments moved is not run: the claim answers with a
-   refusal result the model sees, an `execution_refused` audit event is written, and the
-   ledger is left untouched. The same holds when `authorize` (the policy's check that
-   every counted voter is still eligible) names a reason.
+   refusal result the model sees, an `execution_refused` audit event is written,
+   `on_refused` tells the people in the run's thread (the model may not mention it), and
+   the ledger is left untouched. The same holds when `authorize` (the policy's check
+   that every counted voter is still eligible) names a reason.
 2. The audit trail of effects: `executed` after a result is recorded (so the trail says
    which worker ran what, with which key and attempt) and `uncertain` when an
    interrupted call is parked for reconciliation.
@@ -53,6 +54,7 @@ class ServiceJournal:
         actor: str,
         approvals: dict[str, ApprovalRecord],
         authorize: Callable[[ApprovalRecord], Awaitable[str | None]] | None = None,
+        on_refused: Callable[[ApprovalRecord, str], Awaitable[None]] | None = None,
     ) -> None:
         self._inner = inner
         self._store = store
@@ -60,6 +62,7 @@ class ServiceJournal:
         self._actor = actor
         self._approvals = approvals  # approved calls of this execution, by tool_call_id
         self._authorize = authorize
+        self._on_refused = on_refused  # must not raise: the refusal stands either way
         self._dispatches: dict[str, _Dispatch] = {}
 
     async def claim(
@@ -84,6 +87,8 @@ class ServiceJournal:
                     approved.approval_id,
                     {"tool": tool_name, "tool_call_id": tool_call_id, "why": reason},
                 )
+                if self._on_refused is not None:
+                    await self._on_refused(current or approved, reason)
                 return Recorded(result=f"Not run: {reason}.", is_error=True)
         claim = await self._inner.claim(
             execution_key=execution_key,

@@ -64,6 +64,15 @@ class Notifier(Protocol):
         itself is updated by `approval_decided`)."""
         ...
 
+    async def execution_refused(
+        self, run: RunRecord, approval: ApprovalRecord, *, reason: str
+    ) -> None:
+        """An approved call was not run: the last check right before it found the approval
+        no longer valid (revoked or expired meanwhile, an approver no longer eligible, the
+        arguments moved). The model was told "Not run: <reason>."; tell the people in the
+        run's thread too. `approval` is the record as the check read it."""
+        ...
+
     async def call_uncertain(self, run: RunRecord, call: PendingCall) -> None:
         """A call may or may not have taken effect (the process died while it ran and its
         replay policy is manual): a human must reconcile it before the run goes on."""

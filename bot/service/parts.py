@@ -105,6 +105,14 @@ class SafeNotifier:
         except Exception:
             log.exception("notifier.approval_expired_notice failed for %s", approval.approval_id)
 
+    async def execution_refused(
+        self, run: RunRecord, approval: ApprovalRecord, *, reason: str
+    ) -> None:
+        try:
+            await self._notifier.execution_refused(run, approval, reason=reason)
+        except Exception:
+            log.exception("notifier.execution_refused failed for %s", approval.approval_id)
+
     async def call_uncertain(self, run: RunRecord, call: PendingCall) -> None:
         try:
             await self._notifier.call_uncertain(run, call)

@@ -3,7 +3,8 @@ the uncertain call's card.
 
 A pending card shows "N of M approvals" and who gave them, with Approve, Approve with
 changes, Reject and Revoke (each button's value is the approval id only). An approved
-card keeps Revoke until the call runs; rejected, expired and revoked cards have no
+card keeps Revoke until the call runs, or until the last check before it ran refused
+it (the card then says why it was not run); rejected, expired and revoked cards have no
 buttons and say who, when and why. Pure builders, like bot.slack.blocks.
 """
 
@@ -58,10 +59,15 @@ def quorum_line(*, count: int, required: int, voters: Sequence[str]) -> str:
 
 
 def approval_card_blocks(
-    *, run: RunRecord, approval: ApprovalRecord, voters: Sequence[str] | None
+    *,
+    run: RunRecord,
+    approval: ApprovalRecord,
+    voters: Sequence[str] | None,
+    not_run: str | None = None,
 ) -> list[Block]:
     """The card for an approval in any state, from its record and the voters on its
-    current digest (None: not known here, the quorum line is left out)."""
+    current digest (None: not known here, the quorum line is left out). `not_run` is why
+    an approved call was stopped right before it ran: said on the card, no buttons."""
     status = approval.status
     title = f"{_TITLES.get(status, f'*{escape(status, 50)}*')}: `{escape(approval.tool_name, 200)}`"
     if status in ("approved", "rejected") and approval.decider:
@@ -79,7 +85,9 @@ def approval_card_blocks(
     closing = _closing_line(approval)
     if closing:
         blocks.append(_context(closing))
-    buttons = card_buttons(approval)
+    if not_run is not None:
+        blocks.append(_context(f"*Not run:* {escape(not_run, CONTEXT_TEXT_LIMIT - 100)}"))
+    buttons = card_buttons(approval) if not_run is None else []
     if buttons:
         blocks.append({"type": "actions", "block_id": "decision", "elements": buttons})
     return blocks

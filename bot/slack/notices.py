@@ -1,4 +1,5 @@
-"""Messages the bot posts in a run's thread about an approval's time running out."""
+"""Messages the bot posts in a run's thread about an approval's time running out, or
+about an approved call stopped right before it ran."""
 
 from __future__ import annotations
 
@@ -33,4 +34,13 @@ def expired_text(approval: ApprovalRecord) -> str:
     return (
         f":hourglass: {who}nobody decided `{escape(approval.tool_name, 200)}` in time, so it "
         "expired: the call did not run and the agent was told."
+    )
+
+
+def refused_text(approval: ApprovalRecord, reason: str) -> str:
+    who = f"{person(approval.requester)}: " if approval.requester else ""
+    return (
+        f":no_entry_sign: {who}`{escape(approval.tool_name, 200)}` (id "
+        f"`{escape(approval.approval_id, 100)}`) was not run: {escape(reason, 1000)}. "
+        "The agent was told."
     )

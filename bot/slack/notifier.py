@@ -106,6 +106,13 @@ class SlackNotifier:
     async def approval_expired_notice(self, run: RunRecord, approval: ApprovalRecord) -> None:
         await self._post_in_thread(run, notices.expired_text(approval))
 
+    async def execution_refused(
+        self, run: RunRecord, approval: ApprovalRecord, *, reason: str
+    ) -> None:
+        await self._post_in_thread(run, notices.refused_text(approval, reason))
+        if approval.status == "approved":  # other states already closed the card
+            await self._update_card(run, approval, voters=None, not_run=reason)
+
     async def call_uncertain(self, run: RunRecord, call: PendingCall) -> None:
         if run.channel is None:
             _log.info("run %s has no channel; call %s is uncertain", run.run_id, call.tool_call_id)
@@ -167,7 +174,12 @@ class SlackNotifier:
     # -- plumbing ---------------------------------------------------------------------
 
     async def _update_card(
-        self, run: RunRecord, approval: ApprovalRecord, *, voters: Sequence[str] | None
+        self,
+        run: RunRecord,
+        approval: ApprovalRecord,
+        *,
+        voters: Sequence[str] | None,
+        not_run: str | None = None,
     ) -> None:
         if approval.slack_channel is None or approval.slack_ts is None:
             return
@@ -176,7 +188,9 @@ class SlackNotifier:
             channel=approval.slack_channel,
             ts=approval.slack_ts,
             text=cards.approval_card_text(approval),
-            blocks=cards.approval_card_blocks(run=run, approval=approval, voters=voters),
+            blocks=cards.approval_card_blocks(
+                run=run, approval=approval, voters=voters, not_run=not_run
+            ),
         )
 
     async def _post_in_thread(self, run: RunRecord, text: str) -> None:

@@ -36,6 +36,7 @@ class RecordingNotifier:
     updated: list[ApprovalView] = field(default_factory=list)
     reminders: list[tuple[ApprovalRecord, tuple[str, ...]]] = field(default_factory=list)
     expired_notices: list[ApprovalRecord] = field(default_factory=list)
+    refused: list[tuple[ApprovalRecord, str]] = field(default_factory=list)
 
     async def run_started(self, run: RunRecord, *, task: str) -> Location | None:
         self.started.append((run.run_id, task))
@@ -60,6 +61,11 @@ class RecordingNotifier:
 
     async def approval_expired_notice(self, run: RunRecord, approval: ApprovalRecord) -> None:
         self.expired_notices.append(approval)
+
+    async def execution_refused(
+        self, run: RunRecord, approval: ApprovalRecord, *, reason: str
+    ) -> None:
+        self.refused.append((approval, reason))
 
     async def call_uncertain(self, run: RunRecord, call: PendingCall) -> None:
         self.uncertain.append(call)

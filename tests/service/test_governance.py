@@ -7,6 +7,7 @@ usergroups.users.list), the clock is moved by the test."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -25,10 +26,11 @@ from governance_helpers import (
     gated_registry,
     policy,
 )
-from service_harness import REQUESTER, Harness, open_service, start
+from service_harness import REQUESTER, Harness, RecordingNotifier, open_service, start
 
 from bot.errors import AlreadyDecidedError, ConfigError, InputError, NotAuthorizedError
 from bot.service.resume import EXPIRED_MESSAGE, REVOKED_MESSAGE
+from store.api import ApprovalRecord, RunRecord
 
 
 async def governed(open_harness: Callable[..., Any], **options: Any) -> Harness:
@@ -308,6 +310,12 @@ async def test_revocation_racing_execution(
     assert gate.ran == ["hold"]
     [refused] = await events(harness, run.run_id, "execution_refused")
     assert refused["why"] == "its approval is revoked"
+    [(told, why)] = harness.notifier.refused
+    assert (told.approval_id, told.status, why) == (
+        launch.approval_id,
+        "revoked",
+        "its approval is revoked",
+    )
     final = await harness.store.get_run(run.run_id)
     assert final is not None
     assert final.status == "completed"
@@ -331,6 +339,37 @@ async def test_an_approver_removed_from_the_group_stops_the_execution(
     assert refused["tool"] == "deploy_release"
     assert "approver UALICE is no longer eligible" in refused["why"]
     assert "no longer eligible" in harness.notifier.answer(run.run_id)
+    [(told, why)] = harness.notifier.refused  # people hear it whatever the model says
+    assert (told.approval_id, told.status, why) == (deploy.approval_id, "approved", refused["why"])
+
+
+class RefusalUnpostable(RecordingNotifier):
+    async def execution_refused(
+        self, run: RunRecord, approval: ApprovalRecord, *, reason: str
+    ) -> None:
+        raise ConnectionError("slack unreachable")
+
+
+async def test_a_refusal_stands_when_people_cannot_be_told(
+    open_harness: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    groups = FakeGroups({"SRELEASE": {ALICE, BOB}})
+    harness = await governed(open_harness, groups=groups, notifier=RefusalUnpostable())
+    run = await start(harness, "deploy payments 1.2.3")
+    [deploy] = await harness.pending(run.run_id)
+    await harness.service.decide(deploy.approval_id, approve=True, decider=ALICE, reason="a")
+    groups.groups["SRELEASE"] = {BOB}
+    await harness.service.decide(deploy.approval_id, approve=True, decider=BOB, reason="b")
+    await harness.service.drain()
+
+    assert harness.effect_lines() == []
+    assert "Not run: approver UALICE is no longer eligible" in json.dumps(
+        (await harness.service.load_state(run.run_id)).to_json()
+    )
+    final = await harness.store.get_run(run.run_id)
+    assert final is not None
+    assert final.status == "completed"
+    assert "notifier.execution_refused failed" in caplog.text
 
 
 async def test_the_service_refuses_a_policy_for_a_tool_no_agent_has(

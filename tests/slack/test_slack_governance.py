@@ -217,6 +217,16 @@ async def test_removed_from_the_group_between_approval_and_execution(
     assert refused.detail["why"] == f"approver {APPROVER} is no longer eligible (not_an_approver)"
     seen = json.dumps(governed.models["ops"].requests[-1].history)
     assert f"Not run: approver {APPROVER} is no longer eligible" in seen
+    # The thread hears it from the bot whatever the model makes of it, and the card
+    # loses its Revoke button: the call will not run.
+    posted = governed.fake.calls_to("chat.postMessage")
+    (notice,) = [c for c in posted if in_thread(root, "was not run")(c)]
+    assert f"<@{REQUESTER}>" in notice.text
+    assert f"(id `{approval_id_of(card)}`) was not run: {refused.detail['why']}." in notice.text
+    (closed,) = [
+        c for c in governed.fake.calls_to("chat.update") if card_update(card, "Not run:")(c)
+    ]
+    assert buttons_of(closed) == []
 
 
 async def test_an_approved_call_revoked_before_it_runs_never_runs(bot: Bot) -> None:
