@@ -1,7 +1,7 @@
 """The store's one async interface: records and operations, no SQL.
 
 Callers (the service, the CLI) see only this module's types. Engines: SQLite through
-aiosqlite (store/sqlite/, the embedded default); Postgres can follow behind the same
+one write thread (store/sqlite/, the embedded default); Postgres can follow behind the same
 Protocol. Every state transition is one conditional update from an expected state, so
 of two racing callers exactly one wins.
 """

@@ -1,1 +1,1 @@
-"""The SQLite engine (aiosqlite): one write connection, BEGIN IMMEDIATE, WAL."""
+"""The SQLite engine: one write connection on its own thread, BEGIN IMMEDIATE, WAL."""
