@@ -53,7 +53,7 @@ from bot.service import ApprovalService
 from bot.service.tasks import TaskOwner
 from bot.slack.after_ack import defer
 from bot.slack.app import build_bolt_app
-from bot.slack.blocks import decided_card_blocks
+from bot.slack.cards import approval_card_blocks
 from bot.slack.notifier import SlackNotifier
 from bot.slack.payloads import APPROVE_ACTION_ID
 from bot.slack.server import build_web_app
@@ -166,7 +166,8 @@ async def pending_card(surface: SlackSurface) -> tuple[str, list[Any], str]:
     )
     (approval,) = await surface.service.store.list_approvals(run_id=run.run_id)
     assert run.thread_ts is not None
-    return approval.approval_id, decided_card_blocks(run=run, approval=approval), run.thread_ts
+    card = approval_card_blocks(run=run, approval=approval, voters=())  # as the bot posts it
+    return approval.approval_id, card, run.thread_ts
 
 
 # -- the runs -----------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any
 
 from slack_bolt.app.async_app import AsyncApp
@@ -113,25 +114,23 @@ class SlackListeners:
             await ack(text=AGENT_HELP)
             return
         await ack()
+        say = partial(self._r.reply, command)
         self._r.later(
-            self._start_run(command, parsed),
+            _say_outcome(say, partial(self._start_run, command, parsed)),
             name=f"slack:agent:{command.channel_id}",
-            on_failure=lambda text: self._r.reply(command, text),
+            on_failure=say,
         )
 
-    async def _start_run(self, command: payloads.SlashCommand, task: payloads.AgentTask) -> None:
-        try:
-            run = await self._r.service.start_run(
-                agent_name=task.agent_name,
-                task=task.task,
-                requester=command.user_id,
-                channel=command.channel_id,
-            )
-        except ApprovalsError as error:
-            await self._r.reply(command, warning(error))
-            return
-        if run.thread_ts is None:
-            await self._r.reply(command, blocks.cannot_post_text(command.channel_id))
+    async def _start_run(
+        self, command: payloads.SlashCommand, task: payloads.AgentTask
+    ) -> str | None:
+        run = await self._r.service.start_run(
+            agent_name=task.agent_name,
+            task=task.task,
+            requester=command.user_id,
+            channel=command.channel_id,
+        )
+        return blocks.cannot_post_text(command.channel_id) if run.thread_ts is None else None
 
     # -- thread replies -----------------------------------------------------------------
 
@@ -141,34 +140,40 @@ class SlackListeners:
             event, bot_user_id=bot_user_id if isinstance(bot_user_id, str) else None
         )
         if reply is not None:
+            say = partial(self._r.tell, reply.channel_id, reply.user_id, thread_ts=reply.thread_ts)
             self._r.later(
-                self._follow_up(reply),
+                _say_outcome(say, partial(self._follow_up, reply)),
                 name=f"slack:follow-up:{reply.thread_ts}",
-                on_failure=lambda text: self._r.tell(
-                    reply.channel_id, reply.user_id, text, reply.thread_ts
-                ),
+                on_failure=say,
             )
 
-    async def _follow_up(self, reply: payloads.ThreadReply) -> None:
-        try:
-            outcome = await self._r.service.follow_up(
-                channel=reply.channel_id,
-                thread_ts=reply.thread_ts,
-                user=reply.user_id,
-                text=reply.text,
-            )
-        except ApprovalsError as error:
-            await self._r.tell(reply.channel_id, reply.user_id, warning(error), reply.thread_ts)
-            return
+    async def _follow_up(self, reply: payloads.ThreadReply) -> str | None:
+        outcome = await self._r.service.follow_up(
+            channel=reply.channel_id,
+            thread_ts=reply.thread_ts,
+            user=reply.user_id,
+            text=reply.text,
+        )
         if isinstance(outcome, WaitingForApproval):
-            text = blocks.waiting_for_approval_text(outcome.pending)
-        elif isinstance(outcome, Busy):
-            text = blocks.BUSY_TEXT
-        elif isinstance(outcome, Closed):
-            text = blocks.CLOSED_TEXT
-        else:
-            return
-        await self._r.tell(reply.channel_id, reply.user_id, text, reply.thread_ts)
+            return blocks.waiting_for_approval_text(outcome.pending)
+        if isinstance(outcome, Busy):
+            return blocks.BUSY_TEXT
+        if isinstance(outcome, Closed):
+            return blocks.CLOSED_TEXT
+        return None
+
+
+async def _say_outcome(
+    say: Callable[[str], Awaitable[None]], work: Callable[[], Awaitable[str | None]]
+) -> None:
+    """Do `work` (the service call behind a command or a reply) and tell the person what
+    it says, or why it was refused; nothing when all went as they expect."""
+    try:
+        text = await work()
+    except ApprovalsError as error:
+        text = warning(error)
+    if text is not None:
+        await say(text)
 
 
 def build_bolt_app(

@@ -1,4 +1,5 @@
-"""Block Kit builders: the run's root message, review cards, decided cards, the modal.
+"""Block Kit builders: the run's root message, the call block, the reason modal, thread
+messages (review cards are in bot.slack.cards).
 
 Pure functions from records to JSON-ready dicts. Everything a person or a model wrote is
 escaped for Slack mrkdwn and clipped to Block Kit limits with a visible marker; the
@@ -16,7 +17,6 @@ from bot.errors import InputError
 from bot.review import ReviewSnapshot
 from bot.runtime import PendingCall
 from bot.slack.payloads import (
-    APPROVE_ACTION_ID,
     CALL_BLOCK_ID,
     DECISION_CALLBACK_ID,
     MAX_MESSAGE_CHARS,
@@ -25,8 +25,6 @@ from bot.slack.payloads import (
     MESSAGE_BLOCK_ID,
     REASON_ACTION_ID,
     REASON_BLOCK_ID,
-    REJECT_ACTION_ID,
-    DecisionAction,
     ModalContext,
     encode_modal_context,
 )
@@ -40,14 +38,6 @@ CONTEXT_TEXT_LIMIT = 2000  # Block Kit: context element text
 MESSAGE_TEXT_LIMIT = 3900  # chat.postMessage `text`: Slack truncates past 40k; keep it readable
 ARGUMENTS_LIMIT = SECTION_TEXT_LIMIT - 400  # arguments inside the call block (tool + digest around)
 TRUNCATED = "… (truncated)"
-
-_STATUS_TITLES = {
-    "approved": ":white_check_mark: *Approved*",
-    "rejected": ":no_entry: *Rejected*",
-    "expired": ":hourglass: *Expired*",
-    "revoked": ":leftwards_arrow_with_hook: *Revoked*",
-    "pending": ":lock: *Approval needed*",
-}
 
 
 def escape(text: str, limit: int | None = None) -> str:
@@ -88,8 +78,10 @@ def run_root_text(*, agent_name: str, requester: str | None, task: str) -> str:
 
 def run_root_blocks(*, run: RunRecord, task: str) -> list[Block]:
     return [
-        _section(run_root_text(agent_name=run.agent_name, requester=run.requester, task=task)),
-        _context(
+        mrkdwn_section(
+            run_root_text(agent_name=run.agent_name, requester=run.requester, task=task)
+        ),
+        mrkdwn_context(
             f"Run `{escape(run.run_id)}` · reviews and the answer arrive in this thread; "
             "reply here to continue the conversation once the run is idle."
         ),
@@ -107,59 +99,6 @@ def call_text(*, tool_name: str, arguments: str, digest: str) -> str:
         f"*Tool:* `{escape(tool_name, 200)}`\n```\n{arguments}\n```\n"
         f"*Arguments digest (SHA-256):* `{escape(digest, 100)}`"
     )
-
-
-def review_card_blocks(
-    *, run: RunRecord, approval: ApprovalRecord, snapshot: ReviewSnapshot
-) -> list[Block]:
-    expiry = f" · expires {slack_date(approval.expires_at)}" if approval.expires_at else ""
-    return [
-        _section(f"{_STATUS_TITLES['pending']}: `{escape(approval.tool_name, 200)}`"),
-        _context(f"Agent *{escape(run.agent_name, 200)}*{_requested_by(approval)}{expiry}"),
-        _section(
-            call_text(
-                tool_name=approval.tool_name,
-                arguments=snapshot.render_text(limit=ARGUMENTS_LIMIT),
-                digest=approval.arguments_digest,
-            ),
-            block_id=CALL_BLOCK_ID,
-        ),
-        {
-            "type": "actions",
-            "block_id": "decision",
-            "elements": [
-                _button("Approve", APPROVE_ACTION_ID, approval.approval_id, style="primary"),
-                _button("Reject", REJECT_ACTION_ID, approval.approval_id, style="danger"),
-            ],
-        },
-    ]
-
-
-def review_card_text(*, run: RunRecord, approval: ApprovalRecord) -> str:
-    return (
-        f"Approval needed: {escape(approval.tool_name, 200)} (agent {escape(run.agent_name, 200)})"
-    )
-
-
-def decided_card_blocks(*, run: RunRecord, approval: ApprovalRecord) -> list[Block]:
-    title = _STATUS_TITLES.get(approval.status, f"*{escape(approval.status)}*")
-    decided = []
-    if approval.decider:
-        decided.append(f"by {person(approval.decider)}")
-    if approval.decided_at:
-        decided.append(slack_date(approval.decided_at))
-    reason = escape(approval.reason or "(no reason given)", CONTEXT_TEXT_LIMIT - 200)
-    return [
-        _section(f"{title}: `{escape(approval.tool_name, 200)}` {' '.join(decided)}".rstrip()),
-        _context(f"Agent *{escape(run.agent_name, 200)}*{_requested_by(approval)}"),
-        _section(snapshot_text(approval), block_id=CALL_BLOCK_ID),
-        _context(f"*Reason:* {reason}"),
-    ]
-
-
-def decided_card_text(*, approval: ApprovalRecord) -> str:
-    who = f" by {person(approval.decider)}" if approval.decider else ""
-    return f"{approval.status.capitalize()}{who}: {escape(approval.tool_name, 200)}"
 
 
 def snapshot_text(approval: ApprovalRecord) -> str:
@@ -181,7 +120,7 @@ def decision_modal(*, context: ModalContext, call: str | None) -> dict[str, Any]
         context.action, context.action.capitalize()
     )
     blocks: list[Block] = [
-        _section(call or "(the call is shown on the card)", block_id=CALL_BLOCK_ID),
+        mrkdwn_section(call or "(the call is shown on the card)", block_id=CALL_BLOCK_ID),
         _text_input(
             REASON_BLOCK_ID,
             REASON_ACTION_ID,
@@ -206,9 +145,9 @@ def decision_modal(*, context: ModalContext, call: str | None) -> dict[str, Any]
         "type": "modal",
         "callback_id": DECISION_CALLBACK_ID,
         "private_metadata": encode_modal_context(context),
-        "title": _plain(f"{verb} tool call"),  # at most 24 characters
-        "submit": _plain(verb),
-        "close": _plain("Cancel"),
+        "title": plain_text(f"{verb} tool call"),  # at most 24 characters
+        "submit": plain_text(verb),
+        "close": plain_text("Cancel"),
         "blocks": blocks,
     }
 
@@ -279,33 +218,19 @@ def escape_join(lines: Sequence[str], limit: int) -> str:
     return "\n".join(out)
 
 
-def _requested_by(approval: ApprovalRecord) -> str:
-    return f" · requested by {person(approval.requester)}" if approval.requester else ""
-
-
-def _plain(text: str) -> dict[str, Any]:
+def plain_text(text: str) -> dict[str, Any]:
     return {"type": "plain_text", "text": text, "emoji": True}
 
 
-def _section(text: str, *, block_id: str | None = None) -> Block:
+def mrkdwn_section(text: str, *, block_id: str | None = None) -> Block:
     block: Block = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
     if block_id is not None:
         block["block_id"] = block_id
     return block
 
 
-def _context(text: str) -> Block:
+def mrkdwn_context(text: str) -> Block:
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
-
-
-def _button(label: str, action_id: str, value: str, *, style: str) -> Block:
-    return {
-        "type": "button",
-        "text": _plain(label),
-        "action_id": action_id,
-        "value": value,
-        "style": style,
-    }
 
 
 def _text_input(
@@ -315,8 +240,8 @@ def _text_input(
         "type": "input",
         "block_id": block_id,
         "optional": optional,
-        "label": _plain(label),
-        "hint": _plain(hint),
+        "label": plain_text(label),
+        "hint": plain_text(hint),
         "element": {
             "type": "plain_text_input",
             "action_id": action_id,
@@ -324,7 +249,3 @@ def _text_input(
             "max_length": max_length,
         },
     }
-
-
-def decision_verb(action: DecisionAction) -> str:
-    return "approved" if action == "approve" else "rejected"

@@ -19,6 +19,8 @@ from bot.slack.blocks import (
     CONTEXT_TEXT_LIMIT,
     Block,
     escape,
+    mrkdwn_context,
+    mrkdwn_section,
     person,
     slack_date,
     snapshot_text,
@@ -75,18 +77,18 @@ def approval_card_blocks(
     if status == "approved" and approval.decided_at:
         title += f" {slack_date(approval.decided_at)}"
     blocks: list[Block] = [
-        _section(title),
-        _context(_about(run, approval)),
+        mrkdwn_section(title),
+        mrkdwn_context(_about(run, approval)),
     ]
     if voters is not None:
         line = quorum_line(count=len(voters), required=approval.required_approvals, voters=voters)
-        blocks.append(_context(line))
-    blocks.append(_section(snapshot_text(approval), block_id=CALL_BLOCK_ID))
+        blocks.append(mrkdwn_context(line))
+    blocks.append(mrkdwn_section(snapshot_text(approval), block_id=CALL_BLOCK_ID))
     closing = _closing_line(approval)
     if closing:
-        blocks.append(_context(closing))
+        blocks.append(mrkdwn_context(closing))
     if not_run is not None:
-        blocks.append(_context(f"*Not run:* {escape(not_run, CONTEXT_TEXT_LIMIT - 100)}"))
+        blocks.append(mrkdwn_context(f"*Not run:* {escape(not_run, CONTEXT_TEXT_LIMIT - 100)}"))
     buttons = card_buttons(approval) if not_run is None else []
     if buttons:
         blocks.append({"type": "actions", "block_id": "decision", "elements": buttons})
@@ -133,13 +135,13 @@ def uncertain_card_blocks(*, run: RunRecord, call: PendingCall) -> list[Block]:
     or aborts. The buttons' value names the run and the call's execution key."""
     value = uncertain_call_value(run.run_id, call.execution_key)
     return [
-        _section(
+        mrkdwn_section(
             f":warning: *Outcome unknown:* `{escape(call.tool_name, 200)}` may or may not "
             "have taken effect: the process stopped while it ran and its replay policy is "
             "manual, so it was not run again.",
             block_id=CALL_BLOCK_ID,
         ),
-        _context(
+        mrkdwn_context(
             f"Agent *{escape(run.agent_name, 200)}* · execution key "
             f"`{escape(call.execution_key, 200)}` · admins and the tool's approvers may "
             "reconcile it"
@@ -181,17 +183,6 @@ def _closing_line(approval: ApprovalRecord) -> str | None:
     if approval.status == "approved":
         return f"*Reason:* {reason}"
     return None
-
-
-def _section(text: str, *, block_id: str | None = None) -> Block:
-    block: Block = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
-    if block_id is not None:
-        block["block_id"] = block_id
-    return block
-
-
-def _context(text: str) -> Block:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
 
 
 def _button(label: str, action_id: str, value: str, *, style: str | None = None) -> dict[str, Any]:

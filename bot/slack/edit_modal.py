@@ -17,6 +17,7 @@ from typing import Any
 
 from bot.errors import InputError
 from bot.review import REDACTED, ReviewSnapshot
+from bot.slack.blocks import mrkdwn_section, plain_text
 from bot.slack.payloads import (
     CALL_BLOCK_ID,
     MAX_REASON_CHARS,
@@ -57,12 +58,12 @@ def editable_arguments(snapshot: ReviewSnapshot) -> str | None:
 
 def edit_modal(*, context: ModalContext, call: str | None, arguments: str) -> dict[str, Any]:
     blocks: list[dict[str, Any]] = [
-        _section(call or "(the call is shown on the card)", block_id=CALL_BLOCK_ID),
+        mrkdwn_section(call or "(the call is shown on the card)", block_id=CALL_BLOCK_ID),
         {
             "type": "input",
             "block_id": ARGUMENTS_BLOCK_ID,
-            "label": _plain("Arguments (JSON)"),
-            "hint": _plain(
+            "label": plain_text("Arguments (JSON)"),
+            "hint": plain_text(
                 f"Leave {REDACTED} in place to keep a hidden value; replace it to change it. "
                 "Approving with changes makes a new digest and earlier approvals no longer "
                 "count."
@@ -78,8 +79,10 @@ def edit_modal(*, context: ModalContext, call: str | None, arguments: str) -> di
         {
             "type": "input",
             "block_id": REASON_BLOCK_ID,
-            "label": _plain("Reason"),
-            "hint": _plain("Recorded in the audit log with your name. The agent does not see it."),
+            "label": plain_text("Reason"),
+            "hint": plain_text(
+                "Recorded in the audit log with your name. The agent does not see it."
+            ),
             "element": {
                 "type": "plain_text_input",
                 "action_id": REASON_ACTION_ID,
@@ -92,9 +95,9 @@ def edit_modal(*, context: ModalContext, call: str | None, arguments: str) -> di
         "type": "modal",
         "callback_id": EDIT_CALLBACK_ID,
         "private_metadata": encode_modal_context(context),
-        "title": _plain("Approve with changes"),
-        "submit": _plain("Approve"),
-        "close": _plain("Cancel"),
+        "title": plain_text("Approve with changes"),
+        "submit": plain_text("Approve"),
+        "close": plain_text("Cancel"),
         "blocks": blocks,
     }
 
@@ -139,11 +142,3 @@ def _arguments(raw: str | None, errors: dict[str, str]) -> dict[str, Any] | None
         errors[ARGUMENTS_BLOCK_ID] = "The arguments must be a JSON object ({...})."
         return None
     return value
-
-
-def _plain(text: str) -> dict[str, Any]:
-    return {"type": "plain_text", "text": text, "emoji": True}
-
-
-def _section(text: str, *, block_id: str) -> dict[str, Any]:
-    return {"type": "section", "block_id": block_id, "text": {"type": "mrkdwn", "text": text}}

@@ -12,7 +12,16 @@ from typing import Any
 from bot.errors import ApprovalsError
 from bot.service import ApprovalService
 from bot.service.views import ApprovalView, Page
-from bot.slack.blocks import SECTION_TEXT_LIMIT, Block, escape, escape_join, person, slack_date
+from bot.slack.blocks import (
+    SECTION_TEXT_LIMIT,
+    Block,
+    escape,
+    escape_join,
+    mrkdwn_context,
+    mrkdwn_section,
+    person,
+    slack_date,
+)
 from bot.slack.cards import card_buttons, quorum_line
 from bot.slack.plumbing import Responder
 from store.api import ApprovalRecord
@@ -50,19 +59,19 @@ def home_view(
 ) -> dict[str, Any]:
     blocks: list[Block] = [_header("Waiting for you")]
     if not pending.items:
-        blocks.append(_section(":white_check_mark: Nothing waits for your decision."))
+        blocks.append(mrkdwn_section(":white_check_mark: Nothing waits for your decision."))
     for view in pending.items[:HOME_PENDING_LIMIT]:
         blocks.extend(_pending_item(view))
     if pending.next_cursor is not None or len(pending.items) > HOME_PENDING_LIMIT:
-        blocks.append(_context("More wait for you: `/approvals list 2` shows the next page."))
+        blocks.append(mrkdwn_context("More wait for you: `/approvals list 2` shows the next page."))
     blocks.append({"type": "divider"})
     blocks.append(_header("You requested"))
     lines = [approval_line(view.approval) for view in requested[:HOME_REQUESTED_LIMIT]]
-    blocks.append(_section(escape_join(lines, SECTION_TEXT_LIMIT) or "Nothing yet."))
+    blocks.append(mrkdwn_section(escape_join(lines, SECTION_TEXT_LIMIT) or "Nothing yet."))
     blocks.append({"type": "divider"})
     blocks.append(_header("Recent decisions"))
     lines = [decision_line(record) for record in recent[:HOME_RECENT_LIMIT]]
-    blocks.append(_section(escape_join(lines, SECTION_TEXT_LIMIT) or "None yet."))
+    blocks.append(mrkdwn_section(escape_join(lines, SECTION_TEXT_LIMIT) or "None yet."))
     return {"type": "home", "blocks": blocks[:MAX_BLOCKS]}
 
 
@@ -94,19 +103,13 @@ def _pending_item(view: ApprovalView) -> list[Block]:
     expiry = f" · expires {slack_date(approval.expires_at)}" if approval.expires_at else ""
     quorum = quorum_line(count=view.approvals_count, required=view.required, voters=view.voters)
     return [
-        _section(f"{approval_line(approval)}{requester}"),
-        _context(f"{quorum}{expiry} · digest `{escape(approval.arguments_digest[:16], 20)}…`"),
+        mrkdwn_section(f"{approval_line(approval)}{requester}"),
+        mrkdwn_context(
+            f"{quorum}{expiry} · digest `{escape(approval.arguments_digest[:16], 20)}…`"
+        ),
         {"type": "actions", "elements": card_buttons(approval)},
     ]
 
 
 def _header(text: str) -> Block:
     return {"type": "header", "text": {"type": "plain_text", "text": text}}
-
-
-def _section(text: str) -> Block:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
-
-
-def _context(text: str) -> Block:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from bot.errors import (
     AlreadyDecidedError,
@@ -37,6 +37,7 @@ from bot.slack.reconcile_modal import (
 )
 
 _log = logging.getLogger("bot.slack.app")
+Submission = TypeVar("Submission")
 
 EDIT_INLINE_SECONDS = 2.0  # Slack waits 3 s for a view_submission answer
 TRIGGER_EXPIRED_TEXT = (
@@ -47,6 +48,27 @@ TOO_BIG_TO_EDIT_TEXT = (
     ":warning: These arguments are too large (or partly hidden) to edit in Slack; approve or "
     "reject them as they are."
 )
+
+
+async def _valid_submission(
+    ack: Ack,
+    parse: Callable[[Mapping[str, Any]], Submission | payloads.InvalidSubmission],
+    body: Mapping[str, Any],
+    *,
+    what: str,
+) -> Submission | None:
+    """A modal's submission, parsed; None when Slack has been answered already: a
+    malformed one is acknowledged and ignored, one with bad input gets its field errors."""
+    try:
+        parsed = parse(body)
+    except InputError as error:
+        _log.warning("ignoring a malformed %s: %s", what, error)
+        await ack()
+        return None
+    if isinstance(parsed, payloads.InvalidSubmission):
+        await ack(response_action="errors", errors=dict(parsed.errors))
+        return None
+    return parsed
 
 
 class CardInteractions:
@@ -132,14 +154,10 @@ class CardInteractions:
     # -- the reason modal: approve, reject, revoke --------------------------------------
 
     async def on_decision_submission(self, ack: Ack, body: Mapping[str, Any]) -> None:
-        try:
-            parsed = payloads.parse_decision_submission(body)
-        except InputError as error:
-            _log.warning("ignoring a malformed view submission: %s", error)
-            await ack()
-            return
-        if isinstance(parsed, payloads.InvalidSubmission):
-            await ack(response_action="errors", errors=dict(parsed.errors))
+        parsed = await _valid_submission(
+            ack, payloads.parse_decision_submission, body, what="view submission"
+        )
+        if parsed is None:
             return
         await ack()
         self._r.later(
@@ -184,14 +202,8 @@ class CardInteractions:
     # -- approve with changes -------------------------------------------------------------
 
     async def on_edit_submission(self, ack: Ack, body: Mapping[str, Any]) -> None:
-        try:
-            parsed = parse_edit_submission(body)
-        except InputError as error:
-            _log.warning("ignoring a malformed edit submission: %s", error)
-            await ack()
-            return
-        if isinstance(parsed, payloads.InvalidSubmission):
-            await ack(response_action="errors", errors=dict(parsed.errors))
+        parsed = await _valid_submission(ack, parse_edit_submission, body, what="edit submission")
+        if parsed is None:
             return
         edit = self._r.tasks.spawn(
             self._r.service.approve_with_changes(
@@ -227,14 +239,10 @@ class CardInteractions:
     # -- reconcile an uncertain call ---------------------------------------------------
 
     async def on_reconcile_submission(self, ack: Ack, body: Mapping[str, Any]) -> None:
-        try:
-            parsed = parse_reconcile_submission(body)
-        except InputError as error:
-            _log.warning("ignoring a malformed reconcile submission: %s", error)
-            await ack()
-            return
-        if isinstance(parsed, payloads.InvalidSubmission):
-            await ack(response_action="errors", errors=dict(parsed.errors))
+        parsed = await _valid_submission(
+            ack, parse_reconcile_submission, body, what="reconcile submission"
+        )
+        if parsed is None:
             return
         await ack()
         self._r.later(

@@ -55,17 +55,6 @@ def approval(**fields: Any) -> ApprovalRecord:
     return replace(base, **fields)
 
 
-def texts(block_list: list[dict[str, Any]]) -> list[str]:
-    found = []
-    for block in block_list:
-        if isinstance(block.get("text"), dict):
-            found.append(block["text"]["text"])
-        for element in block.get("elements", []):
-            if isinstance(element.get("text"), str):
-                found.append(element["text"])
-    return found
-
-
 @pytest.mark.parametrize("limit", range(14, 40))
 def test_escape_clips_with_a_marker_and_never_inside_an_entity(limit: int) -> None:
     clipped = blocks.escape("a<b>&c" * 10, limit)
@@ -80,42 +69,6 @@ def test_people_are_mentions_and_other_actors_plain_text() -> None:
     assert blocks.person("U0APPROVE") == "<@U0APPROVE>"
     assert blocks.person("service:local-abc") == "`service:local-abc`"
     assert blocks.person("<!channel>") == "`&lt;!channel&gt;`"
-
-
-def test_the_review_card_has_the_call_digest_expiry_and_two_buttons() -> None:
-    record = approval()
-    snapshot = review_snapshot("deploy_release", {"service": "payments", "version": "1.2.3"})
-    card = blocks.review_card_blocks(run=RUN, approval=record, snapshot=snapshot)
-    joined = "\n".join(texts(card))
-    assert record.arguments_digest in joined
-    assert "<!date^" in joined
-    assert "<@U0REQ>" in joined
-    (actions,) = [block for block in card if block["type"] == "actions"]
-    assert [(e["text"]["text"], e["value"]) for e in actions["elements"]] == [
-        ("Approve", "ap1"),
-        ("Reject", "ap1"),
-    ]
-    assert all(len(text) <= 3000 for text in texts(card))
-
-
-def test_a_decided_card_has_no_buttons_and_says_who_when_why() -> None:
-    record = approval(status="rejected", decider="U0APP", decided_at=NOW, reason="<b>no</b>")
-    card = blocks.decided_card_blocks(run=RUN, approval=record)
-    assert not [block for block in card if block["type"] == "actions"]
-    joined = "\n".join(texts(card))
-    assert "Rejected" in joined
-    assert "<@U0APP>" in joined
-    assert "&lt;b&gt;no&lt;/b&gt;" in joined
-    assert record.arguments_digest in joined
-
-
-def test_an_expired_card_names_no_person_and_survives_an_unreadable_snapshot() -> None:
-    record = approval(status="expired", snapshot="{not json")
-    joined = "\n".join(texts(blocks.decided_card_blocks(run=RUN, approval=record)))
-    assert "Expired" in joined
-    assert "<@" not in joined.replace("<@U0REQ>", "")
-    assert "(snapshot unreadable)" in joined
-    assert record.arguments_digest in joined
 
 
 @pytest.mark.parametrize("action", ["approve", "reject"])

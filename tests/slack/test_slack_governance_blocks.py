@@ -55,6 +55,61 @@ def test_card_buttons_follow_the_state(status: str, buttons: list[str]) -> None:
     assert values <= {"ap1"}
 
 
+def texts(block_list: list[dict[str, Any]]) -> list[str]:
+    found = []
+    for block in block_list:
+        if isinstance(block.get("text"), dict):
+            found.append(block["text"]["text"])
+        for element in block.get("elements", []):
+            if isinstance(element.get("text"), str):
+                found.append(element["text"])
+    return found
+
+
+def test_a_pending_card_shows_the_call_digest_expiry_and_requester() -> None:
+    record = approval()
+    card = cards.approval_card_blocks(run=RUN, approval=record, voters=())
+    joined = "\n".join(texts(card))
+    assert record.arguments_digest in joined
+    assert '"version": "1.2.3"' in joined
+    assert "<!date^" in joined
+    assert "<@U0REQ>" in joined
+    assert "*0 of 1 approval*" in joined
+    assert all(len(text) <= 3000 for text in texts(card))
+
+
+def test_a_rejected_card_has_no_buttons_and_says_who_when_why() -> None:
+    record = approval(status="rejected", decider="U0APP", decided_at=NOW, reason="<b>no</b>")
+    card = cards.approval_card_blocks(run=RUN, approval=record, voters=None)
+    assert labels(card) == []
+    joined = "\n".join(texts(card))
+    assert "Rejected" in joined
+    assert "<@U0APP>" in joined
+    assert "&lt;b&gt;no&lt;/b&gt;" in joined
+    assert "<!date^" in joined
+    assert record.arguments_digest in joined
+
+
+def test_an_expired_card_names_no_person_and_survives_an_unreadable_snapshot() -> None:
+    record = approval(status="expired", snapshot="{not json")
+    joined = "\n".join(texts(cards.approval_card_blocks(run=RUN, approval=record, voters=None)))
+    assert "Expired" in joined
+    assert "<@" not in joined.replace("<@U0REQ>", "")
+    assert "(snapshot unreadable)" in joined
+    assert record.arguments_digest in joined
+
+
+def test_an_approved_card_stopped_before_it_ran_says_why_and_has_no_buttons() -> None:
+    record = approval(status="approved", decider="U0APP", decided_at=NOW, reason="ok")
+    card = cards.approval_card_blocks(
+        run=RUN, approval=record, voters=None, not_run="approver <@U0APP> left"
+    )
+    assert labels(card) == []
+    joined = "\n".join(texts(card))
+    assert "Approved" in joined
+    assert "*Not run:* approver &lt;@U0APP&gt; left" in joined
+
+
 def test_the_quorum_line_names_the_voters_and_is_bounded() -> None:
     assert cards.quorum_line(count=0, required=1, voters=()) == "*0 of 1 approval*"
     line = cards.quorum_line(count=1, required=2, voters=("U0AAA",))
