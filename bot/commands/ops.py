@@ -236,6 +236,8 @@ def audit_export(args: argparse.Namespace) -> int:
             _write_lines(handle, events)
     except FileExistsError:
         raise InputError(f"--output {args.output} already exists; choose a new file") from None
+    except OSError as error:
+        raise InputError(f"--output {args.output} cannot be written: {error.strerror}") from None
     print(f"wrote {len(events)} event(s) to {args.output}", file=sys.stderr)
     return 0
 

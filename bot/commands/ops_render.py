@@ -25,7 +25,10 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
     age = AGE.match(value)
     if age:
         amount, unit = int(age.group(1)), AGE_UNITS[age.group(2)]
-        return (now or datetime.now(UTC)) - timedelta(**{unit: amount})
+        try:
+            return (now or datetime.now(UTC)) - timedelta(**{unit: amount})
+        except OverflowError:
+            raise InputError(f"--since {text!r} reaches back before the year 1") from None
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:

@@ -134,6 +134,15 @@ def test_audit_verify_and_export(
     assert code == 2
     assert "--since 'soon'" in err
 
+    code, _, err = cli(capsys, "audit", "export", "--db", str(demo_db), "--since", "99999999d")
+    assert code == 2
+    assert "--since '99999999d'" in err
+    missing = tmp_path / "no-such-dir" / "audit.jsonl"
+    code, _, err = cli(capsys, "audit", "export", "--db", str(demo_db), "-o", str(missing))
+    assert code == 2
+    assert f"--output {missing}" in err
+    assert not missing.parent.exists()
+
     with raw(demo_db) as connection:
         connection.execute("DROP TRIGGER audit_events_no_update")
         connection.execute("UPDATE audit_events SET actor = 'mallory' WHERE seq = 2")
