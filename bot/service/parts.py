@@ -8,10 +8,11 @@ explicit bundle instead of a growing class.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from bot.policy import GroupDirectory, Policy, ToolRule
 from bot.review import ReviewSnapshot
@@ -23,6 +24,7 @@ from store.api import ApprovalRecord, RunRecord, Store
 log = logging.getLogger("bot.service")
 
 Clock = Callable[[], datetime]
+T = TypeVar("T")
 
 
 def utc_now() -> datetime:
@@ -63,70 +65,57 @@ class SafeNotifier:
     def __init__(self, notifier: Notifier) -> None:
         self._notifier = notifier
 
-    async def run_started(self, run: RunRecord, *, task: str) -> Location | None:
+    async def _attempt(
+        self, method: str, subject: str, send: Callable[[], Awaitable[T]]
+    ) -> T | None:
         try:
-            return await self._notifier.run_started(run, task=task)
+            return await send()
         except Exception:
-            log.exception("notifier.run_started failed for run %s", run.run_id)
+            log.exception("notifier.%s failed for %s", method, subject)
             return None
+
+    async def run_started(self, run: RunRecord, *, task: str) -> Location | None:
+        send = partial(self._notifier.run_started, run, task=task)
+        return await self._attempt("run_started", f"run {run.run_id}", send)
 
     async def approval_requested(
         self, run: RunRecord, approval: ApprovalRecord, snapshot: ReviewSnapshot
     ) -> Location | None:
-        try:
-            return await self._notifier.approval_requested(run, approval, snapshot)
-        except Exception:
-            log.exception("notifier.approval_requested failed for %s", approval.approval_id)
-            return None
+        send = partial(self._notifier.approval_requested, run, approval, snapshot)
+        return await self._attempt("approval_requested", approval.approval_id, send)
 
     async def approval_decided(self, run: RunRecord, approval: ApprovalRecord) -> None:
-        try:
-            await self._notifier.approval_decided(run, approval)
-        except Exception:
-            log.exception("notifier.approval_decided failed for %s", approval.approval_id)
+        send = partial(self._notifier.approval_decided, run, approval)
+        await self._attempt("approval_decided", approval.approval_id, send)
 
     async def approval_updated(self, run: RunRecord, view: ApprovalView) -> None:
-        try:
-            await self._notifier.approval_updated(run, view)
-        except Exception:
-            log.exception("notifier.approval_updated failed for %s", view.approval.approval_id)
+        send = partial(self._notifier.approval_updated, run, view)
+        await self._attempt("approval_updated", view.approval.approval_id, send)
 
     async def approval_reminder(
         self, run: RunRecord, approval: ApprovalRecord, approvers: Sequence[str]
     ) -> None:
-        try:
-            await self._notifier.approval_reminder(run, approval, approvers)
-        except Exception:
-            log.exception("notifier.approval_reminder failed for %s", approval.approval_id)
+        send = partial(self._notifier.approval_reminder, run, approval, approvers)
+        await self._attempt("approval_reminder", approval.approval_id, send)
 
     async def approval_expired_notice(self, run: RunRecord, approval: ApprovalRecord) -> None:
-        try:
-            await self._notifier.approval_expired_notice(run, approval)
-        except Exception:
-            log.exception("notifier.approval_expired_notice failed for %s", approval.approval_id)
+        send = partial(self._notifier.approval_expired_notice, run, approval)
+        await self._attempt("approval_expired_notice", approval.approval_id, send)
 
     async def execution_refused(
         self, run: RunRecord, approval: ApprovalRecord, *, reason: str
     ) -> None:
-        try:
-            await self._notifier.execution_refused(run, approval, reason=reason)
-        except Exception:
-            log.exception("notifier.execution_refused failed for %s", approval.approval_id)
+        send = partial(self._notifier.execution_refused, run, approval, reason=reason)
+        await self._attempt("execution_refused", approval.approval_id, send)
 
     async def call_uncertain(self, run: RunRecord, call: PendingCall) -> None:
-        try:
-            await self._notifier.call_uncertain(run, call)
-        except Exception:
-            log.exception("notifier.call_uncertain failed for run %s", run.run_id)
+        send = partial(self._notifier.call_uncertain, run, call)
+        await self._attempt("call_uncertain", f"run {run.run_id}", send)
 
     async def run_finished(self, run: RunRecord, *, final_output: str | None, status: str) -> None:
-        try:
-            await self._notifier.run_finished(run, final_output=final_output, status=status)
-        except Exception:
-            log.exception("notifier.run_finished failed for run %s", run.run_id)
+        send = partial(self._notifier.run_finished, run, final_output=final_output, status=status)
+        await self._attempt("run_finished", f"run {run.run_id}", send)
 
     async def run_failed(self, run: RunRecord, *, error: str) -> None:
-        try:
-            await self._notifier.run_failed(run, error=error)
-        except Exception:
-            log.exception("notifier.run_failed failed for run %s", run.run_id)
+        send = partial(self._notifier.run_failed, run, error=error)
+        await self._attempt("run_failed", f"run {run.run_id}", send)
