@@ -9,10 +9,12 @@ died in between) follows the tool's replay policy: `safe` and `idempotent` run a
 from __future__ import annotations
 
 import logging
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.credentials import redact_text
 from bot.errors import InputError
 from bot.runtime.digest import arguments_digest
 from bot.runtime.journal import Fresh, Interrupted, Journal, Recorded, Uncertain
@@ -99,12 +101,18 @@ async def _run_fresh(
 
 
 async def _invoke(tool: Tool, arguments: dict[str, Any]) -> Done:
+    """The tool's result, or its failure as an error result. A failure's text (an HTTP
+    client's error often quotes the URL or header it sent) goes to the model, the stored
+    state and the log only with its credential-shaped parts redacted."""
     try:
         return Done(content=await tool.invoke(arguments), is_error=False)
     except InputError as error:
-        return Done(content=f"Invalid arguments for tool {tool.name!r}: {error}", is_error=True)
+        problem = redact_text(str(error))
+        return Done(content=f"Invalid arguments for tool {tool.name!r}: {problem}", is_error=True)
     except Exception as error:
-        logger.warning("tool %s raised %s", tool.name, type(error).__name__, exc_info=True)
+        trace = redact_text("".join(traceback.format_exception(error)).rstrip())
+        logger.warning("tool %s raised %s\n%s", tool.name, type(error).__name__, trace)
+        problem = redact_text(str(error))
         return Done(
-            content=f"Tool {tool.name!r} failed: {type(error).__name__}: {error}", is_error=True
+            content=f"Tool {tool.name!r} failed: {type(error).__name__}: {problem}", is_error=True
         )

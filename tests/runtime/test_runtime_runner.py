@@ -213,6 +213,34 @@ async def test_a_tool_that_raises_gives_the_model_an_error_result(ops: Ops) -> N
     assert result.final_output == "it failed"
 
 
+async def test_a_tool_error_carrying_a_credential_reaches_neither_the_model_nor_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from bot.runtime import tool
+
+    token = "xoxb-1234567890-abcdefghijklmnop"
+
+    @tool
+    def notify(channel: str) -> str:
+        raise PermissionError(f"POST https://hooks.example/post?token={token} -> 401")
+
+    agent = Agent(
+        name="ops",
+        instructions="",
+        tools=[notify],
+        model=ScriptedModel([[("notify", {"channel": "ops"})], "it failed"]),
+    )
+    with caplog.at_level("DEBUG"):
+        result = await Runner.arun(agent, "go")
+    content, is_error = results_by_call(result.state.history)["call_0_0"]
+    assert is_error
+    assert content.startswith("Tool 'notify' failed: PermissionError: POST https://hooks.")
+    assert token not in result.state.to_json()
+    assert caplog.records  # the failure is logged, with its traceback
+    assert all(token not in record.getMessage() for record in caplog.records)
+    assert all(token not in caplog.handler.format(record) for record in caplog.records)
+
+
 async def test_max_turns_stops_with_a_clear_state(ops: Ops) -> None:
     agent = ops.agent([[STATUS], [STATUS], [STATUS], "never reached"])
     result = await Runner.arun(agent, "loop", max_turns=2)
