@@ -45,6 +45,7 @@ class EditSubmission:
     user_id: str
     arguments: dict[str, Any]
     reason: str
+    digest: str | None = None  # the arguments digest the modal showed
 
 
 def editable_arguments(snapshot: ReviewSnapshot) -> str | None:
@@ -124,6 +125,7 @@ def parse_edit_submission(body: Mapping[str, Any]) -> EditSubmission | InvalidSu
         user_id=text_field(mapping_field(body, "user"), "id"),
         arguments=arguments,
         reason=reason,
+        digest=context.digest,
     )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from bot.errors import (
@@ -126,6 +127,7 @@ class CardInteractions:
         if refused is not None:
             await self._refuse(click, refused)
             return None
+        context = replace(context, digest=approval.arguments_digest)  # what the modal shows
         call = blocks.snapshot_text(approval)
         if click.action != "edit":
             return blocks.decision_modal(context=context, call=call)
@@ -183,6 +185,7 @@ class CardInteractions:
                 decider=submission.user_id,
                 reason=submission.reason,
                 message=submission.message,
+                digest=submission.digest,
             )
         except ApprovalsError as error:
             await self._r.tell(submission.channel_id, submission.user_id, refused_text(error))
@@ -211,6 +214,7 @@ class CardInteractions:
                 decider=parsed.user_id,
                 reason=parsed.reason,
                 arguments=parsed.arguments,
+                digest=parsed.digest,
             ),
             name=f"slack:edit:{parsed.approval_id}",
         )

@@ -33,6 +33,7 @@ MAX_REASON_CHARS = 2000
 MAX_MESSAGE_CHARS = 2000
 _AGENT_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 _APPROVAL_ID = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 DecisionAction = Literal["approve", "reject", "revoke"]
 """What the reason modal (callback DECISION_CALLBACK_ID) submits."""
@@ -133,11 +134,13 @@ class ButtonClick:
 
 @dataclass(frozen=True, kw_only=True)
 class ModalContext:
-    """What the modal carries in `private_metadata`: which approval and which action."""
+    """What the modal carries in `private_metadata`: which approval, which action, and
+    the arguments digest the modal showed (a vote counts only for that digest)."""
 
     approval_id: str
     action: CardAction
     channel_id: str | None
+    digest: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,6 +151,7 @@ class DecisionSubmission:
     user_id: str
     reason: str
     message: str | None
+    digest: str | None = None  # the arguments digest the modal showed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -184,19 +188,26 @@ _CARD_ACTION_WORDS: Mapping[str, CardAction] = {word: word for word in CARD_ACTI
 
 
 def encode_modal_context(context: ModalContext) -> str:
-    return f"{context.action}|{context.approval_id}|{context.channel_id or ''}"
+    fields = [context.action, context.approval_id, context.channel_id or ""]
+    return "|".join([*fields, context.digest] if context.digest else fields)
 
 
 def decode_modal_context(metadata: str) -> ModalContext:
+    """The context `encode_modal_context` wrote. Modals opened before the digest was
+    carried have three fields; their votes count for the current digest, as they did."""
     action, sep1, rest = metadata.partition("|")
-    approval_id, sep2, channel_id = rest.partition("|")
+    approval_id, sep2, rest = rest.partition("|")
+    channel_id, _, digest = rest.partition("|")
     card_action = _CARD_ACTION_WORDS.get(action)
     if not sep1 or not sep2 or card_action is None:
         raise InputError(f"modal private_metadata {metadata[:80]!r} is not ours")
+    if digest and not _DIGEST.fullmatch(digest):
+        raise InputError(f"modal private_metadata {metadata[:80]!r} has no valid digest")
     return ModalContext(
         approval_id=_approval_id(approval_id),
         action=card_action,
         channel_id=channel_id or None,
+        digest=digest or None,
     )
 
 
@@ -227,6 +238,7 @@ def parse_decision_submission(body: Mapping[str, Any]) -> DecisionSubmission | I
         user_id=text_field(mapping_field(body, "user"), "id"),
         reason=reason,
         message=message if context.action == "reject" and message else None,
+        digest=context.digest,
     )
 
 

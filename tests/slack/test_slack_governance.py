@@ -272,3 +272,37 @@ async def test_when_slack_cannot_list_the_group_nobody_in_it_may_decide(
     assert governed.fake.calls_to("views.open") == []
     # The failure was not cached: the next click asks Slack again and may go on.
     await open_modal(governed, card, "Approve", user=APPROVER)
+
+
+async def test_a_vote_counts_only_for_the_arguments_its_form_showed(governed: Bot) -> None:
+    """A form opened before another approver changed the arguments must not approve
+    the new ones, which its submitter never saw."""
+    root, (card,) = await start_run(governed)
+    stale_approve = await open_modal(governed, card, "Approve", user=OTHER_APPROVER)
+    stale_edit = await open_modal(governed, card, "Approve with changes", user=OTHER_APPROVER)
+    edit = await open_modal(governed, card, "Approve with changes", user=APPROVER)
+    changed = {"service": "payments", "version": "9.9.9"}
+    await governed.driver.submit(edit, user=APPROVER, reason="r", message=json.dumps(changed))
+    await governed.fake.wait_for("chat.update", card_update(card, "1 of 2"))
+    await governed.settle()
+
+    await governed.driver.submit(stale_approve, user=OTHER_APPROVER, reason="saw 1.2.3")
+    await governed.fake.wait_for("chat.postEphemeral", told(OTHER_APPROVER, "changed since"))
+    own = {"service": "payments", "version": "1.2.5"}
+    await governed.driver.submit(
+        stale_edit, user=OTHER_APPROVER, reason="mine", message=json.dumps(own)
+    )
+    await governed.settle()
+    told_other = [
+        c
+        for c in governed.fake.calls_to("chat.postEphemeral")
+        if told(OTHER_APPROVER, "changed since")(c)
+    ]
+    assert len(told_other) == 2
+    record = await governed.service.store.get_approval(approval_id_of(card))
+    assert record is not None
+    assert (record.status, record.arguments_digest) == ("pending", arguments_digest(changed))
+    assert governed.effects.deploys == []
+    assert not [
+        c for c in governed.fake.calls_to("chat.postMessage") if in_thread(root, "Deployed")(c)
+    ]

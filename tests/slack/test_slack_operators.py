@@ -36,6 +36,7 @@ from slack_harness import (
     stop_bot,
 )
 
+from bot.slack.payloads import decode_modal_context
 from store.crypto import KeyRing
 
 __all__ = ["clock", "governed"]
@@ -249,7 +250,8 @@ async def test_deciding_from_app_home(governed: Bot) -> None:
     await governed.driver.interactive(_from_home(governed, home, "Approve", user=APPROVER))
     opened = await governed.fake.wait_for("views.open", count=2)
     view = opened[-1].args["view"]
-    assert view["private_metadata"].endswith("|")  # no channel: it came from Home
+    context = decode_modal_context(view["private_metadata"])
+    assert context.channel_id is None  # no channel: it came from Home
     await governed.driver.submit(view, user=APPROVER, reason="from home")
     await governed.fake.wait_for("chat.update", card_update(card, "1 of 2"))
     refreshed = await governed.fake.wait_for(

@@ -326,3 +326,16 @@ def test_dedupe_remembers_within_ttl_and_stays_bounded() -> None:
     for key in ("Ev2", "Ev3", "Ev4", "Ev5"):
         dedupe.first_time(key)
     assert len(dedupe) == 3
+
+
+def test_the_modal_context_carries_the_digest_the_modal_showed() -> None:
+    shown = "ab" * 32
+    for channel in ("C1", None):
+        context = payloads.ModalContext(
+            approval_id="ap_1", action="approve", channel_id=channel, digest=shown
+        )
+        assert payloads.decode_modal_context(payloads.encode_modal_context(context)) == context
+    legacy = payloads.decode_modal_context("approve|ap_1|C1")  # a modal opened before
+    assert (legacy.channel_id, legacy.digest) == ("C1", None)
+    with pytest.raises(InputError, match="no valid digest"):
+        payloads.decode_modal_context("approve|ap_1|C1|not-a-digest")
