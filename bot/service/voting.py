@@ -70,6 +70,10 @@ async def check_ballot(parts: ServiceParts, ballot: Ballot) -> tuple[ApprovalRec
     if rule.require_reason and not ballot.reason.strip():
         await refuse(parts, approval, actor=ballot.decider, why="reason_required")
         raise InputError("a reason is required for this decision")
+    if ballot.digest is not None and ballot.digest != approval.arguments_digest:
+        # Checked again in the store's vote; refused here before an edit writes anything.
+        await refuse(parts, approval, actor=ballot.decider, why="stale_digest")
+        raise stale_digest(approval)
     return approval, run
 
 
@@ -121,11 +125,15 @@ async def settle(
             decider=ballot.decider,
         )
     if outcome.result == "stale_digest":
-        raise ResolutionError(
-            "the arguments changed since you saw them (now digest "
-            f"{record.arguments_digest[:12]}…); look at the card again"
-        )
+        raise stale_digest(record)
     raise already_decided(record)
+
+
+def stale_digest(record: ApprovalRecord) -> ResolutionError:
+    return ResolutionError(
+        "the arguments changed since you saw them (now digest "
+        f"{record.arguments_digest[:12]}…); look at the card again"
+    )
 
 
 def _result(

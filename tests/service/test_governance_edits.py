@@ -147,6 +147,28 @@ async def test_changes_need_an_eligible_approver_and_a_paused_run(
     assert (await harness.store.get_approval(approval.approval_id)) == approval
 
 
+async def test_an_edit_of_arguments_no_longer_current_changes_nothing(
+    open_harness: Callable[..., Any],
+) -> None:
+    harness = await governed(open_harness)
+    run = await start(harness, "deploy payments 1.2.3")
+    [approval] = await harness.pending(run.run_id)
+    before = await harness.store.get_run(run.run_id)
+
+    with pytest.raises(ResolutionError, match="arguments changed since you saw them"):
+        await harness.service.approve_with_changes(
+            approval.approval_id,
+            decider=ALICE,
+            reason="r",
+            arguments={"version": "9"},
+            digest="0" * 64,
+        )
+    assert (await harness.store.get_run(run.run_id)) == before  # state not written
+    assert (await harness.store.get_approval(approval.approval_id)) == approval
+    refusals = await audit_of(harness, run.run_id, "refused")
+    assert [r["why"] for r in refusals] == ["stale_digest"]
+
+
 async def test_reconcile_is_for_admins_and_eligible_approvers(
     open_harness: Callable[..., Any],
 ) -> None:
