@@ -109,13 +109,24 @@ async def serve_fake_slack() -> None:
 class Signed:
     body: bytes
     headers: dict[str, str]
+    trigger_id: str | None = None  # a click's, to match its views.open
 
 
-def sign(body: str, content_type: str = FORM) -> Signed:
+@dataclass(frozen=True, kw_only=True)
+class Measured:
+    """Seconds from sending each request to its answer, and the wall-clock time
+    (time.time(), comparable across processes) at which each click was sent."""
+
+    latencies: list[float]
+    sent_at: dict[str, float]
+
+
+def sign(body: str, content_type: str = FORM, *, trigger_id: str | None = None) -> Signed:
     timestamp = str(int(time.time()))
     raw = body.encode()
     signature = compute_signature(signing_secret=SECRET, timestamp=timestamp, body=raw)
     return Signed(
+        trigger_id=trigger_id,
         body=raw,
         headers={
             "Content-Type": content_type,
@@ -126,11 +137,12 @@ def sign(body: str, content_type: str = FORM) -> Signed:
 
 
 def click(approval_id: str, card_blocks: list[Any], index: int) -> Signed:
+    trigger_id = f"trigger.{index}"
     payload = {
         "type": "block_actions",
         "team": {"id": "T1"},
         "user": {"id": f"UAPPROVER{index % 7}"},
-        "trigger_id": f"trigger.{index}",
+        "trigger_id": trigger_id,
         "channel": {"id": "CBENCH"},
         "container": {"type": "message", "message_ts": "1.0", "channel_id": "CBENCH"},
         "message": {"ts": "1.0", "blocks": card_blocks},
@@ -143,7 +155,7 @@ def click(approval_id: str, card_blocks: list[Any], index: int) -> Signed:
             }
         ],
     }
-    return sign(urlencode({"payload": json.dumps(payload)}))
+    return sign(urlencode({"payload": json.dumps(payload)}), trigger_id=trigger_id)
 
 
 def command(command_name: str, text: str, index: int) -> Signed:
@@ -195,16 +207,19 @@ def thread_reply(thread_ts: str, index: int) -> Signed:
     return sign(json.dumps(body), "application/json")
 
 
-async def measure(url: str, requests: Sequence[Signed], concurrency: int) -> list[float]:
+async def measure(url: str, requests: Sequence[Signed], concurrency: int) -> Measured:
     """Send `requests` with `concurrency` in flight; each one's seconds to its answer."""
     queue = list(reversed(requests))
     latencies: list[float] = []
+    sent_at: dict[str, float] = {}
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=connector) as session:
 
         async def worker() -> None:
             while queue:
                 request = queue.pop()
+                if request.trigger_id is not None:
+                    sent_at[request.trigger_id] = time.time()
                 started = time.perf_counter()
                 async with session.post(url, data=request.body, headers=request.headers) as resp:
                     await resp.read()
@@ -213,10 +228,10 @@ async def measure(url: str, requests: Sequence[Signed], concurrency: int) -> lis
                 latencies.append(time.perf_counter() - started)
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return latencies
+    return Measured(latencies=latencies, sent_at=sent_at)
 
 
-def measure_in_child(url: str, requests: Sequence[Signed], concurrency: int) -> list[float]:
+def measure_in_child(url: str, requests: Sequence[Signed], concurrency: int) -> Measured:
     return asyncio.run(measure(url, requests, concurrency))
 
 
@@ -230,7 +245,7 @@ class LoadGenerator:
             max_workers=workers, mp_context=context, initializer=pin_to_helper_cpus
         )
 
-    async def measure(self, url: str, requests: Sequence[Signed], concurrency: int) -> list[float]:
+    async def measure(self, url: str, requests: Sequence[Signed], concurrency: int) -> Measured:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             self._pool, measure_in_child, url, list(requests), concurrency
