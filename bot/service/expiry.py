@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 
-from bot.errors import ApprovalsError, ConfigError, InputError
+from bot.errors import ConfigError, InputError
 from bot.service.parts import ServiceParts, log
 from store.api import ApprovalRecord, RunRecord
 
@@ -80,7 +80,7 @@ class ExpirySweeper:
         while True:
             try:
                 await self._sweep()
-            except ApprovalsError:
+            except Exception:  # one bad pass must not end expiry for good
                 log.exception("expiry sweep failed; trying again in %s s", self._every)
             await asyncio.sleep(self._every)
 

@@ -104,3 +104,25 @@ def test_the_sweep_interval_must_be_positive() -> None:
 
     with pytest.raises(ConfigError, match="must be positive"):
         ExpirySweeper(sweep, every_seconds=0)
+
+
+async def test_the_sweeper_survives_an_unexpected_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A bug in one pass must not stop expiry for good (runs would wait forever) nor
+    surface only as an exception out of aclose at shutdown."""
+    calls: list[int] = []
+    recovered = asyncio.Event()
+
+    async def sweep() -> None:
+        calls.append(len(calls))
+        if len(calls) == 1:
+            raise KeyError("approval_id")
+        recovered.set()
+
+    sweeper = ExpirySweeper(sweep, every_seconds=0.001)
+    with caplog.at_level(logging.ERROR, logger="bot.service"):
+        sweeper.start()
+        await asyncio.wait_for(recovered.wait(), timeout=5)
+        await sweeper.aclose()
+    assert "expiry sweep failed" in caplog.text
