@@ -44,6 +44,9 @@ POLICY_ENV = "APPROVALS_POLICY"
 BUILTIN = "<built-in defaults>"
 _DURATION = re.compile(r"^(\d{1,9})([smhd])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+# Expiry and reminder times are `now + duration`: a longer one would overflow a datetime
+# when the first approval is requested, long after the policy was accepted.
+_LONGEST_DURATION = timedelta(days=3650)
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
 _GROUP_ID = re.compile(r"^S[A-Z0-9]{2,}$")
 _RULE_KEYS = frozenset(
@@ -217,6 +220,8 @@ def parse_duration(text: object, *, allow_zero: bool = False) -> timedelta:
     seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
     if seconds == 0 and not allow_zero:
         raise ValueError("must be longer than zero")
+    if seconds > _LONGEST_DURATION.total_seconds():
+        raise ValueError(f"{text!r} is too long; write at most {_LONGEST_DURATION.days}d")
     return timedelta(seconds=seconds)
 
 

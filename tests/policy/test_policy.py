@@ -101,6 +101,8 @@ def test_durations(text: str, expected: int) -> None:
         ("[defaults]\nexpires_after = '1w'", "defaults.expires_after", "not a duration"),
         ("[defaults]\nexpires_after = 3600", "defaults.expires_after", "not a duration"),
         ("[defaults]\nexpires_after = '0s'", "defaults.expires_after", "longer than zero"),
+        ("[defaults]\nexpires_after = '99999999d'", "defaults.expires_after", "at most"),
+        ("[tools.x]\nremind_before = '999999999h'", "tools.x.remind_before", "at most"),
         ("[defaults]\nremind_before = '-1h'", "defaults.remind_before", "not a duration"),
         ("[defaults]\nrequired_approvals = 0", "defaults.required_approvals", ">= 1"),
         ("[defaults]\nrequired_approvals = '2'", "defaults.required_approvals", ">= 1"),
