@@ -197,6 +197,9 @@ class ViewsOpenClock:
     def delays(self, measured: Measured) -> list[float]:
         """Seconds from each click's sending to its views.open call; clears the record."""
         opened, self.opened = self.opened, {}
+        missing = measured.sent_at.keys() - opened.keys()
+        if missing:
+            raise RuntimeError(f"{len(missing)} clicks never reached views.open")
         return [opened[trigger] - sent for trigger, sent in measured.sent_at.items()]
 
 
@@ -233,9 +236,8 @@ async def ack_levels(
                     measured = await load.measure(url, batch, level)
                     await surface.tasks.drain(60)  # the next measurement starts from quiet
                     acks[name][level].append(measured.latencies)
-                    opened = clock.delays(measured)
                     if name in delays:
-                        delays[name][level].append(opened)
+                        delays[name][level].append(clock.delays(measured))
     finally:
         for runner, _ in servers:
             await runner.cleanup()
