@@ -55,14 +55,20 @@ class SlackSurface:
         """`also_close`: closers of what the service uses and the surface should close
         after it (the model's HTTP session, say), called in order."""
         session = aiohttp.ClientSession()
-        client = build_web_client(token=bot_token, api_url=api_url, session=session)
-        notifier = SlackNotifier(client, session=session)
-        tasks = TaskOwner(logger=_log)
-        service = make_service(notifier, tasks)
-        listeners = SlackListeners(
-            service=service, notifier=notifier, tasks=tasks, dedupe=EventDeduplicator()
-        )
-        bolt_app = build_bolt_app(client=client, signing_secret=signing_secret, listeners=listeners)
+        try:
+            client = build_web_client(token=bot_token, api_url=api_url, session=session)
+            notifier = SlackNotifier(client, session=session)
+            tasks = TaskOwner(logger=_log)
+            service = make_service(notifier, tasks)  # may refuse its configuration
+            listeners = SlackListeners(
+                service=service, notifier=notifier, tasks=tasks, dedupe=EventDeduplicator()
+            )
+            bolt_app = build_bolt_app(
+                client=client, signing_secret=signing_secret, listeners=listeners
+            )
+        except BaseException:
+            await session.close()
+            raise
         return cls(
             session=session,
             client=client,

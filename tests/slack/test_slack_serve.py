@@ -4,6 +4,7 @@ with the real ops agent (/agent deploy payments 1.2.3 -> card -> approve -> answ
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import re
@@ -100,6 +101,23 @@ def test_a_bad_policy_or_model_stops_start_up_with_one_line(
     assert len(err) == 1
     assert line.format(dir=tmp_path) in err[0]
     assert not (tmp_path / "a.db").exists()
+
+
+def test_a_policy_for_a_tool_no_agent_has_stops_start_up_cleanly(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Refused while the service is built, after the Slack session was opened: the one
+    line and nothing else (no "Unclosed client session" from a leaked session)."""
+    (tmp_path / "policy.toml").write_text('[tools.deploy_releese]\napprovers = ["U0A"]\n')
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "s")
+    monkeypatch.setenv("APPROVALS_DATABASE_URL", str(tmp_path / "a.db"))
+    monkeypatch.setenv("APPROVALS_POLICY", str(tmp_path / "policy.toml"))
+    assert main(["serve"]) == 2
+    gc.collect()  # a leaked session reports itself when collected
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "tools.deploy_releese: no agent has a tool named" in err[0]
 
 
 @pytest.fixture
