@@ -8,7 +8,10 @@
    refusal result the model sees, an `execution_refused` audit event is written,
    `on_refused` tells the people in the run's thread (the model may not mention it), and
    the ledger is left untouched. The same holds when `authorize` (the policy's check
-   that every counted voter is still eligible) names a reason.
+   that every counted voter is still eligible) names a reason. A revocation may land
+   between that check and the ledger claim, so the approval is read once more after a
+   fresh claim (a revocation can no longer win then); refused there, the refusal is
+   recorded as the call's result in the ledger.
 2. The audit trail of effects: `executed` after a result is recorded (so the trail says
    which worker ran what, with which key and attempt) and `uncertain` when an
    interrupted call is parked for reconciliation.
@@ -82,13 +85,7 @@ class ServiceJournal:
             if reason is None and current is not None and self._authorize is not None:
                 reason = await self._authorize(current)
             if reason is not None:
-                await self._audit(
-                    "execution_refused",
-                    approved.approval_id,
-                    {"tool": tool_name, "tool_call_id": tool_call_id, "why": reason},
-                )
-                if self._on_refused is not None:
-                    await self._on_refused(current or approved, reason)
+                await self._refused(approved, current, tool_name, tool_call_id, reason)
                 return Recorded(result=f"Not run: {reason}.", is_error=True)
         claim = await self._inner.claim(
             execution_key=execution_key,
@@ -98,14 +95,46 @@ class ServiceJournal:
             tool_name=tool_name,
             redispatch=redispatch,
         )
-        if isinstance(claim, Fresh):
-            self._dispatches[execution_key] = _Dispatch(
-                tool_call_id=tool_call_id,
-                tool_name=tool_name,
-                attempt=claim.attempt,
-                approval_id=approved.approval_id if approved else None,
-            )
+        if not isinstance(claim, Fresh):
+            return claim
+        if approved is not None:
+            # A revocation could land between the check above and this claim; from now
+            # on it cannot (Store.revoke refuses a call with a ledger row): look again.
+            current = await self._store.get_approval(approved.approval_id)
+            reason = refusal_reason(current, arguments_digest)
+            if reason is not None:
+                result = f"Not run: {reason}."
+                await self._inner.record_result(
+                    execution_key=execution_key,
+                    lease_token=claim.lease_token,
+                    result=result,
+                    is_error=True,
+                )
+                await self._refused(approved, current, tool_name, tool_call_id, reason)
+                return Recorded(result=result, is_error=True)
+        self._dispatches[execution_key] = _Dispatch(
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            attempt=claim.attempt,
+            approval_id=approved.approval_id if approved else None,
+        )
         return claim
+
+    async def _refused(
+        self,
+        approved: ApprovalRecord,
+        current: ApprovalRecord | None,
+        tool_name: str,
+        tool_call_id: str,
+        reason: str,
+    ) -> None:
+        await self._audit(
+            "execution_refused",
+            approved.approval_id,
+            {"tool": tool_name, "tool_call_id": tool_call_id, "why": reason},
+        )
+        if self._on_refused is not None:
+            await self._on_refused(current or approved, reason)
 
     async def record_result(
         self, *, execution_key: str, lease_token: int, result: str, is_error: bool

@@ -20,6 +20,7 @@ from governance_helpers import (
     BOB,
     CAROL,
     MALLORY,
+    RELEASE,
     Clock,
     FakeGroups,
     Gate,
@@ -396,3 +397,50 @@ async def test_votes_survive_a_restart(open_harness: Callable[..., Any]) -> None
     await after.service.drain()
     assert done.voters == (ALICE, BOB)
     assert [e["tool"] for e in after.effect_lines()] == ["deploy_release"]
+
+
+class GatedGroups(FakeGroups):
+    """Group lookups that, once armed, wait for the test: holds the last check right
+    before an approved call runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def members(self, group_id: str) -> frozenset[str]:
+        if self.armed:
+            self.entered.set()
+            await self.release.wait()
+        return await super().members(group_id)
+
+
+async def test_a_revocation_during_the_last_check_stops_the_call(
+    open_harness: Callable[..., Any],
+) -> None:
+    """The revoke lands after the approval was re-read but before the ledger claim: it
+    is told "it will not run", so the call must not run."""
+    groups = GatedGroups()
+    harness: Harness = await open_harness(
+        policy=policy(f"[tools.deploy_release]\napprovers = ['{RELEASE}']"), groups=groups
+    )
+    run = await start(harness)
+    [approval] = await harness.pending(run.run_id)
+    result = await harness.service.decide(
+        approval.approval_id, approve=True, decider=ALICE, reason="ok"
+    )
+    assert result.resume_started
+    groups.armed = True
+    await asyncio.wait_for(groups.entered.wait(), timeout=10)
+    revoked = await harness.service.revoke(approval.approval_id, actor=REQUESTER, reason="stop")
+    assert revoked.status == "revoked"
+    groups.release.set()
+    assert await harness.service.drain(timeout=10)
+    assert harness.effect_lines() == []
+    trail = [event.kind for event in await harness.store.audit_events(run_id=run.run_id)]
+    assert "executed" not in trail
+    assert "execution_refused" in trail
+    state = await harness.service.load_state(run.run_id)
+    results = [item for item in state.history if item["type"] == "tool_result"]
+    assert "Not run: its approval is revoked" in json.dumps(results)
