@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from bot.errors import RunStateError
+from bot.errors import InputError, RunStateError
 from bot.runtime.decisions import ApprovedCall, Decision, PendingCall, RejectedCall
-from bot.runtime.digest import execution_key
+from bot.runtime.digest import canonical_arguments, execution_key
 from bot.runtime.model import Item, ToolCallItem
 
 
@@ -166,6 +166,17 @@ def unanswered_calls(history: list[Item]) -> tuple[int, list[ToolCallItem]]:
     return turn, [call for call in asked["tool_calls"] if call["id"] not in answered]
 
 
+def _same_arguments(asked: dict[str, Any], pending: dict[str, Any]) -> bool:
+    """Equal as canonical JSON, the form the approver's digest covers: Python's `==`
+    alone takes 1, 1.0 and True for the same value."""
+    if asked != pending:
+        return False
+    try:
+        return canonical_arguments(asked) == canonical_arguments(pending)
+    except InputError:
+        return False
+
+
 def check_integrity(
     *,
     run_id: str,
@@ -189,7 +200,7 @@ def check_integrity(
             )
         if (
             asked["name"] != call.tool_name
-            or asked["arguments"] != call.arguments
+            or not _same_arguments(asked["arguments"], call.arguments)
             or execution_key(run_id, turn, call.tool_call_id) != call.execution_key
         ):
             raise RunStateError(

@@ -117,6 +117,11 @@ def test_legacy_bare_dict_loads_tolerantly() -> None:
     assert RunState.from_dict({}).history == []  # every field has a safe default
 
 
+def _pair_arguments(payload: dict[str, Any], *, asked: Any, pending: Any) -> None:
+    payload["history"][1]["tool_calls"][0]["arguments"]["replicas"] = asked
+    payload["pending_calls"][0]["arguments"]["replicas"] = pending
+
+
 @pytest.mark.parametrize(
     ("mutate", "problem"),
     [
@@ -131,6 +136,9 @@ def test_legacy_bare_dict_loads_tolerantly() -> None:
         (lambda p: p["pending_calls"][0].update(status="maybe"), "approval or uncertain"),
         (lambda p: p["pending_calls"][0]["arguments"].update(version="6.6.6"), "does not match"),
         (lambda p: p["pending_calls"][0].update(execution_key="forged"), "does not match"),
+        # equal in Python (1 == True == 1.0), yet other arguments: another digest
+        (lambda p: _pair_arguments(p, asked=1, pending=True), "does not match"),
+        (lambda p: _pair_arguments(p, asked=1, pending=1.0), "does not match"),
         (lambda p: p["decisions"].update(nobody={"kind": "approved"}), "not pending"),
         (lambda p: p["decisions"].update(call_0_0={"kind": "retry"}), "does not fit"),
         (lambda p: p["decisions"].update(call_0_0={"kind": "maybe"}), "not a known decision"),
