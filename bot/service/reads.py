@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bot.errors import InputError
 from bot.policy import Eligible, NotEligible, ToolRule, is_eligible
-from bot.service.authority import counted_voters, eligibility, may_reconcile, may_revoke
+from bot.service.authority import counted_voters, eligibility
 from bot.service.parts import ServiceParts
 from bot.service.views import ApprovalView, Page, decode_cursor, encode_cursor
 from store.api import ApprovalRecord, VoteRecord
@@ -44,11 +44,11 @@ async def build_view(
             why_not = "you already voted on these arguments"
         else:
             can_decide = True
+        # the rules of may_revoke and may_reconcile, over the verdict already at hand
+        eligible = isinstance(verdict, Eligible) or parts.policy.is_admin(viewer)
         open_ = approval.status in ("pending", "approved")
-        can_revoke = open_ and await may_revoke(parts, approval, viewer)
-        can_reconcile = await may_reconcile(
-            parts, tool_name=approval.tool_name, requester=approval.requester, user=viewer
-        )
+        can_revoke = open_ and (eligible or viewer == approval.requester)
+        can_reconcile = eligible
     return ApprovalView(
         approval=approval,
         votes=current,

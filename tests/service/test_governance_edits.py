@@ -279,6 +279,16 @@ async def test_read_models_page_what_each_viewer_may_decide(
     assert (view.approvals_count, view.required, view.voters) == (1, 2, (ALICE,))
     admin_view = await harness.service.approval_view(first.approval_id, viewer=MALLORY)
     assert (admin_view.can_decide, admin_view.can_revoke) == (False, False)
+    flags = {
+        viewer: (view.can_decide, view.can_revoke, view.can_reconcile)
+        for viewer in (ALICE, BOB, ADMIN)
+        for view in [await harness.service.approval_view(first.approval_id, viewer=viewer)]
+    }
+    assert flags == {
+        ALICE: (False, True, True),  # voted already; an approver may revoke and reconcile
+        BOB: (False, False, False),  # not an approver of deploy_release here
+        ADMIN: (False, True, True),  # not an approver of deploy_release, but an admin
+    }
 
     requested = await harness.service.requested_by(REQUESTER, limit=3)
     assert [v.approval.run_id for v in requested] == [r.run_id for r in deploys[::-1][:3]]
