@@ -113,6 +113,8 @@ class Choice:
 def run_demo(args: argparse.Namespace) -> int:
     if args.message is not None and args.approve:
         raise InputError("--message goes with --reject (it is what the agent is told)")
+    if args.state is not None and not args.state.parent.is_dir():
+        raise InputError(f"--state {args.state}: the directory {args.state.parent} does not exist")
     context = parse_context(args.context_json)
     return asyncio.run(_demo(args, context))
 
@@ -214,7 +216,10 @@ async def _reload(service: ApprovalService, run: RunRecord) -> RunRecord:
 def _write_private(path: Path, text: str) -> None:
     """Write `text` to a file only its owner may read: the state holds no credential
     from the context or the dependencies, but it does hold the tool arguments."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    except OSError as error:
+        raise InputError(f"--state {path} cannot be written: {error.strerror}") from None
     os.fchmod(descriptor, 0o600)  # also when the file existed with a wider mode
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
         handle.write(text)

@@ -149,3 +149,13 @@ def test_message_is_refused_with_approve(demo: Demo) -> None:
     assert done.returncode == 2
     assert "--message goes with --reject" in done.stderr
     assert not (demo.home / "approvals.db").exists()  # refused before anything was stored
+
+
+def test_a_state_file_in_a_missing_directory_is_refused_before_anything_runs(demo: Demo) -> None:
+    target = demo.home / "no-such-dir" / "paused.json"
+    done = demo.run("deploy payments 1.2.3", "--approve", "--state", str(target))
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("approvals-bot: error: --state")
+    assert not (demo.home / "approvals.db").exists()
+    assert demo.effect_lines() == []
