@@ -174,10 +174,11 @@ class OpenAIChatModel:
         return redact_text(text)
 
     def _excerpt(self, text: str) -> str:
-        shortened = " ".join(text.split())
+        """Redacted, then shortened: a cut first could split the key and hide it."""
+        shortened = self._safe(" ".join(text.split()))
         if len(shortened) > _ERROR_EXCERPT:
             shortened = shortened[:_ERROR_EXCERPT] + "…"
-        return self._safe(shortened) or "(empty body)"
+        return shortened or "(empty body)"
 
 
 def request_body(

@@ -141,6 +141,17 @@ async def test_an_http_error_is_a_model_error_without_the_key(llm: FakeLLM) -> N
     assert API_KEY not in str(caught.value)
 
 
+async def test_an_echoed_key_cut_by_the_excerpt_leaves_no_part_of_it(llm: FakeLLM) -> None:
+    # the excerpt's cut falls inside the key: the key must go before the cut, or its
+    # first half (no longer the whole key, nor credential-shaped) slips through
+    lead = "x" * 280 + " "
+    llm.replies.append(Reply(status=502, body=f"{lead}{API_KEY} end"))
+    async with model_for(llm) as model:
+        with pytest.raises(ModelError, match="HTTP 502") as caught:
+            await ask(model)
+    assert API_KEY[:12] not in str(caught.value)
+
+
 async def test_a_body_that_is_not_json_is_a_model_error(llm: FakeLLM) -> None:
     llm.replies.append(Reply(body="<html>gateway hiccup</html>"))
     async with model_for(llm) as model:
