@@ -258,13 +258,18 @@ class ThreadReply:
 
 def parse_thread_reply(event: Mapping[str, Any], *, bot_user_id: str | None) -> ThreadReply | None:
     """A human reply in a thread, or None for everything the bot ignores: bot
-    messages, edits and other subtypes, its own messages, thread roots, top-level posts."""
+    messages, edits and other subtypes, its own messages, thread roots, top-level posts,
+    and events without the fields a reply needs (answering those with an error would
+    only make Slack redeliver them)."""
     if event.get("type") != "message" or event.get("subtype") or event.get("bot_id"):
         return None
+    channel_id = _optional_text(event, "channel")
     user_id = _optional_text(event, "user")
     thread_ts = _optional_text(event, "thread_ts")
     ts = _optional_text(event, "ts")
-    if user_id is None or thread_ts is None or ts is None or ts == thread_ts:
+    if channel_id is None or user_id is None or thread_ts is None or ts is None:
+        return None
+    if ts == thread_ts:
         return None
     if bot_user_id is not None and user_id == bot_user_id:
         return None
@@ -272,7 +277,7 @@ def parse_thread_reply(event: Mapping[str, Any], *, bot_user_id: str | None) -> 
     if not text:
         return None
     return ThreadReply(
-        channel_id=text_field(event, "channel"),
+        channel_id=channel_id,
         thread_ts=thread_ts,
         user_id=user_id,
         text=text,

@@ -172,3 +172,18 @@ async def test_a_failing_model_ends_the_run_with_a_clear_line_in_the_thread(bot:
         assert (await bot.driver.event(event)).status == 200
     (failed,) = await bot.fake.wait_for("chat.postMessage", in_thread(root, "The run stopped"))
     assert "script exhausted" in failed.text
+
+
+async def test_a_malformed_thread_message_is_answered_200_and_ignored(bot: Bot) -> None:
+    """A message event without its channel is not one we can act on: no 500 (which
+    Slack would redeliver), no reply."""
+    event = {
+        "type": "message",
+        "user": APPROVER,
+        "text": "hello",
+        "ts": "1800000000.000900",
+        "thread_ts": "1800000000.000800",
+    }
+    assert (await bot.driver.event(event)).status == 200
+    await bot.settle()
+    assert bot.fake.calls_to("chat.postEphemeral") == []
