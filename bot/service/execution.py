@@ -39,9 +39,14 @@ async def execute(
     state: RunState,
     *,
     approved: dict[str, ApprovalRecord] | None = None,
+    requester: str | None = None,
 ) -> RunRecord:
     """Run `agent` from `state` for `run` (status running or resuming) and persist the
-    outcome. Never raises for a failed run: the run is marked failed and people told."""
+    outcome. Never raises for a failed run: the run is marked failed and people told.
+
+    `requester` is whoever asked for this stretch of the run (default the run's
+    requester; a thread reply's author for a follow-up): the calls it pauses on are
+    recorded as theirs, so the self-approval rule applies to the person who asked."""
     approvals = approved or {}
     journal = ServiceJournal(
         StoreJournal(parts.store, owner=parts.worker_id, lease_seconds=parts.lease_seconds),
@@ -60,7 +65,7 @@ async def execute(
             dependencies=parts.dependencies,
             registry=parts.registry,
         )
-        return await persist_outcome(parts, run, result)
+        return await persist_outcome(parts, run, result, requester=requester)
     except ApprovalsError as error:
         return await fail_run(parts, run, f"{type(error).__name__}: {error}")
     except Exception:
@@ -74,7 +79,9 @@ async def _tell_refused(
     await parts.notify.execution_refused(run, approval, reason=reason)
 
 
-async def persist_outcome(parts: ServiceParts, run: RunRecord, result: RunResult) -> RunRecord:
+async def persist_outcome(
+    parts: ServiceParts, run: RunRecord, result: RunResult, *, requester: str | None = None
+) -> RunRecord:
     state_json = await encode_state(result.state)
     if result.status == "paused":
         saved = await parts.store.save_run_state(
@@ -84,7 +91,7 @@ async def persist_outcome(parts: ServiceParts, run: RunRecord, result: RunResult
             status="paused",
             schema_version=CURRENT_SCHEMA_VERSION,
         )
-        await request_approvals(parts, saved, result.interruptions)
+        await request_approvals(parts, saved, result.interruptions, requester=requester)
         for call in result.interruptions:
             if call.status == "uncertain":
                 await parts.notify.call_uncertain(saved, call)
@@ -101,7 +108,11 @@ async def persist_outcome(parts: ServiceParts, run: RunRecord, result: RunResult
 
 
 async def request_approvals(
-    parts: ServiceParts, run: RunRecord, calls: Sequence[PendingCall]
+    parts: ServiceParts,
+    run: RunRecord,
+    calls: Sequence[PendingCall],
+    *,
+    requester: str | None = None,
 ) -> list[ApprovalRecord]:
     """Approval rows (and cards) for the calls waiting for a decision.
 
@@ -131,7 +142,7 @@ async def request_approvals(
                 tool_name=call.tool_name,
                 arguments_digest=snapshot.digest,
                 snapshot=snapshot.to_json(),
-                requester=run.requester,
+                requester=requester or run.requester,
                 expires_at=expires_at,
                 required_approvals=rule.required_approvals,
                 remind_at=remind_at,

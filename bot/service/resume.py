@@ -105,21 +105,31 @@ async def resume_run(parts: ServiceParts, run: RunRecord) -> RunRecord:
         return await fail_run(parts, run, f"cannot resume: {error}")
     rows = await parts.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
     applied = apply_decisions(state, current_rows(rows))
+    requester = stretch_requester(rows)
     if applied.mismatched:
-        return await _void_and_ask_again(parts, run, applied)
+        return await _void_and_ask_again(parts, run, applied, requester=requester)
     if applied.undecided:
-        return await _back_to_paused(parts, run, applied.undecided)
+        return await _back_to_paused(parts, run, applied.undecided, requester=requester)
     await parts.store.append_audit(
         "resumed",
         actor=parts.actor,
         run_id=run.run_id,
         detail={"approved": sorted(applied.approved), "rejected": sorted(applied.rejected)},
     )
-    return await execute(parts, run, agent, state, approved=applied.approved)
+    return await execute(parts, run, agent, state, approved=applied.approved, requester=requester)
+
+
+def stretch_requester(rows: Iterable[ApprovalRecord]) -> str | None:
+    """Who asked for the stretch of the run being resumed: the requester of its newest
+    approval (a follow-up's author, not necessarily the run's starter). Calls the resumed
+    run pauses on are theirs too, so they cannot approve them under the self-approval rule.
+    """
+    newest = max(rows, key=lambda row: row.created_at, default=None)
+    return newest.requester if newest is not None else None
 
 
 async def _back_to_paused(
-    parts: ServiceParts, run: RunRecord, waiting: list[PendingCall]
+    parts: ServiceParts, run: RunRecord, waiting: list[PendingCall], *, requester: str | None
 ) -> RunRecord:
     """Some call still waits for a decision (or lost its row in a crash): pause again
     first, then (re)request, so that the last decision can claim the resume."""
@@ -129,14 +139,14 @@ async def _back_to_paused(
     if paused is None:
         return await parts.store.get_run(run.run_id) or run
     try:
-        await request_approvals(parts, paused, waiting)
+        await request_approvals(parts, paused, waiting, requester=requester)
     except ApprovalsError as error:
         return await fail_run(parts, paused, f"cannot request approval: {error}")
     return paused
 
 
 async def _void_and_ask_again(
-    parts: ServiceParts, run: RunRecord, applied: AppliedDecisions
+    parts: ServiceParts, run: RunRecord, applied: AppliedDecisions, *, requester: str | None
 ) -> RunRecord:
     for call, row in applied.mismatched:
         await parts.store.append_audit(
@@ -158,4 +168,4 @@ async def _void_and_ask_again(
         )
         await parts.notify.approval_decided(run, voided.record)
     again = [call for call, _ in applied.mismatched]
-    return await _back_to_paused(parts, run, again + applied.undecided)
+    return await _back_to_paused(parts, run, again + applied.undecided, requester=requester)

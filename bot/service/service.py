@@ -343,7 +343,7 @@ class ApprovalService:
         await self._parts.store.append_audit(
             "follow_up", actor=user, run_id=run.run_id, detail={"chars": len(text)}
         )
-        return Continued(run=await execute(self._parts, claimed, agent, state))
+        return Continued(run=await execute(self._parts, claimed, agent, state, requester=user))
 
     async def reconcile(
         self,

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pytest
 from service_harness import APPROVER, REQUESTER, Harness, start
 
 from bot.demo import build_ops_agent
+from bot.errors import NotAuthorizedError
 from bot.runtime import AgentRegistry, Item, ModelResponse, ToolCall, ToolSpec
 from bot.service import Busy, Continued, NotARunThread, WaitingForApproval
 
@@ -107,3 +109,80 @@ async def test_an_old_decision_never_answers_a_reused_call_id(
     assert outcome.run.status == "failed"
     assert "refusing to reuse it" in harness.notifier.failed[0][1]
     assert len(harness.effect_lines()) == 1
+
+
+async def test_a_follow_up_author_cannot_approve_the_calls_they_asked_for(
+    harness: Harness,
+) -> None:
+    # Anyone in the channel may continue an idle run; whoever asked for a call may not
+    # approve it, even when someone else started the run.
+    run = await harness.service.start_run(
+        agent_name="ops", task="status payments", requester=REQUESTER, channel="C-ops"
+    )
+    assert run.thread_ts is not None
+    outcome = await harness.service.follow_up(
+        channel="C-ops", thread_ts=run.thread_ts, user=APPROVER, text="deploy payments 3.0.0"
+    )
+    assert isinstance(outcome, Continued)
+    [approval] = await harness.pending(run.run_id)
+    assert approval.requester == APPROVER
+
+    with pytest.raises(NotAuthorizedError):
+        await harness.service.decide(
+            approval.approval_id, approve=True, decider=APPROVER, reason="mine"
+        )
+    assert harness.effect_lines() == []
+
+    await harness.service.decide(
+        approval.approval_id, approve=True, decider=REQUESTER, reason="reviewed"
+    )
+    await harness.service.drain()
+    [effect] = harness.effect_lines()
+    assert effect["arguments"] == {"service": "payments", "version": "3.0.0"}
+
+
+class TwoStepModel:
+    """An LLM edge that, asked for "two steps", deploys, then (seeing the deploy's result)
+    asks for a restart: the second approval is requested by a resume, not a reply."""
+
+    async def respond(
+        self, *, instructions: str, history: Sequence[Item], tools: Sequence[ToolSpec]
+    ) -> ModelResponse:
+        last = history[-1]
+        if last["type"] == "user":
+            if "two steps" not in last["content"]:
+                return ModelResponse(text="hello")
+            deploy = {"service": "payments", "version": "3.0.0"}
+            return ModelResponse(
+                tool_calls=[ToolCall(id="a", name="deploy_release", arguments=deploy)]
+            )
+        if last["type"] == "tool_result" and last["name"] == "deploy_release":
+            restart = {"service": "payments"}
+            return ModelResponse(
+                tool_calls=[ToolCall(id="b", name="restart_service", arguments=restart)]
+            )
+        return ModelResponse(text="done")
+
+
+async def test_calls_after_a_resume_stay_with_the_follow_up_author(
+    open_harness: Callable[..., Any],
+) -> None:
+    harness: Harness = await open_harness(registry=AgentRegistry([build_ops_agent(TwoStepModel())]))
+    run = await harness.service.start_run(
+        agent_name="ops", task="hi", requester=REQUESTER, channel="C-ops"
+    )
+    assert run.thread_ts is not None
+    await harness.service.follow_up(
+        channel="C-ops", thread_ts=run.thread_ts, user=APPROVER, text="two steps"
+    )
+    [deploy] = await harness.pending(run.run_id)
+    await harness.service.decide(deploy.approval_id, approve=True, decider=REQUESTER, reason="ok")
+    await harness.service.drain()
+
+    [restart] = await harness.pending(run.run_id)
+    assert restart.tool_name == "restart_service"
+    assert restart.requester == APPROVER  # asked for by the resumed stretch APPROVER began
+    with pytest.raises(NotAuthorizedError):
+        await harness.service.decide(
+            restart.approval_id, approve=True, decider=APPROVER, reason="mine"
+        )
