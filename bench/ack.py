@@ -57,7 +57,7 @@ from slack_bolt.app.async_app import AsyncApp
 from bot.runtime import Agent, AgentRegistry, ModelResponse, ScriptedModel, tool
 from bot.service import ApprovalService
 from bot.service.tasks import TaskOwner
-from bot.slack.after_ack import DEFAULT_LIMIT, AfterAckLane, defer
+from bot.slack.after_ack import defer
 from bot.slack.cards import approval_card_blocks
 from bot.slack.notifier import SlackNotifier
 from bot.slack.payloads import APPROVE_ACTION_ID
@@ -209,7 +209,6 @@ async def ack_levels(
     workdir: Path,
     requests: int,
     rounds: int,
-    lane_limit: int,
 ) -> tuple[Results, Results]:
     """Clicks at each concurrency level, alternating between the apps within each round:
     `noop` acks and does nothing; `modal` acks and then only opens a static modal (the
@@ -226,10 +225,7 @@ async def ack_levels(
     acks: Results = {name: {level: [] for level in LEVELS} for name in apps}
     delays: Results = {name: {level: [] for level in LEVELS} for name in ("modal", "ours")}
     servers = [
-        await serve(
-            build_web_app(bolt_app=app, signing_secret=SECRET, lane=AfterAckLane(limit=lane_limit))
-        )
-        for app in apps.values()
+        await serve(build_web_app(bolt_app=app, signing_secret=SECRET)) for app in apps.values()
     ]
     urls = dict(zip(apps, (url for _, url in servers), strict=True))
     try:
@@ -364,19 +360,17 @@ def _median_of(rounds: list[list[float]], fraction: float) -> float:
     return statistics.median(percentile(latencies, fraction) for latencies in rounds)
 
 
-async def main(requests: int, stall_requests: int, rounds: int, lane_limit: int) -> int:
+async def main(requests: int, stall_requests: int, rounds: int) -> int:
     pin_to_server_cpu()
     load = LoadGenerator(workers=5)
     try:
         async with SlackProcess() as slack:
             with tempfile.TemporaryDirectory() as tmp:
                 workdir = Path(tmp)
-                results, delays = await ack_levels(
-                    slack, load, workdir, requests, rounds, lane_limit
-                )
+                results, delays = await ack_levels(slack, load, workdir, requests, rounds)
                 print(
                     f"Ack time of signed Approve clicks: {rounds} rounds of {requests} per "
-                    f"level and app (median over rounds); post-ack lane limit {lane_limit}"
+                    "level and app (median over rounds)"
                 )
                 ratio_ok = report(results)
                 print("\nClick sent -> views.open called with its trigger_id (Slack allows 3 s):")
@@ -405,12 +399,5 @@ if __name__ == "__main__":
     parser.add_argument("--requests", type=int, default=1000, help="clicks per level and app")
     parser.add_argument("--stall-requests", type=int, default=250)
     parser.add_argument("--rounds", type=int, default=3, help="median over this many rounds")
-    parser.add_argument(
-        "--lane-limit",
-        type=int,
-        default=DEFAULT_LIMIT,
-        help="post-ack work running at once (the server's default; a huge value runs it "
-        "all at once, as before the lane)",
-    )
     args = parser.parse_args()
-    sys.exit(asyncio.run(main(args.requests, args.stall_requests, args.rounds, args.lane_limit)))
+    sys.exit(asyncio.run(main(args.requests, args.stall_requests, args.rounds)))

@@ -18,7 +18,7 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bot.errors import InputError
-from bot.slack.after_ack import AfterAckLane, collecting
+from bot.slack.after_ack import collecting
 from bot.slack.signature import verify_signature
 
 EVENTS_PATH = "/slack/events"
@@ -33,12 +33,8 @@ def build_web_app(
     bolt_app: AsyncApp,
     signing_secret: str,
     clock: Callable[[], float] = time.time,
-    lane: AfterAckLane | None = None,
 ) -> web.Application:
-    """An aiohttp application serving Bolt behind our own signature check. The work
-    listeners defer runs after each answer, through `lane` (by default one of its own:
-    a few items at a time, so later requests are answered first; see after_ack)."""
-    after_ack_lane = AfterAckLane() if lane is None else lane
+    """An aiohttp application serving Bolt behind our own signature check."""
 
     async def slack_events(request: web.Request) -> web.StreamResponse:
         body = await request.read()
@@ -59,7 +55,7 @@ def build_web_app(
             query=request.query_string,
             headers={key.lower(): request.headers.getall(key) for key in request.headers},
         )
-        with collecting(after_ack_lane) as after_ack:
+        with collecting() as after_ack:
             try:
                 bolt_response = await bolt_app.async_dispatch(bolt_request)
                 response = await to_aiohttp_response(bolt_response)
