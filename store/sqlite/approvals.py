@@ -150,7 +150,10 @@ class ApprovalsPart(StoreBase):
                 "revoke_reason = ? "
                 "WHERE approval_id = ? AND (status = 'pending' OR (status = 'approved' "
                 "AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.run_id = approvals.run_id "
-                "AND l.tool_call_id = approvals.tool_call_id))) "
+                "AND l.tool_call_id = approvals.tool_call_id "
+                # a call id reused from an earlier turn: that turn's row is older
+                "AND l.tool_name = approvals.tool_name "
+                "AND l.created_at >= approvals.created_at))) "
                 f"RETURNING {APPROVAL_COLUMNS}",
                 (to_db(at), actor, reason, approval_id),
             )

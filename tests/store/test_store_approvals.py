@@ -133,6 +133,26 @@ async def test_revoke_pending_and_approved_but_not_executed(store: SqliteStore) 
     assert len(revoked) == 2
 
 
+async def test_a_call_id_reused_from_an_earlier_turn_does_not_block_revocation(
+    store: SqliteStore, clock: Clock
+) -> None:
+    # providers may reuse call ids across turns: turn 1's `c1` (a read, no approval)
+    # ran; turn 3's `c1` is an approved deploy that has not run and must stay revocable
+    await make_run(store)
+    await store.ledger_claim(
+        execution_key="key-turn-1", arguments_digest="d", run_id="run-1", tool_call_id="c1",
+        tool_name="get_status", owner="w", lease_seconds=60,
+    )  # fmt: skip
+    clock.advance(5)
+    (approval,) = await store.add_approvals([new_approval(call="c1")])
+    await store.decide(approval.approval_id, decision="approved", decider="U-A", reason="ok")
+
+    revoked = await store.revoke(approval.approval_id, actor="U-OPS", reason="stop")
+
+    assert revoked.won
+    assert revoked.record.status == "revoked"
+
+
 async def test_terminal_states_are_final_even_for_raw_sql(
     store: SqliteStore, db_path: Path
 ) -> None:

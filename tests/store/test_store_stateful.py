@@ -45,11 +45,13 @@ class ModelApproval:
     status: str = "pending"
     decider: str | None = None
     expires_at: datetime | None = None
+    created: datetime
 
 
 @dataclass(kw_only=True)
 class ModelEntry:
     digest: str
+    created: datetime
     state: str = "executing"
     attempt: int = 1
     version: int = 1
@@ -102,7 +104,9 @@ class StoreMachine(RuleBasedStateMachine):
             assert record.approval_id == open_ids[0]
         else:
             assert record.approval_id == new.approval_id
-            self.model.approvals[new.approval_id] = ModelApproval(call=call, expires_at=expires)
+            self.model.approvals[new.approval_id] = ModelApproval(
+                call=call, expires_at=expires, created=self.clock.now
+            )
 
     @precondition(lambda self: self.model.approvals)
     @rule(data=st.data(), decision=st.sampled_from(["approved", "rejected"]),
@@ -130,7 +134,9 @@ class StoreMachine(RuleBasedStateMachine):
         approval_id = data.draw(st.sampled_from(sorted(self.model.approvals)))
         expected = self.model.approvals[approval_id]
         outcome = self.run(self.store.revoke(approval_id, actor="OPS", reason=None))
-        executed = f"key-{expected.call}" in self.model.ledger
+        # a ledger row older than the approval is an earlier turn's call with the same id
+        entry = self.model.ledger.get(f"key-{expected.call}")
+        executed = entry is not None and entry.created >= expected.created
         allowed = expected.status == "pending" or (expected.status == "approved" and not executed)
         assert outcome.won == allowed
         if allowed:
@@ -165,7 +171,7 @@ class StoreMachine(RuleBasedStateMachine):
                     arguments_digest=digest,
                     run_id="run-1",
                     tool_call_id=call,
-                    tool_name="t",
+                    tool_name="deploy_release",
                     owner=owner,
                     lease_seconds=LEASE,
                     redispatch=redispatch,
@@ -180,7 +186,7 @@ class StoreMachine(RuleBasedStateMachine):
         now = self.clock.now
         if entry is None:
             self.model.ledger[key] = ModelEntry(
-                digest=digest, owner=owner, expires=now + timedelta(seconds=LEASE)
+                digest=digest, owner=owner, expires=now + timedelta(seconds=LEASE), created=now
             )
             return Fresh(lease_token=1, attempt=1)
         if entry.digest != digest:
