@@ -32,6 +32,14 @@ class _Deferred:
     tasks: TaskOwner
     coro: Coroutine[Any, Any, Any]
     name: str
+    owns: tuple[Coroutine[Any, Any, Any], ...] = ()
+
+    def close(self) -> None:
+        """Close work that will never start, and the coroutines it would have awaited
+        (closing a wrapper that never ran does not close what it wraps)."""
+        self.coro.close()
+        for inner in self.owns:
+            inner.close()
 
 
 _collector: contextvars.ContextVar[list[_Deferred] | None] = contextvars.ContextVar(
@@ -39,13 +47,20 @@ _collector: contextvars.ContextVar[list[_Deferred] | None] = contextvars.Context
 )
 
 
-def defer(tasks: TaskOwner, coro: Coroutine[Any, Any, Any], *, name: str) -> None:
-    """Run `coro` in a task owned by `tasks` once the current request is answered."""
+def defer(
+    tasks: TaskOwner,
+    coro: Coroutine[Any, Any, Any],
+    *,
+    name: str,
+    owns: tuple[Coroutine[Any, Any, Any], ...] = (),
+) -> None:
+    """Run `coro` in a task owned by `tasks` once the current request is answered.
+    `owns`: coroutines that `coro` wraps and awaits, closed with it if it never starts."""
     pending = _collector.get()
     if pending is None:
         tasks.spawn(coro, name=name)
     else:
-        pending.append(_Deferred(tasks=tasks, coro=coro, name=name))
+        pending.append(_Deferred(tasks=tasks, coro=coro, name=name, owns=owns))
 
 
 class AfterAck:
@@ -62,14 +77,14 @@ class AfterAck:
                 item.tasks.spawn(item.coro, name=item.name)
             except BaseException:
                 for rest in pending[index + 1 :]:
-                    rest.coro.close()
+                    rest.close()
                 raise
 
     def discard(self) -> None:
         """Drop work that will never start (the request failed before its answer)."""
         pending, self._pending = self._pending, []
         for item in pending:
-            item.coro.close()
+            item.close()
 
 
 @contextmanager

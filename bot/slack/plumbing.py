@@ -54,7 +54,7 @@ class Responder:
         """Run `coro` once Slack has been answered, in a task we own. Our own errors are
         handled inside; anything else (a bug) is logged and, with `on_failure`, the
         person who acted is told that their request failed rather than left waiting."""
-        defer(self.tasks, self._guarded(coro, name, on_failure), name=name)
+        defer(self.tasks, self._guarded(coro, name, on_failure), name=name, owns=(coro,))
 
     async def _guarded(
         self,
