@@ -195,6 +195,8 @@ def keys_generate(args: argparse.Namespace) -> int:
             f"database {database} exists but its key file {key_file} does not; restore the "
             f"key file (or set {KEYS_ENV}) instead of starting a new one"
         )
+    if not database.parent.is_dir():
+        raise ConfigError(f"database directory {database.parent} does not exist")
     create_key_file(key_file, key)
     print(f"created {key_file} (mode 0600) for the database {database} to come")
     return 0

@@ -248,3 +248,14 @@ def test_keys_generate_before_the_database_exists(
     assert code == 0
     assert "created" in out
     assert key_file_for(db).read_text().startswith("first:")
+
+
+def test_keys_generate_for_a_database_in_a_missing_directory_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("APPROVALS_KEYS", raising=False)
+    db = tmp_path / "no-such-dir" / "new.db"
+    code, _, err = cli(capsys, "keys", "generate", "--db", str(db))
+    assert code == 2
+    assert f"database directory {db.parent} does not exist" in err
+    assert not db.parent.exists()
