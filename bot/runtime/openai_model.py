@@ -162,7 +162,7 @@ class OpenAIChatModel:
             ) from None
         try:
             return json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the parser's depth
             raise ModelError(
                 f"model server answered with a body that is not JSON: {self._excerpt(text)}"
             ) from None
@@ -260,7 +260,7 @@ def _tool_call(raw: Any, index: int) -> ToolCall:
         raise ModelError(f"model answer's {where} ({name}) has arguments that are not a string")
     try:
         arguments = json.loads(arguments_text)
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:  # RecursionError: nested too deep
         raise ModelError(
             f"model asked for {name} with arguments that are not valid JSON ({error.args[0]})"
         ) from None

@@ -152,6 +152,17 @@ async def test_an_echoed_key_cut_by_the_excerpt_leaves_no_part_of_it(llm: FakeLL
     assert API_KEY[:12] not in str(caught.value)
 
 
+async def test_json_nested_past_the_parser_depth_is_a_model_error(llm: FakeLLM) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    llm.replies.append(Reply(body=deep))
+    llm.replies.append(Reply.json(completion(tool_calls=[function_call("c1", "deploy", deep)])))
+    async with model_for(llm) as model:
+        with pytest.raises(ModelError, match="not JSON"):
+            await ask(model)
+        with pytest.raises(ModelError, match="not valid JSON"):
+            await ask(model)
+
+
 async def test_a_body_that_is_not_json_is_a_model_error(llm: FakeLLM) -> None:
     llm.replies.append(Reply(body="<html>gateway hiccup</html>"))
     async with model_for(llm) as model:
