@@ -158,7 +158,9 @@ class _Ballot:
             return self._outcome(connection, "expired", self._expire(connection) or record)
         if record.arguments_digest != self.digest:
             return self._outcome(connection, "stale_digest", record)
-        if self.amend is not None:
+        if self.amend is not None and self.amend.arguments_digest != record.arguments_digest:
+            # An "amendment" to the arguments already under review changes nothing: it is
+            # a plain approval, and must not drop the other approvers' votes.
             record = self._apply_amendment(connection, record, self.amend)
         if not self._insert_vote(connection, record.arguments_digest):
             return self._outcome(connection, "already_voted", record)

@@ -100,6 +100,20 @@ async def test_one_rejection_rejects_and_stale_or_closed_votes_change_nothing(
     assert [v.voter for v in (await store.votes([approval_id]))[approval_id]] == ["UB"]
 
 
+async def test_an_amendment_to_the_same_arguments_keeps_the_other_votes(
+    store: SqliteStore,
+) -> None:
+    approval_id = await quorum(store, required=3)
+    await store.vote(approval_id, decision="approved", voter="UA", digest=DIGEST, reason="a")
+    same = Amendment(arguments_digest=DIGEST, snapshot='{"service": "api"}')
+    outcome = await store.vote(
+        approval_id, decision="approved", voter="UB", digest=DIGEST, reason="b", amend=same
+    )
+    assert (outcome.result, outcome.record.amended_by) == ("counted", None)
+    assert [v.voter for v in outcome.votes] == ["UA", "UB"]
+    assert not [e for e in await store.audit_events() if e.kind == "arguments_changed"]
+
+
 async def test_an_amendment_moves_the_digest_and_drops_earlier_votes(store: SqliteStore) -> None:
     approval_id = await quorum(store, required=2)
     await store.vote(approval_id, decision="approved", voter="UA", digest=DIGEST, reason="a")
