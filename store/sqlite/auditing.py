@@ -1,10 +1,9 @@
-"""The store's audit operations: append in its own transaction, read, verify, head."""
+"""The store's audit reads: events, verify, head (append_audit lives in StoreBase, which
+every part uses to record its own events)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
 
 from store.api import AuditEvent, AuditVerification
 from store.sqlite import audit
@@ -12,19 +11,6 @@ from store.sqlite.base import StoreBase
 
 
 class AuditPart(StoreBase):
-    async def append_audit(
-        self,
-        kind: str,
-        *,
-        actor: str | None = None,
-        run_id: str | None = None,
-        approval_id: str | None = None,
-        detail: Mapping[str, Any] | None = None,
-    ) -> AuditEvent:
-        return await self._audit(
-            kind, actor=actor, run_id=run_id, approval_id=approval_id, detail=detail
-        )
-
     async def audit_events(
         self,
         *,

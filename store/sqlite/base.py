@@ -77,7 +77,7 @@ class StoreBase:
         except TamperError as error:
             raise await self._tampered(error, run_id=run_id, detail={"purpose": purpose}) from None
 
-    async def _audit(
+    async def append_audit(
         self,
         kind: str,
         *,
@@ -86,7 +86,8 @@ class StoreBase:
         approval_id: str | None = None,
         detail: Mapping[str, Any] | None = None,
     ) -> audit.AuditEvent:
-        """Append one audit event in its own write transaction."""
+        """Append one audit event in its own write transaction (Store.append_audit; every
+        part records its own events through it)."""
         at = self._now()
         audit.canonical_detail(detail)  # refuse a bad detail before taking the write lock
 
@@ -107,7 +108,7 @@ class StoreBase:
         self, error: TamperError, *, run_id: str | None, detail: Mapping[str, Any]
     ) -> TamperError:
         """Record the tampering in the audit log; the caller raises what this returns."""
-        await self._audit(
+        await self.append_audit(
             "tamper_detected", actor="store", run_id=run_id, detail={**detail, "error": str(error)}
         )
         return error

@@ -49,7 +49,7 @@ class RotationPart(StoreBase):
         report = RotationReport(key_id=newest, already_current=await self._count_current(newest))
         await self._rotate_run_states(report, batch_size)
         await self._rotate_ledger_results(report, batch_size)
-        await self._audit(
+        await self.append_audit(
             "key_rotated",
             actor=actor,
             detail={
