@@ -36,9 +36,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-# slack_load (beside this script) comes first: it puts the project root ahead of bench/
-# on sys.path, where bench/store.py would otherwise shadow the store package.
-from slack_load import (  # isort: skip
+from slack_bolt.app.async_app import AsyncApp
+from slack_load import (
     SECRET,
     LoadGenerator,
     Measured,
@@ -52,7 +51,6 @@ from slack_load import (  # isort: skip
     submission,
     thread_reply,
 )
-from slack_bolt.app.async_app import AsyncApp
 
 from bot.runtime import Agent, AgentRegistry, ModelResponse, ScriptedModel, tool
 from bot.service import ApprovalService

@@ -24,11 +24,8 @@ import aiohttp
 from aiohttp import web
 
 ROOT = Path(__file__).resolve().parents[1]
-# Run as a script, bench/ is first on sys.path, where a bench module may shadow a package
-# of ours (bench/store.py vs store/): look in the project root and the Slack tests first.
-sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != ROOT / "bench"]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "slack")]
-sys.path.append(str(ROOT / "bench"))
+# The fake Slack Web API lives with the Slack tests.
+sys.path.append(str(ROOT / "tests" / "slack"))
 
 from fake_slack import FakeSlack  # noqa: E402
 
