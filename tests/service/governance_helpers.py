@@ -4,10 +4,13 @@ edge), a clock the test moves, and a gated agent for races at execution time."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from service_harness import Harness
 
 from bot.policy import Policy, parse_policy
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, tool
@@ -33,6 +36,20 @@ approvers = ["{RELEASE}"]
 
 def policy(text: str = POLICY) -> Policy:
     return parse_policy(text, source="test-policy.toml")
+
+
+async def governed(open_harness: Callable[..., Any], **options: Any) -> Harness:
+    """A harness under the test policy and an empty group directory, unless given."""
+    options.setdefault("policy", policy())
+    options.setdefault("groups", FakeGroups())
+    harness: Harness = await open_harness(**options)
+    return harness
+
+
+async def audit_of(harness: Harness, run_id: str, kind: str) -> list[dict[str, Any]]:
+    """The run's audit events of one kind, each as its detail plus the actor."""
+    trail = await harness.store.audit_events(run_id=run_id)
+    return [{"actor": e.actor, **e.detail} for e in trail if e.kind == kind]
 
 
 class FakeGroups:

@@ -24,7 +24,9 @@ from governance_helpers import (
     Clock,
     FakeGroups,
     Gate,
+    audit_of,
     gated_registry,
+    governed,
     policy,
 )
 from service_harness import REQUESTER, Harness, RecordingNotifier, open_service, start
@@ -32,18 +34,6 @@ from service_harness import REQUESTER, Harness, RecordingNotifier, open_service,
 from bot.errors import AlreadyDecidedError, ConfigError, InputError, NotAuthorizedError
 from bot.service.resume import EXPIRED_MESSAGE, REVOKED_MESSAGE
 from store.api import ApprovalRecord, RunRecord
-
-
-async def governed(open_harness: Callable[..., Any], **options: Any) -> Harness:
-    options.setdefault("policy", policy())
-    options.setdefault("groups", FakeGroups())
-    harness: Harness = await open_harness(**options)
-    return harness
-
-
-async def events(harness: Harness, run_id: str, kind: str) -> list[dict[str, Any]]:
-    trail = await harness.store.audit_events(run_id=run_id)
-    return [{"actor": e.actor, **e.detail} for e in trail if e.kind == kind]
 
 
 async def test_self_approval_is_refused_and_audited(open_harness: Callable[..., Any]) -> None:
@@ -57,7 +47,7 @@ async def test_self_approval_is_refused_and_audited(open_harness: Callable[..., 
         )
 
     assert (await harness.pending(run.run_id)) == [approval]
-    [refused] = await events(harness, run.run_id, "refused")
+    [refused] = await audit_of(harness, run.run_id, "refused")
     assert (refused["actor"], refused["why"]) == (REQUESTER, "self_approval")
     assert harness.effect_lines() == []
 
@@ -82,7 +72,7 @@ async def test_a_non_member_is_refused_and_a_member_decides(
 
     [effect] = harness.effect_lines()
     assert effect["tool"] == "restart_service"
-    [refused] = await events(harness, run.run_id, "refused")
+    [refused] = await audit_of(harness, run.run_id, "refused")
     assert (refused["actor"], refused["why"]) == (MALLORY, "not_an_approver")
 
 
@@ -121,10 +111,10 @@ async def test_quorum_of_two_counts_the_same_person_once(
 
     [effect] = harness.effect_lines()
     assert effect["tool"] == "deploy_release"
-    [decided] = await events(harness, run.run_id, "decided")
+    [decided] = await audit_of(harness, run.run_id, "decided")
     assert decided["voters"] == [ALICE, BOB]
-    assert [e["why"] for e in await events(harness, run.run_id, "refused")] == ["already_voted"]
-    assert len(await events(harness, run.run_id, "voted")) == 1
+    assert [e["why"] for e in await audit_of(harness, run.run_id, "refused")] == ["already_voted"]
+    assert len(await audit_of(harness, run.run_id, "voted")) == 1
 
 
 async def test_one_rejection_rejects_a_quorum_approval(open_harness: Callable[..., Any]) -> None:
@@ -166,7 +156,7 @@ async def test_two_racing_final_votes_make_one_transition(
     assert len(lost) == 1
     assert isinstance(lost[0], AlreadyDecidedError)
     assert len(harness.effect_lines()) == 1
-    assert len(await events(harness, run.run_id, "decided")) == 1
+    assert len(await audit_of(harness, run.run_id, "decided")) == 1
 
 
 async def test_a_required_reason_must_be_given(open_harness: Callable[..., Any]) -> None:
@@ -200,7 +190,7 @@ async def test_expiry_racing_a_click_expires_once_and_the_model_is_told(
     assert stored is not None
     assert stored.status == "expired"
     assert harness.effect_lines() == []
-    assert len(await events(harness, run.run_id, "expired")) == 1
+    assert len(await audit_of(harness, run.run_id, "expired")) == 1
     assert [a.approval_id for a in harness.notifier.expired_notices] == [approval.approval_id]
     assert [a.status for a in harness.notifier.decided] == ["expired"]
     assert EXPIRED_MESSAGE in harness.notifier.answer(run.run_id)
@@ -252,7 +242,7 @@ async def test_reminders_are_sent_once_even_across_a_restart(
     clock.advance(minutes=5)
     assert await again.service.send_reminders() == []
     assert again.notifier.reminders == []
-    assert len(await events(again, run.run_id, "reminded")) == 1
+    assert len(await audit_of(again, run.run_id, "reminded")) == 1
 
 
 async def test_revoked_before_it_runs_never_runs(open_harness: Callable[..., Any]) -> None:
@@ -278,7 +268,7 @@ async def test_revoked_before_it_runs_never_runs(open_harness: Callable[..., Any
 
     assert [e["tool"] for e in harness.effect_lines()] == ["deploy_release"]
     assert REVOKED_MESSAGE in harness.notifier.answer(run.run_id)
-    [audited] = await events(harness, run.run_id, "revoked")
+    [audited] = await audit_of(harness, run.run_id, "revoked")
     assert (audited["actor"], audited["reason"]) == (REQUESTER, "wrong service")
     with pytest.raises(AlreadyDecidedError, match="already revoked by"):
         await harness.service.revoke(restart.approval_id, actor=ADMIN, reason="again")
@@ -309,7 +299,7 @@ async def test_revocation_racing_execution(
 
     assert revoked.status == "revoked"
     assert gate.ran == ["hold"]
-    [refused] = await events(harness, run.run_id, "execution_refused")
+    [refused] = await audit_of(harness, run.run_id, "execution_refused")
     assert refused["why"] == "its approval is revoked"
     [(told, why)] = harness.notifier.refused
     assert (told.approval_id, told.status, why) == (
@@ -336,7 +326,7 @@ async def test_an_approver_removed_from_the_group_stops_the_execution(
     await harness.service.drain()
 
     assert [e["tool"] for e in harness.effect_lines()] == ["restart_service"]
-    [refused] = await events(harness, run.run_id, "execution_refused")
+    [refused] = await audit_of(harness, run.run_id, "execution_refused")
     assert refused["tool"] == "deploy_release"
     assert "approver UALICE is no longer eligible" in refused["why"]
     assert "no longer eligible" in harness.notifier.answer(run.run_id)

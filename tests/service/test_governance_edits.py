@@ -7,7 +7,18 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from governance_helpers import ADMIN, ALICE, BOB, CAROL, MALLORY, Clock, FakeGroups, policy
+from governance_helpers import (
+    ADMIN,
+    ALICE,
+    BOB,
+    CAROL,
+    MALLORY,
+    Clock,
+    FakeGroups,
+    audit_of,
+    governed,
+    policy,
+)
 from service_harness import OPS_TOKEN, REQUESTER, Harness, start
 
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
@@ -15,18 +26,6 @@ from bot.review import REDACTED, arguments_digest
 from bot.runtime.decisions import ABORTED_MESSAGE
 
 SECRET = "xoxp-5555555555-6666666666-abcdefabcdef"
-
-
-async def governed(open_harness: Callable[..., Any], **options: Any) -> Harness:
-    options.setdefault("policy", policy())
-    options.setdefault("groups", FakeGroups())
-    harness: Harness = await open_harness(**options)
-    return harness
-
-
-async def audit_of(harness: Harness, run_id: str, kind: str) -> list[dict[str, Any]]:
-    trail = await harness.store.audit_events(run_id=run_id)
-    return [{"actor": e.actor, **e.detail} for e in trail if e.kind == kind]
 
 
 async def test_invalid_changes_are_refused_and_change_nothing(
