@@ -280,12 +280,11 @@ class TerminalNotifier:
     async def approval_requested(
         self, run: RunRecord, approval: ApprovalRecord, snapshot: ReviewSnapshot
     ) -> Location | None:
-        expires = approval.expires_at.isoformat() if approval.expires_at else "never"
         self._say(
             f"\napproval needed: {snapshot.tool_name} (approval {approval.approval_id})\n"
             f"  arguments: {_compact(snapshot.arguments)}\n"
             f"  digest:    {snapshot.digest}\n"
-            f"  expires:   {expires}"
+            f"  expires:   {_expiry(approval)}"
         )
         return None
 
@@ -303,8 +302,9 @@ class TerminalNotifier:
     async def approval_reminder(
         self, run: RunRecord, approval: ApprovalRecord, approvers: Sequence[str]
     ) -> None:
-        expires = approval.expires_at.isoformat() if approval.expires_at else "never"
-        self._say(f"reminder: {approval.tool_name} ({approval.approval_id}) expires {expires}")
+        self._say(
+            f"reminder: {approval.tool_name} ({approval.approval_id}) expires {_expiry(approval)}"
+        )
 
     async def approval_expired_notice(self, run: RunRecord, approval: ApprovalRecord) -> None:
         self._say(f"{approval.tool_name} ({approval.approval_id}) expired: nobody decided in time")
@@ -326,6 +326,10 @@ class TerminalNotifier:
 
     async def run_failed(self, run: RunRecord, *, error: str) -> None:
         self._say(f"\nrun failed: {error}")
+
+
+def _expiry(approval: ApprovalRecord) -> str:
+    return approval.expires_at.isoformat() if approval.expires_at else "never"
 
 
 def _compact(arguments: Mapping[str, Any]) -> str:
