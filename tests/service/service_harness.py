@@ -11,7 +11,7 @@ from typing import Any
 
 from bot.demo import default_registry, ops_dependencies
 from bot.review import ReviewSnapshot
-from bot.runtime import AgentRegistry, PendingCall
+from bot.runtime import AgentRegistry, PendingCall, arguments_digest
 from bot.service import ApprovalService, Location, TaskOwner
 from bot.service.views import ApprovalView
 from store import SqliteStore, open_store
@@ -149,3 +149,25 @@ async def start(harness: Harness, task: str = "deploy payments 1.2.3") -> RunRec
 async def kinds(harness: Harness, run_id: str) -> list[str]:
     """The run's audit trail, as event kinds in order."""
     return [event.kind for event in await harness.store.audit_events(run_id=run_id)]
+
+
+async def paused_with_an_uncertain_restart(harness: Harness, approver: str = APPROVER) -> str:
+    """A run whose approved `restart api` was dispatched by a dead worker: its execution
+    key is claimed in the ledger directly (what the dead worker did before it died)."""
+    run = await start(harness, "restart api")
+    [approval] = await harness.pending(run.run_id)
+    [call] = (await harness.service.load_state(run.run_id)).get_interruptions()
+    await harness.store.ledger_claim(
+        execution_key=call.execution_key,
+        arguments_digest=arguments_digest(call.arguments),
+        run_id=run.run_id,
+        tool_call_id=call.tool_call_id,
+        tool_name=call.tool_name,
+        owner="dead-worker",
+        lease_seconds=0.001,
+    )
+    await harness.service.decide(approval.approval_id, approve=True, decider=approver, reason="go")
+    await harness.service.drain()
+    [uncertain] = harness.notifier.uncertain
+    assert uncertain.execution_key == call.execution_key
+    return run.run_id

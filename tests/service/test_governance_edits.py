@@ -19,7 +19,12 @@ from governance_helpers import (
     governed,
     policy,
 )
-from service_harness import OPS_TOKEN, REQUESTER, Harness, start
+from service_harness import (
+    OPS_TOKEN,
+    REQUESTER,
+    paused_with_an_uncertain_restart,
+    start,
+)
 
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
 from bot.review import REDACTED, arguments_digest
@@ -175,7 +180,7 @@ async def test_reconcile_is_for_admins_and_eligible_approvers(
         open_harness,
         policy=policy(f"admins = ['{ADMIN}']\n[tools.restart_service]\napprovers = ['{CAROL}']"),
     )
-    run_id = await paused_with_an_uncertain_restart_by(harness, CAROL)
+    run_id = await paused_with_an_uncertain_restart(harness, CAROL)
 
     for outsider in (MALLORY, REQUESTER):
         with pytest.raises(NotAuthorizedError, match="admin or an approver of restart_service"):
@@ -202,7 +207,7 @@ async def test_an_eligible_approver_reconciles_with_a_result_or_a_retry(
     harness = await governed(
         open_harness, policy=policy(f"[tools.restart_service]\napprovers = ['{CAROL}']")
     )
-    run_id = await paused_with_an_uncertain_restart_by(harness, CAROL)
+    run_id = await paused_with_an_uncertain_restart(harness, CAROL)
     if choice == "result":
         await harness.service.reconcile(run_id, actor=CAROL, result="api restarted at 09:02")
     else:
@@ -217,28 +222,6 @@ async def test_an_eligible_approver_reconciles_with_a_result_or_a_retry(
         assert [e["tool"] for e in harness.effect_lines()] == ["restart_service"]
     [reconciled] = await audit_of(harness, run_id, "reconciled")
     assert (reconciled["actor"], reconciled["choice"]) == (CAROL, choice)
-
-
-async def paused_with_an_uncertain_restart_by(harness: Harness, approver: str) -> str:
-    """A run whose approved `restart api` was dispatched by a dead worker (as in
-    test_reconcile), approved by an approver the policy knows."""
-    run = await start(harness, "restart api")
-    [approval] = await harness.pending(run.run_id)
-    [call] = (await harness.service.load_state(run.run_id)).get_interruptions()
-    await harness.store.ledger_claim(
-        execution_key=call.execution_key,
-        arguments_digest=arguments_digest(call.arguments),
-        run_id=run.run_id,
-        tool_call_id=call.tool_call_id,
-        tool_name=call.tool_name,
-        owner="dead-worker",
-        lease_seconds=0.001,
-    )
-    await harness.service.decide(approval.approval_id, approve=True, decider=approver, reason="go")
-    await harness.service.drain()
-    [uncertain] = harness.notifier.uncertain
-    assert uncertain.execution_key == call.execution_key
-    return run.run_id
 
 
 async def test_read_models_page_what_each_viewer_may_decide(

@@ -6,34 +6,13 @@ execution key in the ledger directly (what the dead worker did before it died)."
 from __future__ import annotations
 
 import pytest
-from service_harness import APPROVER, Harness, kinds, start
+from service_harness import APPROVER, Harness, kinds, paused_with_an_uncertain_restart, start
 
 from bot.errors import InputError, ResolutionError, UnknownCallError
 from bot.runtime import arguments_digest
 from bot.runtime.decisions import ABORTED_MESSAGE
 from bot.runtime.journal import InMemoryJournal, Recorded
 from bot.service.journal import ServiceJournal
-
-
-async def paused_with_an_uncertain_restart(harness: Harness) -> str:
-    """A run whose approved `restart api` was dispatched by a dead worker."""
-    run = await start(harness, "restart api")
-    [approval] = await harness.pending(run.run_id)
-    [call] = (await harness.service.load_state(run.run_id)).get_interruptions()
-    await harness.store.ledger_claim(
-        execution_key=call.execution_key,
-        arguments_digest=arguments_digest(call.arguments),
-        run_id=run.run_id,
-        tool_call_id=call.tool_call_id,
-        tool_name=call.tool_name,
-        owner="dead-worker",
-        lease_seconds=0.001,
-    )
-    await harness.service.decide(approval.approval_id, approve=True, decider=APPROVER, reason="go")
-    await harness.service.drain()
-    [uncertain] = harness.notifier.uncertain
-    assert uncertain.execution_key == call.execution_key
-    return run.run_id
 
 
 async def test_abort_tells_the_model_and_runs_nothing(harness: Harness) -> None:
