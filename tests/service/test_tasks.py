@@ -76,16 +76,23 @@ async def test_aclose_cancels_what_outlives_the_grace_and_refuses_new_work() -> 
     assert coro.cr_frame is None  # closed, so no "never awaited" warning
 
 
+@pytest.mark.parametrize(
+    "error",
+    [StoreError("database is locked"), KeyError("approval_id")],
+    ids=["store-error", "unexpected-error"],
+)
 async def test_the_sweeper_logs_a_failed_sweep_and_tries_again(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, error: Exception
 ) -> None:
+    """A failed pass, expected (the store) or a bug, must not stop expiry for good (runs
+    would wait forever) nor surface only as an exception out of aclose at shutdown."""
     calls: list[int] = []
     recovered = asyncio.Event()
 
     async def sweep() -> None:
         calls.append(len(calls))
         if len(calls) == 1:
-            raise StoreError("database is locked")
+            raise error
         recovered.set()
 
     sweeper = ExpirySweeper(sweep, every_seconds=0.001)
@@ -104,25 +111,3 @@ def test_the_sweep_interval_must_be_positive() -> None:
 
     with pytest.raises(ConfigError, match="must be positive"):
         ExpirySweeper(sweep, every_seconds=0)
-
-
-async def test_the_sweeper_survives_an_unexpected_error(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """A bug in one pass must not stop expiry for good (runs would wait forever) nor
-    surface only as an exception out of aclose at shutdown."""
-    calls: list[int] = []
-    recovered = asyncio.Event()
-
-    async def sweep() -> None:
-        calls.append(len(calls))
-        if len(calls) == 1:
-            raise KeyError("approval_id")
-        recovered.set()
-
-    sweeper = ExpirySweeper(sweep, every_seconds=0.001)
-    with caplog.at_level(logging.ERROR, logger="bot.service"):
-        sweeper.start()
-        await asyncio.wait_for(recovered.wait(), timeout=5)
-        await sweeper.aclose()
-    assert "expiry sweep failed" in caplog.text
