@@ -291,6 +291,27 @@ async def start_run(
     return root, found
 
 
+async def start_chat(bot: Bot) -> Call:
+    """/agent @chat hello; wait for the root message and the first answer in its thread."""
+    reply = await bot.driver.command("/agent", "@chat hello", user=REQUESTER, channel=CHANNEL)
+    assert reply.status == 200
+    (root,) = await bot.fake.wait_for("chat.postMessage", lambda c: "thread_ts" not in c.args)
+    await bot.fake.wait_for("chat.postMessage", in_thread(root, "First answer."))
+    return root
+
+
+def thread_message(root: Call, text: str, *, user: str, ts: str) -> dict[str, Any]:
+    """The message event of a person writing `text` in `root`'s thread."""
+    return {
+        "type": "message",
+        "channel": CHANNEL,
+        "user": user,
+        "text": text,
+        "ts": ts,
+        "thread_ts": root.answer["ts"],
+    }
+
+
 async def open_modal(bot: Bot, card: Call, action: str, *, user: str) -> dict[str, Any]:
     before = len(bot.fake.calls_to("views.open"))
     reply = await bot.driver.click(card, action, user=user, ts=card.answer["ts"])

@@ -14,7 +14,9 @@ from slack_harness import (
     REQUESTER,
     Bot,
     in_thread,
+    start_chat,
     start_run,
+    thread_message,
 )
 
 from bot.errors import SlackError
@@ -51,19 +53,9 @@ async def test_bad_signatures_get_401_and_change_nothing(bot: Bot) -> None:
 
 
 async def test_a_slack_retry_is_processed_once(bot: Bot) -> None:
-    root_reply = await bot.driver.command("/agent", "@chat hello", user=REQUESTER, channel=CHANNEL)
-    assert root_reply.status == 200
-    (root,) = await bot.fake.wait_for("chat.postMessage", lambda c: "thread_ts" not in c.args)
-    await bot.fake.wait_for("chat.postMessage", in_thread(root, "First answer."))
+    root = await start_chat(bot)
     await bot.settle()
-    event = {
-        "type": "message",
-        "channel": CHANNEL,
-        "user": REQUESTER,
-        "text": "and then?",
-        "ts": "1800000000.000900",
-        "thread_ts": root.answer["ts"],
-    }
+    event = thread_message(root, "and then?", user=REQUESTER, ts="1800000000.000900")
     first = await bot.driver.event(event, event_id="Ev0RETRY1")
     again = await bot.driver.event(event, event_id="Ev0RETRY1", retry_num=1)
     assert (first.status, again.status) == (200, 200)

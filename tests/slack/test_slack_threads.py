@@ -9,7 +9,6 @@ from pathlib import Path
 from fake_slack import Call
 from slack_harness import (
     APPROVER,
-    CHANNEL,
     REQUESTER,
     Bot,
     Effects,
@@ -18,26 +17,19 @@ from slack_harness import (
     in_thread,
     open_modal,
     start_bot,
+    start_chat,
     start_run,
     stop_bot,
+    thread_message,
 )
 
 
 async def test_a_thread_reply_continues_the_conversation_from_the_stored_state(
     bot: Bot,
 ) -> None:
-    await bot.driver.command("/agent", "@chat hello", user=REQUESTER, channel=CHANNEL)
-    (root,) = await bot.fake.wait_for("chat.postMessage", lambda c: "thread_ts" not in c.args)
-    await bot.fake.wait_for("chat.postMessage", in_thread(root, "First answer."))
+    root = await start_chat(bot)
     await bot.settle()
-    reply = {
-        "type": "message",
-        "channel": CHANNEL,
-        "user": APPROVER,
-        "text": "tell me more",
-        "ts": "1800000000.000500",
-        "thread_ts": root.answer["ts"],
-    }
+    reply = thread_message(root, "tell me more", user=APPROVER, ts="1800000000.000500")
     assert (await bot.driver.event(reply)).status == 200
     await bot.fake.wait_for("chat.postMessage", in_thread(root, "Second answer."))
     history = bot.models["chat"].requests[-1].history
@@ -50,14 +42,7 @@ async def test_thread_replies_while_paused_are_told_to_wait_and_bot_messages_are
 ) -> None:
     root, _ = await start_run(bot)
     thread_ts = root.answer["ts"]
-    paused = {
-        "type": "message",
-        "channel": CHANNEL,
-        "user": REQUESTER,
-        "text": "hurry up",
-        "ts": "1800000000.000100",
-        "thread_ts": thread_ts,
-    }
+    paused = thread_message(root, "hurry up", user=REQUESTER, ts="1800000000.000100")
     await bot.driver.event(paused)
     (told,) = await bot.fake.wait_for("chat.postEphemeral")
     assert told.args["user"] == REQUESTER
@@ -155,20 +140,10 @@ async def test_killed_inside_a_manual_tool_ends_uncertain_and_the_thread_says_so
 
 
 async def test_a_failing_model_ends_the_run_with_a_clear_line_in_the_thread(bot: Bot) -> None:
-    await bot.driver.command("/agent", "@chat hello", user=REQUESTER, channel=CHANNEL)
-    (root,) = await bot.fake.wait_for("chat.postMessage", lambda c: "thread_ts" not in c.args)
-    await bot.fake.wait_for("chat.postMessage", in_thread(root, "First answer."))
-    thread_ts = root.answer["ts"]
+    root = await start_chat(bot)
     for number, text in enumerate(("more", "and more")):  # the script has two answers
         await bot.settle()
-        event = {
-            "type": "message",
-            "channel": CHANNEL,
-            "user": APPROVER,
-            "text": text,
-            "ts": f"1800000000.00070{number}",
-            "thread_ts": thread_ts,
-        }
+        event = thread_message(root, text, user=APPROVER, ts=f"1800000000.00070{number}")
         assert (await bot.driver.event(event)).status == 200
     (failed,) = await bot.fake.wait_for("chat.postMessage", in_thread(root, "The run stopped"))
     assert "script exhausted" in failed.text
