@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 
 from bot.policy import GroupDirectory, Policy, ToolRule
 from bot.review import ReviewSnapshot
-from bot.runtime import AgentRegistry, PendingCall
+from bot.runtime import AgentRegistry, PendingCall, RunState
+from bot.service.codec import decode_state
 from bot.service.notifier import Location, Notifier
 from bot.service.views import ApprovalView
 from store.api import ApprovalRecord, RunRecord, Store
@@ -50,6 +51,10 @@ class ServiceParts:
 
     def rule_for(self, tool_name: str) -> ToolRule:
         return self.policy.rule_for(tool_name)
+
+    async def load_state(self, run_id: str) -> RunState:
+        """The run's stored state, decrypted and decoded."""
+        return await decode_state(await self.store.load_run_state(run_id))
 
     @property
     def notify(self) -> SafeNotifier:

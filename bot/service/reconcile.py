@@ -23,7 +23,7 @@ from bot.errors import (
 )
 from bot.runtime import CURRENT_SCHEMA_VERSION, PendingCall, RunState
 from bot.service.authority import may_reconcile
-from bot.service.codec import decode_state, encode_state
+from bot.service.codec import encode_state
 from bot.service.parts import ServiceParts
 from store.api import RunRecord
 
@@ -117,7 +117,7 @@ async def _resolve(
     choice: Reconciliation,
     reason: str | None,
 ) -> tuple[RunRecord, PendingCall]:
-    state = await decode_state(await parts.store.load_run_state(run.run_id))
+    state = await parts.load_state(run.run_id)
     target = uncertain_call(state, call)
     if not await may_reconcile(
         parts, tool_name=target.tool_name, requester=run.requester, user=actor

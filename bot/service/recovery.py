@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from bot.errors import ApprovalsError
-from bot.service.codec import decode_state
 from bot.service.execution import fail_run
 from bot.service.parts import ServiceParts, log
 from bot.service.resume import APPROVALS_PER_RUN_LIMIT
@@ -73,5 +72,5 @@ async def _stalled(parts: ServiceParts, run: RunRecord) -> bool:
     rows = await parts.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
     if any(row.status == "pending" for row in rows):
         return False
-    state = await decode_state(await parts.store.load_run_state(run.run_id))
+    state = await parts.load_state(run.run_id)
     return not any(call.status == "uncertain" for call in state.get_interruptions())

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from bot.errors import ApprovalsError
 from bot.review import arguments_digest
 from bot.runtime import PendingCall, RunState
-from bot.service.codec import decode_state
 from bot.service.execution import execute, fail_run, request_approvals
 from bot.service.parts import ServiceParts
 from store.api import ApprovalRecord, RunRecord
@@ -99,7 +98,7 @@ async def resume_run(parts: ServiceParts, run: RunRecord) -> RunRecord:
     """Finish a claimed (`resuming`) run; see the module doc. Never raises for a run
     that fails: it is marked failed and people are told."""
     try:
-        state = await decode_state(await parts.store.load_run_state(run.run_id))
+        state = await parts.load_state(run.run_id)
         agent = parts.registry.get(state.agent_name, state.agent_version)
     except ApprovalsError as error:
         return await fail_run(parts, run, f"cannot resume: {error}")

@@ -28,7 +28,7 @@ from bot.errors import (
 from bot.policy import DEFAULT_POLICY, GroupDirectory, NoGroups, Policy
 from bot.runtime import CURRENT_SCHEMA_VERSION, AgentRegistry, RunState
 from bot.runtime.context import serialize_context
-from bot.service.codec import decode_state, encode_state
+from bot.service.codec import encode_state
 from bot.service.config import DEFAULT_APPROVAL_TTL
 from bot.service.execution import execute
 from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
@@ -332,7 +332,7 @@ class ApprovalService:
         if claimed is None:
             return Busy(run=run)
         try:
-            state = await decode_state(await self._parts.store.load_run_state(run.run_id))
+            state = await self._parts.load_state(run.run_id)
             state.append_user_message(text.strip())
             agent = self._parts.registry.get(state.agent_name, state.agent_version)
         except ApprovalsError:
@@ -376,7 +376,7 @@ class ApprovalService:
 
     async def load_state(self, run_id: str) -> RunState:
         """The run's stored state, decrypted (for operators and the terminal demo)."""
-        return await decode_state(await self._parts.store.load_run_state(run_id))
+        return await self._parts.load_state(run_id)
 
     async def _require_run(self, run_id: str) -> RunRecord:
         run = await self._parts.store.get_run(run_id)

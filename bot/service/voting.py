@@ -22,7 +22,7 @@ from bot.errors import (
 from bot.runtime import CURRENT_SCHEMA_VERSION, RunState
 from bot.service.amend import amend_call, edited_arguments, pending_call
 from bot.service.authority import counted_voters, may_revoke, refuse, require_decider
-from bot.service.codec import decode_state, encode_state
+from bot.service.codec import encode_state
 from bot.service.execution import card_snapshot
 from bot.service.outcomes import DecisionResult
 from bot.service.parts import ServiceParts, log
@@ -158,7 +158,7 @@ async def approve_changed(
     approval, run = await check_ballot(parts, ballot)
     if run.status != "paused":
         raise ResolutionError(f"run {run.run_id} is {run.status}; try again when it is paused")
-    state = await decode_state(await parts.store.load_run_state(run.run_id))
+    state = await parts.load_state(run.run_id)
     agent = parts.registry.get(state.agent_name, state.agent_version)
     call = pending_call(state, approval.tool_call_id)
     tool = agent.tool_named(call.tool_name)
