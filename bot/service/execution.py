@@ -82,28 +82,23 @@ async def _tell_refused(
 async def persist_outcome(
     parts: ServiceParts, run: RunRecord, result: RunResult, *, requester: str | None = None
 ) -> RunRecord:
-    state_json = await encode_state(result.state)
-    if result.status == "paused":
-        saved = await parts.store.save_run_state(
-            run.run_id,
-            expected_version=run.version,
-            state_json=state_json,
-            status="paused",
-            schema_version=CURRENT_SCHEMA_VERSION,
-        )
-        await request_approvals(parts, saved, result.interruptions, requester=requester)
-        for call in result.interruptions:
-            if call.status == "uncertain":
-                await parts.notify.call_uncertain(saved, call)
-        return saved
+    paused = result.status == "paused"
     saved = await parts.store.save_run_state(
         run.run_id,
         expected_version=run.version,
-        state_json=state_json,
-        status="completed",
+        state_json=await encode_state(result.state),
+        status="paused" if paused else "completed",
         schema_version=CURRENT_SCHEMA_VERSION,
     )
-    await parts.notify.run_finished(saved, final_output=result.final_output, status=result.status)
+    if not paused:
+        await parts.notify.run_finished(
+            saved, final_output=result.final_output, status=result.status
+        )
+        return saved
+    await request_approvals(parts, saved, result.interruptions, requester=requester)
+    for call in result.interruptions:
+        if call.status == "uncertain":
+            await parts.notify.call_uncertain(saved, call)
     return saved
 
 
