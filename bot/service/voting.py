@@ -77,12 +77,22 @@ async def check_ballot(parts: ServiceParts, ballot: Ballot) -> tuple[ApprovalRec
     return approval, run
 
 
-async def cast(
-    parts: ServiceParts, ballot: Ballot, followup: Followup, *, amend: Amendment | None = None
-) -> DecisionResult:
+async def cast(parts: ServiceParts, ballot: Ballot, followup: Followup) -> DecisionResult:
     """Vote (see `ApprovalService.decide`)."""
     approval, run = await check_ballot(parts, ballot)
-    outcome = await parts.store.vote(
+    outcome = await _vote(parts, ballot, approval)
+    return await settle(parts, run, ballot, outcome, followup)
+
+
+async def _vote(
+    parts: ServiceParts,
+    ballot: Ballot,
+    approval: ApprovalRecord,
+    *,
+    amend: Amendment | None = None,
+) -> VoteOutcome:
+    """The ballot as one store vote, on the digest the decider saw (default: current)."""
+    return await parts.store.vote(
         ballot.approval_id,
         decision="approved" if ballot.approve else "rejected",
         voter=ballot.decider,
@@ -92,7 +102,6 @@ async def cast(
         amend=amend,
         now=parts.clock(),
     )
-    return await settle(parts, run, ballot, outcome, followup)
 
 
 async def settle(
@@ -170,15 +179,7 @@ async def approve_changed(
         return await cast(parts, ballot, followup)  # nothing changed: a plain approval
     saved = await _save_arguments(parts, run, state, call.tool_call_id, new_arguments)
     amendment = Amendment(arguments_digest=snapshot.digest, snapshot=snapshot.to_json())
-    outcome = await parts.store.vote(
-        ballot.approval_id,
-        decision="approved",
-        voter=ballot.decider,
-        digest=ballot.digest or approval.arguments_digest,
-        reason=ballot.reason.strip() or None,
-        amend=amendment,
-        now=parts.clock(),
-    )
+    outcome = await _vote(parts, ballot, approval, amend=amendment)
     if outcome.result not in ("counted", "decided"):
         # The change did not land (closed, expired, edited meanwhile): put the state's
         # arguments back. Were this lost in a crash, the resume would find state and row
