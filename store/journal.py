@@ -7,41 +7,14 @@ lease token that was taken over raises LeaseLostError and writes nothing.
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from bot.runtime.journal import Claim, Journal
-
-
-class LedgerStore(Protocol):
-    """The part of the store a journal needs (every Store engine provides it)."""
-
-    async def ledger_claim(
-        self,
-        *,
-        execution_key: str,
-        arguments_digest: str,
-        run_id: str,
-        tool_call_id: str,
-        tool_name: str,
-        owner: str,
-        lease_seconds: float,
-        redispatch: bool = False,
-    ) -> Claim: ...
-
-    async def ledger_record_result(
-        self, *, execution_key: str, lease_token: int, result: str, is_error: bool
-    ) -> None: ...
-
-    async def ledger_mark_uncertain(
-        self, *, execution_key: str, owner: str | None = None
-    ) -> None: ...
-    async def ledger_resolve_with_result(self, *, execution_key: str, result: str) -> None: ...
+from store.api import Store
 
 
 class StoreJournal:
     """A Journal whose claims are leases held by `owner` for `lease_seconds`."""
 
-    def __init__(self, store: LedgerStore, *, owner: str, lease_seconds: float = 300.0) -> None:
+    def __init__(self, store: Store, *, owner: str, lease_seconds: float = 300.0) -> None:
         self._store = store
         self._owner = owner
         self._lease_seconds = lease_seconds
