@@ -24,7 +24,7 @@ from store.api import (
 )
 from store.sqlite import audit
 from store.sqlite.base import StoreBase
-from store.sqlite.connection import fetch_all, fetch_one
+from store.sqlite.connection import fetch_all, fetch_one, where_all
 from store.sqlite.rows import APPROVAL_COLUMNS, row_to_approval
 from store.sqlite.timefmt import to_db
 
@@ -60,18 +60,11 @@ class ApprovalsPart(StoreBase):
         status: ApprovalStatus | None = None,
         limit: int = 100,
     ) -> list[ApprovalRecord]:
-        clauses, params = [], []
-        if run_id is not None:
-            clauses.append("run_id = ?")
-            params.append(run_id)
-        if status is not None:
-            if status not in APPROVAL_STATUSES:
-                raise InputError(
-                    f"approval status {status!r} is not one of {sorted(APPROVAL_STATUSES)}"
-                )
-            clauses.append("status = ?")
-            params.append(status)
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        if status is not None and status not in APPROVAL_STATUSES:
+            raise InputError(
+                f"approval status {status!r} is not one of {sorted(APPROVAL_STATUSES)}"
+            )
+        where, params = where_all({"run_id = ?": run_id, "status = ?": status})
         rows = await self._db.read(
             f"SELECT {APPROVAL_COLUMNS} FROM approvals {where} "
             "ORDER BY created_at, approval_id LIMIT ?",

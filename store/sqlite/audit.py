@@ -28,7 +28,7 @@ from bot.errors import InputError
 from store.api import AuditEvent, AuditVerification
 
 __all__ = ["AuditEvent", "append", "head", "read_events", "verify"]
-from store.sqlite.connection import Database, fetch_one
+from store.sqlite.connection import Database, fetch_one, where_all
 from store.sqlite.timefmt import from_db, to_db
 
 GENESIS_HASH = "0" * 64
@@ -149,18 +149,13 @@ async def read_events(
     run_id: str | None = None,
     approval_id: str | None = None,
 ) -> list[AuditEvent]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    if since is not None:
-        clauses.append("at >= ?")
-        params.append(to_db(since))
-    if run_id is not None:
-        clauses.append("run_id = ?")
-        params.append(run_id)
-    if approval_id is not None:
-        clauses.append("approval_id = ?")
-        params.append(approval_id)
-    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    where, params = where_all(
+        {
+            "at >= ?": None if since is None else to_db(since),
+            "run_id = ?": run_id,
+            "approval_id = ?": approval_id,
+        }
+    )
     rows = await database.read(
         f"SELECT {EVENT_COLUMNS} FROM audit_events {where} ORDER BY seq", params
     )

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -196,3 +196,11 @@ def fetch_all(connection: sqlite3.Connection, sql: str, params: Params = ()) -> 
 def fetch_one(connection: sqlite3.Connection, sql: str, params: Params = ()) -> sqlite3.Row | None:
     row: sqlite3.Row | None = connection.execute(sql, params).fetchone()
     return row
+
+
+def where_all(conditions: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """`WHERE c1 AND c2 ...` over the conditions (each with one `?`) whose value is not
+    None, and those values as its parameters; ("", []) when none applies."""
+    applied = {clause: value for clause, value in conditions.items() if value is not None}
+    where = f"WHERE {' AND '.join(applied)}" if applied else ""
+    return where, list(applied.values())

@@ -39,7 +39,7 @@ from bot.errors import (
 from bot.runtime.journal import Claim, Fresh, Interrupted, Recorded, Uncertain
 from store.crypto import Sealed
 from store.sqlite.base import StoreBase
-from store.sqlite.connection import fetch_all, fetch_one
+from store.sqlite.connection import fetch_all, fetch_one, where_all
 from store.sqlite.timefmt import from_db, to_db
 
 RESULT_PURPOSE = "ledger-result"
@@ -218,14 +218,7 @@ class LedgerPart(StoreBase):
     async def ledger_entries(
         self, *, run_id: str | None = None, state: str | None = None, limit: int = 100
     ) -> list[LedgerEntry]:
-        clauses, params = [], []
-        if run_id is not None:
-            clauses.append("run_id = ?")
-            params.append(run_id)
-        if state is not None:
-            clauses.append("state = ?")
-            params.append(state)
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        where, params = where_all({"run_id = ?": run_id, "state = ?": state})
         rows = await self._db.read(
             f"SELECT {LEDGER_COLUMNS} FROM ledger {where} ORDER BY created_at LIMIT ?",
             (*params, limit),
