@@ -134,6 +134,23 @@ class Database:
 
 
 def _open_writer(path: Path, synchronous: Synchronous, busy_timeout_ms: int) -> sqlite3.Connection:
+    return _connect(
+        path, synchronous, busy_timeout_ms, lambda c: _enable_wal(c, path, busy_timeout_ms)
+    )
+
+
+def _open_reader(path: Path, synchronous: Synchronous, busy_timeout_ms: int) -> sqlite3.Connection:
+    return _connect(path, synchronous, busy_timeout_ms, lambda c: c.execute("PRAGMA query_only=ON"))
+
+
+def _connect(
+    path: Path,
+    synchronous: Synchronous,
+    busy_timeout_ms: int,
+    finish: Callable[[sqlite3.Connection], object],
+) -> sqlite3.Connection:
+    """Open `path` with rows as sqlite3.Row and our pragmas, then `finish` it; a connection
+    that fails along the way is closed."""
     try:
         connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as error:
@@ -141,7 +158,7 @@ def _open_writer(path: Path, synchronous: Synchronous, busy_timeout_ms: int) -> 
     try:
         connection.row_factory = sqlite3.Row
         _apply_pragmas(connection, synchronous, busy_timeout_ms)
-        _enable_wal(connection, path, busy_timeout_ms)
+        finish(connection)
     except BaseException:
         connection.close()
         raise
@@ -171,21 +188,6 @@ def _enable_wal(connection: sqlite3.Connection, path: Path, busy_timeout_ms: int
         if mode != "wal":
             raise StoreError(f"database {path} refused WAL mode (journal_mode={mode})")
         return
-
-
-def _open_reader(path: Path, synchronous: Synchronous, busy_timeout_ms: int) -> sqlite3.Connection:
-    try:
-        reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    except sqlite3.Error as error:
-        raise StoreError(f"cannot open database {path}: {error}") from error
-    try:
-        reader.row_factory = sqlite3.Row
-        _apply_pragmas(reader, synchronous, busy_timeout_ms)
-        reader.execute("PRAGMA query_only=ON")
-    except BaseException:
-        reader.close()
-        raise
-    return reader
 
 
 def fetch_all(connection: sqlite3.Connection, sql: str, params: Params = ()) -> list[sqlite3.Row]:
