@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
 
+from bot.errors import InputError
 from bot.policy import GroupDirectory, Policy, ToolRule
 from bot.review import ReviewSnapshot
 from bot.runtime import AgentRegistry, PendingCall, RunState
@@ -51,6 +52,13 @@ class ServiceParts:
 
     def rule_for(self, tool_name: str) -> ToolRule:
         return self.policy.rule_for(tool_name)
+
+    async def require_run(self, run_id: str) -> RunRecord:
+        """The run's record (InputError when there is none)."""
+        run = await self.store.get_run(run_id)
+        if run is None:
+            raise InputError(f"there is no run with id {run_id!r}")
+        return run
 
     async def load_state(self, run_id: str) -> RunState:
         """The run's stored state, decrypted and decoded."""

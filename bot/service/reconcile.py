@@ -79,9 +79,7 @@ async def reconcile_call(
     it; returns the run claimed (`resuming`) for the caller to resume."""
     if not actor.strip():
         raise InputError("a reconciliation needs the actor's id")
-    run = await parts.store.get_run(run_id)
-    if run is None:
-        raise InputError(f"there is no run with id {run_id!r}")
+    run = await parts.require_run(run_id)
     if run.status != "paused":
         raise ResolutionError(f"run {run_id} is {run.status}; only a paused run can be reconciled")
     claimed = await parts.store.transition_run(

@@ -149,7 +149,7 @@ class ApprovalService:
             await self._parts.store.set_run_thread(
                 run.run_id, channel=thread[0], thread_ts=thread[1]
             )
-            run = await self._require_run(run.run_id)
+            run = await self._parts.require_run(run.run_id)
         return await execute(self._parts, run, agent, state)
 
     # -- deciding ------------------------------------------------------------------------
@@ -377,12 +377,6 @@ class ApprovalService:
     async def load_state(self, run_id: str) -> RunState:
         """The run's stored state, decrypted (for operators and the terminal demo)."""
         return await self._parts.load_state(run_id)
-
-    async def _require_run(self, run_id: str) -> RunRecord:
-        run = await self._parts.store.get_run(run_id)
-        if run is None:
-            raise InputError(f"there is no run with id {run_id!r}")
-        return run
 
     # -- lifecycle -------------------------------------------------------------------------
 
