@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import getpass
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from typing import Any, TextIO
 
@@ -162,15 +163,21 @@ def _database_url(args: argparse.Namespace) -> str:
     return str(args.db) if args.db is not None else database_url_from_env()
 
 
-async def _open_existing(args: argparse.Namespace) -> SqliteStore:
-    """Open the database, refusing to create one: a typo must not mint an empty database."""
+@contextlib.asynccontextmanager
+async def _existing_store(args: argparse.Namespace) -> AsyncIterator[SqliteStore]:
+    """The open database, closed on the way out. It refuses to create one: a typo must not
+    mint an empty database."""
     url = _database_url(args)
     path = parse_database_url(url).path
     if not path.exists():
         raise ConfigError(
             f"database {path} does not exist (give --db or set APPROVALS_DATABASE_URL)"
         )
-    return await open_store(url)
+    store = await open_store(url)
+    try:
+        yield store
+    finally:
+        await store.close()
 
 
 def keys_generate(args: argparse.Namespace) -> int:
@@ -207,11 +214,8 @@ def keys_rotate(args: argparse.Namespace) -> int:
 
 
 async def _keys_rotate(args: argparse.Namespace) -> int:
-    store = await _open_existing(args)
-    try:
+    async with _existing_store(args) as store:
         report = await store.rotate_keys(actor=getpass.getuser(), batch_size=args.batch_size)
-    finally:
-        await store.close()
     print(
         f"re-encrypted with key {report.key_id}: {report.run_states} run state(s), "
         f"{report.ledger_results} ledger result(s); {report.already_current} already current"
@@ -245,11 +249,8 @@ def audit_export(args: argparse.Namespace) -> int:
 
 
 async def _read_audit(args: argparse.Namespace, since: datetime | None) -> list[AuditEvent]:
-    store = await _open_existing(args)
-    try:
+    async with _existing_store(args) as store:
         return await store.audit_events(since=since)
-    finally:
-        await store.close()
 
 
 def _write_lines(stream: TextIO, events: list[AuditEvent]) -> None:
@@ -262,12 +263,9 @@ def audit_verify(args: argparse.Namespace) -> int:
 
 
 async def _audit_verify(args: argparse.Namespace) -> int:
-    store = await _open_existing(args)
-    try:
+    async with _existing_store(args) as store:
         verification = await store.verify_audit()
         head_seq, head_hash = await store.audit_head()
-    finally:
-        await store.close()
     if verification.ok:
         print(f"audit log OK: {verification.checked} event(s); head {head_seq} {head_hash}")
         return 0
@@ -284,11 +282,8 @@ def runs_list(args: argparse.Namespace) -> int:
 
 async def _runs_list(args: argparse.Namespace) -> int:
     status: RunStatus | None = args.status
-    store = await _open_existing(args)
-    try:
+    async with _existing_store(args) as store:
         runs = await store.list_runs(status=status, limit=args.limit)
-    finally:
-        await store.close()
     if args.json:
         print(json.dumps([run_json(run) for run in runs], indent=2))
     else:
@@ -303,8 +298,7 @@ def runs_show(args: argparse.Namespace) -> int:
 async def _runs_show(args: argparse.Namespace) -> int:
     if args.reveal and not args.state:
         raise InputError("--reveal goes with --state (it shows the state unredacted)")
-    store = await _open_existing(args)
-    try:
+    async with _existing_store(args) as store:
         run = await store.get_run(args.run_id)
         if run is None:
             raise InputError(f"no run {args.run_id!r}")
@@ -316,8 +310,6 @@ async def _runs_show(args: argparse.Namespace) -> int:
             await store.append_audit(
                 "revealed", actor=actor, run_id=run.run_id, detail={"via": "runs show --reveal"}
             )
-    finally:
-        await store.close()
     detail = run_detail_json(run, approvals, ledger, state_json, reveal=args.reveal)
     print(
         json.dumps(detail, indent=2, ensure_ascii=False) if args.json else render_run_detail(detail)
