@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bot.credentials import redact_text
-from bot.demo import default_registry, model_from_env, ops_dependencies
+from bot.demo import close_model, default_registry, model_from_env, ops_dependencies
 from bot.errors import InputError, RunStateError
 from bot.review import ReviewSnapshot
 from bot.runtime import Model, PendingCall
@@ -141,7 +141,7 @@ async def _demo(args: argparse.Namespace, context: dict[str, Any] | None) -> int
         finally:
             await store.close()
     finally:
-        await _close_model(model)
+        await close_model(model)
     return 0 if run.status == "completed" else 1
 
 
@@ -171,13 +171,6 @@ async def _run_to_the_end(
         return await _decide_until_done(service, run, args)
     finally:
         await service.aclose(timeout=0)  # drained already; on Ctrl-C, stop at once
-
-
-async def _close_model(model: Model) -> None:
-    """Close the model's HTTP session (both built-in kinds have `aclose`)."""
-    aclose = getattr(model, "aclose", None)
-    if aclose is not None:
-        await aclose()
 
 
 async def _decide_until_done(

@@ -19,9 +19,8 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.demo import default_registry, model_from_env, ops_dependencies
+from bot.demo import close_model, default_registry, model_from_env, ops_dependencies
 from bot.policy import POLICY_ENV, load_policy
-from bot.runtime import Model
 from bot.service import (
     ApprovalService,
     TaskOwner,
@@ -115,13 +114,6 @@ async def open_bot(settings: SlackSettings, *, environ: Mapping[str, str]) -> Sl
         finally:
             await close_model(model)
         raise
-
-
-async def close_model(model: Model) -> None:
-    """Close the model's HTTP session (both built-in kinds have `aclose`)."""
-    aclose = getattr(model, "aclose", None)
-    if aclose is not None:
-        await aclose()
 
 
 async def serve(settings: SlackSettings, *, mode: Mode, environ: Mapping[str, str]) -> None:

@@ -9,6 +9,7 @@ from bot.demo.agent import (
     OPS_AGENT_NAME,
     OPS_AGENT_VERSION,
     build_ops_agent,
+    close_model,
     default_registry,
     model_from_env,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "OfflineOpsModel",
     "OpsDependencies",
     "build_ops_agent",
+    "close_model",
     "default_registry",
     "deploy_release",
     "get_status",

@@ -51,3 +51,11 @@ def model_from_env(environ: Mapping[str, str] | None = None) -> Model:
 
         return OpenAIChatModel.from_config(openai_config_from_env(env))
     raise ConfigError(f"APPROVALS_MODEL must be 'offline' or 'openai', not {choice!r}")
+
+
+async def close_model(model: Model) -> None:
+    """Close a model from `model_from_env` (the OpenAI one owns an HTTP session; any
+    model with an `aclose` is closed, one without needs nothing)."""
+    aclose = getattr(model, "aclose", None)
+    if aclose is not None:
+        await aclose()
