@@ -59,3 +59,17 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     export.stderr.close()
     assert export.wait(timeout=60) == 141
     assert "Traceback" not in stderr
+
+
+def test_help_does_not_load_the_server() -> None:
+    # `--help`, `demo` and the operator commands must not pay for aiohttp and Bolt, which
+    # only `serve` and `socket` need (bot.commands.serving is imported when they run).
+    probe = (
+        "import sys; from bot.cli import build_parser; build_parser(); "
+        "print(sorted(m for m in ('aiohttp', 'slack_bolt', 'bot.commands.serving') "
+        "if m in sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert loaded.stdout.strip() == "[]"

@@ -1,0 +1,148 @@
+"""What `approvals-bot serve` (HTTP: Events API, interactivity, slash commands) and
+`approvals-bot socket` (Socket Mode) run; bot.commands.serve registers them.
+
+Both read their configuration from the environment (see bot.slack.config and the
+README), open the store, finish what a dead process left (`recover`), start the expiry
+sweeper, serve until SIGINT/SIGTERM, then drain the tasks they own and close everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Mapping
+
+from aiohttp import web
+
+from bot.demo import close_model, default_registry, model_from_env, ops_dependencies
+from bot.policy import POLICY_ENV, load_policy
+from bot.service import (
+    ApprovalService,
+    TaskOwner,
+    approval_ttl_from_env,
+    installation_worker_id,
+)
+from bot.slack.agents import load_agent_registry
+from bot.slack.config import Mode, SlackSettings, load_settings
+from bot.slack.groups import SlackGroupDirectory
+from bot.slack.notifier import SlackNotifier
+from bot.slack.server import EVENTS_PATH, build_web_app
+from bot.slack.surface import SlackSurface
+from store.config import database_url_from_env
+from store.sqlite.store import open_store
+
+_log = logging.getLogger("bot.serve")
+
+
+def run(mode: Mode) -> int:
+    """Serve in `mode` until stopped (the body of `approvals-bot serve` / `socket`)."""
+    settings = load_settings(os.environ, mode=mode)
+    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO").upper())
+    asyncio.run(serve(settings, mode=mode, environ=os.environ))
+    return 0
+
+
+async def open_bot(settings: SlackSettings, *, environ: Mapping[str, str]) -> SlackSurface:
+    """Load the policy, open the model, the store, the registry, the service and the
+    Slack surface around them. Every configuration problem is a ConfigError before
+    anything is opened; the surface closes the model and the store at shutdown."""
+    # Without a policy file the service applies the built-in defaults with
+    # APPROVALS_APPROVAL_TTL_SECONDS as their expiry.
+    policy = load_policy(environ=environ) if environ.get(POLICY_ENV, "").strip() else None
+    dependencies = ops_dependencies(environ)
+    database_url = settings.database_url or database_url_from_env(environ)
+    worker_id = installation_worker_id(database_url, environ)
+    approval_ttl = approval_ttl_from_env(environ)
+    model = model_from_env(environ)
+    try:
+        registry = load_agent_registry(settings.agents, default=default_registry(model))
+        store = await open_store(database_url, environ=environ)
+    except BaseException:
+        await close_model(model)
+        raise
+
+    def make_service(notifier: SlackNotifier, tasks: TaskOwner) -> ApprovalService:
+        return ApprovalService(
+            store=store,
+            registry=registry,
+            notifier=notifier,
+            dependencies=dependencies,
+            tasks=tasks,
+            worker_id=worker_id,
+            default_agent=registry.default().name,
+            approval_ttl=approval_ttl,
+            policy=policy,
+            groups=SlackGroupDirectory(notifier.client),
+        )
+
+    try:
+        return await SlackSurface.open(
+            bot_token=settings.bot_token,
+            signing_secret=settings.signing_secret,
+            api_url=settings.api_url,
+            store=store,
+            make_service=make_service,
+            also_close=(lambda: close_model(model),),
+        )
+    except BaseException:
+        try:
+            await store.close()
+        finally:
+            await close_model(model)
+        raise
+
+
+async def serve(settings: SlackSettings, *, mode: Mode, environ: Mapping[str, str]) -> None:
+    surface = await open_bot(settings, environ=environ)
+    try:
+        recovered = await surface.service.recover()
+        if recovered:
+            _log.info("recovered %d run(s) left by a previous process", recovered)
+        surface.service.start_expiry_sweeper()
+        if mode == "http":
+            await _serve_http(surface, settings)
+        else:
+            await _serve_socket(surface, settings)
+    finally:
+        await surface.aclose()
+
+
+async def _serve_http(surface: SlackSurface, settings: SlackSettings) -> None:
+    runner = web.AppRunner(
+        build_web_app(bolt_app=surface.bolt_app, signing_secret=settings.signing_secret)
+    )
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, settings.host, settings.port).start()
+        host, port = runner.addresses[0][:2]
+        print(f"approvals-bot: serving Slack at http://{host}:{port}{EVENTS_PATH}", file=sys.stderr)
+        await _until_stopped()
+    finally:
+        await runner.cleanup()
+
+
+async def _serve_socket(surface: SlackSurface, settings: SlackSettings) -> None:
+    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+    handler = AsyncSocketModeHandler(surface.bolt_app, settings.app_token)
+    await handler.connect_async()  # type: ignore[no-untyped-call]
+    try:
+        print("approvals-bot: connected to Slack over Socket Mode", file=sys.stderr)
+        await _until_stopped()
+    finally:
+        await handler.close_async()  # type: ignore[no-untyped-call]
+
+
+async def _until_stopped() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
