@@ -1,7 +1,7 @@
 """Layers import only downward (DESIGN.md, "Layers").
 
-slack -> service -> runtime | review | policy | store; errors, credentials and canonical are
-leaves anyone may import. Composition roots (bot.cli, bot.commands, bot.__main__) may import
+slack -> service -> runtime | review | policy | store; errors, credentials, canonical,
+clock and off_loop are leaves anyone may import. Composition roots (bot.cli, bot.commands, bot.__main__) may import
 anything. A new package must be given its place here before it can import ours.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LEAVES = ("bot.errors", "bot.credentials", "bot.canonical")
+LEAVES = ("bot.errors", "bot.credentials", "bot.canonical", "bot.clock", "bot.off_loop")
 ANYTHING = ("bot", "store")
 
 # package (module-name prefix) -> prefixes of our modules it may import
@@ -21,6 +21,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bot.errors": (),
     "bot.credentials": (),
     "bot.canonical": ("bot.errors",),
+    "bot.clock": (),
+    "bot.off_loop": (),
     "bot.runtime": ("bot.runtime", *LEAVES),
     "bot.review": LEAVES,
     "bot.policy": LEAVES,

@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
 
+from bot.clock import Clock
 from bot.errors import InputError
 from bot.policy import GroupDirectory, Policy, ToolRule
 from bot.review import ReviewSnapshot
@@ -25,12 +25,7 @@ from store.api import ApprovalRecord, RunRecord, Store
 
 log = logging.getLogger("bot.service")
 
-Clock = Callable[[], datetime]
 T = TypeVar("T")
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+from bot.clock import Clock, utc_now
 from bot.errors import (
     ApprovalsError,
     ConfigError,
@@ -42,7 +43,7 @@ from bot.service.outcomes import (
     NotARunThread,
     WaitingForApproval,
 )
-from bot.service.parts import Clock, ServiceParts, utc_now
+from bot.service.parts import ServiceParts
 from bot.service.reads import build_view, pending_for, views_of
 from bot.service.reconcile import Reconciliation, reconcile_call
 from bot.service.recovery import recover_runs

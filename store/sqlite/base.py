@@ -3,34 +3,19 @@ fail-closed path for blobs that do not authenticate."""
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, TypeVar
 
+from bot.clock import Clock, utc_now
 from bot.errors import TamperError
+from bot.off_loop import off_loop_if_large
 from store.crypto import AadValue, KeyRing, Sealed, seal, unseal
 from store.sqlite import audit
 from store.sqlite.connection import Database
 
-Clock = Callable[[], datetime]
 T = TypeVar("T")
-
-# Above this many bytes, encoding, hashing and AES-GCM run in a worker thread: a 2 MiB
-# state blocks the event loop for a noticeable time otherwise.
-OFFLOAD_BYTES = 256 * 1024
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-async def off_loop_if_large(size: int, work: Callable[[], T]) -> T:
-    """Run `work` inline when small, in a thread when `size` crosses OFFLOAD_BYTES."""
-    if size >= OFFLOAD_BYTES:
-        return await asyncio.to_thread(work)
-    return work()
 
 
 class StoreBase:

@@ -13,9 +13,10 @@ import sqlite3
 from typing import get_args
 
 from bot.errors import ConflictError, InputError, TamperError
+from bot.off_loop import off_loop_if_large
 from store.api import RunRecord, RunStatus
 from store.crypto import Sealed
-from store.sqlite.base import StoreBase, off_loop_if_large
+from store.sqlite.base import StoreBase
 from store.sqlite.connection import fetch_all, fetch_one
 from store.sqlite.rows import RUN_COLUMNS, row_to_run
 from store.sqlite.timefmt import to_db

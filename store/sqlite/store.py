@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from bot.clock import Clock, utc_now
 from bot.errors import ConfigError
 from store.api import Store
 from store.config import database_url_from_env, parse_database_url, synchronous_from_env
@@ -15,7 +16,6 @@ from store.keys import KEYS_ENV, resolve_keyring
 from store.sqlite.approval_reads import ApprovalReadsPart
 from store.sqlite.approvals import ApprovalsPart
 from store.sqlite.auditing import AuditPart
-from store.sqlite.base import Clock, utc_now
 from store.sqlite.connection import Database, Synchronous
 from store.sqlite.ledger import LedgerPart
 from store.sqlite.migrations import MigrationReport, current_version, migrate

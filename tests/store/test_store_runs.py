@@ -12,8 +12,8 @@ import pytest
 from store_helpers import Clock, database_bytes, make_run, raw
 
 from bot.errors import ConflictError, InputError
+from bot.off_loop import OFF_LOOP_BYTES as OFFLOAD_BYTES
 from store import SqliteStore
-from store.sqlite.base import OFFLOAD_BYTES
 
 
 async def test_state_round_trips_and_is_not_stored_in_clear(
