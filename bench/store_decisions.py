@@ -13,15 +13,15 @@ one decision after the other:
   on a table of small rows, with no audit, no records, no error handling;
 - store: `SqliteStore.decide()`: the conditional update with RETURNING, the `decided`
   audit event (read the chain head, hash, insert) in the same transaction, the record
-  built, the write lock and the owned transaction task around it;
-- store.vote (the service's path since the governance issue), quorum 1: read the row,
-  insert the vote, count the approving votes, the conditional update, the `decided`
-  event and the votes read back, in the same one transaction.
+  built, the write lock and the hand-off to the writer thread around it;
+- store.vote (the service's write path), quorum 1: read the row, insert the vote, tally
+  the votes (store.approvals.tally), the conditional update and the `decided` event, in
+  the same one transaction.
 
 Blobs: `create_run` / `save_run_state` (seal + write) and `load_run_state` (read + open +
 digest check) for states of 10, 100 and 1,000 history items.
 
-Targets (issue 3): >= 1,000 decisions/s end to end and >= 0.5x the raw CAS rate.
+Targets: >= 1,000 decisions/s end to end and >= 0.5x the raw CAS rate.
 Wall-clock rates on a possibly busy machine: the two are measured interleaved in rounds;
 the best round of each is reported, and the ratio is the median of the per-round ratios.
 Exits 1 when a target is missed.

@@ -1,15 +1,17 @@
 """The store's one async interface: records and operations, no SQL.
 
-Callers (the service, the CLI) see only this module's types. Engines: SQLite through
-one write thread (store/sqlite/, the embedded default); Postgres can follow behind the same
-Protocol. Every state transition is one conditional update from an expected state, so
-of two racing callers exactly one wins.
+Callers (the service, the CLI) see only this module's types. `Store` is the sum of one
+protocol per concept: runs, approvals, votes, audit, ledger, maintenance. Each engine
+implements every concept in its own package (store/sqlite/, the embedded default) from
+the engine-neutral rules beside this module, and `store.engine.EngineStore` joins the
+parts into one Store. Every state transition is one conditional update from an expected
+state, so of two racing callers exactly one wins.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -17,7 +19,7 @@ from bot.runtime.journal import Claim
 
 RunStatus = Literal["running", "paused", "resuming", "completed", "failed", "cancelled"]
 ApprovalStatus = Literal["pending", "approved", "rejected", "expired", "revoked"]
-Decision = Literal["approved", "rejected"]
+Verdict = Literal["approved", "rejected"]  # how a decision or a vote went
 TERMINAL_APPROVAL_STATUSES: frozenset[str] = frozenset(
     {"approved", "rejected", "expired", "revoked"}
 )
@@ -96,7 +98,7 @@ class VoteRecord:
 
     approval_id: str
     voter: str
-    decision: Decision
+    decision: Verdict
     digest: str  # the arguments digest voted on; votes on an older digest no longer count
     reason: str | None
     at: datetime
@@ -158,8 +160,42 @@ class AuditVerification:
     problem: str | None = None  # "edited", "deleted", "reordered", ...
 
 
-class Store(Protocol):
-    # -- runs -------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class LedgerEntry:
+    """One ledger row as operators see it (the result stays sealed)."""
+
+    execution_key: str
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    state: str
+    attempt: int
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    lease_version: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class MigrationReport:
+    before: int  # schema version found at open (0: empty database)
+    after: int
+    applied: tuple[str, ...]  # "0001_initial", ...
+
+
+@dataclass(kw_only=True)
+class RotationReport:
+    key_id: str  # the key everything is now sealed with
+    run_states: int = 0  # re-encrypted in this pass
+    ledger_results: int = 0
+    already_current: int = 0  # sealed with the newest key before this pass
+    skipped_rewritten: int = 0  # rewritten by someone else while we worked (already current)
+    tampered: list[str] = field(default_factory=list)  # records that failed to decrypt
+
+
+class RunStore(Protocol):
+    """Runs: a small row for status and compare-and-set, and the sealed state."""
+
     async def create_run(
         self,
         *,
@@ -203,7 +239,11 @@ class Store(Protocol):
         self, *, status: RunStatus | None = None, limit: int = 100
     ) -> list[RunRecord]: ...
 
-    # -- approvals --------------------------------------------------------------------
+
+class ApprovalStore(Protocol):
+    """Approvals: requested, decided by one person, expired, revoked, reminded once, and
+    listed for people (pending, mine, recent) by index."""
+
     async def add_approvals(self, approvals: Sequence[NewApproval]) -> list[ApprovalRecord]:
         """Insert pending approvals (one open approval per run and tool call: an existing
         one that is not revoked is returned as is; a revoked one does not block asking
@@ -223,7 +263,7 @@ class Store(Protocol):
         self,
         approval_id: str,
         *,
-        decision: Decision,
+        decision: Verdict,
         decider: str,
         reason: str | None,
         message: str | None = None,
@@ -243,32 +283,6 @@ class Store(Protocol):
         ...
 
     async def set_approval_message(self, approval_id: str, *, channel: str, ts: str) -> None: ...
-
-    # -- governance: votes, reminders, read models ----------------------------------------
-    async def vote(
-        self,
-        approval_id: str,
-        *,
-        decision: Decision,
-        voter: str,
-        digest: str,
-        reason: str | None,
-        message: str | None = None,
-        amend: Amendment | None = None,
-        now: datetime | None = None,
-    ) -> VoteOutcome:
-        """Record one vote and, when it completes the quorum (`required_approvals`
-        distinct approvals on the current digest) or rejects, the transition, in ONE
-        write transaction with conditional updates: of two racing final votes exactly
-        one makes the transition. `digest` is the digest the voter saw (or, with `amend`,
-        the digest being replaced). Audited: `voted`, `decided`, `arguments_changed`,
-        `expired`. Unknown id -> InputError."""
-        ...
-
-    async def votes(self, approval_ids: Sequence[str]) -> dict[str, list[VoteRecord]]:
-        """The votes on each approval (every digest, in order), by approval id. Votes
-        made void by a change back to earlier arguments are gone here (the audit keeps them)."""
-        ...
 
     async def claim_reminders(self, *, now: datetime) -> list[ApprovalRecord]:
         """Pending approvals whose `remind_at` has come and that were never reminded:
@@ -299,7 +313,39 @@ class Store(Protocol):
         """Approvals by decision time, newest first (approved or rejected)."""
         ...
 
-    # -- audit ------------------------------------------------------------------------
+
+class VoteStore(Protocol):
+    """Votes toward an approval's quorum (the rule: store.approvals.tally)."""
+
+    async def vote(
+        self,
+        approval_id: str,
+        *,
+        decision: Verdict,
+        voter: str,
+        digest: str,
+        reason: str | None,
+        message: str | None = None,
+        amend: Amendment | None = None,
+        now: datetime | None = None,
+    ) -> VoteOutcome:
+        """Record one vote and, when it completes the quorum (`required_approvals`
+        distinct approvals on the current digest) or rejects, the transition, in ONE
+        write transaction with conditional updates: of two racing final votes exactly
+        one makes the transition. `digest` is the digest the voter saw (or, with `amend`,
+        the digest being replaced). Audited: `voted`, `decided`, `arguments_changed`,
+        `expired`. Unknown id -> InputError."""
+        ...
+
+    async def votes(self, approval_ids: Sequence[str]) -> dict[str, list[VoteRecord]]:
+        """The votes on each approval (every digest, in order), by approval id. Votes
+        made void by a change back to earlier arguments are gone here (the audit keeps them)."""
+        ...
+
+
+class AuditStore(Protocol):
+    """The hash-chained audit log (the chain: store.audit)."""
+
     async def append_audit(
         self,
         kind: str,
@@ -320,7 +366,14 @@ class Store(Protocol):
 
     async def verify_audit(self) -> AuditVerification: ...
 
-    # -- ledger (the runner's durable journal) ----------------------------------------
+    async def audit_head(self) -> tuple[int, str]:
+        """(seq, hash) of the newest event: note it elsewhere to detect a rebuilt chain."""
+        ...
+
+
+class LedgerStore(Protocol):
+    """The idempotency ledger: the runner's durable journal (store.journal adapts it)."""
+
     async def ledger_claim(
         self,
         *,
@@ -335,15 +388,50 @@ class Store(Protocol):
     ) -> Claim: ...
 
     async def ledger_record_result(
-        self, *, execution_key: str, lease_token: int, result: str, is_error: bool
-    ) -> None: ...
+        self,
+        *,
+        execution_key: str,
+        lease_token: int,
+        result: str,
+        is_error: bool,
+        retryable: bool = False,
+    ) -> None:
+        """Store the raw result under our fencing token. `retryable` (an error the tool
+        reports as safe to run again) makes the next claim Fresh instead of Recorded."""
+        ...
 
     async def ledger_mark_uncertain(self, *, execution_key: str, owner: str | None = None) -> None:
         """executing -> uncertain. With `owner`, refused (LeaseHeldError) while another
         owner holds a live lease: it took the key over and must not be fenced off."""
         ...
 
-    async def ledger_resolve_with_result(self, *, execution_key: str, result: str) -> None: ...
+    async def ledger_resolve_with_result(self, *, execution_key: str, result: str) -> None:
+        """A human verified the outcome: uncertain (or interrupted) -> succeeded."""
+        ...
 
-    # -- lifecycle --------------------------------------------------------------------
+    async def ledger_entries(
+        self, *, run_id: str | None = None, state: str | None = None, limit: int = 100
+    ) -> list[LedgerEntry]: ...
+
+
+class MaintenanceStore(Protocol):
+    """What operators do to the store itself: schema migration (at open), key rotation."""
+
+    @property
+    def migration_report(self) -> MigrationReport:
+        """What opening the store migrated."""
+        ...
+
+    async def rotate_keys(
+        self, *, actor: str = "operator", batch_size: int = 200
+    ) -> RotationReport:
+        """Re-encrypt every sealed blob with the newest key of the ring, in batches."""
+        ...
+
     async def close(self) -> None: ...
+
+
+class Store(
+    RunStore, ApprovalStore, VoteStore, AuditStore, LedgerStore, MaintenanceStore, Protocol
+):
+    """The whole store: every concept's operations on one database."""

@@ -5,6 +5,11 @@ belongs to (purpose, record fields such as run id and state version, schema vers
 the key id, so a blob copied onto another record, replayed from an older version of the
 same record, or relabelled with another key id fails authentication. Any failure to open
 a sealed blob becomes one `TamperError`; callers fail closed.
+
+`Sealer` is how every engine seals and opens its blobs: off the event loop when they are
+large, and failing closed: a blob that does not open is audited `tamper_detected` before
+the TamperError reaches the caller. What each kind of blob is bound to lives with its
+concept (run states: store.runs; ledger results: store.ledger).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from bot.errors import ConfigError, TamperError
+from bot.off_loop import off_loop_if_large
+from store.api import AuditStore
 
 KEY_BYTES = 32
 NONCE_BYTES = 12
@@ -118,3 +125,48 @@ def unseal(
             f"{purpose} blob ({where}) failed authentication: it was altered, moved from "
             "another record, or encrypted with a different key"
         ) from None
+
+
+class Sealer:
+    """Seals with the ring's newest key and opens with any; records tampering."""
+
+    def __init__(self, keyring: KeyRing, audit: AuditStore) -> None:
+        self.keyring = keyring
+        self._audit = audit
+
+    async def seal(
+        self, plaintext: bytes, *, purpose: str, fields: Mapping[str, AadValue]
+    ) -> Sealed:
+        return await off_loop_if_large(
+            len(plaintext),
+            lambda: seal(self.keyring, plaintext, purpose=purpose, fields=fields),
+        )
+
+    async def open(
+        self,
+        sealed: Sealed,
+        *,
+        purpose: str,
+        fields: Mapping[str, AadValue],
+        run_id: str | None,
+    ) -> bytes:
+        """Decrypt, or record `tamper_detected` and raise TamperError (fail closed)."""
+        try:
+            return await off_loop_if_large(
+                len(sealed.ciphertext),
+                lambda: unseal(self.keyring, sealed, purpose=purpose, fields=fields),
+            )
+        except TamperError as error:
+            raise await self.tampered(error, run_id=run_id, purpose=purpose) from None
+
+    async def tampered(
+        self, error: TamperError, *, run_id: str | None, purpose: str
+    ) -> TamperError:
+        """Record the tampering in the audit log; the caller raises what this returns."""
+        await self._audit.append_audit(
+            "tamper_detected",
+            actor="store",
+            run_id=run_id,
+            detail={"purpose": purpose, "error": str(error)},
+        )
+        return error

@@ -1,8 +1,9 @@
 """Layers import only downward (DESIGN.md, "Layers").
 
 slack -> service -> runtime | review | policy | store; errors, credentials, canonical,
-clock and off_loop are leaves anyone may import. Composition roots (bot.cli, bot.commands, bot.__main__) may import
-anything. A new package must be given its place here before it can import ours.
+clock and off_loop are leaves anyone may import. Composition roots (bot.cli, bot.commands,
+bot.__main__) may import anything. A new package must be given its place here before it
+can import ours.
 """
 
 from __future__ import annotations
@@ -98,6 +99,29 @@ def test_imports_point_down(path: Path) -> None:
     owner, allowed = _rule_for(module)
     upward = [name for name in _our_imports(path, module) if not _within(name, allowed)]
     assert not upward, f"{module} ({owner}) imports {upward}; allowed: {allowed}"
+
+
+STORE = ROOT / "store"
+ENGINES = sorted(f"store.{d.name}" for d in STORE.iterdir() if (d / "__init__.py").exists())
+
+
+@pytest.mark.parametrize(
+    "path", sorted(STORE.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_store_engines_are_siblings_over_engine_neutral_modules(path: Path) -> None:
+    """The store's own modules hold what every engine shares; an engine package holds
+    its connections and SQL and imports no other engine. Only `store/__init__.py`
+    (which opens the default engine) names an engine from outside."""
+    module = _module_name(path)
+    if module == "store":
+        return
+    own = [engine for engine in ENGINES if _within(module, (engine,))]
+    foreign = [
+        name
+        for name in _our_imports(path, module)
+        if _within(name, tuple(ENGINES)) and not _within(name, tuple(own))
+    ]
+    assert not foreign, f"{module} imports the engine module(s) {foreign}"
 
 
 def test_the_check_sees_absolute_and_relative_upward_imports(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ from bot.commands.ops_render import (
 from bot.errors import ConfigError, InputError
 from store import SqliteStore, open_store
 from store.api import AuditEvent, RunStatus
+from store.audit import event_to_json_line
 from store.config import database_url_from_env, parse_database_url
 from store.keys import (
     KEYS_ENV,
@@ -45,7 +46,6 @@ from store.keys import (
     key_file_for,
     prepend_key_to_file,
 )
-from store.sqlite.audit import event_to_json_line
 
 RUN_STATUSES = ("running", "paused", "resuming", "completed", "failed", "cancelled")
 Command = Callable[[argparse.Namespace], int]

@@ -12,8 +12,7 @@ from typing import Any
 
 from bot.credentials import redact
 from bot.errors import InputError
-from store.api import ApprovalRecord, RunRecord
-from store.sqlite.ledger import LedgerEntry
+from store.api import ApprovalRecord, LedgerEntry, RunRecord
 
 AGE = re.compile(r"^(\d+)\s*([smhd])$")
 AGE_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}

@@ -1,1 +1,2 @@
-"""The SQLite engine: one write connection on its own thread, BEGIN IMMEDIATE, WAL."""
+"""The SQLite engine: one write connection on its own thread, BEGIN IMMEDIATE, WAL; one
+class per concept of store.api, joined by SqliteStore."""

@@ -1,10 +1,19 @@
-"""Approvals: every transition is one conditional UPDATE from the expected state.
+"""Approvals on SQLite: every transition is one conditional UPDATE from the expected state.
 
 `decide` moves pending -> approved|rejected only while the approval is unexpired; of two
 racing deciders exactly one UPDATE matches, and the other reads back the winner's row.
-Expiry and revocation are conditional updates too, and a trigger keeps decided
-approvals decided (the one exit: approved -> revoked before the call executes). The
-audit event for a transition is written in the same transaction as the transition.
+Expiry, revocation and reminders are conditional updates too, and a trigger keeps
+decided approvals decided (the one exit: approved -> revoked before the call executes).
+The audit event for a transition is written in the same transaction as the transition.
+
+The people-facing lists are each served by an index (migration 0004), named in the
+query (`INDEXED BY`):
+- pending_page: keyset pagination over the partial index of pending approvals by
+  (created_at, approval_id): a page costs the same with 10 or 10,000 pending;
+- approvals_requested_by: (requester, created_at), newest first;
+- recent_decisions: the partial index on decided_at, newest first.
+
+What each operation refuses is engine-neutral (store.approvals); here is the SQL.
 """
 
 from __future__ import annotations
@@ -12,24 +21,21 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
-from typing import get_args
 
+from bot.clock import Clock
 from bot.errors import InputError
+from store import approvals as rules
 from store.api import (
     ApprovalRecord,
     ApprovalStatus,
-    Decision,
     DecisionOutcome,
     NewApproval,
+    PendingCursor,
+    Verdict,
 )
+from store.rows import APPROVAL_COLUMNS, row_to_approval, to_db, to_db_optional
 from store.sqlite import audit
-from store.sqlite.base import StoreBase
-from store.sqlite.connection import fetch_all, fetch_one, where_all
-from store.sqlite.rows import APPROVAL_COLUMNS, row_to_approval
-from store.sqlite.timefmt import to_db
-
-APPROVAL_STATUSES: frozenset[str] = frozenset(get_args(ApprovalStatus))
-DECISIONS: frozenset[str] = frozenset(get_args(Decision))
+from store.sqlite.connection import Database, fetch_all, fetch_one, where_all
 
 SELECT_ONE = f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE approval_id = ?"
 EXPIRE_ONE = (
@@ -38,11 +44,17 @@ EXPIRE_ONE = (
 )
 
 
-class ApprovalsPart(StoreBase):
+class SqliteApprovals:
+    """The ApprovalStore on SQLite."""
+
+    def __init__(self, database: Database, clock: Clock) -> None:
+        self._db = database
+        self._clock = clock
+
     async def add_approvals(self, approvals: Sequence[NewApproval]) -> list[ApprovalRecord]:
-        at = self._now()
+        at = self._clock()
         for new in approvals:
-            _check_new(new)
+            rules.check_new(new)
 
         def body(connection: sqlite3.Connection) -> list[ApprovalRecord]:
             return [_insert_or_get(connection, new, at=at) for new in approvals]
@@ -60,10 +72,7 @@ class ApprovalsPart(StoreBase):
         status: ApprovalStatus | None = None,
         limit: int = 100,
     ) -> list[ApprovalRecord]:
-        if status is not None and status not in APPROVAL_STATUSES:
-            raise InputError(
-                f"approval status {status!r} is not one of {sorted(APPROVAL_STATUSES)}"
-            )
+        rules.check_status(status)
         where, params = where_all({"run_id = ?": run_id, "status = ?": status})
         rows = await self._db.read(
             f"SELECT {APPROVAL_COLUMNS} FROM approvals {where} "
@@ -76,17 +85,14 @@ class ApprovalsPart(StoreBase):
         self,
         approval_id: str,
         *,
-        decision: Decision,
+        decision: Verdict,
         decider: str,
         reason: str | None,
         message: str | None = None,
         now: datetime | None = None,
     ) -> DecisionOutcome:
-        if decision not in DECISIONS:
-            raise InputError(f"decision {decision!r} is not one of {sorted(DECISIONS)}")
-        if not decider:
-            raise InputError("a decision needs a decider")
-        at = now or self._now()
+        rules.check_decision(decision, decider=decider)
+        at = now or self._clock()
         at_text = to_db(at)
 
         def body(connection: sqlite3.Connection) -> DecisionOutcome:
@@ -110,12 +116,14 @@ class ApprovalsPart(StoreBase):
                     detail={"decision": decision, "reason": reason, "message": message},
                 )
                 return DecisionOutcome(won=True, record=record)
-            return DecisionOutcome(won=False, record=_lost(connection, approval_id, at))
+            expired = expire_one(connection, approval_id, at)
+            lost = expired or require_approval(connection, approval_id)
+            return DecisionOutcome(won=False, record=lost)
 
         return await self._db.transaction(body)
 
     async def expire_due(self, *, now: datetime | None = None) -> list[ApprovalRecord]:
-        at = now or self._now()
+        at = now or self._clock()
 
         def body(connection: sqlite3.Connection) -> list[ApprovalRecord]:
             rows = fetch_all(
@@ -126,15 +134,14 @@ class ApprovalsPart(StoreBase):
             )
             expired = sorted((row_to_approval(row) for row in rows), key=lambda r: r.approval_id)
             for record in expired:
-                audit_expired(connection, record, at)
+                _audit_expired(connection, record, at)
             return expired
 
         return await self._db.transaction(body)
 
     async def revoke(self, approval_id: str, *, actor: str, reason: str | None) -> DecisionOutcome:
-        if not actor:
-            raise InputError("a revocation needs an actor")
-        at = self._now()
+        rules.check_revocation(actor=actor)
+        at = self._clock()
 
         def body(connection: sqlite3.Connection) -> DecisionOutcome:
             row = fetch_one(
@@ -151,7 +158,7 @@ class ApprovalsPart(StoreBase):
                 (to_db(at), actor, reason, approval_id),
             )
             if row is None:
-                return DecisionOutcome(won=False, record=_require(connection, approval_id))
+                return DecisionOutcome(won=False, record=require_approval(connection, approval_id))
             record = row_to_approval(row)
             audit.append(
                 connection,
@@ -179,16 +186,85 @@ class ApprovalsPart(StoreBase):
 
         await self._db.transaction(body)
 
+    async def claim_reminders(self, *, now: datetime) -> list[ApprovalRecord]:
+        at = to_db(now)
 
-def _check_new(new: NewApproval) -> None:
-    for name in ("approval_id", "run_id", "tool_call_id", "tool_name", "arguments_digest"):
-        if not getattr(new, name):
-            raise InputError(f"new approval has an empty {name}")
-    if new.required_approvals < 1:
-        raise InputError("new approval needs required_approvals >= 1")
-    for moment in (new.expires_at, new.remind_at):
-        if moment is not None:
-            to_db(moment)  # refuses a naive time before anything is written
+        def body(connection: sqlite3.Connection) -> list[ApprovalRecord]:
+            rows = fetch_all(
+                connection,
+                "UPDATE approvals SET reminded_at = ? WHERE status = 'pending' "
+                "AND reminded_at IS NULL AND remind_at IS NOT NULL AND remind_at <= ? "
+                "AND (expires_at IS NULL OR expires_at > ?) "
+                f"RETURNING {APPROVAL_COLUMNS}",
+                (at, at, at),
+            )
+            claimed = sorted((row_to_approval(r) for r in rows), key=lambda r: r.approval_id)
+            for record in claimed:
+                audit.append(
+                    connection,
+                    "reminded",
+                    at=now,
+                    actor="store",
+                    run_id=record.run_id,
+                    approval_id=record.approval_id,
+                    detail={"expires_at": to_db(record.expires_at) if record.expires_at else None},
+                )
+            return claimed
+
+        return await self._db.transaction(body)
+
+    async def pending_page(
+        self,
+        *,
+        after: PendingCursor | None = None,
+        limit: int = 20,
+        not_requested_by: str | None = None,
+        tool_names: Sequence[str] | None = None,
+        except_tool_names: Sequence[str] = (),
+    ) -> list[ApprovalRecord]:
+        rules.check_page(limit)
+        clauses = ["status = 'pending'"]
+        params: list[object] = []
+        if after is not None:
+            clauses.append("(created_at, approval_id) > (?, ?)")
+            params += [to_db(after[0]), after[1]]
+        if not_requested_by is not None:
+            clauses.append("(requester IS NULL OR requester <> ?)")
+            params.append(not_requested_by)
+        if tool_names is not None:
+            if not tool_names:
+                return []
+            clauses.append(f"tool_name IN ({', '.join('?' * len(tool_names))})")
+            params += list(tool_names)
+        if except_tool_names:
+            clauses.append(f"tool_name NOT IN ({', '.join('?' * len(except_tool_names))})")
+            params += list(except_tool_names)
+        rows = await self._db.read(
+            f"SELECT {APPROVAL_COLUMNS} FROM approvals INDEXED BY approvals_pending_page "
+            f"WHERE {' AND '.join(clauses)} ORDER BY created_at, approval_id LIMIT ?",
+            (*params, limit),
+        )
+        return [row_to_approval(row) for row in rows]
+
+    async def approvals_requested_by(
+        self, requester: str, *, limit: int = 20
+    ) -> list[ApprovalRecord]:
+        rules.check_page(limit)
+        rows = await self._db.read(
+            f"SELECT {APPROVAL_COLUMNS} FROM approvals INDEXED BY approvals_by_requester "
+            "WHERE requester = ? ORDER BY created_at DESC, approval_id DESC LIMIT ?",
+            (requester, limit),
+        )
+        return [row_to_approval(row) for row in rows]
+
+    async def recent_decisions(self, *, limit: int = 20) -> list[ApprovalRecord]:
+        rules.check_page(limit)
+        rows = await self._db.read(
+            f"SELECT {APPROVAL_COLUMNS} FROM approvals INDEXED BY approvals_by_decision "
+            "WHERE decided_at IS NOT NULL ORDER BY decided_at DESC LIMIT ?",
+            (limit,),
+        )
+        return [row_to_approval(row) for row in rows]
 
 
 def _insert_or_get(
@@ -204,9 +280,8 @@ def _insert_or_get(
             f"RETURNING {APPROVAL_COLUMNS}",
             (new.approval_id, new.run_id, new.tool_call_id, new.tool_name,
              new.arguments_digest, new.snapshot, new.requester, to_db(at),
-             None if new.expires_at is None else to_db(new.expires_at),
-             new.required_approvals,
-             None if new.remind_at is None else to_db(new.remind_at)),
+             to_db_optional(new.expires_at), new.required_approvals,
+             to_db_optional(new.remind_at)),
         )  # fmt: skip
     except sqlite3.IntegrityError as error:
         raise InputError(
@@ -222,7 +297,6 @@ def _insert_or_get(
         )
         assert existing is not None
         return row_to_approval(existing)
-    record = row_to_approval(row)
     audit.append(
         connection,
         "requested",
@@ -234,31 +308,35 @@ def _insert_or_get(
             "tool_name": new.tool_name,
             "tool_call_id": new.tool_call_id,
             "arguments_digest": new.arguments_digest,
-            "expires_at": None if new.expires_at is None else to_db(new.expires_at),
+            "expires_at": to_db_optional(new.expires_at),
             "required_approvals": new.required_approvals,
         },
     )
-    return record
+    return row_to_approval(row)
 
 
-def _require(connection: sqlite3.Connection, approval_id: str) -> ApprovalRecord:
+def require_approval(connection: sqlite3.Connection, approval_id: str) -> ApprovalRecord:
+    """The approval as it is now, inside a write transaction; InputError if unknown."""
     row = fetch_one(connection, SELECT_ONE, (approval_id,))
     if row is None:
         raise InputError(f"no approval {approval_id!r}")
     return row_to_approval(row)
 
 
-def _lost(connection: sqlite3.Connection, approval_id: str, at: datetime) -> ApprovalRecord:
-    """The decision did not apply: expire it if that is why, else report the winner."""
+def expire_one(
+    connection: sqlite3.Connection, approval_id: str, at: datetime
+) -> ApprovalRecord | None:
+    """Expire the approval if it is pending and past its expiry at `at` (audited);
+    None when it is not."""
     expired = fetch_one(connection, EXPIRE_ONE, (approval_id, to_db(at)))
     if expired is None:
-        return _require(connection, approval_id)
+        return None
     record = row_to_approval(expired)
-    audit_expired(connection, record, at)
+    _audit_expired(connection, record, at)
     return record
 
 
-def audit_expired(connection: sqlite3.Connection, record: ApprovalRecord, at: datetime) -> None:
+def _audit_expired(connection: sqlite3.Connection, record: ApprovalRecord, at: datetime) -> None:
     audit.append(
         connection,
         "expired",
@@ -266,5 +344,5 @@ def audit_expired(connection: sqlite3.Connection, record: ApprovalRecord, at: da
         actor="store",
         run_id=record.run_id,
         approval_id=record.approval_id,
-        detail={"expires_at": None if record.expires_at is None else to_db(record.expires_at)},
+        detail={"expires_at": to_db_optional(record.expires_at)},
     )

@@ -1,48 +1,35 @@
-"""The idempotency ledger: the runner's durable journal, one row per execution key.
+"""The idempotency ledger on SQLite: one `ledger` row per execution key.
 
-States: executing -> succeeded | failed_retryable | failed_terminal | uncertain.
-(A claim is the runner's dispatch intent itself, so a row is born `executing`; the
-journal protocol has no separate reserve step that a `reserved` state could record.)
-
-Each row carries a lease (owner, expiry) and a `lease_version`, the fencing token handed
-to the claimant. Every write names the token it holds; once the lease was taken over the
-version has moved on and the stale holder's write changes nothing (LeaseLostError).
-
-claim, in one BEGIN IMMEDIATE transaction:
-- new key -> row `executing`, Fresh(lease_token, attempt 1);
-- same key, other arguments digest -> ExecutionKeyConflict;
-- succeeded / failed_terminal -> Recorded (the stored result, reused, never re-run);
-- failed_retryable -> Fresh with the next attempt (the tool said running again is safe);
-- executing under another owner's live lease -> LeaseHeldError;
-- executing with the lease run out (or our own) -> Interrupted, or with `redispatch`
-  a takeover: Fresh with the next attempt and a new fencing token;
-- uncertain -> Uncertain, or with `redispatch` a takeover as above.
-
-Results are sealed with AES-GCM like run states (a tool result may carry anything the
-state carries), bound to the execution key and the lease version that wrote them.
+The states, the fencing token and what a claim does to each state are engine-neutral
+(store.ledger: `claim_step` decides, the transaction here writes). Sealed results are
+read with `CAST(... AS BLOB)` so that a ciphertext rewritten as TEXT still reaches the
+authentication check (and fails it) instead of failing somewhere else.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 
-from bot.errors import (
-    ExecutionKeyConflict,
-    InputError,
-    LeaseHeldError,
-    LeaseLostError,
-    ResolutionError,
-    UnknownCallError,
-)
+from bot.clock import Clock
 from bot.runtime.journal import Claim, Fresh, Interrupted, Recorded, Uncertain
-from store.crypto import Sealed
-from store.sqlite.base import StoreBase
-from store.sqlite.connection import fetch_all, fetch_one, where_all
-from store.sqlite.timefmt import from_db, to_db
+from store.api import LedgerEntry
+from store.crypto import Sealed, Sealer
+from store.ledger import (
+    Lease,
+    claim_step,
+    lease_lost,
+    new_lease,
+    not_resolvable,
+    open_result,
+    result_state,
+    seal_result,
+    taken_over,
+    unknown_key,
+)
+from store.rows import row_to_ledger_entry, to_db
+from store.sqlite.connection import Database, fetch_all, fetch_one, where_all
 
-RESULT_PURPOSE = "ledger-result"
 LEDGER_COLUMNS = (
     "execution_key, arguments_digest, run_id, tool_call_id, tool_name, state, attempt, "
     "lease_owner, lease_expires_at, lease_version, result_key_id, "
@@ -52,26 +39,24 @@ LEDGER_COLUMNS = (
 
 
 @dataclass(frozen=True, kw_only=True)
-class LedgerEntry:
-    """One ledger row as operators see it (the result stays sealed)."""
+class _SealedResult:
+    """A recorded result read inside the claim transaction, opened after it."""
 
     execution_key: str
     run_id: str
-    tool_call_id: str
-    tool_name: str
-    state: str
-    attempt: int
-    lease_owner: str | None
-    lease_expires_at: datetime | None
     lease_version: int
-    updated_at: datetime
+    sealed: Sealed
+    is_error: bool
 
 
-def result_aad(execution_key: str, lease_version: int) -> dict[str, str | int]:
-    return {"execution_key": execution_key, "lease_version": lease_version}
+class SqliteLedger:
+    """The LedgerStore on SQLite."""
 
+    def __init__(self, database: Database, sealer: Sealer, clock: Clock) -> None:
+        self._db = database
+        self._sealer = sealer
+        self._clock = clock
 
-class LedgerPart(StoreBase):
     async def ledger_claim(
         self,
         *,
@@ -84,12 +69,10 @@ class LedgerPart(StoreBase):
         lease_seconds: float,
         redispatch: bool = False,
     ) -> Claim:
-        if not execution_key or not owner:
-            raise InputError("a ledger claim needs an execution key and an owner")
-        if lease_seconds <= 0:
-            raise InputError(f"lease_seconds must be positive, not {lease_seconds}")
-        now = self._now()
-        lease = _Lease(owner=owner, now=now, expires=now + timedelta(seconds=lease_seconds))
+        lease = new_lease(
+            execution_key=execution_key, owner=owner, lease_seconds=lease_seconds,
+            now=self._clock(),
+        )  # fmt: skip
 
         def body(connection: sqlite3.Connection) -> Claim | _SealedResult:
             row = fetch_one(
@@ -102,14 +85,27 @@ class LedgerPart(StoreBase):
                     "tool_name, state, attempt, lease_owner, lease_expires_at, lease_version, "
                     "created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'executing', 1, ?, ?, 1, ?, ?)",
                     (execution_key, arguments_digest, run_id, tool_call_id, tool_name,
-                     owner, to_db(lease.expires), to_db(now), to_db(now)),
+                     owner, to_db(lease.expires), to_db(lease.now), to_db(lease.now)),
                 )  # fmt: skip
                 return Fresh(lease_token=1, attempt=1)
-            return _claim_existing(connection, row, arguments_digest, lease, redispatch)
+            step = claim_step(
+                row, arguments_digest=arguments_digest, lease=lease, redispatch=redispatch
+            )
+            if step == "recorded":
+                return _recorded(row)
+            if step == "take_over":
+                return _take_over(connection, row, lease)
+            if step == "uncertain":
+                return Uncertain()
+            return Interrupted(attempt=int(row["attempt"]))
 
         outcome = await self._db.transaction(body)
         if isinstance(outcome, _SealedResult):
-            return Recorded(result=await self._open_result(outcome), is_error=outcome.is_error)
+            result = await open_result(
+                self._sealer, outcome.execution_key, outcome.sealed,
+                lease_version=outcome.lease_version, run_id=outcome.run_id,
+            )  # fmt: skip
+            return Recorded(result=result, is_error=outcome.is_error)
         return outcome
 
     async def ledger_record_result(
@@ -121,17 +117,11 @@ class LedgerPart(StoreBase):
         is_error: bool,
         retryable: bool = False,
     ) -> None:
-        """Store the raw result under our fencing token. `retryable` (an error the tool
-        reports as safe to run again) makes the next claim Fresh instead of Recorded."""
-        state = (
-            "succeeded" if not is_error else "failed_retryable" if retryable else "failed_terminal"
+        state = result_state(is_error=is_error, retryable=retryable)
+        sealed = await seal_result(
+            self._sealer, execution_key, lease_version=lease_token, result=result
         )
-        sealed = await self._seal(
-            result.encode("utf-8"),
-            purpose=RESULT_PURPOSE,
-            fields=result_aad(execution_key, lease_token),
-        )
-        now = to_db(self._now())
+        now = to_db(self._clock())
 
         def body(connection: sqlite3.Connection) -> None:
             rows = fetch_all(
@@ -145,7 +135,9 @@ class LedgerPart(StoreBase):
                  execution_key, lease_token),
             )  # fmt: skip
             if not rows:
-                raise _lease_lost(connection, execution_key, lease_token)
+                raise lease_lost(
+                    execution_key, lease_token, _entry_state(connection, execution_key)
+                )
 
         await self._db.transaction(body)
 
@@ -157,7 +149,7 @@ class LedgerPart(StoreBase):
         With `owner` (what StoreJournal passes), a live lease held by another owner is
         left alone (LeaseHeldError): between our Interrupted claim and this call another
         worker may have taken the key over, and its run must not be fenced off."""
-        now = to_db(self._now())
+        now = to_db(self._clock())
 
         def body(connection: sqlite3.Connection) -> None:
             rows = fetch_all(
@@ -173,27 +165,21 @@ class LedgerPart(StoreBase):
                 return
             row = _require_entry(connection, execution_key)
             if row["state"] == "executing":
-                raise LeaseHeldError(
-                    f"execution key {execution_key!r} was taken over by "
-                    f"{row['lease_owner']}; it is not uncertain"
-                )
+                raise taken_over(execution_key, row["lease_owner"])
 
         await self._db.transaction(body)
 
     async def ledger_resolve_with_result(self, *, execution_key: str, result: str) -> None:
-        """A human verified the outcome: uncertain (or interrupted) -> succeeded."""
         current = await self._db.read_one(
             "SELECT lease_version FROM ledger WHERE execution_key = ?", (execution_key,)
         )
         if current is None:
-            raise UnknownCallError(f"no ledger entry for execution key {execution_key!r}")
+            raise unknown_key(execution_key)
         version = int(current["lease_version"]) + 1
-        sealed = await self._seal(
-            result.encode("utf-8"),
-            purpose=RESULT_PURPOSE,
-            fields=result_aad(execution_key, version),
+        sealed = await seal_result(
+            self._sealer, execution_key, lease_version=version, result=result
         )
-        now = to_db(self._now())
+        now = to_db(self._clock())
 
         def body(connection: sqlite3.Connection) -> None:
             rows = fetch_all(
@@ -207,11 +193,7 @@ class LedgerPart(StoreBase):
                  version - 1),
             )  # fmt: skip
             if not rows:
-                row = _require_entry(connection, execution_key)
-                raise ResolutionError(
-                    f"execution key {execution_key!r} is {row['state']} "
-                    f"(lease version {row['lease_version']}); it cannot take a verified result"
-                )
+                raise not_resolvable(execution_key, _require_entry(connection, execution_key))
 
         await self._db.transaction(body)
 
@@ -223,83 +205,24 @@ class LedgerPart(StoreBase):
             f"SELECT {LEDGER_COLUMNS} FROM ledger {where} ORDER BY created_at LIMIT ?",
             (*params, limit),
         )
-        return [_row_to_entry(row) for row in rows]
-
-    async def _open_result(self, found: _SealedResult) -> str:
-        plaintext = await self._unseal(
-            found.sealed,
-            purpose=RESULT_PURPOSE,
-            fields=result_aad(found.execution_key, found.lease_version),
-            run_id=found.run_id,
-        )
-        return plaintext.decode("utf-8")
+        return [row_to_ledger_entry(row) for row in rows]
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Lease:
-    owner: str
-    now: datetime
-    expires: datetime
+def _recorded(row: sqlite3.Row) -> _SealedResult:
+    return _SealedResult(
+        execution_key=row["execution_key"],
+        run_id=row["run_id"],
+        lease_version=int(row["lease_version"]),
+        sealed=Sealed(
+            key_id=row["result_key_id"],
+            nonce=row["result_nonce"],
+            ciphertext=row["result_ciphertext"],
+        ),
+        is_error=bool(row["is_error"]),
+    )
 
 
-@dataclass(frozen=True, kw_only=True)
-class _SealedResult:
-    """A recorded result read inside the claim transaction, decrypted after it."""
-
-    execution_key: str
-    run_id: str
-    lease_version: int
-    sealed: Sealed
-    is_error: bool
-
-
-def _claim_existing(
-    connection: sqlite3.Connection,
-    row: sqlite3.Row,
-    arguments_digest: str,
-    lease: _Lease,
-    redispatch: bool,
-) -> Claim | _SealedResult:
-    key, state = row["execution_key"], row["state"]
-    if row["arguments_digest"] != arguments_digest:
-        raise ExecutionKeyConflict(
-            f"execution key {key!r} is recorded with other arguments "
-            f"(digest {row['arguments_digest'][:12]}..., not {arguments_digest[:12]}...)"
-        )
-    if state in ("succeeded", "failed_terminal"):
-        return _SealedResult(
-            execution_key=key,
-            run_id=row["run_id"],
-            lease_version=int(row["lease_version"]),
-            sealed=Sealed(
-                key_id=row["result_key_id"],
-                nonce=row["result_nonce"],
-                ciphertext=row["result_ciphertext"],
-            ),
-            is_error=bool(row["is_error"]),
-        )
-    if state == "failed_retryable":
-        return _take_over(connection, row, lease)
-    if state == "uncertain":
-        return _take_over(connection, row, lease) if redispatch else Uncertain()
-    _refuse_live_lease(row, lease)
-    if redispatch:
-        return _take_over(connection, row, lease)
-    return Interrupted(attempt=int(row["attempt"]))
-
-
-def _refuse_live_lease(row: sqlite3.Row, lease: _Lease) -> None:
-    owner, expires = row["lease_owner"], row["lease_expires_at"]
-    if owner is None or owner == lease.owner or expires is None:
-        return
-    if from_db(expires) > lease.now:
-        raise LeaseHeldError(
-            f"execution key {row['execution_key']!r} is being executed by {owner} "
-            f"(lease until {expires})"
-        )
-
-
-def _take_over(connection: sqlite3.Connection, row: sqlite3.Row, lease: _Lease) -> Fresh:
+def _take_over(connection: sqlite3.Connection, row: sqlite3.Row, lease: Lease) -> Fresh:
     version, attempt = int(row["lease_version"]) + 1, int(row["attempt"]) + 1
     connection.execute(
         "UPDATE ledger SET state = 'executing', attempt = ?, lease_owner = ?, "
@@ -312,43 +235,16 @@ def _take_over(connection: sqlite3.Connection, row: sqlite3.Row, lease: _Lease) 
     return Fresh(lease_token=version, attempt=attempt)
 
 
-def _require_entry(connection: sqlite3.Connection, execution_key: str) -> sqlite3.Row:
-    row = fetch_one(
+def _entry_state(connection: sqlite3.Connection, execution_key: str) -> sqlite3.Row | None:
+    return fetch_one(
         connection,
         "SELECT state, lease_version, lease_owner FROM ledger WHERE execution_key = ?",
         (execution_key,),
-    )  # fmt: skip
+    )
+
+
+def _require_entry(connection: sqlite3.Connection, execution_key: str) -> sqlite3.Row:
+    row = _entry_state(connection, execution_key)
     if row is None:
-        raise UnknownCallError(f"no ledger entry for execution key {execution_key!r}")
+        raise unknown_key(execution_key)
     return row
-
-
-def _lease_lost(
-    connection: sqlite3.Connection, execution_key: str, lease_token: int
-) -> LeaseLostError:
-    row = fetch_one(
-        connection, "SELECT state, lease_version FROM ledger WHERE execution_key = ?",
-        (execution_key,),
-    )  # fmt: skip
-    if row is None:
-        return LeaseLostError(f"no ledger entry for execution key {execution_key!r}")
-    return LeaseLostError(
-        f"lease {lease_token} on execution key {execution_key!r} is no longer ours "
-        f"(now {row['state']} under lease {row['lease_version']}); nothing was written"
-    )
-
-
-def _row_to_entry(row: sqlite3.Row) -> LedgerEntry:
-    expires = row["lease_expires_at"]
-    return LedgerEntry(
-        execution_key=row["execution_key"],
-        run_id=row["run_id"],
-        tool_call_id=row["tool_call_id"],
-        tool_name=row["tool_name"],
-        state=row["state"],
-        attempt=int(row["attempt"]),
-        lease_owner=row["lease_owner"],
-        lease_expires_at=None if expires is None else from_db(expires),
-        lease_version=int(row["lease_version"]),
-        updated_at=from_db(row["updated_at"]),
-    )

@@ -1,4 +1,4 @@
-"""Key rotation: re-encrypt every sealed blob with the newest key of the ring.
+"""Key rotation on SQLite: re-encrypt every sealed blob with the newest key of the ring.
 
 Work goes in batches, each its own transaction, and every rewrite is conditional on the
 nonce it read, so a blob rewritten meanwhile (by a state save) is left alone. Stopping
@@ -11,26 +11,16 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from bot.errors import TamperError
-from store.crypto import AadValue, Sealed
-from store.sqlite.base import StoreBase
-from store.sqlite.connection import fetch_all
-from store.sqlite.ledger import RESULT_PURPOSE, result_aad
-from store.sqlite.runs import STATE_PURPOSE, state_aad
+from store.api import AuditStore, RotationReport
+from store.crypto import AadValue, Sealed, Sealer
+from store.ledger import RESULT_PURPOSE, result_fields
+from store.runs import STATE_PURPOSE, state_fields
+from store.sqlite.connection import Database, fetch_all
 
 DEFAULT_BATCH = 200
-
-
-@dataclass(kw_only=True)
-class RotationReport:
-    key_id: str  # the key everything is now sealed with
-    run_states: int = 0  # re-encrypted in this pass
-    ledger_results: int = 0
-    already_current: int = 0  # sealed with the newest key before this pass
-    skipped_rewritten: int = 0  # rewritten by someone else while we worked (already current)
-    tampered: list[str] = field(default_factory=list)  # records that failed to decrypt
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,15 +31,22 @@ class _Pending:
     sealed: Sealed
 
 
-class RotationPart(StoreBase):
+class SqliteKeyRotation:
+    """`rotate_keys` on SQLite."""
+
+    def __init__(self, database: Database, sealer: Sealer, audit: AuditStore) -> None:
+        self._db = database
+        self._sealer = sealer
+        self._audit = audit
+
     async def rotate_keys(
         self, *, actor: str = "operator", batch_size: int = DEFAULT_BATCH
     ) -> RotationReport:
-        newest = self._keyring.newest.key_id
+        newest = self._sealer.keyring.newest.key_id
         report = RotationReport(key_id=newest, already_current=await self._count_current(newest))
         await self._rotate_run_states(report, batch_size)
         await self._rotate_ledger_results(report, batch_size)
-        await self.append_audit(
+        await self._audit.append_audit(
             "key_rotated",
             actor=actor,
             detail={
@@ -83,21 +80,20 @@ class RotationPart(StoreBase):
             if not rows:
                 return
             after = rows[-1]["run_id"]
-            batch = [
-                pending
-                for row in rows
-                if (pending := await self._reseal_state(row, report)) is not None
-            ]
+            batch = []
+            for row in rows:
+                fields = state_fields(
+                    row["run_id"], int(row["state_version"]), row["schema_version"]
+                )
+                pending = await self._reseal(
+                    row, report, purpose=STATE_PURPOSE, fields=fields,
+                    record=row["run_id"], run_id=row["run_id"],
+                )  # fmt: skip
+                if pending is not None:
+                    batch.append(pending)
             report.run_states += await self._db.transaction(
                 functools.partial(_write_states, batch=batch, report=report)
             )
-
-    async def _reseal_state(self, row: sqlite3.Row, report: RotationReport) -> _Pending | None:
-        fields = state_aad(row["run_id"], int(row["state_version"]), row["schema_version"])
-        return await self._reseal(
-            row, report, purpose=STATE_PURPOSE, fields=fields,
-            record=row["run_id"], run_id=row["run_id"],
-        )  # fmt: skip
 
     async def _rotate_ledger_results(self, report: RotationReport, batch_size: int) -> None:
         after = ""
@@ -115,7 +111,7 @@ class RotationPart(StoreBase):
             after = rows[-1]["execution_key"]
             batch = []
             for row in rows:
-                fields = result_aad(row["execution_key"], int(row["lease_version"]))
+                fields = result_fields(row["execution_key"], int(row["lease_version"]))
                 pending = await self._reseal(
                     row, report, purpose=RESULT_PURPOSE, fields=fields,
                     record=row["execution_key"], run_id=row["run_id"],
@@ -138,11 +134,11 @@ class RotationPart(StoreBase):
     ) -> _Pending | None:
         old = Sealed(key_id=row["key_id"], nonce=row["nonce"], ciphertext=row["ciphertext"])
         try:
-            plaintext = await self._unseal(old, purpose=purpose, fields=fields, run_id=run_id)
+            plaintext = await self._sealer.open(old, purpose=purpose, fields=fields, run_id=run_id)
         except TamperError:
             report.tampered.append(f"{purpose} {record}")
             return None
-        sealed = await self._seal(plaintext, purpose=purpose, fields=fields)
+        sealed = await self._sealer.seal(plaintext, purpose=purpose, fields=fields)
         return _Pending(record=record, run_id=run_id, old_nonce=old.nonce, sealed=sealed)
 
 

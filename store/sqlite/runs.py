@@ -1,53 +1,30 @@
-"""Runs: a small row for status and compare-and-set, the sealed state in `run_blobs`.
+"""Runs on SQLite: a small `runs` row for status and compare-and-set, the sealed state
+in `run_blobs` (so a compare-and-set never rewrites a large blob).
 
-The blob's associated data binds it to its run id, the run version at which it was
-written (`state_version`), its schema version and key id: a blob moved to another run, or
-an older blob of the same run put back, fails to decrypt. The plaintext's SHA-256 is kept
-on the run row and checked again after decryption.
+Sealing, the blob's associated data and the digest check are engine-neutral
+(store.runs); here is the SQL.
 """
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
-from typing import get_args
 
-from bot.errors import ConflictError, InputError, TamperError
-from bot.off_loop import off_loop_if_large
+from bot.clock import Clock
+from bot.errors import ConflictError, InputError
 from store.api import RunRecord, RunStatus
-from store.crypto import Sealed
-from store.sqlite.base import StoreBase
-from store.sqlite.connection import fetch_all, fetch_one
-from store.sqlite.rows import RUN_COLUMNS, row_to_run
-from store.sqlite.timefmt import to_db
-
-STATE_PURPOSE = "run-state"
-RUN_STATUSES: frozenset[str] = frozenset(get_args(RunStatus))
+from store.crypto import Sealed, Sealer
+from store.rows import RUN_COLUMNS, row_to_run, to_db
+from store.runs import check_status, open_state, seal_state, version_conflict
+from store.sqlite.connection import Database, fetch_all, fetch_one
 
 
-def state_aad(run_id: str, state_version: int, schema_version: str) -> dict[str, str | int]:
-    return {"run_id": run_id, "state_version": state_version, "schema_version": schema_version}
+class SqliteRuns:
+    """The RunStore on SQLite."""
 
-
-def _check_status(status: str) -> None:
-    if status not in RUN_STATUSES:
-        raise InputError(f"run status {status!r} is not one of {sorted(RUN_STATUSES)}")
-
-
-class RunsPart(StoreBase):
-    async def _seal_state(
-        self, run_id: str, *, state_version: int, schema_version: str, state_json: str
-    ) -> tuple[Sealed, str]:
-        plaintext = await off_loop_if_large(len(state_json), lambda: state_json.encode("utf-8"))
-        digest = await off_loop_if_large(
-            len(plaintext), lambda: hashlib.sha256(plaintext).hexdigest()
-        )
-        sealed = await self._seal(
-            plaintext,
-            purpose=STATE_PURPOSE,
-            fields=state_aad(run_id, state_version, schema_version),
-        )
-        return sealed, digest
+    def __init__(self, database: Database, sealer: Sealer, clock: Clock) -> None:
+        self._db = database
+        self._sealer = sealer
+        self._clock = clock
 
     async def create_run(
         self,
@@ -62,13 +39,14 @@ class RunsPart(StoreBase):
         thread_ts: str | None = None,
         requester: str | None = None,
     ) -> RunRecord:
-        _check_status(status)
+        check_status(status)
         if not run_id:
             raise InputError("run id is empty")
-        sealed, digest = await self._seal_state(
-            run_id, state_version=1, schema_version=schema_version, state_json=state_json
-        )
-        now = to_db(self._now())
+        sealed, digest = await seal_state(
+            self._sealer, run_id, state_version=1, schema_version=schema_version,
+            state_json=state_json,
+        )  # fmt: skip
+        now = to_db(self._clock())
 
         def body(connection: sqlite3.Connection) -> RunRecord:
             try:
@@ -98,14 +76,12 @@ class RunsPart(StoreBase):
         status: RunStatus,
         schema_version: str,
     ) -> RunRecord:
-        _check_status(status)
-        sealed, digest = await self._seal_state(
-            run_id,
-            state_version=expected_version + 1,
-            schema_version=schema_version,
-            state_json=state_json,
-        )
-        now = to_db(self._now())
+        check_status(status)
+        sealed, digest = await seal_state(
+            self._sealer, run_id, state_version=expected_version + 1,
+            schema_version=schema_version, state_json=state_json,
+        )  # fmt: skip
+        now = to_db(self._clock())
 
         def body(connection: sqlite3.Connection) -> RunRecord:
             row = fetch_one(
@@ -116,7 +92,11 @@ class RunsPart(StoreBase):
                 (status, schema_version, sealed.key_id, digest, now, run_id, expected_version),
             )
             if row is None:
-                raise _version_conflict(connection, run_id, expected_version)
+                found = _require_run(connection, run_id)
+                raise version_conflict(
+                    run_id, expected_version=expected_version,
+                    version=found["version"], status=found["status"],
+                )  # fmt: skip
             _write_blob(connection, run_id, sealed, insert=False)
             return row_to_run(row)
 
@@ -125,9 +105,9 @@ class RunsPart(StoreBase):
     async def transition_run(
         self, run_id: str, *, expected_status: RunStatus, new_status: RunStatus
     ) -> RunRecord | None:
-        _check_status(expected_status)
-        _check_status(new_status)
-        now = to_db(self._now())
+        check_status(expected_status)
+        check_status(new_status)
+        now = to_db(self._clock())
 
         def body(connection: sqlite3.Connection) -> RunRecord | None:
             row = fetch_one(
@@ -152,28 +132,13 @@ class RunsPart(StoreBase):
         )
         if row is None:
             raise InputError(f"no run {run_id!r}")
-        if row["ciphertext"] is None:
-            error = TamperError(f"run-state blob (run_id={run_id}) is missing")
-            raise await self._tampered(error, run_id=run_id, detail={"purpose": STATE_PURPOSE})
-        sealed = Sealed(key_id=row["key_id"], nonce=row["nonce"], ciphertext=row["ciphertext"])
-        fields = state_aad(run_id, int(row["state_version"]), row["schema_version"])
-        plaintext = await self._unseal(sealed, purpose=STATE_PURPOSE, fields=fields, run_id=run_id)
-        return await self._check_plaintext(run_id, plaintext, expected_digest=row["blob_digest"])
-
-    async def _check_plaintext(self, run_id: str, plaintext: bytes, *, expected_digest: str) -> str:
-        digest = await off_loop_if_large(
-            len(plaintext), lambda: hashlib.sha256(plaintext).hexdigest()
-        )
-        problem = None
-        if digest != expected_digest:
-            problem = "decrypted but its SHA-256 does not match the run's blob digest"
-        else:
-            try:
-                return await off_loop_if_large(len(plaintext), lambda: plaintext.decode("utf-8"))
-            except UnicodeDecodeError:
-                problem = "is not UTF-8 text"
-        error = TamperError(f"run-state blob (run_id={run_id}) {problem}")
-        raise await self._tampered(error, run_id=run_id, detail={"purpose": STATE_PURPOSE})
+        sealed = None
+        if row["ciphertext"] is not None:
+            sealed = Sealed(key_id=row["key_id"], nonce=row["nonce"], ciphertext=row["ciphertext"])
+        return await open_state(
+            self._sealer, run_id, sealed, state_version=int(row["state_version"]),
+            schema_version=row["schema_version"], expected_digest=row["blob_digest"],
+        )  # fmt: skip
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         row = await self._db.read_one(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
@@ -188,7 +153,7 @@ class RunsPart(StoreBase):
         return None if row is None else row_to_run(row)
 
     async def set_run_thread(self, run_id: str, *, channel: str, thread_ts: str) -> None:
-        now = to_db(self._now())
+        now = to_db(self._clock())
 
         def body(connection: sqlite3.Connection) -> None:
             rows = fetch_all(
@@ -206,7 +171,7 @@ class RunsPart(StoreBase):
         self, *, status: RunStatus | None = None, limit: int = 100
     ) -> list[RunRecord]:
         if status is not None:
-            _check_status(status)
+            check_status(status)
             rows = await self._db.read(
                 f"SELECT {RUN_COLUMNS} FROM runs WHERE status = ? "
                 "ORDER BY updated_at DESC, run_id LIMIT ?",
@@ -235,13 +200,3 @@ def _require_run(connection: sqlite3.Connection, run_id: str) -> sqlite3.Row:
     if row is None:
         raise InputError(f"no run {run_id!r}")
     return row
-
-
-def _version_conflict(
-    connection: sqlite3.Connection, run_id: str, expected_version: int
-) -> ConflictError:
-    row = _require_run(connection, run_id)
-    return ConflictError(
-        f"run {run_id!r} is at version {row['version']} ({row['status']}), "
-        f"not the expected version {expected_version}"
-    )

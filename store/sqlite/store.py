@@ -1,4 +1,5 @@
-"""SqliteStore: the Store protocol on one SQLite file, and `open_store`."""
+"""SqliteStore: the Store on one SQLite file, joined from its concept parts, and
+`open_store`."""
 
 from __future__ import annotations
 
@@ -9,24 +10,22 @@ from pathlib import Path
 
 from bot.clock import Clock, utc_now
 from bot.errors import ConfigError
-from store.api import Store
+from store.api import MigrationReport, Store
 from store.config import database_url_from_env, parse_database_url, synchronous_from_env
-from store.crypto import KeyRing
+from store.crypto import KeyRing, Sealer
+from store.engine import EngineStore
 from store.keys import KEYS_ENV, resolve_keyring
-from store.sqlite.approval_reads import ApprovalReadsPart
-from store.sqlite.approvals import ApprovalsPart
-from store.sqlite.auditing import AuditPart
+from store.sqlite.approvals import SqliteApprovals
+from store.sqlite.audit import SqliteAudit
 from store.sqlite.connection import Database, Synchronous
-from store.sqlite.ledger import LedgerPart
-from store.sqlite.migrations import MigrationReport, current_version, migrate
-from store.sqlite.rotation import RotationPart
-from store.sqlite.runs import RunsPart
-from store.sqlite.votes import VotesPart
+from store.sqlite.ledger import SqliteLedger
+from store.sqlite.migrations import migrate
+from store.sqlite.rotation import SqliteKeyRotation
+from store.sqlite.runs import SqliteRuns
+from store.sqlite.votes import SqliteVotes
 
 
-class SqliteStore(
-    RunsPart, ApprovalsPart, VotesPart, ApprovalReadsPart, AuditPart, LedgerPart, RotationPart
-):
+class SqliteStore(EngineStore):
     """The embedded engine. Open it with `open_store`; close it with `close()`."""
 
     def __init__(
@@ -37,19 +36,22 @@ class SqliteStore(
         *,
         migration_report: MigrationReport,
     ) -> None:
-        super().__init__(database, keyring, clock)
+        audit = SqliteAudit(database, clock)
+        sealer = Sealer(keyring, audit)
+        super().__init__(
+            runs=SqliteRuns(database, sealer, clock),
+            approvals=SqliteApprovals(database, clock),
+            votes=SqliteVotes(database, clock),
+            audit=audit,
+            ledger=SqliteLedger(database, sealer, clock),
+        )
+        self.rotate_keys = SqliteKeyRotation(database, sealer, audit).rotate_keys
+        self.database = database
+        self.keyring = keyring
         self.migration_report = migration_report
 
-    async def schema_version(self) -> int:
-        return await current_version(self._db)
-
-    async def integrity_check(self) -> str:
-        """SQLite's own `PRAGMA integrity_check` ('ok' when the file is sound)."""
-        rows = await self._db.read("PRAGMA integrity_check")
-        return "\n".join(str(row[0]) for row in rows)
-
     async def close(self) -> None:
-        await self._db.close()
+        await self.database.close()
 
 
 async def open_store(

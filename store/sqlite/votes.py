@@ -1,11 +1,11 @@
-"""Votes: N-of-M quorum, one write transaction per vote.
+"""Votes on SQLite: N-of-M quorum, one write transaction per vote.
 
 `vote` reads the approval, checks it is pending, unexpired and on the digest the voter
 saw, applies an amendment (approve-with-changes: new digest and snapshot; votes on the
 old digest stop counting, and earlier votes on the new one are dropped), inserts the
 vote (the primary key (approval, voter, digest) makes a second vote by the same person
-on the same arguments a no-op), and makes the transition when the vote completes the
-quorum or rejects. It all runs in one `BEGIN IMMEDIATE` transaction on the writer
+on the same arguments a no-op), asks the quorum rule (store.approvals.tally) and makes
+the transition it names. It all runs in one `BEGIN IMMEDIATE` transaction on the writer
 thread and every update is conditional on `status = 'pending'`, so of two racing final
 votes exactly one makes the transition. A vote that does not close the approval is
 audited `voted`; the closing one is the `decided` event, which lists every counted voter.
@@ -15,45 +15,33 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
 
+from bot.clock import Clock
 from bot.errors import InputError
-from store.api import (
-    Amendment,
-    ApprovalRecord,
-    Decision,
-    VoteOutcome,
-    VoteRecord,
-    VoteResult,
-)
+from store.api import Amendment, ApprovalRecord, Verdict, VoteOutcome, VoteRecord, VoteResult
+from store.approvals import Tally, check_vote, tally
+from store.rows import APPROVAL_COLUMNS, VOTE_COLUMNS, from_db, row_to_approval, row_to_vote, to_db
 from store.sqlite import audit
-from store.sqlite.approvals import DECISIONS, EXPIRE_ONE, SELECT_ONE, audit_expired
-from store.sqlite.base import StoreBase
-from store.sqlite.connection import fetch_all, fetch_one
-from store.sqlite.rows import APPROVAL_COLUMNS, row_to_approval
-from store.sqlite.timefmt import from_db, to_db
+from store.sqlite.approvals import SELECT_ONE, expire_one
+from store.sqlite.connection import Database, fetch_all, fetch_one
 
-VOTE_COLUMNS = "approval_id, voter, decision, digest, reason, at"
+IN_CLAUSE_CHUNK = 500  # SQLite's default limit on `?` parameters is far above this
 
 
-def row_to_vote(row: sqlite3.Row) -> VoteRecord:
-    return VoteRecord(
-        approval_id=row["approval_id"],
-        voter=row["voter"],
-        decision=cast(Decision, row["decision"]),
-        digest=row["digest"],
-        reason=row["reason"],
-        at=from_db(row["at"]),
-    )
+class SqliteVotes:
+    """The VoteStore on SQLite."""
 
+    def __init__(self, database: Database, clock: Clock) -> None:
+        self._db = database
+        self._clock = clock
 
-class VotesPart(StoreBase):
     async def vote(
         self,
         approval_id: str,
         *,
-        decision: Decision,
+        decision: Verdict,
         voter: str,
         digest: str,
         reason: str | None,
@@ -61,13 +49,8 @@ class VotesPart(StoreBase):
         amend: Amendment | None = None,
         now: datetime | None = None,
     ) -> VoteOutcome:
-        if decision not in DECISIONS:
-            raise InputError(f"decision {decision!r} is not one of {sorted(DECISIONS)}")
-        if not voter:
-            raise InputError("a vote needs a voter")
-        if amend is not None and decision != "approved":
-            raise InputError("only an approval can change the arguments")
-        at = now or self._now()
+        check_vote(decision, voter=voter, amend=amend)
+        at = now or self._clock()
         ballot = _Ballot(
             approval_id=approval_id,
             decision=decision,
@@ -76,14 +59,15 @@ class VotesPart(StoreBase):
             reason=reason,
             message=message,
             at=at,
+            at_text=to_db(at),
             amend=amend,
         )
         return await self._db.transaction(ballot.cast_in)
 
     async def votes(self, approval_ids: Sequence[str]) -> dict[str, list[VoteRecord]]:
         found: dict[str, list[VoteRecord]] = {approval_id: [] for approval_id in approval_ids}
-        for start in range(0, len(approval_ids), 500):
-            chunk = list(approval_ids[start : start + 500])
+        for start in range(0, len(approval_ids), IN_CLAUSE_CHUNK):
+            chunk = list(approval_ids[start : start + IN_CLAUSE_CHUNK])
             marks = ", ".join("?" * len(chunk))
             rows = await self._db.read(
                 f"SELECT {VOTE_COLUMNS} FROM approval_votes WHERE approval_id IN ({marks}) "
@@ -94,58 +78,20 @@ class VotesPart(StoreBase):
                 found[row["approval_id"]].append(row_to_vote(row))
         return found
 
-    async def claim_reminders(self, *, now: datetime) -> list[ApprovalRecord]:
-        at = to_db(now)
 
-        def body(connection: sqlite3.Connection) -> list[ApprovalRecord]:
-            rows = fetch_all(
-                connection,
-                "UPDATE approvals SET reminded_at = ? WHERE status = 'pending' "
-                "AND reminded_at IS NULL AND remind_at IS NOT NULL AND remind_at <= ? "
-                "AND (expires_at IS NULL OR expires_at > ?) "
-                f"RETURNING {APPROVAL_COLUMNS}",
-                (at, at, at),
-            )
-            claimed = sorted((row_to_approval(r) for r in rows), key=lambda r: r.approval_id)
-            for record in claimed:
-                audit.append(
-                    connection,
-                    "reminded",
-                    at=now,
-                    actor="store",
-                    run_id=record.run_id,
-                    approval_id=record.approval_id,
-                    detail={"expires_at": to_db(record.expires_at) if record.expires_at else None},
-                )
-            return claimed
-
-        return await self._db.transaction(body)
-
-
+@dataclass(kw_only=True, slots=True)  # not frozen: built on every vote, frozen costs 2x
 class _Ballot:
     """One vote's transaction body (runs on the writer thread)."""
 
-    def __init__(
-        self,
-        *,
-        approval_id: str,
-        decision: Decision,
-        voter: str,
-        digest: str,
-        reason: str | None,
-        message: str | None,
-        at: datetime,
-        amend: Amendment | None = None,
-    ) -> None:
-        self.approval_id = approval_id
-        self.decision = decision
-        self.voter = voter
-        self.digest = digest
-        self.reason = reason
-        self.message = message
-        self.at = at
-        self.at_text = to_db(at)
-        self.amend = amend
+    approval_id: str
+    decision: Verdict
+    voter: str
+    digest: str
+    reason: str | None
+    message: str | None
+    at: datetime
+    at_text: str
+    amend: Amendment | None
 
     def cast_in(self, connection: sqlite3.Connection) -> VoteOutcome:
         row = fetch_one(connection, SELECT_ONE, (self.approval_id,))
@@ -155,7 +101,8 @@ class _Ballot:
         if record.status != "pending":
             return self._outcome(connection, "closed", record)
         if record.expires_at is not None and record.expires_at <= self.at:
-            return self._outcome(connection, "expired", self._expire(connection) or record)
+            expired = expire_one(connection, self.approval_id, self.at)
+            return self._outcome(connection, "expired", expired or record)
         if record.arguments_digest != self.digest:
             return self._outcome(connection, "stale_digest", record)
         if self.amend is not None and self.amend.arguments_digest != record.arguments_digest:
@@ -164,15 +111,7 @@ class _Ballot:
             record = self._apply_amendment(connection, record, self.amend)
         if not self._insert_vote(connection, record.arguments_digest):
             return self._outcome(connection, "already_voted", record)
-        return self._maybe_transition(connection, record)
-
-    def _expire(self, connection: sqlite3.Connection) -> ApprovalRecord | None:
-        expired = fetch_one(connection, EXPIRE_ONE, (self.approval_id, self.at_text))
-        if expired is None:
-            return None
-        record = row_to_approval(expired)
-        audit_expired(connection, record, self.at)
-        return record
+        return self._count(connection, record)
 
     def _apply_amendment(
         self, connection: sqlite3.Connection, record: ApprovalRecord, amend: Amendment
@@ -182,14 +121,9 @@ class _Ballot:
             "UPDATE approvals SET arguments_digest = ?, snapshot = ?, amended_by = ? "
             "WHERE approval_id = ? AND status = 'pending' AND arguments_digest = ? "
             f"RETURNING {APPROVAL_COLUMNS}",
-            (
-                amend.arguments_digest,
-                amend.snapshot,
-                self.voter,
-                self.approval_id,
-                record.arguments_digest,
-            ),
-        )
+            (amend.arguments_digest, amend.snapshot, self.voter, self.approval_id,
+             record.arguments_digest),
+        )  # fmt: skip
         assert row is not None  # read and checked in this same write transaction
         # Arguments changed back to ones voted on before (A -> B -> A): those votes were
         # cast before the latest change and must not count again (the audit keeps them).
@@ -221,40 +155,52 @@ class _Ballot:
         )
         return inserted is not None
 
-    def _maybe_transition(
-        self, connection: sqlite3.Connection, record: ApprovalRecord
-    ) -> VoteOutcome:
+    def _count(self, connection: sqlite3.Connection, record: ApprovalRecord) -> VoteOutcome:
+        """Tally the votes on the current digest; close the approval if they decide it."""
+        digest = record.arguments_digest
         if self.decision == "approved" and record.required_approvals == 1:
-            # Any earlier vote on this digest would have closed it: this one is alone.
-            votes: tuple[VoteRecord, ...] = (self._as_record(record.arguments_digest),)
+            # A quorum of one closes on the first vote on a digest: this one is alone.
+            votes: tuple[VoteRecord, ...] = (self._as_record(digest),)
         else:
-            votes = _votes_on(connection, self.approval_id, record.arguments_digest)
-        approvals = [vote.voter for vote in votes if vote.decision == "approved"]
-        closes = self.decision == "rejected" or len(approvals) >= record.required_approvals
-        if not closes:
-            audit.append(
-                connection,
-                "voted",
-                at=self.at,
-                actor=self.voter,
-                run_id=record.run_id,
-                approval_id=self.approval_id,
-                detail={
-                    "decision": self.decision,
-                    "digest": record.arguments_digest,
-                    "reason": self.reason,
-                    "approvals": len(approvals),
-                    "required": record.required_approvals,
-                },
-            )
+            votes = _votes_on(connection, self.approval_id, digest)
+        counted = tally(votes, required=record.required_approvals, digest=digest)
+        if counted.verdict is None:
+            self._audit_counted(connection, record, counted)
             return VoteOutcome(result="counted", record=record, votes=votes)
+        return VoteOutcome(
+            result="decided", record=self._close(connection, record, counted), votes=votes
+        )
+
+    def _audit_counted(
+        self, connection: sqlite3.Connection, record: ApprovalRecord, counted: Tally
+    ) -> None:
+        audit.append(
+            connection,
+            "voted",
+            at=self.at,
+            actor=self.voter,
+            run_id=record.run_id,
+            approval_id=self.approval_id,
+            detail={
+                "decision": self.decision,
+                "digest": record.arguments_digest,
+                "reason": self.reason,
+                "approvals": len(counted.approvers),
+                "required": record.required_approvals,
+            },
+        )
+
+    def _close(
+        self, connection: sqlite3.Connection, record: ApprovalRecord, counted: Tally
+    ) -> ApprovalRecord:
+        verdict = counted.verdict
         row = fetch_one(
             connection,
             "UPDATE approvals SET status = ?, decider = ?, reason = ?, message = ?, "
             "decided_at = ? WHERE approval_id = ? AND status = 'pending' "
             f"AND arguments_digest = ? RETURNING {APPROVAL_COLUMNS}",
-            (self.decision, self.voter, self.reason,
-             self.message if self.decision == "rejected" else None,
+            (verdict, self.voter, self.reason,
+             self.message if verdict == "rejected" else None,
              self.at_text, self.approval_id, record.arguments_digest),
         )  # fmt: skip
         assert row is not None  # pending was checked in this same write transaction
@@ -267,14 +213,14 @@ class _Ballot:
             run_id=decided.run_id,
             approval_id=self.approval_id,
             detail={
-                "decision": self.decision,
+                "decision": verdict,
                 "reason": self.reason,
                 "message": decided.message,
                 "digest": decided.arguments_digest,
-                "voters": approvals if self.decision == "approved" else [self.voter],
+                "voters": list(counted.approvers if verdict == "approved" else counted.rejecters),
             },
         )
-        return VoteOutcome(result="decided", record=decided, votes=votes)
+        return decided
 
     def _as_record(self, digest: str) -> VoteRecord:
         return VoteRecord(
@@ -283,7 +229,7 @@ class _Ballot:
             decision=self.decision,
             digest=digest,
             reason=self.reason,
-            at=from_db(self.at_text),
+            at=from_db(self.at_text),  # as it reads back from the row
         )
 
     def _outcome(

@@ -14,7 +14,7 @@ from store_helpers import Clock, raw
 
 from bot.errors import InputError
 from store import SqliteStore
-from store.sqlite.audit import event_hash, event_to_json_line
+from store.audit import event_hash, event_to_json_line
 
 
 async def fill(store: SqliteStore, clock: Clock, count: int = 6) -> None:

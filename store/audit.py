@@ -1,0 +1,182 @@
+"""The audit log's hash chain, for every engine: linking a new event, verifying the
+chain, and the export format.
+
+Each event's hash is SHA-256 over the previous event's hash followed by the event's
+canonical JSON (kind, actor, run id, approval id, detail, time). The engine keeps an
+`audit_head` row (seq and hash of the newest event), so deleting events at the end is
+caught as well. Verification walks the log in order and names the first bad event:
+
+- `edited`: its content no longer matches its own hash;
+- `deleted`: a sequence number is missing (or the log ends before the head);
+- `reordered`: it links to an event that exists elsewhere in the log;
+- `rewritten`: it links to a hash no event has (the event before it was replaced with a
+  recomputed hash, or events were deleted and the rest renumbered).
+
+Someone who can write the database can still rebuild the whole chain and head; keep
+the head hash that `audit verify` prints somewhere else to detect that. The SQL is the
+engine's (store/sqlite/audit.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from bot.errors import InputError
+from store.api import AuditEvent, AuditVerification
+from store.rows import Row, from_db, to_db
+
+GENESIS_HASH = "0" * 64
+VERIFY_PAGE = 2000
+
+
+def canonical_detail(detail: Mapping[str, Any] | None) -> str:
+    """The detail as stored and hashed; InputError when it is not JSON."""
+    try:
+        return json.dumps(
+            dict(detail or {}), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+    except (TypeError, ValueError) as error:
+        raise InputError(f"audit detail is not JSON-serializable: {error}") from None
+
+
+def event_hash(
+    prev_hash: str,
+    *,
+    kind: str,
+    actor: str | None,
+    run_id: str | None,
+    approval_id: str | None,
+    detail_json: str,
+    at: str,
+) -> str:
+    body = {
+        "kind": kind,
+        "actor": actor,
+        "run_id": run_id,
+        "approval_id": approval_id,
+        "detail": json.loads(detail_json),
+        "at": at,
+    }
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256((prev_hash + canonical).encode()).hexdigest()
+
+
+def next_event(
+    head: tuple[int, str],
+    kind: str,
+    *,
+    at: datetime,
+    actor: str | None = None,
+    run_id: str | None = None,
+    approval_id: str | None = None,
+    detail: Mapping[str, Any] | None = None,
+) -> tuple[AuditEvent, tuple[object, ...]]:
+    """The event that follows the chain's `head` (seq, hash), and its row values in
+    store.rows.EVENT_COLUMNS order for the engine to insert."""
+    if not kind:
+        raise InputError("audit event kind is empty")
+    seq, prev_hash = head[0] + 1, head[1]
+    at_text = to_db(at)
+    detail_json = canonical_detail(detail)
+    digest = event_hash(
+        prev_hash,
+        kind=kind,
+        actor=actor,
+        run_id=run_id,
+        approval_id=approval_id,
+        detail_json=detail_json,
+        at=at_text,
+    )
+    event = AuditEvent(
+        seq=seq,
+        kind=kind,
+        actor=actor,
+        run_id=run_id,
+        approval_id=approval_id,
+        detail=json.loads(detail_json),
+        at=from_db(at_text),
+        prev_hash=prev_hash,
+        hash=digest,
+    )
+    return event, (seq, kind, actor, run_id, approval_id, detail_json, at_text, prev_hash, digest)
+
+
+class ChainReader(Protocol):
+    """The three reads verification needs from an engine."""
+
+    async def audit_head(self) -> tuple[int, str]:
+        """(seq, hash) of the newest event; (0, GENESIS_HASH) when the log is empty."""
+        ...
+
+    async def chain_page(self, first: int, last: int, limit: int) -> Sequence[Row]:
+        """Up to `limit` event rows with `first <= seq <= last`, in seq order."""
+        ...
+
+    async def has_event_hash(self, event_hash: str) -> bool: ...
+
+
+async def verify_chain(reader: ChainReader) -> AuditVerification:
+    """Walk the chain up to the head read first (later appends are not judged) and
+    report the first bad event and how it is bad."""
+    head_seq, head_hash = await reader.audit_head()
+    previous_hash, expected_seq, checked = GENESIS_HASH, 1, 0
+    while expected_seq <= head_seq:
+        rows = await reader.chain_page(expected_seq, head_seq, VERIFY_PAGE)
+        for row in rows:
+            problem = await _check_event(reader, row, previous_hash, expected_seq)
+            if problem is not None:
+                return _bad(checked, expected_seq, problem)
+            previous_hash, expected_seq, checked = row["hash"], expected_seq + 1, checked + 1
+        if len(rows) < VERIFY_PAGE:
+            break
+    if expected_seq <= head_seq:
+        return _bad(checked, expected_seq, "deleted")  # the log ends before its head
+    if previous_hash != head_hash:
+        return _bad(checked, head_seq, "rewritten")
+    return AuditVerification(ok=True, checked=checked)
+
+
+def _bad(checked: int, seq: int, problem: str) -> AuditVerification:
+    return AuditVerification(ok=False, checked=checked, first_bad_seq=seq, problem=problem)
+
+
+async def _check_event(
+    reader: ChainReader, row: Row, previous_hash: str, expected_seq: int
+) -> str | None:
+    if int(row["seq"]) != expected_seq:
+        return "deleted"
+    recomputed = event_hash(
+        row["prev_hash"],
+        kind=row["kind"],
+        actor=row["actor"],
+        run_id=row["run_id"],
+        approval_id=row["approval_id"],
+        detail_json=row["detail"],
+        at=row["at"],
+    )
+    if recomputed != row["hash"]:
+        return "edited"
+    if row["prev_hash"] != previous_hash:
+        elsewhere = await reader.has_event_hash(row["prev_hash"])
+        return "reordered" if elsewhere else "rewritten"
+    return None
+
+
+def event_to_json_line(event: AuditEvent) -> str:
+    """One export line: every field, times in ISO 8601 UTC."""
+    record = {
+        "seq": event.seq,
+        "kind": event.kind,
+        "actor": event.actor,
+        "run_id": event.run_id,
+        "approval_id": event.approval_id,
+        "detail": dict(event.detail),
+        "at": event.at.isoformat(),
+        "prev_hash": event.prev_hash,
+        "hash": event.hash,
+    }
+    return json.dumps(record, sort_keys=True, ensure_ascii=False)

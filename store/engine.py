@@ -1,0 +1,61 @@
+"""One Store from an engine's parts: one object per concept, joined by composition.
+
+An engine (store/sqlite/, and next to it any other) implements each concept protocol of
+store.api in its own class: runs, approvals, votes, audit, ledger, each given the
+database and the collaborators it needs. `EngineStore` joins them: every Store operation
+is the owning part's own bound method, so a call costs no extra hop and a reader finds
+an operation in the part named after its concept. The engine adds what is its own:
+opening, key rotation and closing (the maintenance protocol).
+"""
+
+from __future__ import annotations
+
+from store.api import ApprovalStore, AuditStore, LedgerStore, RunStore, VoteStore
+
+
+class EngineStore:
+    """The runs, approvals, votes, audit and ledger operations of one engine."""
+
+    def __init__(
+        self,
+        *,
+        runs: RunStore,
+        approvals: ApprovalStore,
+        votes: VoteStore,
+        audit: AuditStore,
+        ledger: LedgerStore,
+    ) -> None:
+        self.create_run = runs.create_run
+        self.save_run_state = runs.save_run_state
+        self.transition_run = runs.transition_run
+        self.load_run_state = runs.load_run_state
+        self.get_run = runs.get_run
+        self.find_run_by_thread = runs.find_run_by_thread
+        self.set_run_thread = runs.set_run_thread
+        self.list_runs = runs.list_runs
+
+        self.add_approvals = approvals.add_approvals
+        self.get_approval = approvals.get_approval
+        self.list_approvals = approvals.list_approvals
+        self.decide = approvals.decide
+        self.expire_due = approvals.expire_due
+        self.revoke = approvals.revoke
+        self.set_approval_message = approvals.set_approval_message
+        self.claim_reminders = approvals.claim_reminders
+        self.pending_page = approvals.pending_page
+        self.approvals_requested_by = approvals.approvals_requested_by
+        self.recent_decisions = approvals.recent_decisions
+
+        self.vote = votes.vote
+        self.votes = votes.votes
+
+        self.append_audit = audit.append_audit
+        self.audit_events = audit.audit_events
+        self.verify_audit = audit.verify_audit
+        self.audit_head = audit.audit_head
+
+        self.ledger_claim = ledger.ledger_claim
+        self.ledger_record_result = ledger.ledger_record_result
+        self.ledger_mark_uncertain = ledger.ledger_mark_uncertain
+        self.ledger_resolve_with_result = ledger.ledger_resolve_with_result
+        self.ledger_entries = ledger.ledger_entries

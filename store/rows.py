@@ -1,0 +1,151 @@
+"""How records lie in the database, for every engine: column lists, times as text, and
+row -> record conversion.
+
+Times are stored as fixed-width UTC text ('2026-11-29T14:23:22.000000Z'), so comparing
+and ordering them in SQL is time order, and the audit chain hashes the exact text that
+is stored (a copy to another engine verifies unchanged). A row is anything indexed by
+column name (sqlite3.Row, asyncpg.Record).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any, Protocol, cast
+
+from bot.errors import InputError
+from store.api import (
+    ApprovalRecord,
+    ApprovalStatus,
+    AuditEvent,
+    LedgerEntry,
+    RunRecord,
+    RunStatus,
+    Verdict,
+    VoteRecord,
+)
+
+
+class Row(Protocol):
+    """One result row, read by column name."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+RUN_COLUMNS = (
+    "run_id, agent_name, agent_version, schema_version, status, version, key_id, "
+    "blob_digest, channel, thread_ts, requester, created_at, updated_at"
+)
+APPROVAL_COLUMNS = (
+    "approval_id, run_id, tool_call_id, tool_name, arguments_digest, snapshot, status, "
+    "requester, decider, reason, message, created_at, decided_at, expires_at, revoked_at, "
+    "revoked_by, slack_channel, slack_ts, required_approvals, remind_at, reminded_at, "
+    "revoke_reason, amended_by"
+)
+VOTE_COLUMNS = "approval_id, voter, decision, digest, reason, at"
+EVENT_COLUMNS = "seq, kind, actor, run_id, approval_id, detail, at, prev_hash, hash"
+
+
+def to_db(moment: datetime) -> str:
+    """'2026-11-29T14:23:22.000000Z'; naive datetimes are refused (their zone is unknown)."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise InputError(f"timestamp {moment.isoformat()} has no time zone; give an aware UTC time")
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+
+
+def to_db_optional(moment: datetime | None) -> str | None:
+    return None if moment is None else to_db(moment)
+
+
+def from_db(text: str) -> datetime:
+    return datetime.fromisoformat(text)  # reads the trailing Z as UTC (Python >= 3.11)
+
+
+def from_db_optional(text: str | None) -> datetime | None:
+    return None if text is None else from_db(text)
+
+
+def row_to_run(row: Row) -> RunRecord:
+    return RunRecord(
+        run_id=row["run_id"],
+        agent_name=row["agent_name"],
+        agent_version=row["agent_version"],
+        schema_version=row["schema_version"],
+        status=cast(RunStatus, row["status"]),
+        version=int(row["version"]),
+        key_id=row["key_id"],
+        blob_digest=row["blob_digest"],
+        channel=row["channel"],
+        thread_ts=row["thread_ts"],
+        requester=row["requester"],
+        created_at=from_db(row["created_at"]),
+        updated_at=from_db(row["updated_at"]),
+    )
+
+
+def row_to_approval(row: Row) -> ApprovalRecord:
+    return ApprovalRecord(
+        approval_id=row["approval_id"],
+        run_id=row["run_id"],
+        tool_call_id=row["tool_call_id"],
+        tool_name=row["tool_name"],
+        arguments_digest=row["arguments_digest"],
+        snapshot=row["snapshot"],
+        status=cast(ApprovalStatus, row["status"]),
+        requester=row["requester"],
+        decider=row["decider"],
+        reason=row["reason"],
+        message=row["message"],
+        created_at=from_db(row["created_at"]),
+        decided_at=from_db_optional(row["decided_at"]),
+        expires_at=from_db_optional(row["expires_at"]),
+        revoked_at=from_db_optional(row["revoked_at"]),
+        revoked_by=row["revoked_by"],
+        slack_channel=row["slack_channel"],
+        slack_ts=row["slack_ts"],
+        required_approvals=int(row["required_approvals"]),
+        remind_at=from_db_optional(row["remind_at"]),
+        reminded_at=from_db_optional(row["reminded_at"]),
+        revoke_reason=row["revoke_reason"],
+        amended_by=row["amended_by"],
+    )
+
+
+def row_to_vote(row: Row) -> VoteRecord:
+    return VoteRecord(
+        approval_id=row["approval_id"],
+        voter=row["voter"],
+        decision=cast(Verdict, row["decision"]),
+        digest=row["digest"],
+        reason=row["reason"],
+        at=from_db(row["at"]),
+    )
+
+
+def row_to_event(row: Row) -> AuditEvent:
+    return AuditEvent(
+        seq=int(row["seq"]),
+        kind=row["kind"],
+        actor=row["actor"],
+        run_id=row["run_id"],
+        approval_id=row["approval_id"],
+        detail=json.loads(row["detail"]),
+        at=from_db(row["at"]),
+        prev_hash=row["prev_hash"],
+        hash=row["hash"],
+    )
+
+
+def row_to_ledger_entry(row: Row) -> LedgerEntry:
+    return LedgerEntry(
+        execution_key=row["execution_key"],
+        run_id=row["run_id"],
+        tool_call_id=row["tool_call_id"],
+        tool_name=row["tool_name"],
+        state=row["state"],
+        attempt=int(row["attempt"]),
+        lease_owner=row["lease_owner"],
+        lease_expires_at=from_db_optional(row["lease_expires_at"]),
+        lease_version=int(row["lease_version"]),
+        updated_at=from_db(row["updated_at"]),
+    )
