@@ -3,6 +3,7 @@
 Pure Python and asyncio: no Slack, no database. See docs/contracts.md.
 """
 
+from bot.canonical import arguments_digest, canonical_arguments
 from bot.errors import (
     AgentNotRegisteredError,
     AlreadyDecidedError,
@@ -30,13 +31,12 @@ from bot.runtime.decisions import (
     RetryCall,
     VerifiedResult,
 )
-from bot.runtime.digest import arguments_digest, canonical_arguments
 from bot.runtime.journal import InMemoryJournal, Journal
 from bot.runtime.model import Item, Model, ModelResponse, ToolCall, ToolSpec
 from bot.runtime.runner import Runner, RunResult
 from bot.runtime.scripted import ScriptedModel
 from bot.runtime.state import RunState
-from bot.runtime.state_codec import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
+from bot.runtime.state_format import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
 from bot.runtime.tools import ReplayPolicy, Tool, ToolCallContext, current_tool_call, tool
 
 __all__ = [

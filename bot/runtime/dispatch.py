@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.canonical import arguments_digest
 from bot.credentials import redact_text
 from bot.errors import InputError
-from bot.runtime.digest import arguments_digest
 from bot.runtime.journal import Fresh, Interrupted, Journal, Recorded, Uncertain
 from bot.runtime.model import ToolCallItem
 from bot.runtime.tools import Tool, ToolCallContext, tool_call_scope

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
+from bot.canonical import canonical_arguments
 from bot.errors import (
     AgentNotRegisteredError,
     InputError,
@@ -40,12 +41,11 @@ from bot.runtime.decisions import (
     RetryCall,
     VerifiedResult,
 )
-from bot.runtime.digest import canonical_arguments
 from bot.runtime.dispatch import CallSite, Done, dispatch
 from bot.runtime.journal import InMemoryJournal, Journal
 from bot.runtime.model import AssistantItem, ModelResponse, ToolCallItem
 from bot.runtime.state import RunState
-from bot.runtime.state_codec import DEFAULT_MAX_TURNS
+from bot.runtime.state_format import DEFAULT_MAX_TURNS
 from bot.runtime.tools import Tool
 
 logger = logging.getLogger(__name__)

@@ -53,7 +53,7 @@ async def test_pause_happens_before_any_call_of_the_turn_runs(ops: Ops) -> None:
     ]
     assert result.state.deferred_tool_requests.approvals == result.interruptions
     assert result.state.deferred_tool_requests.uncertain == []
-    assert result.state.is_paused
+    assert result.state.get_interruptions() == result.interruptions
 
 
 async def test_approve_runs_each_approved_call_exactly_once(ops: Ops) -> None:
