@@ -32,9 +32,8 @@ from bot.runtime.decisions import (
     VerifiedResult,
 )
 from bot.runtime.journal import InMemoryJournal, Journal
-from bot.runtime.model import Item, Model, ModelResponse, ToolCall, ToolSpec
+from bot.runtime.model import Item, Model, ModelResponse, ScriptedModel, ToolCall, ToolSpec
 from bot.runtime.runner import Runner, RunResult
-from bot.runtime.scripted import ScriptedModel
 from bot.runtime.state import RunState
 from bot.runtime.state_format import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
 from bot.runtime.tools import ReplayPolicy, Tool, ToolCallContext, current_tool_call, tool
