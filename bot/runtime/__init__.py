@@ -28,6 +28,7 @@ from bot.runtime.decisions import (
     DeferredToolRequests,
     PendingCall,
     RejectedCall,
+    Resolution,
     RetryCall,
     VerifiedResult,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "PendingCall",
     "RejectedCall",
     "ReplayPolicy",
+    "Resolution",
     "ResolutionError",
     "RetryCall",
     "RunResult",

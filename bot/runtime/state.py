@@ -40,6 +40,7 @@ from bot.runtime.decisions import (
     OutstandingCall,
     PendingCall,
     RejectedCall,
+    Resolution,
     RetryCall,
     VerifiedResult,
     execution_key,
@@ -165,26 +166,21 @@ class RunState:
     def resolve(
         self,
         call_or_key: PendingCall | str,
+        resolution: Resolution,
         *,
-        result: str | None = None,
-        retry: bool = False,
-        abort: bool = False,
         approver_id: str | None = None,
         reason: str | None = None,
     ) -> None:
-        """Reconcile an uncertain call: exactly one of a verified `result` (used as the
-        call's result), `retry=True` (accept possible repetition) or `abort=True` (the
-        model is told the call was aborted)."""
-        chosen = [
-            name
-            for name, on in (("result", result is not None), ("retry", retry), ("abort", abort))
-            if on
-        ]
-        if len(chosen) != 1:
+        """Reconcile an uncertain call: a `VerifiedResult` (used as the call's result), a
+        `RetryCall` (accept possible repetition) or an `AbortCall` (the model is told the
+        call was aborted). `approver_id` and `reason` are audit only."""
+        if not isinstance(resolution, VerifiedResult | RetryCall | AbortCall):
             raise ResolutionError(
-                "resolve() takes exactly one of result=..., retry=True or abort=True"
-                + (f" (got {', '.join(chosen)})" if chosen else "")
+                "resolve() takes a VerifiedResult, RetryCall or AbortCall, "
+                f"got {type(resolution).__name__}"
             )
+        if isinstance(resolution, VerifiedResult) and not isinstance(resolution.result, str):
+            raise InputError("a verified result must be a string")
         pending = self._find(call_or_key)
         if pending.status != "uncertain":
             raise ResolutionError(
@@ -192,13 +188,6 @@ class RunState:
                 "not reconciliation: approve or reject it"
             )
         self._refuse_second_decision(pending)
-        resolution: Decision
-        if result is not None:
-            if not isinstance(result, str):
-                raise InputError("a verified result must be a string")
-            resolution = VerifiedResult(result=result)
-        else:
-            resolution = RetryCall() if retry else AbortCall()
         self._decisions[pending.tool_call_id] = resolution
         self._note(pending, approver_id=approver_id, reason=reason)
 
@@ -231,8 +220,8 @@ class RunState:
         if pending.status != "approval":
             raise ResolutionError(
                 f"call {pending.tool_call_id} ({pending.tool_name}) has an uncertain "
-                f"outcome, so it cannot be {action}: resolve it with result=, retry=True "
-                "or abort=True"
+                f"outcome, so it cannot be {action}: resolve it with a VerifiedResult, "
+                "RetryCall or AbortCall"
             )
         self._refuse_second_decision(pending)
         return pending
