@@ -34,7 +34,7 @@ from bot.runtime.decisions import (
 )
 from bot.runtime.journal import InMemoryJournal, Journal
 from bot.runtime.model import Item, Model, ModelResponse, ScriptedModel, ToolCall, ToolSpec
-from bot.runtime.runner import Runner, RunResult
+from bot.runtime.runner import Runner, RunOutcome, RunResult
 from bot.runtime.state import RunState
 from bot.runtime.state_format import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
 from bot.runtime.tools import ReplayPolicy, Tool, ToolCallContext, current_tool_call, tool
@@ -69,6 +69,7 @@ __all__ = [
     "Resolution",
     "ResolutionError",
     "RetryCall",
+    "RunOutcome",
     "RunResult",
     "RunState",
     "RunStateError",

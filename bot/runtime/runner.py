@@ -1,7 +1,7 @@
 """The Runner: model turns and tool calls until a final answer, a pause or max_turns.
 
     result = await Runner.arun(agent, "deploy api 1.2.3")
-    if result.status == "paused":
+    if result.outcome == "paused":
         state = result.state            # store state.to_json(); decide; resume:
         state.approve(result.interruptions[0], approver_id="U1")
         result = await Runner.arun(agent, state)
@@ -37,6 +37,7 @@ from bot.runtime.decisions import (
     ApprovedCall,
     OutstandingCall,
     PendingCall,
+    PendingStatus,
     RejectedCall,
     RetryCall,
     VerifiedResult,
@@ -50,7 +51,8 @@ from bot.runtime.tools import Tool
 
 logger = logging.getLogger(__name__)
 
-RunStatus = Literal["completed", "paused", "max_turns"]
+RunOutcome = Literal["completed", "paused", "max_turns"]
+"""How one `Runner.arun` ended (not a stored run's status, which the service keeps)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,7 +63,7 @@ class RunResult:
     final_output: str | None
     interruptions: list[PendingCall]
     state: RunState
-    status: RunStatus
+    outcome: RunOutcome
 
 
 # -- the plan for one outstanding call ------------------------------------------------
@@ -198,17 +200,17 @@ class _Run:
             for call, problem in refused:
                 self._result(call, f"Invalid arguments for tool {call['name']!r}: {problem}", True)
 
-    def _finish(self, status: RunStatus) -> RunResult:
+    def _finish(self, outcome: RunOutcome) -> RunResult:
         self.state.context = serialize_context(
             self.live_context,
             serializer=self.agent.context_serializer,
             strict=self.agent.strict_context,
         )
         return RunResult(
-            final_output=self.state.final_output if status == "completed" else None,
+            final_output=self.state.final_output if outcome == "completed" else None,
             interruptions=self.state.get_interruptions(),
             state=self.state,
-            status=status,
+            outcome=outcome,
         )
 
     async def _settle_turn(self, site: CallSite, outstanding: list[OutstandingCall]) -> bool:
@@ -305,7 +307,7 @@ async def _record_verified(site: CallSite, key: str, result: str) -> None:
         logger.warning("journal has no entry for %s; using the verified result as is", key)
 
 
-def _pending(item: OutstandingCall, status: Literal["approval", "uncertain"]) -> PendingCall:
+def _pending(item: OutstandingCall, status: PendingStatus) -> PendingCall:
     return PendingCall(
         tool_call_id=item.call["id"],
         tool_name=item.call["name"],

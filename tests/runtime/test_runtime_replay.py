@@ -66,7 +66,7 @@ async def test_a_recorded_result_is_reused_and_the_tool_not_called(ops: Ops) -> 
 async def test_safe_policy_runs_again_after_a_crash(ops: Ops) -> None:
     state, journal = await approved_after_crash(ops, SET)
     result = await Runner.arun(ops.agent([[SET], "finished"]), state, journal=journal)
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert [(e.tool, e.attempt) for e in ops.effects] == [("set_config", 2)]
 
 
@@ -74,7 +74,7 @@ async def test_idempotent_policy_runs_again_with_the_same_execution_key(ops: Ops
     state, journal = await approved_after_crash(ops, DEPLOY)
     key = state.pending_calls()[0].execution_key
     result = await Runner.arun(ops.agent([[DEPLOY], "finished"]), state, journal=journal)
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert [(e.tool, e.execution_key, e.attempt) for e in ops.effects] == [
         ("deploy_release", key, 2)
     ]
@@ -83,7 +83,7 @@ async def test_idempotent_policy_runs_again_with_the_same_execution_key(ops: Ops
 async def test_manual_policy_pauses_the_call_as_uncertain(ops: Ops) -> None:
     state, journal = await approved_after_crash(ops, RESTART)
     result = await Runner.arun(ops.agent([[RESTART], "finished"]), state, journal=journal)
-    assert result.status == "paused"
+    assert result.outcome == "paused"
     assert ops.effects == []
     [uncertain] = result.interruptions
     assert uncertain.status == "uncertain"
@@ -92,7 +92,7 @@ async def test_manual_policy_pauses_the_call_as_uncertain(ops: Ops) -> None:
     assert result.state.deferred_tool_requests.approvals == []
     # Unresolved, it stays paused without calling the tool.
     again = await Runner.arun(ops.agent([[RESTART], "finished"]), result.state, journal=journal)
-    assert again.status == "paused"
+    assert again.outcome == "paused"
     assert ops.effects == []
 
 
@@ -134,7 +134,7 @@ async def test_resolve_with_a_verified_result_uses_it(ops: Ops) -> None:
         result="worker restarted at 10:02 (checked in console)"
     )
     result = await Runner.arun(ops.agent([[RESTART], "finished"]), state, journal=journal)
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert ops.effects == []
     assert results_by_call(result.state.history)[call.tool_call_id] == (
         "worker restarted at 10:02 (checked in console)",
@@ -158,7 +158,7 @@ async def test_resolve_retry_runs_the_tool_once_more(ops: Ops) -> None:
     state.resolve(call, RetryCall())
     assert state.decision_for(call) == RetryCall()
     result = await Runner.arun(ops.agent([[RESTART], "finished"]), state, journal=journal)
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert [(e.tool, e.attempt) for e in ops.effects] == [("restart_service", 2)]
 
 
@@ -167,7 +167,7 @@ async def test_resolve_abort_tells_the_model_and_runs_nothing(ops: Ops) -> None:
     state.resolve(call.tool_call_id, AbortCall())
     assert state.decision_for(call) == AbortCall()
     result = await Runner.arun(ops.agent([[RESTART], "finished"]), state, journal=journal)
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert ops.effects == []
     content, is_error = results_by_call(result.state.history)[call.tool_call_id]
     assert is_error
@@ -223,7 +223,7 @@ async def test_a_verified_result_stands_without_the_original_journal(ops: Ops) -
     state, _, call = await uncertain_restart(ops)
     state.resolve(call, VerifiedResult(result="checked: worker is up"))
     result = await Runner.arun(ops.agent([[RESTART], "finished"]), state)
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert ops.effects == []
     assert results_by_call(result.state.history)[call.tool_call_id] == (
         "checked: worker is up",
