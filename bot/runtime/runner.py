@@ -47,7 +47,7 @@ from bot.runtime.journal import InMemoryJournal, Journal
 from bot.runtime.model import AssistantItem, ModelResponse, ToolCallItem
 from bot.runtime.state import RunState
 from bot.runtime.state_format import DEFAULT_MAX_TURNS
-from bot.runtime.tools import Tool
+from bot.runtime.tools import Tool, invalid_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -198,7 +198,7 @@ class _Run:
             assistant, refused = _assistant_item(response)
             state.history.append(assistant)
             for call, problem in refused:
-                self._result(call, f"Invalid arguments for tool {call['name']!r}: {problem}", True)
+                self._result(call, invalid_arguments(call["name"], problem), True)
 
     def _finish(self, outcome: RunOutcome) -> RunResult:
         self.state.context = serialize_context(
@@ -263,9 +263,7 @@ class _Run:
         try:
             tool.validate(call["arguments"])
         except InputError as error:
-            return _Answer(
-                content=f"Invalid arguments for tool {tool.name!r}: {error}", is_error=True
-            )
+            return _Answer(content=invalid_arguments(tool.name, error), is_error=True)
         if existing is not None:
             # Asked before: only a decision lets it run, whatever the rule says now.
             decision = self.state.decision_for(existing)

@@ -41,6 +41,11 @@ REPLAY_POLICIES: frozenset[str] = frozenset(get_args(ReplayPolicy))
 ApprovalRule = bool | Callable[[dict[str, Any]], bool]
 
 
+def invalid_arguments(tool_name: str, problem: object) -> str:
+    """What the model is told when it called a tool with arguments the tool refuses."""
+    return f"Invalid arguments for tool {tool_name!r}: {problem}"
+
+
 @dataclass(frozen=True, kw_only=True)
 class ToolCallContext:
     """What a running tool may know about its call. `dependencies` are the runtime
