@@ -100,7 +100,7 @@ async def our_paused_state(size: int) -> RunState:
         model=ScriptedModel(script),
     )
     result = await Runner.arun(agent, "check every api, then deploy api 1.4.2", max_turns=k + 2)
-    assert result.status == "paused", result.status
+    assert result.outcome == "paused", result.outcome
     assert len(result.state.history) == 2 * k + 2
     return result.state
 

@@ -31,6 +31,10 @@ __all__ = ["INT_MAX", "INT_MIN", "arguments_digest", "canonical_arguments"]
 
 INT_MIN = -(2**63)
 INT_MAX = 2**64 - 1
+# One encoder for every call: `json.dumps` with options builds a new one each time.
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
 
 
 def canonical_arguments(arguments: Mapping[str, Any]) -> bytes:
@@ -40,9 +44,7 @@ def canonical_arguments(arguments: Mapping[str, Any]) -> bytes:
     plain = dict(arguments)
     _check_json(plain, "$")
     try:
-        text = json.dumps(
-            plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
+        text = _ENCODER.encode(plain)
     except ValueError as error:  # NaN or Infinity
         raise InputError(f"arguments must be finite JSON numbers: {error}") from None
     try:

@@ -42,13 +42,16 @@ from bot.errors import ConfigError
 
 POLICY_ENV = "APPROVALS_POLICY"
 BUILTIN = "<built-in defaults>"
-_DURATION = re.compile(r"^(\d{1,9})([smhd])$")
+# Slack ids, matched whole (`fullmatch`): users are U… (W… on Enterprise Grid), user
+# groups S…. Real ids are about 9 to 11 characters; the bound keeps a long text from
+# passing as one.
+SLACK_USER_ID = re.compile(r"[UW][A-Z0-9]{2,30}")
+SLACK_GROUP_ID = re.compile(r"S[A-Z0-9]{2,30}")
+_DURATION = re.compile(r"(\d{1,9})\s*([smhd])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 # Expiry and reminder times are `now + duration`: a longer one would overflow a datetime
 # when the first approval is requested, long after the policy was accepted.
 _LONGEST_DURATION = timedelta(days=3650)
-_USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
-_GROUP_ID = re.compile(r"^S[A-Z0-9]{2,}$")
 _RULE_KEYS = frozenset(
     {
         "approvers",
@@ -75,11 +78,11 @@ class ToolRule:
 
     @property
     def user_approvers(self) -> frozenset[str]:
-        return frozenset(a for a in self.approvers if not _GROUP_ID.match(a))
+        return frozenset(a for a in self.approvers if not SLACK_GROUP_ID.fullmatch(a))
 
     @property
     def group_approvers(self) -> tuple[str, ...]:
-        return tuple(a for a in self.approvers if _GROUP_ID.match(a))
+        return tuple(a for a in self.approvers if SLACK_GROUP_ID.fullmatch(a))
 
     @property
     def anyone(self) -> bool:
@@ -209,20 +212,24 @@ def parse_policy(text: str, *, source: str = "<policy>") -> Policy:
     return _Parser(source).policy(data)
 
 
-def parse_duration(text: object, *, allow_zero: bool = False) -> timedelta:
-    """ "30s", "90m", "2h", "1d" -> timedelta; ValueError (a message for people) else."""
-    match = _DURATION.match(text) if isinstance(text, str) else None
+def parse_duration(
+    text: object, *, allow_zero: bool = False, longest: timedelta | None = _LONGEST_DURATION
+) -> timedelta:
+    """ "30s", "90m", "2h", "1d" (a whole number of at most nine digits, then the unit)
+    -> timedelta; ValueError (a message for people) else. Policy times are at most
+    `longest` (ten years); an operator's look-back (`--since 7d`) passes None."""
+    match = _DURATION.fullmatch(text) if isinstance(text, str) else None
     if match is None:
         raise ValueError(
             f'{text!r} is not a duration; write a whole number and a unit: "30s", "90m", '
             '"2h" or "1d"'
         )
-    seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    if seconds == 0 and not allow_zero:
+    duration = timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+    if not duration and not allow_zero:
         raise ValueError("must be longer than zero")
-    if seconds > _LONGEST_DURATION.total_seconds():
-        raise ValueError(f"{text!r} is too long; write at most {_LONGEST_DURATION.days}d")
-    return timedelta(seconds=seconds)
+    if longest is not None and duration > longest:
+        raise ValueError(f"{text!r} is too long; write at most {longest.days}d")
+    return duration
 
 
 @dataclass(frozen=True)
@@ -286,7 +293,7 @@ class _Parser:
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise self.fail(key, "must be a list of Slack ids (strings)")
         for item in value:
-            if not (_USER_ID.match(item) or (groups and _GROUP_ID.match(item))):
+            if not (SLACK_USER_ID.fullmatch(item) or (groups and SLACK_GROUP_ID.fullmatch(item))):
                 kinds = "user ids (U…, W…) or user group ids (S…)" if groups else "user ids"
                 raise self.fail(key, f"{item!r} is not a Slack id; use {kinds}")
         if len(set(value)) != len(value):

@@ -137,7 +137,7 @@ def review_snapshot(
     )
 
 
-_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}  # "&" first: the others add one
 _FENCE = "```"
 _ZERO_WIDTH_SPACE = "\u200b"
 _ZERO_WIDTH_JOINER = "\u200d"
@@ -145,7 +145,9 @@ _ZERO_WIDTH_JOINER = "\u200d"
 
 def _escape(text: str) -> str:
     """Slack's three control characters; everything else is shown as written."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for char, entity in _ESCAPES.items():
+        text = text.replace(char, entity)
+    return text
 
 
 def _neutralise_fences(text: str) -> str:

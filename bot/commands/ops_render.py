@@ -4,28 +4,27 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import asdict
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from bot.credentials import redact
 from bot.errors import InputError
+from bot.policy import parse_duration
 from store.api import ApprovalRecord, LedgerEntry, RunRecord
-
-AGE = re.compile(r"^(\d+)\s*([smhd])$")
-AGE_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
 
 def parse_since(text: str, *, now: datetime | None = None) -> datetime:
     """ISO 8601 (a naive time is UTC; a date means its midnight UTC) or an age: 30m, 24h, 7d."""
     value = text.strip()
-    age = AGE.match(value)
-    if age:
-        amount, unit = int(age.group(1)), AGE_UNITS[age.group(2)]
+    try:
+        age = parse_duration(value, allow_zero=True, longest=None)
+    except ValueError:  # not an age: perhaps a time
+        age = None
+    if age is not None:
         try:
-            return (now or datetime.now(UTC)) - timedelta(**{unit: amount})
+            return (now or datetime.now(UTC)) - age
         except OverflowError:
             raise InputError(f"--since {text!r} reaches back before the year 1") from None
     try:

@@ -70,9 +70,9 @@ class EffectsFile:
         return await asyncio.to_thread(self._apply, effect, result)
 
     async def lines(self) -> list[dict[str, Any]]:
-        return await asyncio.to_thread(self.read_lines)
+        return await asyncio.to_thread(self._read_lines)
 
-    def read_lines(self) -> list[dict[str, Any]]:
+    def _read_lines(self) -> list[dict[str, Any]]:
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:

@@ -44,6 +44,11 @@ class OpsDependencies:
     effects: EffectsFile
     latency_seconds: float = 0.0
 
+    async def answer_after_latency(self) -> None:
+        """The simulated downstream's response time (none by default)."""
+        if self.latency_seconds:
+            await asyncio.sleep(self.latency_seconds)
+
 
 def ops_dependencies(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Runtime dependencies for `Runner.arun(..., dependencies=...)`, from the environment.
@@ -108,8 +113,7 @@ async def _call_downstream(
         ),
         result,
     )
-    if ops.latency_seconds:
-        await asyncio.sleep(ops.latency_seconds)  # simulated downstream latency
+    await ops.answer_after_latency()
     return applied.result
 
 
@@ -157,8 +161,7 @@ async def get_status(service: str) -> str:
         status += " (no deploys recorded)"
     if keys:
         status += f"; config keys set: {', '.join(keys)}"
-    if ops.latency_seconds:
-        await asyncio.sleep(ops.latency_seconds)  # simulated downstream latency
+    await ops.answer_after_latency()
     return status
 
 

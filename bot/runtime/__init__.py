@@ -1,8 +1,22 @@
 """The agent run core: agents, tools, models, the Runner and the durable RunState.
 
-Pure Python and asyncio: no Slack, no database. See docs/contracts.md.
+Pure Python and asyncio: no Slack, no database. See docs/contracts.md. Where things are:
+
+- agent.py: `Agent` and the `AgentRegistry` that finds one by name and version;
+- tools.py: the `@tool` decorator and `current_tool_call()`; tool_schema.py: a tool's
+  JSON schema and argument checks, from its type hints;
+- model.py: the `Model` protocol, history items, `ScriptedModel`; openai_model.py: a
+  chat-completions model;
+- runner.py: `Runner.arun`, model turns and tool calls until an answer or a pause;
+  dispatch.py: one tool call through the journal; journal.py: the `Journal` protocol
+  (a call runs at most once per execution key) and `InMemoryJournal`;
+- state.py: `RunState`, the paused run; state_format.py: its schema versions and the
+  one reader that checks a payload; decisions.py: pending calls, execution keys, the
+  decisions humans take and their audit metadata; context.py: the run context on the
+  wire (through a serializer, never with a secret).
 """
 
+from bot.canonical import arguments_digest, canonical_arguments
 from bot.errors import (
     AgentNotRegisteredError,
     AlreadyDecidedError,
@@ -27,16 +41,15 @@ from bot.runtime.decisions import (
     DeferredToolRequests,
     PendingCall,
     RejectedCall,
+    Resolution,
     RetryCall,
     VerifiedResult,
 )
-from bot.runtime.digest import arguments_digest, canonical_arguments
 from bot.runtime.journal import InMemoryJournal, Journal
-from bot.runtime.model import Item, Model, ModelResponse, ToolCall, ToolSpec
-from bot.runtime.runner import Runner, RunResult
-from bot.runtime.scripted import ScriptedModel
+from bot.runtime.model import Item, Model, ModelResponse, ScriptedModel, ToolCall, ToolSpec
+from bot.runtime.runner import Runner, RunOutcome, RunResult
 from bot.runtime.state import RunState
-from bot.runtime.state_codec import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
+from bot.runtime.state_format import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
 from bot.runtime.tools import ReplayPolicy, Tool, ToolCallContext, current_tool_call, tool
 
 __all__ = [
@@ -66,8 +79,10 @@ __all__ = [
     "PendingCall",
     "RejectedCall",
     "ReplayPolicy",
+    "Resolution",
     "ResolutionError",
     "RetryCall",
+    "RunOutcome",
     "RunResult",
     "RunState",
     "RunStateError",

@@ -7,16 +7,13 @@ refuses, naming what it has).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from bot.errors import AgentNotRegisteredError, ConfigError
+from bot.runtime.context import ContextDeserializer, ContextSerializer
 from bot.runtime.model import Model, ToolSpec
 from bot.runtime.tools import Tool
-
-ContextSerializer = Callable[[Any], Mapping[str, Any]]
-ContextDeserializer = Callable[[Mapping[str, Any]], Any]
 
 
 @dataclass(frozen=True, kw_only=True)

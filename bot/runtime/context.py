@@ -23,12 +23,12 @@ from bot.errors import ContextSerializationError
 
 logger = logging.getLogger(__name__)
 
-Serializer = Callable[[Any], Mapping[str, Any]]
-Deserializer = Callable[[Mapping[str, Any]], Any]
+ContextSerializer = Callable[[Any], Mapping[str, Any]]
+ContextDeserializer = Callable[[Mapping[str, Any]], Any]
 
 
 def serialize_context(
-    context: Any, *, serializer: Serializer | None, strict: bool
+    context: Any, *, serializer: ContextSerializer | None, strict: bool
 ) -> dict[str, Any] | None:
     """The JSON object to store for `context` (a fresh copy), or None for no context."""
     if context is None:
@@ -81,7 +81,7 @@ def check_no_secrets(data: Mapping[str, Any] | None) -> None:
 
 
 def deserialize_context(
-    data: Mapping[str, Any] | None, *, deserializer: Deserializer | None
+    data: Mapping[str, Any] | None, *, deserializer: ContextDeserializer | None
 ) -> Any:
     """The live context for a resumed run."""
     if data is None:

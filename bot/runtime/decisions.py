@@ -1,14 +1,16 @@
-"""Pending calls, the decisions humans take on them, and their audit metadata.
+"""Pending calls, their execution keys, the decisions humans take on them, and audit
+metadata.
 
 A decision is a tagged union (the `kind` field is its tag on the wire):
 
 - `ApprovedCall` / `RejectedCall` answer a call waiting for approval;
-- `VerifiedResult` / `RetryCall` / `AbortCall` resolve a call whose outcome is uncertain
-  (dispatched, no recorded result).
+- a `Resolution` (`VerifiedResult` / `RetryCall` / `AbortCall`) reconciles a call whose
+  outcome is uncertain (dispatched, no recorded result).
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -18,6 +20,14 @@ from bot.runtime.model import ToolCallItem
 PendingStatus = Literal["approval", "uncertain"]
 DEFAULT_REJECTION_MESSAGE = "The tool call was rejected by a human reviewer."
 ABORTED_MESSAGE = "The tool call was aborted by operator; its outcome is unknown."
+
+
+def execution_key(run_id: str, turn_index: int, tool_call_id: str) -> str:
+    """A call's stable identity: the run, the history position of the model turn that
+    asked for it, and the provider's call id (providers may reuse ids across turns). The
+    journal keys dispatches by it, and a tool may pass it downstream as an idempotency key."""
+    material = f"{run_id}\x1f{turn_index}\x1f{tool_call_id}".encode()
+    return hashlib.sha256(material).hexdigest()[:32]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,31 +101,3 @@ class AbortCall:
 ApprovalDecision = ApprovedCall | RejectedCall
 Resolution = VerifiedResult | RetryCall | AbortCall
 Decision = ApprovalDecision | Resolution
-
-
-def decision_to_dict(decision: Decision) -> dict[str, Any]:
-    match decision:
-        case RejectedCall(message=message):
-            return {"kind": "rejected", "message": message}
-        case VerifiedResult(result=result):
-            return {"kind": "verified_result", "result": result}
-        case _:
-            return {"kind": decision.kind}
-
-
-def metadata_to_dict(metadata: ApprovalMetadata) -> dict[str, Any]:
-    return {
-        "approver_id": metadata.approver_id,
-        "reason": metadata.reason,
-        "timestamp": metadata.timestamp.isoformat(),
-    }
-
-
-def pending_to_dict(call: PendingCall) -> dict[str, Any]:
-    return {
-        "tool_call_id": call.tool_call_id,
-        "tool_name": call.tool_name,
-        "arguments": call.arguments,
-        "execution_key": call.execution_key,
-        "status": call.status,
-    }

@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.canonical import arguments_digest
 from bot.credentials import redact_text
 from bot.errors import InputError
-from bot.runtime.digest import arguments_digest
 from bot.runtime.journal import Fresh, Interrupted, Journal, Recorded, Uncertain
 from bot.runtime.model import ToolCallItem
-from bot.runtime.tools import Tool, ToolCallContext, tool_call_scope
+from bot.runtime.tools import Tool, ToolCallContext, invalid_arguments, tool_call_scope
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ async def _invoke(tool: Tool, arguments: dict[str, Any]) -> Done:
         return Done(content=await tool.invoke(arguments), is_error=False)
     except InputError as error:
         problem = redact_text(str(error))
-        return Done(content=f"Invalid arguments for tool {tool.name!r}: {problem}", is_error=True)
+        return Done(content=invalid_arguments(tool.name, problem), is_error=True)
     except Exception as error:
         trace = redact_text("".join(traceback.format_exception(error)).rstrip())
         logger.warning("tool %s raised %s\n%s", tool.name, type(error).__name__, trace)

@@ -25,7 +25,7 @@ from typing import Any
 
 import aiohttp
 
-from bot.credentials import redact_text
+from bot.credentials import REDACTED, redact_text
 from bot.errors import ConfigError, ModelError
 from bot.runtime.model import Item, ModelResponse, ToolCall, ToolSpec
 
@@ -170,7 +170,7 @@ class OpenAIChatModel:
     def _safe(self, text: str) -> str:
         """Text that may echo our request, with the key and anything credential-like cut."""
         if self._api_key:
-            text = text.replace(self._api_key, "«redacted»")
+            text = text.replace(self._api_key, REDACTED)
         return redact_text(text)
 
     def _excerpt(self, text: str) -> str:

@@ -1,7 +1,7 @@
 """The Runner: model turns and tool calls until a final answer, a pause or max_turns.
 
     result = await Runner.arun(agent, "deploy api 1.2.3")
-    if result.status == "paused":
+    if result.outcome == "paused":
         state = result.state            # store state.to_json(); decide; resume:
         state.approve(result.interruptions[0], approver_id="U1")
         result = await Runner.arun(agent, state)
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
+from bot.canonical import canonical_arguments
 from bot.errors import (
     AgentNotRegisteredError,
     InputError,
@@ -36,21 +37,22 @@ from bot.runtime.decisions import (
     ApprovedCall,
     OutstandingCall,
     PendingCall,
+    PendingStatus,
     RejectedCall,
     RetryCall,
     VerifiedResult,
 )
-from bot.runtime.digest import canonical_arguments
 from bot.runtime.dispatch import CallSite, Done, dispatch
 from bot.runtime.journal import InMemoryJournal, Journal
 from bot.runtime.model import AssistantItem, ModelResponse, ToolCallItem
 from bot.runtime.state import RunState
-from bot.runtime.state_codec import DEFAULT_MAX_TURNS
-from bot.runtime.tools import Tool
+from bot.runtime.state_format import DEFAULT_MAX_TURNS
+from bot.runtime.tools import Tool, invalid_arguments
 
 logger = logging.getLogger(__name__)
 
-RunStatus = Literal["completed", "paused", "max_turns"]
+RunOutcome = Literal["completed", "paused", "max_turns"]
+"""How one `Runner.arun` ended (not a stored run's status, which the service keeps)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,7 +63,7 @@ class RunResult:
     final_output: str | None
     interruptions: list[PendingCall]
     state: RunState
-    status: RunStatus
+    outcome: RunOutcome
 
 
 # -- the plan for one outstanding call ------------------------------------------------
@@ -196,19 +198,19 @@ class _Run:
             assistant, refused = _assistant_item(response)
             state.history.append(assistant)
             for call, problem in refused:
-                self._result(call, f"Invalid arguments for tool {call['name']!r}: {problem}", True)
+                self._result(call, invalid_arguments(call["name"], problem), True)
 
-    def _finish(self, status: RunStatus) -> RunResult:
+    def _finish(self, outcome: RunOutcome) -> RunResult:
         self.state.context = serialize_context(
             self.live_context,
             serializer=self.agent.context_serializer,
             strict=self.agent.strict_context,
         )
         return RunResult(
-            final_output=self.state.final_output if status == "completed" else None,
+            final_output=self.state.final_output if outcome == "completed" else None,
             interruptions=self.state.get_interruptions(),
             state=self.state,
-            status=status,
+            outcome=outcome,
         )
 
     async def _settle_turn(self, site: CallSite, outstanding: list[OutstandingCall]) -> bool:
@@ -261,9 +263,7 @@ class _Run:
         try:
             tool.validate(call["arguments"])
         except InputError as error:
-            return _Answer(
-                content=f"Invalid arguments for tool {tool.name!r}: {error}", is_error=True
-            )
+            return _Answer(content=invalid_arguments(tool.name, error), is_error=True)
         if existing is not None:
             # Asked before: only a decision lets it run, whatever the rule says now.
             decision = self.state.decision_for(existing)
@@ -305,7 +305,7 @@ async def _record_verified(site: CallSite, key: str, result: str) -> None:
         logger.warning("journal has no entry for %s; using the verified result as is", key)
 
 
-def _pending(item: OutstandingCall, status: Literal["approval", "uncertain"]) -> PendingCall:
+def _pending(item: OutstandingCall, status: PendingStatus) -> PendingCall:
     return PendingCall(
         tool_call_id=item.call["id"],
         tool_name=item.call["name"],

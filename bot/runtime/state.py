@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from bot.canonical import canonical_arguments
 from bot.errors import (
     AlreadyDecidedError,
     InputError,
@@ -39,24 +40,21 @@ from bot.runtime.decisions import (
     OutstandingCall,
     PendingCall,
     RejectedCall,
+    Resolution,
     RetryCall,
     VerifiedResult,
-    decision_to_dict,
-    metadata_to_dict,
+    execution_key,
 )
-from bot.runtime.digest import execution_key
-from bot.runtime.model import Item, ToolResultItem
-from bot.runtime.state_checks import check_history, check_integrity, unanswered_calls
-from bot.runtime.state_codec import (
+from bot.runtime.model import Item, ToolResultItem, unanswered_calls
+from bot.runtime.state_format import (
     CURRENT_SCHEMA_VERSION,
     DEFAULT_MAX_TURNS,
     SCHEMA_VERSION_KEY,
     StateFields,
-    current_decisions,
-    current_metadata,
-    current_pending,
-    current_values,
-    parse_payload,
+    decisions_to_json,
+    metadata_to_json,
+    read_history,
+    read_payload,
 )
 
 
@@ -83,7 +81,7 @@ class RunState:
         self.agent_version = agent_version
         self.current_turn = current_turn
         self.max_turns = max_turns
-        self.history: list[Item] = check_history([] if history is None else history)
+        self.history: list[Item] = read_history([] if history is None else history)
         self.context = context
         self._pending: dict[str, PendingCall] = {call.tool_call_id: call for call in pending}
         self._decisions: dict[str, Decision] = dict(decisions or {})
@@ -121,10 +119,6 @@ class RunState:
     def always_rule(self, tool_name: str) -> Decision | None:
         """The remembered `always=True` decision for a tool, if any."""
         return self._always.get(tool_name)
-
-    @property
-    def is_paused(self) -> bool:
-        return bool(self.get_interruptions())
 
     @property
     def final_output(self) -> str | None:
@@ -172,26 +166,21 @@ class RunState:
     def resolve(
         self,
         call_or_key: PendingCall | str,
+        resolution: Resolution,
         *,
-        result: str | None = None,
-        retry: bool = False,
-        abort: bool = False,
         approver_id: str | None = None,
         reason: str | None = None,
     ) -> None:
-        """Reconcile an uncertain call: exactly one of a verified `result` (used as the
-        call's result), `retry=True` (accept possible repetition) or `abort=True` (the
-        model is told the call was aborted)."""
-        chosen = [
-            name
-            for name, on in (("result", result is not None), ("retry", retry), ("abort", abort))
-            if on
-        ]
-        if len(chosen) != 1:
+        """Reconcile an uncertain call: a `VerifiedResult` (used as the call's result), a
+        `RetryCall` (accept possible repetition) or an `AbortCall` (the model is told the
+        call was aborted). `approver_id` and `reason` are audit only."""
+        if not isinstance(resolution, VerifiedResult | RetryCall | AbortCall):
             raise ResolutionError(
-                "resolve() takes exactly one of result=..., retry=True or abort=True"
-                + (f" (got {', '.join(chosen)})" if chosen else "")
+                "resolve() takes a VerifiedResult, RetryCall or AbortCall, "
+                f"got {type(resolution).__name__}"
             )
+        if isinstance(resolution, VerifiedResult) and not isinstance(resolution.result, str):
+            raise InputError("a verified result must be a string")
         pending = self._find(call_or_key)
         if pending.status != "uncertain":
             raise ResolutionError(
@@ -199,13 +188,6 @@ class RunState:
                 "not reconciliation: approve or reject it"
             )
         self._refuse_second_decision(pending)
-        resolution: Decision
-        if result is not None:
-            if not isinstance(result, str):
-                raise InputError("a verified result must be a string")
-            resolution = VerifiedResult(result=result)
-        else:
-            resolution = RetryCall() if retry else AbortCall()
         self._decisions[pending.tool_call_id] = resolution
         self._note(pending, approver_id=approver_id, reason=reason)
 
@@ -238,8 +220,8 @@ class RunState:
         if pending.status != "approval":
             raise ResolutionError(
                 f"call {pending.tool_call_id} ({pending.tool_name}) has an uncertain "
-                f"outcome, so it cannot be {action}: resolve it with result=, retry=True "
-                "or abort=True"
+                f"outcome, so it cannot be {action}: resolve it with a VerifiedResult, "
+                "RetryCall or AbortCall"
             )
         self._refuse_second_decision(pending)
         return pending
@@ -307,9 +289,10 @@ class RunState:
 
     # -- serialization ------------------------------------------------------------------
 
-    def _payload(self) -> dict[str, Any]:
+    def to_json(self) -> str:
+        """JSON text of the current schema version (refuses a context with secrets)."""
         check_no_secrets(self.context)
-        return {
+        payload = {
             SCHEMA_VERSION_KEY: CURRENT_SCHEMA_VERSION,
             "run_id": self.run_id,
             "agent_name": self.agent_name,
@@ -319,19 +302,17 @@ class RunState:
             "history": self.history,
             "context": self.context,
             # orjson writes a PendingCall (a dataclass) natively, fields in declaration
-            # order: the same bytes as pending_to_dict, without a dict per call
+            # order: no dict per call
             "pending_calls": list(self._pending.values()),
-            "decisions": _decisions_to_dict(self._decisions),
-            "always": _decisions_to_dict(self._always),
-            "approval_metadata": {k: metadata_to_dict(v) for k, v in self.approval_metadata.items()}
-            if self.approval_metadata
-            else {},
+            # most states have no decisions yet: no calls for empty objects
+            "decisions": decisions_to_json(self._decisions) if self._decisions else {},
+            "always": decisions_to_json(self._always) if self._always else {},
+            "approval_metadata": (
+                metadata_to_json(self.approval_metadata) if self.approval_metadata else {}
+            ),
         }
-
-    def to_json(self) -> str:
-        """JSON text of the current schema version (refuses a context with secrets)."""
         try:
-            return orjson.dumps(self._payload()).decode()
+            return orjson.dumps(payload).decode()
         except orjson.JSONEncodeError as error:
             raise RunStateError(
                 f"the run state holds a value JSON cannot encode: {error}"
@@ -349,7 +330,7 @@ class RunState:
             payload = orjson.loads(text)
         except orjson.JSONDecodeError as error:
             raise RunStateError(f"a RunState must be JSON text: {error}") from error
-        return cls._from_payload(payload)
+        return cls._restore(read_payload(payload))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunState:
@@ -358,66 +339,61 @@ class RunState:
             copied = orjson.loads(orjson.dumps(data))
         except orjson.JSONEncodeError as error:
             raise RunStateError(f"a RunState dict must be plain JSON data: {error}") from error
-        return cls._from_payload(copied)
+        return cls._restore(read_payload(copied))
 
     @classmethod
-    def _from_payload(cls, payload: Any) -> RunState:
-        """A state built straight from a freshly decoded payload (adopted, not copied).
-
-        A well-formed current-version payload takes the fast path: no intermediate
-        StateFields, every value checked once (history items, pending calls, decisions,
-        then their integrity). Older versions, the legacy form and malformed payloads
-        go through `parse_payload`, which migrates them or names the bad field."""
-        values = current_values(payload)
-        if values is None:
-            return cls._from_fields(parse_payload(payload))
+    def _restore(cls, fields: StateFields) -> RunState:
+        """A state adopting freshly read fields (already checked one by one, so only
+        their consistency is left to check)."""
         state = cls.__new__(cls)
-        (
-            state.run_id,
-            state.agent_name,
-            state.agent_version,
-            state.current_turn,
-            state.max_turns,
-            history,
-            state.context,
-            pending,
-            decisions,
-            always,
-            metadata,
-        ) = values
-        state.history = check_history(history)
-        state._pending = current_pending(pending)
-        # most stored states have no decisions yet: skip the calls for empty objects
-        state._decisions = current_decisions(decisions, "decisions") if decisions else {}
-        state._always = current_decisions(always, "always") if always else {}
-        state.approval_metadata = current_metadata(metadata) if metadata else {}
+        state.run_id = fields.run_id
+        state.agent_name = fields.agent_name
+        state.agent_version = fields.agent_version
+        state.current_turn = fields.current_turn
+        state.max_turns = fields.max_turns
+        state.history = fields.history
+        state.context = fields.context
+        state._pending = fields.pending
+        state._decisions = fields.decisions
+        state._always = fields.always
+        state.approval_metadata = fields.approval_metadata
         state._check_consistency()
         return state
 
-    @classmethod
-    def _from_fields(cls, fields: StateFields) -> RunState:
-        return cls(
-            run_id=fields.run_id,
-            agent_name=fields.agent_name,
-            agent_version=fields.agent_version,
-            current_turn=fields.current_turn,
-            max_turns=fields.max_turns,
-            history=fields.history,
-            context=fields.context,
-            pending=fields.pending,
-            decisions=fields.decisions,
-            always=fields.always,
-            approval_metadata=fields.approval_metadata,
-        )
-
     def _check_consistency(self) -> None:
-        check_integrity(
-            run_id=self.run_id,
-            history=self.history,
-            pending=self._pending,
-            decisions=self._decisions,
-            always=self._always,
-        )
+        """Pending calls must be unanswered calls of the last turn, with the same tool,
+        arguments and execution key; decisions must fit their call's status."""
+        if not self._pending and not self._decisions and not self._always:
+            return
+        turn, unanswered = unanswered_calls(self.history)
+        by_id = {call["id"]: call for call in unanswered}
+        for call in self._pending.values():
+            asked = by_id.get(call.tool_call_id)
+            if asked is None:
+                raise RunStateError(
+                    f"pending call {call.tool_call_id} is not an unanswered call of the "
+                    "run's last model turn"
+                )
+            if (
+                asked["name"] != call.tool_name
+                or not _same_arguments(asked["arguments"], call.arguments)
+                or execution_key(self.run_id, turn, call.tool_call_id) != call.execution_key
+            ):
+                raise RunStateError(
+                    f"pending call {call.tool_call_id} does not match the model turn that "
+                    "asked for it (tool, arguments or execution key differ)"
+                )
+        for call_id, decision in self._decisions.items():
+            target = self._pending.get(call_id)
+            if target is None:
+                raise RunStateError(f"a decision names {call_id}, which is not pending")
+            if isinstance(decision, ApprovedCall | RejectedCall) != (target.status == "approval"):
+                raise RunStateError(
+                    f"decision {decision.kind!r} does not fit call {call_id} ({target.status})"
+                )
+        for tool_name, rule in self._always.items():
+            if not isinstance(rule, ApprovedCall | RejectedCall):
+                raise RunStateError(f"always-rule of {tool_name} must be approved or rejected")
 
     def __repr__(self) -> str:
         return (
@@ -427,5 +403,12 @@ class RunState:
         )
 
 
-def _decisions_to_dict(decisions: Mapping[str, Decision]) -> dict[str, Any]:
-    return {k: decision_to_dict(v) for k, v in decisions.items()} if decisions else {}
+def _same_arguments(asked: dict[str, Any], pending: dict[str, Any]) -> bool:
+    """Equal as canonical JSON, the form the approver's digest covers: Python's `==`
+    alone takes 1, 1.0 and True for the same value."""
+    if asked != pending:
+        return False
+    try:
+        return canonical_arguments(asked) == canonical_arguments(pending)
+    except InputError:
+        return False

@@ -12,7 +12,7 @@
     @tool(needs_approval=True, review_fields=["service", "query"])
     def run_sql(service: str, query: str, connection_options: dict[str, str]) -> str: ...
 
-The JSON schema comes from the type hints (see `bot.runtime.schema`), the description
+The JSON schema comes from the type hints (see `bot.runtime.tool_schema`), the description
 from the docstring. Arguments from the model are validated before anything runs.
 Sync functions run in a worker thread so they never block the event loop.
 """
@@ -32,13 +32,18 @@ from typing import Any, Literal, get_args, overload
 
 from bot.errors import ConfigError, RunStateError
 from bot.runtime.model import ToolSpec
-from bot.runtime.schema import Signature, signature_of, summary_of
+from bot.runtime.tool_schema import Signature, signature_of, summary_of
 
 logger = logging.getLogger(__name__)
 
 ReplayPolicy = Literal["manual", "safe", "idempotent"]
 REPLAY_POLICIES: frozenset[str] = frozenset(get_args(ReplayPolicy))
 ApprovalRule = bool | Callable[[dict[str, Any]], bool]
+
+
+def invalid_arguments(tool_name: str, problem: object) -> str:
+    """What the model is told when it called a tool with arguments the tool refuses."""
+    return f"Invalid arguments for tool {tool_name!r}: {problem}"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -82,7 +82,7 @@ async def _tell_refused(
 async def persist_outcome(
     parts: ServiceParts, run: RunRecord, result: RunResult, *, requester: str | None = None
 ) -> RunRecord:
-    paused = result.status == "paused"
+    paused = result.outcome == "paused"
     saved = await parts.store.save_run_state(
         run.run_id,
         expected_version=run.version,
@@ -92,7 +92,7 @@ async def persist_outcome(
     )
     if not paused:
         await parts.notify.run_finished(
-            saved, final_output=result.final_output, status=result.status
+            saved, final_output=result.final_output, status=result.outcome
         )
         return saved
     await request_approvals(parts, saved, result.interruptions, requester=requester)

@@ -21,7 +21,15 @@ from bot.errors import (
     ResolutionError,
     UnknownCallError,
 )
-from bot.runtime import CURRENT_SCHEMA_VERSION, PendingCall, RunState
+from bot.runtime import (
+    CURRENT_SCHEMA_VERSION,
+    AbortCall,
+    PendingCall,
+    Resolution,
+    RetryCall,
+    RunState,
+    VerifiedResult,
+)
 from bot.service.authority import may_reconcile
 from bot.service.codec import encode_state
 from bot.service.parts import ServiceParts
@@ -129,14 +137,14 @@ async def _resolve(
         raise NotAuthorizedError(
             f"only an admin or an approver of {target.tool_name} may reconcile this call"
         )
-    state.resolve(
-        target,
-        result=choice.result,
-        retry=choice.retry,
-        abort=choice.abort,
-        approver_id=actor,
-        reason=reason,
+    resolution: Resolution = (
+        VerifiedResult(result=choice.result)
+        if choice.result is not None
+        else RetryCall()
+        if choice.retry
+        else AbortCall()
     )
+    state.resolve(target, resolution, approver_id=actor, reason=reason)
     saved = await parts.store.save_run_state(
         run.run_id,
         expected_version=run.version,

@@ -8,12 +8,12 @@ arguments come from the review snapshot (already redacted and escaped by bot.rev
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from bot.errors import InputError
+from bot.policy import SLACK_USER_ID
 from bot.review import ReviewSnapshot
 from bot.runtime import PendingCall
 from bot.slack.payloads import (
@@ -31,7 +31,6 @@ from bot.slack.payloads import (
 from store.api import ApprovalRecord, RunRecord
 
 Block = dict[str, Any]
-_SLACK_USER_ID = re.compile(r"[UW][A-Z0-9]{2,30}")
 
 SECTION_TEXT_LIMIT = 3000  # Block Kit: section text
 CONTEXT_TEXT_LIMIT = 2000  # Block Kit: context element text
@@ -60,7 +59,7 @@ def escape(text: str, limit: int | None = None) -> str:
 def person(actor_id: str) -> str:
     """A Slack user id as a mention; any other actor (the service, a CLI operator) as
     plain escaped text, never a broken mention."""
-    if _SLACK_USER_ID.fullmatch(actor_id):
+    if SLACK_USER_ID.fullmatch(actor_id):
         return f"<@{actor_id}>"
     return f"`{escape(actor_id, 100)}`"
 

@@ -3,19 +3,18 @@ about an approved call stopped right before it ran."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from bot.policy import SLACK_GROUP_ID
 from bot.slack.blocks import escape, person, slack_date
 from store.api import ApprovalRecord
 
-_GROUP_ID = re.compile(r"S[A-Z0-9]{2,30}")
 MAX_MENTIONS = 30
 
 
 def mention(approver: str) -> str:
     """A policy approver id as a mention: a user group pings its members."""
-    if _GROUP_ID.fullmatch(approver):
+    if SLACK_GROUP_ID.fullmatch(approver):
         return f"<!subteam^{approver}>"
     return person(approver)
 

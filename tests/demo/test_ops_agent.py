@@ -17,7 +17,7 @@ from bot.runtime.journal import InMemoryJournal
 
 async def test_an_approved_deploy_runs_once_and_is_reported(ops: Ops) -> None:
     paused = await ops.run("deploy payments 1.2.3")
-    assert paused.status == "paused"
+    assert paused.outcome == "paused"
     assert ops.effect_lines() == []  # nothing happens before a decision
     [call] = paused.interruptions
     assert (call.tool_name, call.arguments) == (
@@ -29,7 +29,7 @@ async def test_an_approved_deploy_runs_once_and_is_reported(ops: Ops) -> None:
     state.approve(call, approver_id="U-alice", reason="CR-42")
     done = await ops.run(state)
 
-    assert done.status == "completed"
+    assert done.outcome == "completed"
     [effect] = ops.effect_lines()
     assert effect["tool"] == "deploy_release"
     assert effect["arguments"] == {"service": "payments", "version": "1.2.3"}
@@ -97,7 +97,7 @@ async def test_status_reports_what_was_deployed_and_configured(ops: Ops) -> None
     await ops.run(paused.state)
 
     done = await ops.run("status api")
-    assert done.status == "completed"  # no approval needed for a read
+    assert done.outcome == "completed"  # no approval needed for a read
     assert done.final_output is not None
     assert "api: running 2.0.1; config keys set: log_level" in done.final_output
     assert len(ops.effect_lines()) == 2  # a read adds no effect line
@@ -138,7 +138,7 @@ async def test_the_token_never_reaches_a_serialized_state(ops: Ops) -> None:
 
 async def test_an_unknown_task_gets_a_helpful_answer(ops: Ops) -> None:
     done = await ops.run("please make it faster and deploy payments 1.2.3")
-    assert done.status == "completed"
+    assert done.outcome == "completed"
     assert done.final_output is not None
     assert 'I did not understand "please make it faster"' in done.final_output
     for command in ("deploy <service> <version>", "restart <service>", "status <service>"):
@@ -199,7 +199,7 @@ async def test_an_idempotent_rerun_with_the_same_key_is_a_downstream_duplicate(o
     assert first["duplicate"] is False
     assert second["duplicate"] is True
     assert second["result"] == first["result"]  # the downstream answered with the first result
-    assert done.status == "completed"
+    assert done.outcome == "completed"
     assert "deployed payments 1.2.3" in done.final_output
 
 
@@ -208,7 +208,7 @@ async def test_a_manual_call_is_not_rerun_after_a_crash(ops: Ops) -> None:
 
     [effect] = ops.effect_lines()
     assert effect["execution_key"] == key
-    assert done.status == "paused"
+    assert done.outcome == "paused"
     [uncertain] = done.interruptions
     assert uncertain.status == "uncertain"
     assert uncertain.execution_key == key

@@ -10,6 +10,8 @@ import pytest
 from bot.errors import ConfigError
 from bot.policy import (
     DEFAULT_POLICY,
+    SLACK_GROUP_ID,
+    SLACK_USER_ID,
     Eligible,
     NoGroups,
     NotEligible,
@@ -91,6 +93,39 @@ def test_durations(text: str, expected: int) -> None:
     assert parse_duration(text) == timedelta(seconds=expected)
 
 
+def test_one_duration_grammar_serves_the_policy_and_the_operator_commands() -> None:
+    assert parse_duration("30 m") == timedelta(minutes=30)  # as `--since 30 m` always took
+    assert parse_duration("0s", allow_zero=True) == timedelta(0)
+    assert parse_duration("5000d", longest=None) == timedelta(days=5000)  # a look-back
+    with pytest.raises(ValueError, match="write at most 3650d"):
+        parse_duration("5000d")
+    for text in ("1234567890s", "2h\n", "h", "2", "-1h", "1.5h"):
+        with pytest.raises(ValueError, match="is not a duration"):
+            parse_duration(text, allow_zero=True, longest=None)
+
+
+@pytest.mark.parametrize(
+    ("text", "user", "group"),
+    [
+        ("U024BE7LH", True, False),
+        ("W012A3CDE", True, False),
+        ("S0RELEASE", False, True),
+        ("UAB", True, False),
+        ("U" + "A" * 30, True, False),
+        ("U" + "A" * 31, False, False),  # the bound: no Slack id is that long
+        ("S" + "A" * 31, False, False),
+        ("U024BE7LH\n", False, False),  # matched whole, not up to a line end
+        (" U024BE7LH", False, False),
+        ("u024be7lh", False, False),
+        ("C0123456789", False, False),
+        ("U1", False, False),
+    ],
+)
+def test_slack_ids_are_matched_whole_within_one_bound(text: str, user: bool, group: bool) -> None:
+    assert (SLACK_USER_ID.fullmatch(text) is not None) == user
+    assert (SLACK_GROUP_ID.fullmatch(text) is not None) == group
+
+
 @pytest.mark.parametrize(
     ("toml", "key", "problem"),
     [
@@ -110,6 +145,7 @@ def test_durations(text: str, expected: int) -> None:
         ("[defaults]\napprovers = 'UALICE'", "defaults.approvers", "list of Slack ids"),
         ("[defaults]\napprovers = ['alice']", "defaults.approvers", "not a Slack id"),
         ("[defaults]\napprovers = ['UALICE', 'UALICE']", "defaults.approvers", "twice"),
+        (f"[defaults]\napprovers = ['U{'A' * 31}']", "defaults.approvers", "not a Slack id"),
         ("admins = ['SGROUP']", "admins", "not a Slack id"),
         ("defaults = 3", "defaults", "must be a table"),
         (

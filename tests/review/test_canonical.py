@@ -16,13 +16,12 @@ from hypothesis import strategies as st
 
 import bot.review
 import bot.runtime
-import bot.runtime.digest
 from bot.canonical import INT_MAX, INT_MIN, arguments_digest, canonical_arguments
 from bot.errors import InputError
 
 
 def test_the_runtime_and_the_review_layer_use_this_one_implementation() -> None:
-    for module in (bot.review, bot.runtime, bot.runtime.digest):
+    for module in (bot.review, bot.runtime):
         assert module.canonical_arguments is canonical_arguments
         assert module.arguments_digest is arguments_digest
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.runtime import Agent, ScriptedModel, Tool, current_tool_call, tool
-from bot.runtime.scripted import ScriptStep
+from bot.runtime.model import ScriptStep
 
 
 @dataclass(kw_only=True)

@@ -58,7 +58,7 @@ async def test_a_call_with_non_canonical_arguments_is_answered_with_an_error(
     )
     result = await Runner.arun(agent, "scale api")
 
-    assert result.status == "completed"  # no pause: nothing valid waits for approval
+    assert result.outcome == "completed"  # no pause: nothing valid waits for approval
     assert runs == []
     results = results_by_call(result.state.history)
     content, is_error = results["call_0_0"]
@@ -82,7 +82,7 @@ async def test_the_model_can_correct_a_refused_call_and_the_corrected_one_is_app
     agent = scaling_agent(script, runs)
     paused = await Runner.arun(agent, "scale api")
 
-    assert paused.status == "paused"
+    assert paused.outcome == "paused"
     [pending] = paused.interruptions
     assert pending.tool_call_id == "call_1_0"
     assert pending.arguments == {"service": "api", "factor": 1.5}
@@ -91,7 +91,7 @@ async def test_the_model_can_correct_a_refused_call_and_the_corrected_one_is_app
     assert stored.get_interruptions()[0].arguments == pending.arguments
     stored.approve(pending, approver_id="U1")
     done = await Runner.arun(agent, stored)
-    assert done.status == "completed"
+    assert done.outcome == "completed"
     assert runs == [1.5]
     model = agent.model
     assert isinstance(model, ScriptedModel)

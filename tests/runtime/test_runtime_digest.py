@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.runtime.digest import execution_key
+from bot.runtime.decisions import execution_key
 
 
 def test_execution_keys_are_stable_and_distinct_per_run_turn_and_call() -> None:

@@ -51,7 +51,7 @@ async def test_v1_0_fixture_loads_and_resumes_to_completion(ops: Ops) -> None:
     agent = ops.agent([earlier_turn, earlier_turn, "Deployed api 1.4.2; restart refused."])
     result = await Runner.arun(agent, state, journal=InMemoryJournal())
 
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert result.final_output == "Deployed api 1.4.2; restart refused."
     assert [(e.tool, e.arguments, e.execution_key) for e in ops.effects] == [
         ("deploy_release", {"service": "api", "version": "1.4.2"}, deploy.execution_key)
@@ -73,7 +73,7 @@ async def test_legacy_fixture_loads_and_resumes_to_completion(ops: Ops) -> None:
     )
     result = await Runner.arun(agent, state)
 
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert [(e.tool, e.arguments) for e in ops.effects] == [
         ("deploy_release", {"service": "billing", "version": "3.0.1"})
     ]

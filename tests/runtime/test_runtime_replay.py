@@ -8,8 +8,10 @@ from runtime_support import Ops, results_by_call
 from bot.errors import AlreadyDecidedError, InputError, ResolutionError, UnknownCallError
 from bot.runtime import (
     AbortCall,
+    ApprovedCall,
     InMemoryJournal,
     PendingCall,
+    RejectedCall,
     RetryCall,
     Runner,
     RunState,
@@ -64,7 +66,7 @@ async def test_a_recorded_result_is_reused_and_the_tool_not_called(ops: Ops) -> 
 async def test_safe_policy_runs_again_after_a_crash(ops: Ops) -> None:
     state, journal = await approved_after_crash(ops, SET)
     result = await Runner.arun(ops.agent([[SET], "finished"]), state, journal=journal)
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert [(e.tool, e.attempt) for e in ops.effects] == [("set_config", 2)]
 
 
@@ -72,7 +74,7 @@ async def test_idempotent_policy_runs_again_with_the_same_execution_key(ops: Ops
     state, journal = await approved_after_crash(ops, DEPLOY)
     key = state.pending_calls()[0].execution_key
     result = await Runner.arun(ops.agent([[DEPLOY], "finished"]), state, journal=journal)
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert [(e.tool, e.execution_key, e.attempt) for e in ops.effects] == [
         ("deploy_release", key, 2)
     ]
@@ -81,7 +83,7 @@ async def test_idempotent_policy_runs_again_with_the_same_execution_key(ops: Ops
 async def test_manual_policy_pauses_the_call_as_uncertain(ops: Ops) -> None:
     state, journal = await approved_after_crash(ops, RESTART)
     result = await Runner.arun(ops.agent([[RESTART], "finished"]), state, journal=journal)
-    assert result.status == "paused"
+    assert result.outcome == "paused"
     assert ops.effects == []
     [uncertain] = result.interruptions
     assert uncertain.status == "uncertain"
@@ -90,7 +92,7 @@ async def test_manual_policy_pauses_the_call_as_uncertain(ops: Ops) -> None:
     assert result.state.deferred_tool_requests.approvals == []
     # Unresolved, it stays paused without calling the tool.
     again = await Runner.arun(ops.agent([[RESTART], "finished"]), result.state, journal=journal)
-    assert again.status == "paused"
+    assert again.outcome == "paused"
     assert ops.effects == []
 
 
@@ -124,7 +126,7 @@ async def test_resolve_with_a_verified_result_uses_it(ops: Ops) -> None:
     state, journal, call = await uncertain_restart(ops)
     state.resolve(
         call.execution_key,
-        result="worker restarted at 10:02 (checked in console)",
+        VerifiedResult(result="worker restarted at 10:02 (checked in console)"),
         approver_id="U_OPS",
         reason="verified in the console",
     )
@@ -132,7 +134,7 @@ async def test_resolve_with_a_verified_result_uses_it(ops: Ops) -> None:
         result="worker restarted at 10:02 (checked in console)"
     )
     result = await Runner.arun(ops.agent([[RESTART], "finished"]), state, journal=journal)
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert ops.effects == []
     assert results_by_call(result.state.history)[call.tool_call_id] == (
         "worker restarted at 10:02 (checked in console)",
@@ -153,19 +155,19 @@ async def test_resolve_with_a_verified_result_uses_it(ops: Ops) -> None:
 
 async def test_resolve_retry_runs_the_tool_once_more(ops: Ops) -> None:
     state, journal, call = await uncertain_restart(ops)
-    state.resolve(call, retry=True)
+    state.resolve(call, RetryCall())
     assert state.decision_for(call) == RetryCall()
     result = await Runner.arun(ops.agent([[RESTART], "finished"]), state, journal=journal)
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert [(e.tool, e.attempt) for e in ops.effects] == [("restart_service", 2)]
 
 
 async def test_resolve_abort_tells_the_model_and_runs_nothing(ops: Ops) -> None:
     state, journal, call = await uncertain_restart(ops)
-    state.resolve(call.tool_call_id, abort=True)
+    state.resolve(call.tool_call_id, AbortCall())
     assert state.decision_for(call) == AbortCall()
     result = await Runner.arun(ops.agent([[RESTART], "finished"]), state, journal=journal)
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert ops.effects == []
     content, is_error = results_by_call(result.state.history)[call.tool_call_id]
     assert is_error
@@ -176,21 +178,20 @@ async def test_resolve_abort_tells_the_model_and_runs_nothing(ops: Ops) -> None:
 async def test_resolve_errors(ops: Ops) -> None:
     state, _, call = await uncertain_restart(ops)
     with pytest.raises(UnknownCallError, match=r"no pending call .* 'nope'"):
-        state.resolve("nope", retry=True)
-    with pytest.raises(ResolutionError, match="exactly one"):
-        state.resolve(call, retry=True, abort=True)
-    with pytest.raises(ResolutionError, match="exactly one"):
-        state.resolve(call)
+        state.resolve("nope", RetryCall())
+    for not_a_resolution in (ApprovedCall(), RejectedCall(message="no"), None, "retry"):
+        with pytest.raises(ResolutionError, match="takes a VerifiedResult, RetryCall or AbortCall"):
+            state.resolve(call, not_a_resolution)  # type: ignore[arg-type]
     with pytest.raises(ResolutionError, match="uncertain outcome, so it cannot be approved"):
         state.approve(call)
     with pytest.raises(ResolutionError, match="cannot be rejected"):
         state.reject(call)
     with pytest.raises(InputError, match="must be a string"):
-        state.resolve(call, result=42)  # type: ignore[arg-type]
+        state.resolve(call, VerifiedResult(result=42))  # type: ignore[arg-type]
     before = state.to_json()  # none of the refusals changed anything
-    state.resolve(call, abort=True)
+    state.resolve(call, AbortCall())
     with pytest.raises(AlreadyDecidedError, match="already decided: abort"):
-        state.resolve(call, retry=True)
+        state.resolve(call, RetryCall())
     assert before != state.to_json()
 
 
@@ -199,7 +200,7 @@ async def test_approval_decision_errors(ops: Ops) -> None:
     state = (await Runner.arun(agent, "go")).state
     call = state.get_interruptions()[0]
     with pytest.raises(ResolutionError, match="waits for approval, not reconciliation"):
-        state.resolve(call, retry=True)
+        state.resolve(call, RetryCall())
     with pytest.raises(UnknownCallError):
         state.approve("call_9_9")
     altered = PendingCall(
@@ -220,9 +221,9 @@ async def test_approval_decision_errors(ops: Ops) -> None:
 async def test_a_verified_result_stands_without_the_original_journal(ops: Ops) -> None:
     # After a restart without a durable journal, the fresh in-memory one has no entry.
     state, _, call = await uncertain_restart(ops)
-    state.resolve(call, result="checked: worker is up")
+    state.resolve(call, VerifiedResult(result="checked: worker is up"))
     result = await Runner.arun(ops.agent([[RESTART], "finished"]), state)
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert ops.effects == []
     assert results_by_call(result.state.history)[call.tool_call_id] == (
         "checked: worker is up",

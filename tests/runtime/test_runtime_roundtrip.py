@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.runtime import RunState
-from bot.runtime.digest import execution_key
+from bot.runtime.decisions import execution_key
 
 ids = st.text(alphabet=string.ascii_letters + string.digits + "_-", min_size=1, max_size=12)
 names = st.sampled_from(["deploy_release", "restart_service", "set_config", "get_status"])

@@ -28,7 +28,7 @@ STATUS = ("get_status", {"service": "api"})
 async def test_a_run_without_approvals_completes(ops: Ops) -> None:
     agent = ops.agent([[STATUS], "api is healthy"])
     result = await Runner.arun(agent, "how is api?")
-    assert (result.status, result.final_output, result.interruptions) == (
+    assert (result.outcome, result.final_output, result.interruptions) == (
         "completed",
         "api is healthy",
         [],
@@ -44,7 +44,7 @@ async def test_pause_happens_before_any_call_of_the_turn_runs(ops: Ops) -> None:
     agent = ops.agent([[STATUS, DEPLOY, RESTART], "done"])
     result = await Runner.arun(agent, "deploy and restart")
 
-    assert result.status == "paused"
+    assert result.outcome == "paused"
     assert result.final_output is None
     assert ops.effects == []  # not even get_status, which needs no approval
     assert [(c.tool_name, c.status) for c in result.interruptions] == [
@@ -53,7 +53,7 @@ async def test_pause_happens_before_any_call_of_the_turn_runs(ops: Ops) -> None:
     ]
     assert result.state.deferred_tool_requests.approvals == result.interruptions
     assert result.state.deferred_tool_requests.uncertain == []
-    assert result.state.is_paused
+    assert result.state.get_interruptions() == result.interruptions
 
 
 async def test_approve_runs_each_approved_call_exactly_once(ops: Ops) -> None:
@@ -65,7 +65,7 @@ async def test_approve_runs_each_approved_call_exactly_once(ops: Ops) -> None:
 
     result = await Runner.arun(agent, state)
 
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert result.final_output == "deployed"
     assert [e.tool for e in ops.effects] == ["get_status", "deploy_release"]
     assert ops.effects[1].execution_key == deploy.execution_key
@@ -73,7 +73,7 @@ async def test_approve_runs_each_approved_call_exactly_once(ops: Ops) -> None:
     assert (metadata.approver_id, metadata.reason) == ("U_ALICE", "CR-1234")
     # Resuming the finished state changes nothing and runs nothing again.
     again = await Runner.arun(agent, result.state)
-    assert again.status == "completed"
+    assert again.outcome == "completed"
     assert len(ops.effects) == 2
 
 
@@ -91,7 +91,7 @@ async def test_reject_runs_nothing_and_the_model_sees_only_the_message(ops: Ops)
 
     result = await Runner.arun(agent, state)
 
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert ops.effects == []
     assert results_by_call(result.state.history)[call.tool_call_id] == (
         "Deploys are frozen until Monday.",
@@ -123,14 +123,14 @@ async def test_two_pending_calls_stay_paused_until_both_are_decided(ops: Ops) ->
     state.approve(deploy)
 
     half = await Runner.arun(agent, state)
-    assert half.status == "paused"
+    assert half.outcome == "paused"
     assert ops.effects == []
     assert half.interruptions == [restart]
     assert half.state.decision_for(deploy.tool_call_id) == ApprovedCall()
 
     half.state.reject(restart, message="not now")
     done = await Runner.arun(agent, half.state)
-    assert done.status == "completed"
+    assert done.outcome == "completed"
     assert [e.tool for e in ops.effects] == ["deploy_release"]
     results = results_by_call(done.state.history)
     assert results[restart.tool_call_id] == ("not now", True)
@@ -145,7 +145,7 @@ async def test_always_approves_the_tool_for_the_rest_of_the_run(ops: Ops) -> Non
     result = await Runner.arun(agent, state)
 
     # The second deploy needs no decision; restart_service still does.
-    assert result.status == "paused"
+    assert result.outcome == "paused"
     assert [c.tool_name for c in result.interruptions] == ["restart_service"]
     assert [c.tool_name for c in result.state.pending_calls()] == ["restart_service"]
     assert [e.tool for e in ops.effects] == ["deploy_release"]
@@ -153,7 +153,7 @@ async def test_always_approves_the_tool_for_the_rest_of_the_run(ops: Ops) -> Non
     assert state.always_rule("deploy_release") == ApprovedCall()
     state.approve(state.get_interruptions()[0])
     result = await Runner.arun(agent, state)
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert [e.arguments.get("service") for e in ops.effects] == ["api", "web", "worker"]
 
 
@@ -162,7 +162,7 @@ async def test_always_reject_applies_to_later_calls_of_the_tool(ops: Ops) -> Non
     state = (await Runner.arun(agent, "restart")).state
     state.reject(state.get_interruptions()[0], message="no restarts today", always=True)
     result = await Runner.arun(agent, state)
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert ops.effects == []
     assert result.state.always_rule("restart_service") == RejectedCall(message="no restarts today")
     assert [c for c, _ in results_by_call(result.state.history).values()] == [
@@ -183,7 +183,7 @@ async def test_bad_calls_become_error_results_for_the_model(ops: Ops) -> None:
         ]
     )
     result = await Runner.arun(agent, "go")
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert ops.effects == []
     results = results_by_call(result.state.history)
     assert results["call_0_0"][1]
@@ -244,13 +244,13 @@ async def test_a_tool_error_carrying_a_credential_reaches_neither_the_model_nor_
 async def test_max_turns_stops_with_a_clear_state(ops: Ops) -> None:
     agent = ops.agent([[STATUS], [STATUS], [STATUS], "never reached"])
     result = await Runner.arun(agent, "loop", max_turns=2)
-    assert (result.status, result.final_output, result.interruptions) == ("max_turns", None, [])
+    assert (result.outcome, result.final_output, result.interruptions) == ("max_turns", None, [])
     assert result.state.current_turn == 2
     assert result.state.max_turns == 2
     assert len(ops.effects) == 2
     # A larger limit on resume lets it finish.
     resumed = await Runner.arun(agent, result.state, max_turns=5)
-    assert (resumed.status, resumed.final_output) == ("completed", "never reached")
+    assert (resumed.outcome, resumed.final_output) == ("completed", "never reached")
 
 
 async def test_an_exhausted_script_is_a_model_error(ops: Ops) -> None:
@@ -297,7 +297,7 @@ async def test_registry_finds_the_agent_or_names_what_it_has(ops: Ops) -> None:
 
     registry.register(v1)
     result = await Runner.arun(None, state, registry=registry)
-    assert result.status == "completed"
+    assert result.outcome == "completed"
     assert len(ops.effects) == 1
 
 
@@ -359,8 +359,8 @@ async def test_a_call_once_asked_about_never_runs_without_a_decision(ops: Ops) -
         model=ScriptedModel([[("scale", {"service": "api"})], "done"]),
     )
     paused = await Runner.arun(agent, "scale api")
-    assert paused.status == "paused"
+    assert paused.outcome == "paused"
     # The rule now says "no approval needed", but the pending call is still undecided.
     again = await Runner.arun(agent, paused.state)
-    assert again.status == "paused"
+    assert again.outcome == "paused"
     assert effects == []

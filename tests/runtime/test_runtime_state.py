@@ -18,9 +18,8 @@ from bot.runtime import (
     RejectedCall,
     Runner,
     RunState,
-    state_codec,
+    state_format,
 )
-from bot.runtime.decisions import pending_to_dict
 
 DEPLOY = ("deploy_release", {"service": "api", "version": "1.4.2"})
 RESTART = ("restart_service", {"service": "worker"})
@@ -69,9 +68,9 @@ async def test_an_older_supported_version_is_migrated_deliberately(
         return {**upgraded, "max_turns": data["max_turn_count"], "always": {}}
 
     monkeypatch.setattr(
-        state_codec, "SUPPORTED_SCHEMA_VERSIONS", {**SUPPORTED_SCHEMA_VERSIONS, "0.9": "older"}
+        state_format, "SUPPORTED_SCHEMA_VERSIONS", {**SUPPORTED_SCHEMA_VERSIONS, "0.9": "older"}
     )
-    monkeypatch.setitem(state_codec.MIGRATIONS, "0.9", ("1.0", from_0_9))
+    monkeypatch.setitem(state_format.MIGRATIONS, "0.9", ("1.0", from_0_9))
     assert RunState.from_json(json.dumps(old)).to_dict() == payload
 
 
@@ -79,7 +78,7 @@ async def test_a_supported_version_without_migration_fails_clearly(
     ops: Ops, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     payload = {**await paused_payload(ops), "$schemaVersion": "0.8"}
-    monkeypatch.setattr(state_codec, "SUPPORTED_SCHEMA_VERSIONS", {"0.8": "x", "1.0": "y"})
+    monkeypatch.setattr(state_format, "SUPPORTED_SCHEMA_VERSIONS", {"0.8": "x", "1.0": "y"})
     with pytest.raises(RunStateError, match=r"no migration from \$schemaVersion '0.8' to '1.0'"):
         RunState.from_dict(payload)
 
@@ -117,6 +116,26 @@ def test_legacy_bare_dict_loads_tolerantly() -> None:
     assert RunState.from_dict({}).history == []  # every field has a safe default
 
 
+@pytest.mark.parametrize(
+    ("legacy", "problem"),
+    [
+        ({"approved_tools": "c1"}, "'approved_tools' must be an array"),
+        ({"approved_tools": [1]}, r"'approved_tools\[\]' must be a string"),
+        ({"rejected_tools": {"c1": 5}}, "'rejected_tools.c1' must be a string"),
+        ({"rejected_tools": "c1"}, "'rejected_tools' must be an array"),
+        ({"interruptions": [{"tool_name": "x"}]}, "tool_call_id' must be a string"),
+        ({"approved_tools": ["c1"]}, "a decision names c1, which is not pending"),
+        ({"approval_metadata": {"c1": {"timestamp": 5}}}, "timestamp' must be a string"),
+        ({"max_turns": 0}, "'max_turns' must be at least 1"),
+    ],
+)
+def test_a_malformed_legacy_payload_is_refused_with_the_field_named(
+    legacy: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(RunStateError, match=problem):
+        RunState.from_dict(legacy)
+
+
 def _pair_arguments(payload: dict[str, Any], *, asked: Any, pending: Any) -> None:
     payload["history"][1]["tool_calls"][0]["arguments"]["replicas"] = asked
     payload["pending_calls"][0]["arguments"]["replicas"] = pending
@@ -151,6 +170,28 @@ def _pair_arguments(payload: dict[str, Any], *, asked: Any, pending: Any) -> Non
         (lambda p: p.update(approval_metadata=None), "'approval_metadata' must be an object"),
         (lambda p: p["pending_calls"][1].pop("tool_name"), r"'pending_calls\[1\].tool_name'"),
         (lambda p: p["pending_calls"][0].update(arguments=[]), "arguments' must be an object"),
+        (lambda p: p["pending_calls"].append("c"), r"'pending_calls\[2\]' must be an object"),
+        (lambda p: p["history"].insert(1, ["user", "x"]), r"'history\[1\]' must be an object"),
+        (lambda p: p["history"][0].pop("content"), r"'history\[0\].content' is missing"),
+        (lambda p: p["history"][0].update(content=7), r"'history\[0\].content' must be a str"),
+        (lambda p: p["history"][1].update(content=1), r"'history\[1\].content' .* or null"),
+        (lambda p: p["history"][1].update(tool_calls={}), r"'history\[1\].tool_calls' must be"),
+        (
+            lambda p: p["history"][1]["tool_calls"].append("call"),
+            r"'history\[1\].tool_calls\[2\]' must be an object with a string id",
+        ),
+        (
+            lambda p: p["history"].append(
+                {"type": "tool_result", "tool_call_id": "x", "name": "y", "content": "z"}
+            ),
+            r"'history\[2\].is_error' is missing",
+        ),
+        (
+            lambda p: p["history"].append(
+                {"type": "tool_result", "tool_call_id": "x", "name": 1, "content": "z"}
+            ),
+            r"'history\[2\].name' must be a string, got int",
+        ),
     ],
 )
 async def test_malformed_payloads_are_refused_with_the_field_named(
@@ -183,8 +224,14 @@ async def test_pending_calls_are_written_field_for_field(ops: Ops) -> None:
     result = await Runner.arun(ops.agent([[DEPLOY], "ok"]), "go")
     [written] = json.loads(result.state.to_json())["pending_calls"]
     [call] = result.state.pending_calls()
+    assert written == {
+        "tool_call_id": call.tool_call_id,
+        "tool_name": call.tool_name,
+        "arguments": call.arguments,
+        "execution_key": call.execution_key,
+        "status": call.status,
+    }
     assert list(written) == ["tool_call_id", "tool_name", "arguments", "execution_key", "status"]
-    assert written == pending_to_dict(call)
 
 
 def test_non_json_text_is_a_run_state_error() -> None:

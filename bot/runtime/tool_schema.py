@@ -72,10 +72,6 @@ class Signature:
         return converted
 
 
-def describe_type(value: Any) -> str:
-    return _describe(value)
-
-
 def _describe(value: Any) -> str:
     if value is None:
         return "null"
@@ -210,12 +206,6 @@ def _union_rule(args: tuple[Any, ...], where: str) -> TypeRule:
         _fail(path, expected, value)
 
     return TypeRule(schema={"anyOf": schemas}, check=check)
-
-
-def _check_null(value: Any, path: str) -> Any:
-    if value is not None:
-        _fail(path, "null", value)
-    return None
 
 
 def _schema_name(schema: Mapping[str, Any]) -> str:
