@@ -1,8 +1,9 @@
 """Layers import only downward (DESIGN.md, "Layers").
 
 slack -> service -> runtime | review | policy | store; errors, credentials, canonical,
-clock and off_loop are leaves anyone may import. Composition roots (bot.cli, bot.commands, bot.__main__) may import
-anything. A new package must be given its place here before it can import ours.
+clock and off_loop are leaves anyone may import. Composition roots (bot.cli, bot.commands,
+bot.__main__) may import anything. A new package must be given its place here before it
+can import ours.
 """
 
 from __future__ import annotations

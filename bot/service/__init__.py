@@ -8,8 +8,8 @@ run = await service.start_run(agent_name=None, task="deploy api 1.2.3",
 await service.decide(approval_id, approve=True, decider="U2", reason="CR-42")
 """
 
+from bot.service.api import Location, Notifier
 from bot.service.config import approval_ttl_from_env, installation_worker_id
-from bot.service.notifier import Location, Notifier
 from bot.service.outcomes import (
     Busy,
     Closed,

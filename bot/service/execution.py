@@ -22,6 +22,13 @@ from bot.errors import ApprovalsError, RunStateError
 from bot.review import ReviewSnapshot, review_snapshot
 from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, PendingCall, Runner, RunResult, RunState
 from bot.service.amend import noted_agent
+from bot.service.api import (
+    ApprovalRequested,
+    CallUncertain,
+    ExecutionRefused,
+    RunFailed,
+    RunFinished,
+)
 from bot.service.authority import execution_check
 from bot.service.codec import encode_state
 from bot.service.journal import ServiceJournal
@@ -76,7 +83,7 @@ async def execute(
 async def _tell_refused(
     parts: ServiceParts, run: RunRecord, approval: ApprovalRecord, reason: str
 ) -> None:
-    await parts.notify.execution_refused(run, approval, reason=reason)
+    await parts.notify(ExecutionRefused(run=run, approval=approval, reason=reason))
 
 
 async def persist_outcome(
@@ -91,14 +98,14 @@ async def persist_outcome(
         schema_version=CURRENT_SCHEMA_VERSION,
     )
     if not paused:
-        await parts.notify.run_finished(
-            saved, final_output=result.final_output, status=result.status
+        await parts.notify(
+            RunFinished(run=saved, final_output=result.final_output, status=result.status)
         )
         return saved
     await request_approvals(parts, saved, result.interruptions, requester=requester)
     for call in result.interruptions:
         if call.status == "uncertain":
-            await parts.notify.call_uncertain(saved, call)
+            await parts.notify(CallUncertain(run=saved, call=call))
     return saved
 
 
@@ -168,7 +175,7 @@ def card_snapshot(agent: Agent, tool_name: str, arguments: dict[str, Any]) -> Re
 async def _post_card(
     parts: ServiceParts, run: RunRecord, approval: ApprovalRecord, snapshot: ReviewSnapshot
 ) -> None:
-    location = await parts.notify.approval_requested(run, approval, snapshot)
+    location = await parts.notify(ApprovalRequested(run=run, approval=approval, snapshot=snapshot))
     if location is not None:
         channel, ts = location
         await parts.store.set_approval_message(approval.approval_id, channel=channel, ts=ts)
@@ -185,5 +192,5 @@ async def fail_run(parts: ServiceParts, run: RunRecord, message: str) -> RunReco
     await parts.store.append_audit(
         "failed", actor=parts.actor, run_id=run.run_id, detail={"error": message}
     )
-    await parts.notify.run_failed(failed or current, error=message)
+    await parts.notify(RunFailed(run=failed or current, error=message))
     return failed or current

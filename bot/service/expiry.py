@@ -20,6 +20,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 
 from bot.errors import ConfigError, InputError
+from bot.service.api import ApprovalDecided, ApprovalExpired, ApprovalReminder
 from bot.service.parts import ServiceParts, log
 from store.api import ApprovalRecord, RunRecord
 
@@ -32,8 +33,8 @@ async def expire_overdue(
     expired = await parts.store.expire_due(now=parts.clock())
     for record in expired:
         run = await _run_of(parts, record)
-        await parts.notify.approval_decided(run, record)
-        await parts.notify.approval_expired_notice(run, record)
+        await parts.notify(ApprovalDecided(run=run, approval=record))
+        await parts.notify(ApprovalExpired(run=run, approval=record))
     for run_id in sorted({record.run_id for record in expired}):
         await resume_if_all_decided(run_id)
     return expired
@@ -45,9 +46,8 @@ async def remind_due(parts: ServiceParts) -> list[ApprovalRecord]:
     due = await parts.store.claim_reminders(now=parts.clock())
     for record in due:
         run = await _run_of(parts, record)
-        await parts.notify.approval_reminder(
-            run, record, parts.rule_for(record.tool_name).approvers
-        )
+        approvers = parts.rule_for(record.tool_name).approvers
+        await parts.notify(ApprovalReminder(run=run, approval=record, approvers=approvers))
     return due
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from bot.errors import ApprovalsError
 from bot.review import arguments_digest
 from bot.runtime import PendingCall, RunState
+from bot.service.api import ApprovalDecided
 from bot.service.execution import execute, fail_run, request_approvals
 from bot.service.parts import ServiceParts
 from store.api import ApprovalRecord, RunRecord
@@ -165,6 +166,6 @@ async def _void_and_ask_again(
             actor=parts.actor,
             reason="voided: the arguments in the stored state differ from the approved ones",
         )
-        await parts.notify.approval_decided(run, voided.record)
+        await parts.notify(ApprovalDecided(run=run, approval=voided.record))
     again = [call for call, _ in applied.mismatched]
     return await _back_to_paused(parts, run, again + applied.undecided, requester=requester)

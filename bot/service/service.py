@@ -29,11 +29,11 @@ from bot.errors import (
 from bot.policy import DEFAULT_POLICY, GroupDirectory, NoGroups, Policy
 from bot.runtime import CURRENT_SCHEMA_VERSION, AgentRegistry, RunState
 from bot.runtime.context import serialize_context
+from bot.service.api import Notifier, RunStarted
 from bot.service.codec import encode_state
 from bot.service.config import DEFAULT_APPROVAL_TTL
 from bot.service.execution import execute
 from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
-from bot.service.notifier import Notifier
 from bot.service.outcomes import (
     Busy,
     Closed,
@@ -145,7 +145,7 @@ class ApprovalService:
             channel=channel,
             requester=requester,
         )
-        thread = await self._parts.notify.run_started(run, task=text)
+        thread = await self._parts.notify(RunStarted(run=run, task=text))
         if thread is not None:
             await self._parts.store.set_run_thread(
                 run.run_id, channel=thread[0], thread_ts=thread[1]

@@ -21,6 +21,7 @@ from bot.errors import (
 )
 from bot.runtime import CURRENT_SCHEMA_VERSION, RunState
 from bot.service.amend import amend_call, edited_arguments, pending_call
+from bot.service.api import ApprovalDecided, ApprovalExpired, ApprovalUpdated
 from bot.service.authority import counted_voters, may_revoke, refuse, require_decider
 from bot.service.codec import encode_state
 from bot.service.execution import card_snapshot
@@ -114,16 +115,16 @@ async def settle(
     record = outcome.record
     voters = tuple(counted_voters(record, list(outcome.votes)))
     if outcome.result == "decided":
-        await parts.notify.approval_decided(run, record)
+        await parts.notify(ApprovalDecided(run=run, approval=record))
         started = await followup.resume_if_all_decided(record.run_id)
         return _result(record, voters, resume_started=started)
     if outcome.result == "counted":
-        await parts.notify.approval_updated(run, await followup.view(record, None))
+        await parts.notify(ApprovalUpdated(run=run, view=await followup.view(record, None)))
         return _result(record, voters, resume_started=False)
     await refuse(parts, record, actor=ballot.decider, why=outcome.result)
     if outcome.result == "expired":
-        await parts.notify.approval_decided(run, record)
-        await parts.notify.approval_expired_notice(run, record)
+        await parts.notify(ApprovalDecided(run=run, approval=record))
+        await parts.notify(ApprovalExpired(run=run, approval=record))
         await followup.resume_if_all_decided(record.run_id)
         raise already_decided(record)
     if outcome.result == "already_voted":
@@ -223,7 +224,7 @@ async def revoke(
                 decided_at=outcome.record.decided_at,
             )
         raise already_decided(outcome.record)
-    await parts.notify.approval_decided(run, outcome.record)
+    await parts.notify(ApprovalDecided(run=run, approval=outcome.record))
     await followup.resume_if_all_decided(outcome.record.run_id)
     return outcome.record
 

@@ -23,10 +23,21 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.errors import SlackError
-from bot.review import ReviewSnapshot
 from bot.runtime import PendingCall
-from bot.service.notifier import Location
-from bot.service.views import ApprovalView
+from bot.service.api import (
+    ApprovalDecided,
+    ApprovalExpired,
+    ApprovalReminder,
+    ApprovalRequested,
+    ApprovalUpdated,
+    CallUncertain,
+    Event,
+    ExecutionRefused,
+    Location,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+)
 from bot.slack import blocks, cards, notices
 from store.api import ApprovalRecord, RunRecord
 
@@ -70,7 +81,32 @@ class SlackNotifier:
         """The Web API client (for other Slack readers, e.g. the group directory)."""
         return self._client
 
-    async def run_started(self, run: RunRecord, *, task: str) -> Location | None:
+    async def notify(self, event: Event) -> Location | None:
+        match event:
+            case RunStarted(run=run, task=task):
+                return await self._run_started(run, task)
+            case ApprovalRequested(run=run, approval=approval):
+                return await self._approval_requested(run, approval)
+            case ApprovalDecided(run=run, approval=approval):
+                await self._update_card(run, approval, voters=None)
+            case ApprovalUpdated(run=run, view=view):
+                await self._update_card(run, view.approval, voters=view.voters)
+            case ApprovalReminder(run=run, approval=approval, approvers=approvers):
+                await self._post_in_thread(run, notices.reminder_text(approval, approvers))
+            case ApprovalExpired(run=run, approval=approval):
+                await self._post_in_thread(run, notices.expired_text(approval))
+            case ExecutionRefused(run=run, approval=approval, reason=reason):
+                await self._execution_refused(run, approval, reason)
+            case CallUncertain(run=run, call=call):
+                await self._call_uncertain(run, call)
+            case RunFinished(run=run, final_output=final_output, status=status):
+                text = blocks.final_answer_text(final_output=final_output, status=status)
+                await self._post_in_thread(run, text)
+            case RunFailed(run=run, error=error):
+                await self._post_in_thread(run, blocks.run_failed_text(error))
+        return None
+
+    async def _run_started(self, run: RunRecord, task: str) -> Location | None:
         if run.channel is None:
             return None
         text = blocks.run_root_text(agent_name=run.agent_name, requester=run.requester, task=task)
@@ -79,8 +115,8 @@ class SlackNotifier:
         )
         return (run.channel, ts)
 
-    async def approval_requested(
-        self, run: RunRecord, approval: ApprovalRecord, snapshot: ReviewSnapshot
+    async def _approval_requested(
+        self, run: RunRecord, approval: ApprovalRecord
     ) -> Location | None:
         if run.channel is None:
             return None
@@ -92,28 +128,14 @@ class SlackNotifier:
         )
         return (run.channel, ts)
 
-    async def approval_decided(self, run: RunRecord, approval: ApprovalRecord) -> None:
-        await self._update_card(run, approval, voters=None)
-
-    async def approval_updated(self, run: RunRecord, view: ApprovalView) -> None:
-        await self._update_card(run, view.approval, voters=view.voters)
-
-    async def approval_reminder(
-        self, run: RunRecord, approval: ApprovalRecord, approvers: Sequence[str]
-    ) -> None:
-        await self._post_in_thread(run, notices.reminder_text(approval, approvers))
-
-    async def approval_expired_notice(self, run: RunRecord, approval: ApprovalRecord) -> None:
-        await self._post_in_thread(run, notices.expired_text(approval))
-
-    async def execution_refused(
-        self, run: RunRecord, approval: ApprovalRecord, *, reason: str
+    async def _execution_refused(
+        self, run: RunRecord, approval: ApprovalRecord, reason: str
     ) -> None:
         await self._post_in_thread(run, notices.refused_text(approval, reason))
         if approval.status == "approved":  # other states already closed the card
             await self._update_card(run, approval, voters=None, not_run=reason)
 
-    async def call_uncertain(self, run: RunRecord, call: PendingCall) -> None:
+    async def _call_uncertain(self, run: RunRecord, call: PendingCall) -> None:
         if run.channel is None:
             _log.info("run %s has no channel; call %s is uncertain", run.run_id, call.tool_call_id)
             return
@@ -123,14 +145,6 @@ class SlackNotifier:
             text=blocks.uncertain_call_text(call),
             blocks=cards.uncertain_card_blocks(run=run, call=call),
         )
-
-    async def run_finished(self, run: RunRecord, *, final_output: str | None, status: str) -> None:
-        await self._post_in_thread(
-            run, blocks.final_answer_text(final_output=final_output, status=status)
-        )
-
-    async def run_failed(self, run: RunRecord, *, error: str) -> None:
-        await self._post_in_thread(run, blocks.run_failed_text(error))
 
     # -- for the Slack layer's own answers --------------------------------------------
 
