@@ -1,4 +1,9 @@
-"""What the service shows the layer above: the notifier it talks through and its events.
+"""What the service shows the layer above: its answers, its read models, its notifier.
+
+Like `store.api` for the store, this module holds the records and tagged unions the
+service's operations answer with (`DecisionResult`, `FollowUpOutcome`), the read models
+people are shown (`ApprovalView`, `Page`, `UncertainCall`), and the notifier the service
+talks through, with one event record per step of a run.
 
 The notifier is the only way the service talks to people (Slack, a terminal, ...). The
 service calls `notify(event)` at each step of a run, with one small frozen record per
@@ -14,15 +19,147 @@ arguments never reach a notifier.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from datetime import datetime
+from typing import Generic, Literal, Protocol, TypeVar
 
+from bot.errors import InputError
 from bot.review import ReviewSnapshot
 from bot.runtime import PendingCall
-from store.api import ApprovalRecord, RunRecord
+from store.api import ApprovalRecord, PendingCursor, RunRecord, VoteRecord
 
-if TYPE_CHECKING:
-    from bot.service.views import ApprovalView
+T = TypeVar("T")
+
+# -- what the operations answer ------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecisionResult:
+    """A vote that was counted. `approval` is the record after it: still `pending` while
+    the quorum is not met (`approvals_count` of `required`, from `voters`), else
+    `approved` or `rejected`. `resume_started` is true when this vote closed the run's
+    last open approval and this caller claimed the resume (it runs in a service task)."""
+
+    approval: ApprovalRecord
+    resume_started: bool
+    approvals_count: int = 1
+    required: int = 1
+    voters: tuple[str, ...] = ()
+
+    @property
+    def quorum_met(self) -> bool:
+        return self.approval.status == "approved"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotARunThread:
+    """The thread belongs to no run: the message is not for the bot."""
+
+    kind: Literal["not_a_run_thread"] = "not_a_run_thread"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaitingForApproval:
+    """The run waits for decisions (or a reconciliation); the input was not taken."""
+
+    run: RunRecord
+    pending: int
+    kind: Literal["waiting_for_approval"] = "waiting_for_approval"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Busy:
+    """The run is working right now; the input was not taken. Try again when it is idle."""
+
+    run: RunRecord
+    kind: Literal["busy"] = "busy"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Continued:
+    """The input reached the agent; the run's outcome went to the notifier."""
+
+    run: RunRecord
+    kind: Literal["continued"] = "continued"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Closed:
+    """The run was cancelled; it takes no more input."""
+
+    run: RunRecord
+    kind: Literal["closed"] = "closed"
+
+
+FollowUpOutcome = NotARunThread | WaitingForApproval | Busy | Closed | Continued
+
+# -- read models ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalView:
+    """One approval for one viewer.
+
+    `votes` are the votes on the current arguments digest (older ones no longer count);
+    `approvals_count` of `required` distinct approvals are in (the card's "1 of 2
+    approvals"), given by `voters`. `approvers` are the policy's ids for the tool (users
+    U…/W…, groups S…; empty: anyone but the requester unless self approval is allowed).
+    `can_decide`/`can_revoke`/`can_reconcile` say what the viewer may do now (the rules
+    of bot.service.authority); `why_not` says why the viewer may not decide (None when
+    they may)."""
+
+    approval: ApprovalRecord
+    votes: tuple[VoteRecord, ...]
+    approvals_count: int
+    required: int
+    voters: tuple[str, ...]
+    approvers: tuple[str, ...]
+    can_decide: bool
+    can_revoke: bool
+    can_reconcile: bool
+    why_not: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Page(Generic[T]):
+    """One page of a list; pass `next_cursor` back for the next (None: the last page)."""
+
+    items: tuple[T, ...]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class UncertainCall:
+    """A call whose outcome is unknown, as people see it before they reconcile it (its
+    arguments stay in the sealed state)."""
+
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    execution_key: str
+
+
+def encode_cursor(cursor: PendingCursor) -> str:
+    created_at, approval_id = cursor
+    raw = f"{created_at.isoformat()}|{approval_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(text: str) -> PendingCursor:
+    """An opaque cursor from `Page.next_cursor`; InputError for anything else."""
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
+        created_at, approval_id = raw.split("|", 1)
+        moment = datetime.fromisoformat(created_at)
+    except (ValueError, UnicodeDecodeError):
+        raise InputError(f"{text!r} is not a page cursor from this bot") from None
+    if moment.tzinfo is None or not approval_id:
+        raise InputError(f"{text!r} is not a page cursor from this bot")
+    return moment, approval_id
+
+
+# -- the notifier and its events -----------------------------------------------------
 
 Location = tuple[str, str]
 """(channel, ts) of a posted message: the run's root message or an approval's card."""

@@ -22,8 +22,7 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.errors import ApprovalsError, InputError
-from bot.service import ApprovalService
-from bot.service.outcomes import Busy, Closed, WaitingForApproval
+from bot.service import ApprovalService, Busy, Closed, WaitingForApproval
 from bot.service.tasks import TaskOwner
 from bot.slack import blocks, payloads
 from bot.slack.approvals_listeners import ApprovalsListeners

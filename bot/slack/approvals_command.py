@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
 
 from bot.errors import InputError
+from bot.runtime import AbortCall, RetryCall, VerifiedResult
+from bot.runtime.decisions import Resolution
 
 MAX_RESULT_CHARS = 4000
 MAX_REVOKE_REASON_CHARS = 2000
@@ -59,30 +60,9 @@ class ApprovalsAudit:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RecordResult:
-    """The operator checked the world: this is what the call really did."""
-
-    result: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class Retry:
-    pass
-
-
-@dataclass(frozen=True, kw_only=True)
-class Abort:
-    pass
-
-
-ReconcileChoice = RecordResult | Retry | Abort
-ReconcileKind = Literal["result", "retry", "abort"]
-
-
-@dataclass(frozen=True, kw_only=True)
 class ApprovalsReconcile:
     approval_id: str
-    choice: ReconcileChoice
+    resolution: Resolution
 
 
 ApprovalsCommand = (
@@ -118,10 +98,10 @@ def parse_approvals_command(text: str) -> ApprovalsCommand:
         if len(tail) > MAX_REVOKE_REASON_CHARS:
             raise InputError(f"keep the reason under {MAX_REVOKE_REASON_CHARS} characters")
         return ApprovalsRevoke(approval_id=approval_id, reason=tail or None)
-    return ApprovalsReconcile(approval_id=approval_id, choice=parse_reconcile_choice(tail))
+    return ApprovalsReconcile(approval_id=approval_id, resolution=parse_resolution(tail))
 
 
-def parse_reconcile_choice(text: str) -> ReconcileChoice:
+def parse_resolution(text: str) -> Resolution:
     """`result <text>`, `retry` or `abort` (the tail of `/approvals reconcile ID …`)."""
     head, _, rest = text.strip().partition(" ")
     kind = head.lower()
@@ -133,13 +113,13 @@ def parse_reconcile_choice(text: str) -> ReconcileChoice:
             )
         if len(rest) > MAX_RESULT_CHARS:
             raise InputError(f"keep the result under {MAX_RESULT_CHARS} characters")
-        return RecordResult(result=rest)
+        return VerifiedResult(result=rest)
     if kind in ("retry", "abort") and rest:
         raise InputError(f"`{kind}` takes nothing after it; usage: {USAGE['reconcile']}")
     if kind == "retry":
-        return Retry()
+        return RetryCall()
     if kind == "abort":
-        return Abort()
+        return AbortCall()
     shown = f"{head[:40]!r}" if head else "nothing"
     raise InputError(
         f"reconcile needs `result <text>`, `retry` or `abort`, got {shown}; "

@@ -19,8 +19,6 @@ from bot.slack.approvals_command import (
     ApprovalsReconcile,
     ApprovalsRevoke,
     ApprovalsShow,
-    RecordResult,
-    Retry,
     parse_approvals_command,
 )
 from bot.slack.approvals_replies import APPROVALS_HELP, audit_text, pending_list_text, show_text
@@ -97,15 +95,12 @@ class ApprovalsListeners:
             run_id, call = view.approval.run_id, view.approval.tool_call_id
         except InputError:
             run_id, call = parsed.approval_id, None
-        choice = parsed.choice
         try:
             await service.reconcile(
                 run_id,
                 actor=user,
                 call=call,
-                result=choice.result if isinstance(choice, RecordResult) else None,
-                retry=isinstance(choice, Retry),
-                abort=not isinstance(choice, RecordResult | Retry),
+                resolution=parsed.resolution,
                 reason=f"/approvals reconcile by {user}",
             )
         except InputError as error:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from bot.service.views import ApprovalView
+from bot.service import ApprovalView
 from bot.slack.blocks import MESSAGE_TEXT_LIMIT, escape, escape_join, person, slack_date
 from bot.slack.cards import quorum_line
 from bot.slack.home import approval_line

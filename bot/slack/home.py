@@ -10,8 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.errors import ApprovalsError
-from bot.service import ApprovalService
-from bot.service.views import ApprovalView, Page
+from bot.service import ApprovalService, ApprovalView, Page
 from bot.slack.blocks import (
     SECTION_TEXT_LIMIT,
     Block,

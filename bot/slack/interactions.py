@@ -24,9 +24,8 @@ from bot.errors import (
     NotAuthorizedError,
 )
 from bot.review import ReviewSnapshot
-from bot.service.outcomes import DecisionResult
+from bot.service import DecisionResult
 from bot.slack import blocks, payloads
-from bot.slack.approvals_command import RecordResult, Retry
 from bot.slack.cards import quorum_line
 from bot.slack.edit_modal import edit_modal, editable_arguments, parse_edit_submission
 from bot.slack.home import publish_home
@@ -256,15 +255,12 @@ class CardInteractions:
         )
 
     async def _reconcile(self, submission: ReconcileSubmission) -> None:
-        choice = submission.choice
         try:
             await self._r.service.reconcile(
                 submission.run_id,
                 actor=submission.user_id,
                 call=submission.execution_key,
-                result=choice.result if isinstance(choice, RecordResult) else None,
-                retry=isinstance(choice, Retry),
-                abort=not isinstance(choice, RecordResult | Retry),
+                resolution=submission.resolution,
                 reason=submission.reason,
             )
         except ApprovalsError as error:

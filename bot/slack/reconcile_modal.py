@@ -12,13 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.errors import InputError
-from bot.slack.approvals_command import (
-    MAX_RESULT_CHARS,
-    Abort,
-    ReconcileChoice,
-    RecordResult,
-    Retry,
-)
+from bot.runtime import AbortCall, RetryCall, VerifiedResult
+from bot.runtime.decisions import Resolution
+from bot.slack.approvals_command import MAX_RESULT_CHARS
 from bot.slack.payloads import (
     MAX_REASON_CHARS,
     REASON_ACTION_ID,
@@ -52,7 +48,7 @@ class ReconcileSubmission:
     execution_key: str
     channel_id: str | None
     user_id: str
-    choice: ReconcileChoice
+    resolution: Resolution
     reason: str
 
 
@@ -102,19 +98,19 @@ def parse_reconcile_submission(
         errors[RESULT_BLOCK_ID] = "Say what the call really did (the agent sees this)."
     if errors or reason is None:
         return InvalidSubmission(errors=errors)
-    choice: ReconcileChoice
+    resolution: Resolution
     if context.action == "result":
-        choice = RecordResult(result=result or "")
+        resolution = VerifiedResult(result=result or "")
     elif context.action == "retry":
-        choice = Retry()
+        resolution = RetryCall()
     else:
-        choice = Abort()
+        resolution = AbortCall()
     return ReconcileSubmission(
         run_id=run_id,
         execution_key=execution_key,
         channel_id=context.channel_id,
         user_id=text_field(mapping_field(body, "user"), "id"),
-        choice=choice,
+        resolution=resolution,
         reason=reason,
     )
 

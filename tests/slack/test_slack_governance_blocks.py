@@ -11,10 +11,9 @@ from test_slack_blocks import NOW, RUN, approval
 
 from bot.errors import InputError
 from bot.review import REDACTED, ReviewSnapshot, review_snapshot
-from bot.runtime import PendingCall
-from bot.service.views import ApprovalView, Page
+from bot.runtime import AbortCall, PendingCall, VerifiedResult
+from bot.service import ApprovalView, Page
 from bot.slack import cards, home, payloads
-from bot.slack.approvals_command import Abort, RecordResult
 from bot.slack.edit_modal import (
     EDIT_CALLBACK_ID,
     EditSubmission,
@@ -261,14 +260,14 @@ def test_reconcile_submissions() -> None:
         execution_key="abc123",
         channel_id="C1",
         user_id="U0APP",
-        choice=RecordResult(result="done at 10:02"),
+        resolution=VerifiedResult(result="done at 10:02"),
         reason="checked",
     )
     aborted = parse_reconcile_submission(
         _submission(RECONCILE_CALLBACK_ID, "abort|r1:abc123|", {"reason/reason_input": "no"})
     )
     assert isinstance(aborted, ReconcileSubmission)
-    assert aborted.choice == Abort()
+    assert aborted.resolution == AbortCall()
     missing = parse_reconcile_submission(
         _submission(RECONCILE_CALLBACK_ID, metadata, {"reason/reason_input": "checked"})
     )

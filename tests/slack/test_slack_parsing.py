@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from bot.errors import ConfigError, InputError
+from bot.runtime import AbortCall, RetryCall, VerifiedResult
 from bot.slack import approvals_command as cmd
 from bot.slack import payloads
 from bot.slack.config import load_settings
@@ -102,11 +103,17 @@ def test_agent_command_mistakes(text: str, problem: str) -> None:
         (
             "reconcile ap_1 result  restarted at 10:02 ",
             cmd.ApprovalsReconcile(
-                approval_id="ap_1", choice=cmd.RecordResult(result="restarted at 10:02")
+                approval_id="ap_1", resolution=VerifiedResult(result="restarted at 10:02")
             ),
         ),
-        ("reconcile ap_1 RETRY", cmd.ApprovalsReconcile(approval_id="ap_1", choice=cmd.Retry())),
-        ("reconcile ap_1 abort", cmd.ApprovalsReconcile(approval_id="ap_1", choice=cmd.Abort())),
+        (
+            "reconcile ap_1 RETRY",
+            cmd.ApprovalsReconcile(approval_id="ap_1", resolution=RetryCall()),
+        ),
+        (
+            "reconcile ap_1 abort",
+            cmd.ApprovalsReconcile(approval_id="ap_1", resolution=AbortCall()),
+        ),
     ],
 )
 def test_approvals_command_text(text: str, expected: cmd.ApprovalsCommand) -> None:
