@@ -44,7 +44,7 @@ from bot.service import ApprovalService, Location
 from bot.service.api import Event
 from bot.service.codec import encode_state
 from bot.service.tasks import TaskOwner
-from bot.slack.approvals_listeners import list_text
+from bot.slack.app import list_text
 from bot.slack.home import build_home
 from store.api import NewApproval, Store
 from store.crypto import KeyRing

@@ -9,11 +9,12 @@ sweeper, serve until SIGINT/SIGTERM, then drain the tasks they own and close eve
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 
 from aiohttp import web
 
@@ -27,6 +28,7 @@ from bot.service import (
 )
 from bot.slack.agents import load_agent_registry
 from bot.slack.config import Mode, SlackSettings, load_settings
+from bot.slack.gateway import SlackGateway
 from bot.slack.groups import SlackGroupDirectory
 from bot.slack.notifier import SlackNotifier
 from bot.slack.server import EVENTS_PATH, build_web_app
@@ -34,7 +36,7 @@ from bot.slack.surface import SlackSurface
 from store.config import database_url_from_env
 from store.sqlite.store import open_store
 
-_log = logging.getLogger("bot.serve")
+log = logging.getLogger(__name__)
 
 
 def run(mode: Mode) -> int:
@@ -45,10 +47,14 @@ def run(mode: Mode) -> int:
     return 0
 
 
-async def open_bot(settings: SlackSettings, *, environ: Mapping[str, str]) -> SlackSurface:
-    """Load the policy, open the model, the store, the registry, the service and the
-    Slack surface around them. Every configuration problem is a ConfigError before
-    anything is opened; the surface closes the model and the store at shutdown."""
+@contextlib.asynccontextmanager
+async def open_bot(
+    settings: SlackSettings, *, environ: Mapping[str, str]
+) -> AsyncIterator[SlackSurface]:
+    """The model, the store, the registry, the service and the Slack surface around
+    them, open for the block; each is closed on the way out by the one who opened it,
+    in reverse order. Every configuration problem is a ConfigError before anything is
+    opened (the agents module, too, before the database)."""
     # Without a policy file the service applies the built-in defaults with
     # APPROVALS_APPROVAL_TTL_SECONDS as their expiry.
     policy = load_policy(environ=environ) if environ.get(POLICY_ENV, "").strip() else None
@@ -56,58 +62,47 @@ async def open_bot(settings: SlackSettings, *, environ: Mapping[str, str]) -> Sl
     database_url = settings.database_url or database_url_from_env(environ)
     worker_id = installation_worker_id(database_url, environ)
     approval_ttl = approval_ttl_from_env(environ)
-    model = model_from_env(environ)
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        model = model_from_env(environ)
+        stack.push_async_callback(close_model, model)
         registry = load_agent_registry(settings.agents, default=default_registry(model))
         store = await open_store(database_url, environ=environ)
-    except BaseException:
-        await close_model(model)
-        raise
+        stack.push_async_callback(store.close)
 
-    def make_service(notifier: SlackNotifier, tasks: TaskOwner) -> ApprovalService:
-        return ApprovalService(
-            store=store,
-            registry=registry,
-            notifier=notifier,
-            dependencies=dependencies,
-            tasks=tasks,
-            worker_id=worker_id,
-            default_agent=registry.default().name,
-            approval_ttl=approval_ttl,
-            policy=policy,
-            groups=SlackGroupDirectory(notifier.client),
-        )
+        def make_service(slack: SlackGateway, tasks: TaskOwner) -> ApprovalService:
+            return ApprovalService(
+                store=store,
+                registry=registry,
+                notifier=SlackNotifier(slack),
+                dependencies=dependencies,
+                tasks=tasks,
+                worker_id=worker_id,
+                default_agent=registry.default().name,
+                approval_ttl=approval_ttl,
+                policy=policy,
+                groups=SlackGroupDirectory(slack.client),
+            )
 
-    try:
-        return await SlackSurface.open(
-            bot_token=settings.bot_token,
-            signing_secret=settings.signing_secret,
-            api_url=settings.api_url,
-            store=store,
-            make_service=make_service,
-            also_close=(lambda: close_model(model),),
+        yield await stack.enter_async_context(
+            await SlackSurface.open(
+                bot_token=settings.bot_token,
+                signing_secret=settings.signing_secret,
+                api_url=settings.api_url,
+                make_service=make_service,
+            )
         )
-    except BaseException:
-        try:
-            await store.close()
-        finally:
-            await close_model(model)
-        raise
 
 
 async def serve(settings: SlackSettings, *, mode: Mode, environ: Mapping[str, str]) -> None:
-    surface = await open_bot(settings, environ=environ)
-    try:
+    async with open_bot(settings, environ=environ) as surface:
         recovered = await surface.service.recover()
         if recovered:
-            _log.info("recovered %d run(s) left by a previous process", recovered)
+            log.info("recovered %d run(s) left by a previous process", recovered)
         surface.service.start_expiry_sweeper()
         if mode == "http":
             await _serve_http(surface, settings)
         else:
             await _serve_socket(surface, settings)
-    finally:
-        await surface.aclose()
 
 
 async def _serve_http(surface: SlackSurface, settings: SlackSettings) -> None:

@@ -13,13 +13,14 @@ from bot.errors import InputError
 from bot.review import REDACTED, ReviewSnapshot, review_snapshot
 from bot.runtime import AbortCall, PendingCall, VerifiedResult
 from bot.service import ApprovalView, Page
-from bot.slack import cards, home, payloads
+from bot.slack import cards, home, messages
 from bot.slack.edit_modal import (
     EDIT_CALLBACK_ID,
     EditSubmission,
     editable_arguments,
     parse_edit_submission,
 )
+from bot.slack.modals import InvalidSubmission
 from bot.slack.reconcile_modal import (
     RECONCILE_CALLBACK_ID,
     ReconcileSubmission,
@@ -110,11 +111,11 @@ def test_an_approved_card_stopped_before_it_ran_says_why_and_has_no_buttons() ->
 
 
 def test_the_quorum_line_names_the_voters_and_is_bounded() -> None:
-    assert cards.quorum_line(count=0, required=1, voters=()) == "*0 of 1 approval*"
-    line = cards.quorum_line(count=1, required=2, voters=("U0AAA",))
+    assert messages.quorum_line(count=0, required=1, voters=()) == "*0 of 1 approval*"
+    line = messages.quorum_line(count=1, required=2, voters=("U0AAA",))
     assert line == "*1 of 2 approvals* · approved by <@U0AAA>"
     many = [f"U0{n:05d}" for n in range(50)]
-    assert cards.quorum_line(count=50, required=60, voters=many).endswith("and 30 more")
+    assert messages.quorum_line(count=50, required=60, voters=many).endswith("and 30 more")
 
 
 def test_a_revoked_card_says_who_when_and_why() -> None:
@@ -226,7 +227,7 @@ def test_edit_submission_mistakes_are_inline(
     arguments: str | None, reason: str | None, errors: dict[str, str]
 ) -> None:
     parsed = _edit(arguments, reason)
-    assert isinstance(parsed, payloads.InvalidSubmission)
+    assert isinstance(parsed, InvalidSubmission)
     assert set(parsed.errors) == set(errors)
     for key, needle in errors.items():
         assert needle in parsed.errors[key]
@@ -271,7 +272,7 @@ def test_reconcile_submissions() -> None:
     missing = parse_reconcile_submission(
         _submission(RECONCILE_CALLBACK_ID, metadata, {"reason/reason_input": "checked"})
     )
-    assert isinstance(missing, payloads.InvalidSubmission)
+    assert isinstance(missing, InvalidSubmission)
     assert set(missing.errors) == {"verified_result"}
     with pytest.raises(InputError):
         parse_reconcile_submission(
