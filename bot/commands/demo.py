@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import getpass
 import json
 import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
+from bot.agents import close_model, model_from_env
 from bot.credentials import redact_text
-from bot.demo import close_model, default_registry, model_from_env, ops_dependencies
+from bot.demo import default_registry, ops_dependencies
 from bot.errors import InputError, RunStateError
-from bot.runtime import Model
 from bot.service import ApprovalService, Location, TaskOwner, installation_worker_id
 from bot.service.api import (
     ApprovalDecided,
@@ -39,7 +41,7 @@ from bot.service.api import (
     RunStarted,
 )
 from store import open_store
-from store.api import ApprovalRecord, RunRecord, Store
+from store.api import ApprovalRecord, RunRecord
 from store.config import database_url_from_env
 
 DEMO_REQUESTER = "demo-requester"
@@ -139,34 +141,21 @@ def parse_context(text: str | None) -> dict[str, Any] | None:
 
 async def _demo(args: argparse.Namespace, context: dict[str, Any] | None) -> int:
     url = args.db if args.db is not None else database_url_from_env()
-    model = model_from_env()  # first: a bad APPROVALS_MODEL leaves no database behind
-    try:
+    async with contextlib.AsyncExitStack() as stack:  # each part closed by whoever opened it
+        model = model_from_env()  # first: a bad APPROVALS_MODEL leaves no database behind
+        stack.push_async_callback(close_model, model)
         store = await open_store(url)
-        try:  # every exit closes the store, also a failure while building the service
-            run = await _run_to_the_end(store, model, url, args, context)
-        finally:
-            await store.close()
-    finally:
-        await close_model(model)
-    return 0 if run.status == "completed" else 1
-
-
-async def _run_to_the_end(
-    store: Store,
-    model: Model,
-    url: str,
-    args: argparse.Namespace,
-    context: dict[str, Any] | None,
-) -> RunRecord:
-    service = ApprovalService(
-        store=store,
-        registry=default_registry(model),
-        notifier=TerminalNotifier(sys.stdout),
-        dependencies=ops_dependencies(),
-        tasks=TaskOwner(),
-        worker_id=installation_worker_id(url),
-    )
-    try:
+        stack.push_async_callback(store.close)
+        service = ApprovalService(
+            store=store,
+            registry=default_registry(model),
+            notifier=TerminalNotifier(sys.stdout),
+            dependencies=ops_dependencies(),
+            tasks=TaskOwner(),
+            worker_id=installation_worker_id(url),
+        )
+        # drained already when the run ends; on Ctrl-C, stop at once
+        stack.push_async_callback(partial(service.aclose, timeout=0))
         run = await service.start_run(
             agent_name="ops",
             task=args.task,
@@ -174,9 +163,8 @@ async def _run_to_the_end(
             channel=None,
             context=context,
         )
-        return await _decide_until_done(service, run, args)
-    finally:
-        await service.aclose(timeout=0)  # drained already; on Ctrl-C, stop at once
+        run = await _decide_until_done(service, run, args)
+    return 0 if run.status == "completed" else 1
 
 
 async def _decide_until_done(
