@@ -139,6 +139,15 @@ class UncertainCall:
     tool_name: str
     execution_key: str
 
+    @classmethod
+    def of(cls, run_id: str, call: PendingCall) -> UncertainCall:
+        return cls(
+            run_id=run_id,
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            execution_key=call.execution_key,
+        )
+
 
 def encode_cursor(cursor: PendingCursor) -> str:
     created_at, approval_id = cursor
@@ -253,7 +262,7 @@ class CallUncertain:
     replay policy is manual): a human must reconcile it before the run goes on."""
 
     run: RunRecord
-    call: PendingCall
+    call: UncertainCall
     kind: Literal["call_uncertain"] = "call_uncertain"
 
 

@@ -6,7 +6,7 @@ persist the outcome by compare-and-set on the run's version and tell the notifie
 
 - paused: the encrypted state (status `paused`), one approval row per call waiting for a
   decision (redacted review snapshot + argument digest) with its card, and a
-  `call_uncertain` notice per call whose outcome a human must reconcile;
+  `CallUncertain` notice per call whose outcome a human must reconcile;
 - completed / max_turns: the final state (status `completed`) and the answer;
 - an error: status `failed`, a `failed` audit event and one clear line for people.
 """
@@ -29,6 +29,7 @@ from bot.service.api import (
     ExecutionRefused,
     RunFailed,
     RunFinished,
+    UncertainCall,
 )
 from bot.service.authority import execution_check
 from bot.service.codec import encode_state
@@ -108,7 +109,7 @@ async def persist_outcome(
     await request_approvals(flow, saved, result.interruptions, requester=requester)
     for call in result.interruptions:
         if call.status == "uncertain":
-            await flow.notify(CallUncertain(run=saved, call=call))
+            await flow.notify(CallUncertain(run=saved, call=UncertainCall.of(saved.run_id, call)))
     return saved
 
 

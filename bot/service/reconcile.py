@@ -78,13 +78,7 @@ def uncertain_call(state: RunState, call: str | None) -> PendingCall:
 async def describe_uncertain(flow: Workflow, run_id: str, call: str | None) -> UncertainCall:
     """The uncertain call (by tool call id or execution key), as people are shown it."""
     await flow.require_run(run_id)
-    target = uncertain_call(await flow.load_state(run_id), call)
-    return UncertainCall(
-        run_id=run_id,
-        tool_call_id=target.tool_call_id,
-        tool_name=target.tool_name,
-        execution_key=target.execution_key,
-    )
+    return UncertainCall.of(run_id, uncertain_call(await flow.load_state(run_id), call))
 
 
 async def reconcile_call(

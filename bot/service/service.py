@@ -180,7 +180,7 @@ class ApprovalService:
 
         An approval stays `pending` until `required_approvals` distinct eligible people
         approved the current arguments; one rejection rejects. A counted vote updates
-        the card (`approval_updated`); a closing one `approval_decided`, and when it was
+        the card (`ApprovalUpdated`); a closing one `ApprovalDecided`, and when it was
         the run's last open approval the resume is claimed and runs in a service task."""
         ballot = Ballot(
             approval_id=approval_id,
@@ -237,7 +237,7 @@ class ApprovalService:
         Allowed for the run's requester, anyone eligible to decide it and the policy's
         admins (NotAuthorizedError otherwise, audited `refused`). A blank reason ->
         InputError; already executed or closed -> AlreadyDecidedError. The card is
-        updated (`approval_decided`, status `revoked`, `revoked_by`, `reason`), and the run
+        updated (`ApprovalDecided`, status `revoked`, `revoked_by`, `reason`), and the run
         resumes with the call rejected when nothing else is open."""
         return await revoke(self._flow, approval_id, actor=actor, reason=reason)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.errors import InputError
-from bot.runtime import PendingCall
+from bot.service import UncertainCall
 from bot.slack.blocks import (
     CALL_BLOCK_ID,
     CONTEXT_TEXT_LIMIT,
@@ -141,7 +141,7 @@ def parse_uncertain_call_value(value: str) -> tuple[str, str]:
     return run_id, execution_key
 
 
-def uncertain_card_blocks(*, run: RunRecord, call: PendingCall) -> list[Block]:
+def uncertain_card_blocks(*, run: RunRecord, call: UncertainCall) -> list[Block]:
     """An uncertain call: an operator checks the world, then records the result, retries
     or aborts. The buttons' value names the run and the call's execution key."""
     value = uncertain_call_value(run.run_id, call.execution_key)

@@ -104,7 +104,7 @@ class CardInteractions:
     async def _modal_for(self, click: ButtonClick, context: ModalContext) -> dict[str, Any] | None:
         """The modal to open, or None after telling the person why there is none."""
         if click.action in ("result", "retry", "abort"):
-            return reconcile_modal(context=context, tool_name=await self._tool_of(click))
+            return reconcile_modal(context=context, tool_name=await self._uncertain_tool(click))
         view = await self._r.service.approval_view(click.approval_id, viewer=click.user_id)
         approval = view.approval
         refused: str | None = None
@@ -129,7 +129,7 @@ class CardInteractions:
             return None
         return edit_modal(context=context, call=call, arguments=arguments)
 
-    async def _tool_of(self, click: ButtonClick) -> str:
+    async def _uncertain_tool(self, click: ButtonClick) -> str:
         """The uncertain call's tool, as the service describes the call. A call no longer
         uncertain (reconciled meanwhile) still gets its form: submitting it says why
         nothing changed, as it always did."""

@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from bot.errors import AlreadyDecidedError, ApprovalsError, NotAuthorizedError
-from bot.runtime import PendingCall
-from bot.service import ApprovalView
+from bot.service import ApprovalView, UncertainCall
 from bot.slack.blocks import (
     CONTEXT_TEXT_LIMIT,
     MESSAGE_TEXT_LIMIT,
@@ -170,7 +169,7 @@ def run_failed_text(error: str) -> str:
     return f":x: The run stopped: {escape(error, MESSAGE_TEXT_LIMIT - 100)}"
 
 
-def uncertain_call_text(call: PendingCall) -> str:
+def uncertain_call_text(call: UncertainCall) -> str:
     return (
         f":warning: `{escape(call.tool_name, 200)}` may or may not have taken effect: the "
         "process stopped while it ran and its replay policy is manual, so it was not run "

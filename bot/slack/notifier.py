@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from bot.runtime import PendingCall
 from bot.service.api import (
     ApprovalDecided,
     ApprovalExpired,
@@ -24,6 +23,7 @@ from bot.service.api import (
     RunFailed,
     RunFinished,
     RunStarted,
+    UncertainCall,
 )
 from bot.slack import cards, messages
 from bot.slack.blocks import Block, mrkdwn_context, mrkdwn_section
@@ -87,7 +87,7 @@ class SlackNotifier:
         )
         return (run.channel, ts)
 
-    async def _post_uncertain_card(self, run: RunRecord, call: PendingCall) -> None:
+    async def _post_uncertain_card(self, run: RunRecord, call: UncertainCall) -> None:
         if run.channel is None:
             log.info("run %s has no channel; call %s is uncertain", run.run_id, call.tool_call_id)
             return

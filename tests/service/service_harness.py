@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 from bot.demo import default_registry, ops_dependencies
 from bot.review import ReviewSnapshot
-from bot.runtime import AgentRegistry, PendingCall, arguments_digest
-from bot.service import ApprovalService, ApprovalView, Location, TaskOwner
+from bot.runtime import AgentRegistry, arguments_digest
+from bot.service import ApprovalService, ApprovalView, Location, TaskOwner, UncertainCall
 from bot.service.api import (
     ApprovalDecided,
     ApprovalExpired,
@@ -84,7 +84,7 @@ class RecordingNotifier:
         return [(e.approval, e.reason) for e in self.of(ExecutionRefused)]
 
     @property
-    def uncertain(self) -> list[PendingCall]:
+    def uncertain(self) -> list[UncertainCall]:
         return [e.call for e in self.of(CallUncertain)]
 
     @property

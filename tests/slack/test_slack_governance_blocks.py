@@ -11,8 +11,8 @@ from test_slack_blocks import NOW, RUN, approval
 
 from bot.errors import InputError
 from bot.review import REDACTED, ReviewSnapshot, review_snapshot
-from bot.runtime import AbortCall, PendingCall, VerifiedResult
-from bot.service import ApprovalView, Page
+from bot.runtime import AbortCall, VerifiedResult
+from bot.service import ApprovalView, Page, UncertainCall
 from bot.slack import cards, home, messages
 from bot.slack.edit_modal import (
     EDIT_CALLBACK_ID,
@@ -129,12 +129,8 @@ def test_a_revoked_card_says_who_when_and_why() -> None:
 
 
 def test_the_uncertain_card_names_run_and_call() -> None:
-    call = PendingCall(
-        tool_call_id="c1",
-        tool_name="restart_service",
-        arguments={},
-        execution_key="abc123",
-        status="uncertain",
+    call = UncertainCall(
+        run_id="r1", tool_call_id="c1", tool_name="restart_service", execution_key="abc123"
     )
     blocks = cards.uncertain_card_blocks(run=RUN, call=call)
     assert labels(blocks) == ["Record result", "Retry", "Abort"]
