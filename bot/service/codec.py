@@ -10,10 +10,10 @@ size is estimated: the characters of the history's message contents and tool res
 one pass over the items without recursion. That is what grows (tool output, long
 answers) and a lower bound of the JSON's length, so a state this estimate finds large is
 large. It can only err on the small side (a state whose bulk is tool-call arguments or
-the context), and there the cost of erring is low: encoding is one orjson call, about ten
-times cheaper per byte than decoding (bench/service_codec.py: 2 MiB encode inline in
-under 1 ms, decode in about 13 ms), so a state the estimate misses stalls the loop less
-than a decode at the threshold does.
+the context), and there the cost of erring is low: encoding is one orjson call, several
+times cheaper per byte than decoding (bench/service_codec.py, 2 MiB: encode inline under
+1 ms, decode 4 to 13 ms on a busy machine), so a state the estimate misses stalls the
+loop less than a decode at the threshold does.
 """
 
 from __future__ import annotations
