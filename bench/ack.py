@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -56,11 +57,12 @@ from bot.runtime import Agent, AgentRegistry, ModelResponse, ScriptedModel, tool
 from bot.service import ApprovalService
 from bot.service.tasks import TaskOwner
 from bot.slack.after_ack import defer
-from bot.slack.cards import approval_card_blocks
+from bot.slack.cards import APPROVE_ACTION_ID, approval_card_blocks
+from bot.slack.gateway import SlackGateway
 from bot.slack.notifier import SlackNotifier
-from bot.slack.payloads import APPROVE_ACTION_ID
 from bot.slack.server import build_web_app
 from bot.slack.surface import SlackSurface
+from store.api import Store
 from store.crypto import KeyRing
 from store.keys import generate_key
 from store.sqlite.store import open_store
@@ -139,27 +141,28 @@ class GatedModel:
 
 async def open_surface(
     slack: SlackProcess, database: Path, *, model: Any, wrap: Callable[[Any], Any] = lambda s: s
-) -> SlackSurface:
+) -> tuple[SlackSurface, Store]:
+    """The surface, and the store it uses (closed by the caller, after the surface)."""
     store = await open_store(str(database), keyring=KeyRing([generate_key("k1")]), environ={})
     agents = registry(model)
 
-    def make_service(notifier: SlackNotifier, tasks: TaskOwner) -> ApprovalService:
+    def make_service(gateway: SlackGateway, tasks: TaskOwner) -> ApprovalService:
         return ApprovalService(
             store=wrap(store),
             registry=agents,
-            notifier=notifier,
+            notifier=SlackNotifier(gateway),
             dependencies={},
             tasks=tasks,
             worker_id="bench",
         )
 
-    return await SlackSurface.open(
+    surface = await SlackSurface.open(
         bot_token=TOKEN,
         signing_secret=SECRET,
         api_url=slack.api_url,
-        store=store,
         make_service=make_service,
     )
+    return surface, store
 
 
 async def pending_card(surface: SlackSurface) -> tuple[str, list[Any], str]:
@@ -184,13 +187,13 @@ class ViewsOpenClock:
 
     def __init__(self, surface: SlackSurface) -> None:
         self.opened: dict[str, float] = {}
-        original = surface.client.views_open
+        original = surface.slack.client.views_open
 
         async def views_open(*, trigger_id: str, view: Any, **kwargs: Any) -> Any:
             self.opened[trigger_id] = time.time()
             return await original(trigger_id=trigger_id, view=view, **kwargs)
 
-        setattr(surface.client, "views_open", views_open)  # noqa: B010 (instance patch)
+        setattr(surface.slack.client, "views_open", views_open)  # noqa: B010 (instance patch)
 
     def delays(self, measured: Measured) -> list[float]:
         """Seconds from each click's sending to its views.open call; clears the record."""
@@ -212,7 +215,7 @@ async def ack_levels(
     `noop` acks and does nothing; `modal` acks and then only opens a static modal (the
     least any Approve button must cause); `ours` is the real app. Returns the ack times
     and, for the apps that open a modal, the click-to-views.open delays."""
-    surface = await open_surface(slack, workdir / "ack.db", model=deploy_model())
+    surface, store = await open_surface(slack, workdir / "ack.db", model=deploy_model())
     clock = ViewsOpenClock(surface)
     apps = {
         "noop": noop_app(surface, open_modal=False),
@@ -244,6 +247,7 @@ async def ack_levels(
         for runner, _ in servers:
             await runner.cleanup()
         await surface.aclose()
+        await store.close()
     return acks, delays
 
 
@@ -261,7 +265,7 @@ def noop_app(surface: SlackSurface, *, open_modal: bool) -> AsyncApp:
     not with bot.slack.app.build_bolt_app, so trimming our app never trims the floor;
     Bolt's own signature check is off only because the shared endpoint checks first."""
     app = AsyncApp(
-        client=surface.client,
+        client=surface.slack.client,
         signing_secret=SECRET,
         process_before_response=True,
         request_verification_enabled=False,
@@ -273,7 +277,7 @@ def noop_app(surface: SlackSurface, *, open_modal: bool) -> AsyncApp:
             trigger_id = body["trigger_id"]
             defer(
                 surface.tasks,
-                surface.client.views_open(trigger_id=trigger_id, view=STATIC_MODAL),
+                partial(surface.slack.client.views_open, trigger_id=trigger_id, view=STATIC_MODAL),
                 name="bench:modal",
             )
 
@@ -285,7 +289,7 @@ async def stall_run(
     slack: SlackProcess, load: LoadGenerator, workdir: Path, requests: int
 ) -> tuple[dict[str, float], int]:
     gate = Gate()
-    surface = await open_surface(
+    surface, store = await open_surface(
         slack,
         workdir / "stall.db",
         model=GatedModel(deploy_model(), gate),
@@ -314,6 +318,7 @@ async def stall_run(
         gate.release()
         await runner.cleanup()
         await surface.aclose(drain_seconds=60)
+        await store.close()
     return worst, stuck
 
 

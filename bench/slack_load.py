@@ -29,7 +29,7 @@ sys.path.append(str(ROOT / "tests" / "slack"))
 
 from fake_slack import FakeSlack  # noqa: E402
 
-from bot.slack.payloads import APPROVE_ACTION_ID  # noqa: E402
+from bot.slack.cards import APPROVE_ACTION_ID  # noqa: E402
 from bot.slack.server import EVENTS_PATH  # noqa: E402
 from bot.slack.signature import compute_signature  # noqa: E402
 

@@ -16,7 +16,14 @@ from collections.abc import Sequence
 from bot import __version__
 from bot.errors import ApprovalsError
 
-COMMAND_MODULES = ("bot.commands.demo", "bot.commands.ops", "bot.commands.serve")
+COMMAND_MODULES = (
+    "bot.commands.demo",
+    "bot.commands.keys",
+    "bot.commands.audit",
+    "bot.commands.runs",
+    "bot.commands.database",
+    "bot.commands.serve",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

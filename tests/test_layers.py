@@ -2,8 +2,9 @@
 
 slack -> service -> runtime | review | policy | store; errors, credentials, canonical,
 clock and off_loop are leaves anyone may import. Composition roots (bot.cli, bot.commands,
-bot.__main__) may import anything. A new package must be given its place here before it
-can import ours.
+bot.__main__) may import anything; bot.agents (which agents a deployment runs) sits above
+bot.demo and the runtime. A new package must be given its place here before it can
+import ours.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bot.policy": LEAVES,
     "store": ("store", "bot.runtime.journal", *LEAVES),
     "bot.demo": ("bot.demo", "bot.runtime", "bot.review", *LEAVES),
+    "bot.agents": ("bot.demo", "bot.runtime", *LEAVES),
     "bot.service": (
         "bot.service",
         "bot.runtime",

@@ -11,29 +11,37 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import getpass
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
+from bot.agents import close_model, model_from_env
 from bot.credentials import redact_text
-from bot.demo import close_model, default_registry, model_from_env, ops_dependencies
+from bot.demo import default_registry, ops_dependencies
 from bot.errors import InputError, RunStateError
-from bot.review import ReviewSnapshot
-from bot.runtime import Model, PendingCall
-from bot.service import (
-    ApprovalService,
-    ApprovalView,
-    Location,
-    TaskOwner,
-    installation_worker_id,
+from bot.service import ApprovalService, Location, TaskOwner, installation_worker_id
+from bot.service.api import (
+    ApprovalDecided,
+    ApprovalExpired,
+    ApprovalReminder,
+    ApprovalRequested,
+    ApprovalUpdated,
+    CallUncertain,
+    Event,
+    ExecutionRefused,
+    RunFailed,
+    RunFinished,
+    RunStarted,
 )
 from store import open_store
-from store.api import ApprovalRecord, RunRecord, Store
+from store.api import ApprovalRecord, RunRecord
 from store.config import database_url_from_env
 
 DEMO_REQUESTER = "demo-requester"
@@ -133,34 +141,21 @@ def parse_context(text: str | None) -> dict[str, Any] | None:
 
 async def _demo(args: argparse.Namespace, context: dict[str, Any] | None) -> int:
     url = args.db if args.db is not None else database_url_from_env()
-    model = model_from_env()  # first: a bad APPROVALS_MODEL leaves no database behind
-    try:
+    async with contextlib.AsyncExitStack() as stack:  # each part closed by whoever opened it
+        model = model_from_env()  # first: a bad APPROVALS_MODEL leaves no database behind
+        stack.push_async_callback(close_model, model)
         store = await open_store(url)
-        try:  # every exit closes the store, also a failure while building the service
-            run = await _run_to_the_end(store, model, url, args, context)
-        finally:
-            await store.close()
-    finally:
-        await close_model(model)
-    return 0 if run.status == "completed" else 1
-
-
-async def _run_to_the_end(
-    store: Store,
-    model: Model,
-    url: str,
-    args: argparse.Namespace,
-    context: dict[str, Any] | None,
-) -> RunRecord:
-    service = ApprovalService(
-        store=store,
-        registry=default_registry(model),
-        notifier=TerminalNotifier(sys.stdout),
-        dependencies=ops_dependencies(),
-        tasks=TaskOwner(),
-        worker_id=installation_worker_id(url),
-    )
-    try:
+        stack.push_async_callback(store.close)
+        service = ApprovalService(
+            store=store,
+            registry=default_registry(model),
+            notifier=TerminalNotifier(sys.stdout),
+            dependencies=ops_dependencies(),
+            tasks=TaskOwner(),
+            worker_id=installation_worker_id(url),
+        )
+        # drained already when the run ends; on Ctrl-C, stop at once
+        stack.push_async_callback(partial(service.aclose, timeout=0))
         run = await service.start_run(
             agent_name="ops",
             task=args.task,
@@ -168,9 +163,8 @@ async def _run_to_the_end(
             channel=None,
             context=context,
         )
-        return await _decide_until_done(service, run, args)
-    finally:
-        await service.aclose(timeout=0)  # drained already; on Ctrl-C, stop at once
+        run = await _decide_until_done(service, run, args)
+    return 0 if run.status == "completed" else 1
 
 
 async def _decide_until_done(
@@ -262,63 +256,50 @@ class TerminalNotifier:
     def __init__(self, out: TextIO) -> None:
         self._out = out
 
-    def _say(self, text: str) -> None:
-        print(text, file=self._out, flush=True)
+    async def notify(self, event: Event) -> Location | None:
+        print(_line(event), file=self._out, flush=True)
+        return None  # no thread, no card: nothing to update later
 
-    async def run_started(self, run: RunRecord, *, task: str) -> Location | None:
-        shown = redact_text(task)
-        self._say(f"run {run.run_id} ({run.agent_name} v{run.agent_version}): {shown}")
-        return None
 
-    async def approval_requested(
-        self, run: RunRecord, approval: ApprovalRecord, snapshot: ReviewSnapshot
-    ) -> Location | None:
-        self._say(
-            f"\napproval needed: {snapshot.tool_name} (approval {approval.approval_id})\n"
-            f"  arguments: {_compact(snapshot.arguments)}\n"
-            f"  digest:    {snapshot.digest}\n"
-            f"  expires:   {_expiry(approval)}"
-        )
-        return None
-
-    async def approval_decided(self, run: RunRecord, approval: ApprovalRecord) -> None:
-        who = approval.decider or approval.revoked_by or "the service"
-        self._say(f"{approval.tool_name}: {approval.status} by {who}")
-
-    async def approval_updated(self, run: RunRecord, view: ApprovalView) -> None:
-        voters = ", ".join(view.voters) or "nobody yet"
-        self._say(
-            f"{view.approval.tool_name}: {view.approvals_count} of {view.required} approvals "
-            f"({voters}); digest {view.approval.arguments_digest}"
-        )
-
-    async def approval_reminder(
-        self, run: RunRecord, approval: ApprovalRecord, approvers: Sequence[str]
-    ) -> None:
-        self._say(
-            f"reminder: {approval.tool_name} ({approval.approval_id}) expires {_expiry(approval)}"
-        )
-
-    async def approval_expired_notice(self, run: RunRecord, approval: ApprovalRecord) -> None:
-        self._say(f"{approval.tool_name} ({approval.approval_id}) expired: nobody decided in time")
-
-    async def execution_refused(
-        self, run: RunRecord, approval: ApprovalRecord, *, reason: str
-    ) -> None:
-        self._say(f"{approval.tool_name} ({approval.approval_id}) was not run: {reason}")
-
-    async def call_uncertain(self, run: RunRecord, call: PendingCall) -> None:
-        self._say(
-            f"uncertain: {call.tool_name} (execution key {call.execution_key}) may or may "
-            "not have taken effect; check the downstream system and reconcile it"
-        )
-
-    async def run_finished(self, run: RunRecord, *, final_output: str | None, status: str) -> None:
-        suffix = "" if status == "completed" else f" ({status})"
-        self._say(f"\nanswer{suffix}:\n{final_output or '(no answer)'}")
-
-    async def run_failed(self, run: RunRecord, *, error: str) -> None:
-        self._say(f"\nrun failed: {error}")
+def _line(event: Event) -> str:
+    match event:
+        case RunStarted(run=run, task=task):
+            return f"run {run.run_id} ({run.agent_name} v{run.agent_version}): {redact_text(task)}"
+        case ApprovalRequested(approval=approval, snapshot=snapshot):
+            return (
+                f"\napproval needed: {snapshot.tool_name} (approval {approval.approval_id})\n"
+                f"  arguments: {_compact(snapshot.arguments)}\n"
+                f"  digest:    {snapshot.digest}\n"
+                f"  expires:   {_expiry(approval)}"
+            )
+        case ApprovalDecided(approval=approval):
+            who = approval.decider or approval.revoked_by or "the service"
+            return f"{approval.tool_name}: {approval.status} by {who}"
+        case ApprovalUpdated(view=view):
+            voters = ", ".join(view.voters) or "nobody yet"
+            return (
+                f"{view.approval.tool_name}: {view.approvals_count} of {view.required} "
+                f"approvals ({voters}); digest {view.approval.arguments_digest}"
+            )
+        case ApprovalReminder(approval=approval):
+            return (
+                f"reminder: {approval.tool_name} ({approval.approval_id}) expires "
+                f"{_expiry(approval)}"
+            )
+        case ApprovalExpired(approval=approval):
+            return f"{approval.tool_name} ({approval.approval_id}) expired: nobody decided in time"
+        case ExecutionRefused(approval=approval, reason=reason):
+            return f"{approval.tool_name} ({approval.approval_id}) was not run: {reason}"
+        case CallUncertain(call=call):
+            return (
+                f"uncertain: {call.tool_name} (execution key {call.execution_key}) may or may "
+                "not have taken effect; check the downstream system and reconcile it"
+            )
+        case RunFinished(final_output=final_output, status=status):
+            suffix = "" if status == "completed" else f" ({status})"
+            return f"\nanswer{suffix}:\n{final_output or '(no answer)'}"
+        case RunFailed(error=error):
+            return f"\nrun failed: {error}"
 
 
 def _expiry(approval: ApprovalRecord) -> str:

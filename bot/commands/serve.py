@@ -1,19 +1,51 @@
-"""`approvals-bot serve` and `approvals-bot socket`: their arguments and help.
+"""`approvals-bot serve` (HTTP: Events API, interactivity, slash commands) and
+`approvals-bot socket` (Socket Mode).
 
-The server itself (bot.commands.serving) imports aiohttp, Bolt, the service and the
-store: about half of the CLI's start-up. It is imported only when one of these commands
-runs, so `approvals-bot --help`, `demo` and the operator commands do not pay for it.
+Both read their configuration from the environment (see bot.slack.config and the
+README), open the model, the store and the Slack surface (`open_bot`), finish what a
+dead process left (`recover`), start the expiry sweeper, serve until SIGINT/SIGTERM,
+then drain the tasks they own and close everything, each part by whoever opened it.
+
+The Slack side (aiohttp, Bolt, slack_sdk) is about half of the CLI's start-up, so it is
+imported inside the functions that serve: `approvals-bot --help`, `demo` and the
+operator commands do not pay for it.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any, Literal
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from bot.agents import close_model, load_agent_registry, model_from_env
+from bot.demo import default_registry, ops_dependencies
+from bot.policy import POLICY_ENV, load_policy
+from bot.service import (
+    ApprovalService,
+    TaskOwner,
+    approval_ttl_from_env,
+    installation_worker_id,
+)
+from bot.slack.config import Mode, SlackSettings, load_settings
+from store.config import database_url_from_env
+from store.sqlite.store import open_store
+
+if TYPE_CHECKING:
+    from bot.slack.gateway import SlackGateway
+    from bot.slack.surface import SlackSurface
+
+log = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Register `serve` and `socket`."""
-    serve = subparsers.add_parser(
+    serve_http = subparsers.add_parser(
         "serve",
         help="serve Slack over HTTP at POST /slack/events (and GET /healthz)",
         description="Serve Slack over HTTP. Configuration comes from the environment: "
@@ -21,17 +53,122 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "APPROVALS_DATABASE_URL, APPROVALS_KEYS, APPROVALS_AGENTS, APPROVALS_POLICY, "
         "APPROVALS_MODEL.",
     )
-    serve.set_defaults(func=lambda args: _run("http"))
+    serve_http.set_defaults(func=lambda args: run("http"))
     socket_mode = subparsers.add_parser(
         "socket",
         help="serve Slack over Socket Mode (needs SLACK_APP_TOKEN)",
         description="Serve Slack over Socket Mode: no public URL needed. Same environment "
         "as `serve`, plus SLACK_APP_TOKEN (xapp-...).",
     )
-    socket_mode.set_defaults(func=lambda args: _run("socket"))
+    socket_mode.set_defaults(func=lambda args: run("socket"))
 
 
-def _run(mode: Literal["http", "socket"]) -> int:
-    from bot.commands.serving import run
+def run(mode: Mode) -> int:
+    """Serve in `mode` until stopped (the body of `approvals-bot serve` / `socket`)."""
+    settings = load_settings(os.environ, mode=mode)
+    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO").upper())
+    asyncio.run(serve(settings, mode=mode, environ=os.environ))
+    return 0
 
-    return run(mode)
+
+async def serve(settings: SlackSettings, *, mode: Mode, environ: Mapping[str, str]) -> None:
+    async with open_bot(settings, environ=environ) as surface:
+        recovered = await surface.service.recover()
+        if recovered:
+            log.info("recovered %d run(s) left by a previous process", recovered)
+        surface.service.start_expiry_sweeper()
+        if mode == "http":
+            await _serve_http(surface, settings)
+        else:
+            await _serve_socket(surface, settings)
+
+
+@contextlib.asynccontextmanager
+async def open_bot(
+    settings: SlackSettings, *, environ: Mapping[str, str]
+) -> AsyncIterator[SlackSurface]:
+    """The model, the store, the registry, the service and the Slack surface around
+    them, open for the block; each is closed on the way out by the one who opened it,
+    in reverse order. Every configuration problem is a ConfigError before anything is
+    opened (the agents module, too, before the database)."""
+    from bot.slack.groups import SlackGroupDirectory
+    from bot.slack.notifier import SlackNotifier
+    from bot.slack.surface import SlackSurface
+
+    # Without a policy file the service applies the built-in defaults with
+    # APPROVALS_APPROVAL_TTL_SECONDS as their expiry.
+    policy = load_policy(environ=environ) if environ.get(POLICY_ENV, "").strip() else None
+    dependencies = ops_dependencies(environ)
+    database_url = settings.database_url or database_url_from_env(environ)
+    worker_id = installation_worker_id(database_url, environ)
+    approval_ttl = approval_ttl_from_env(environ)
+    async with contextlib.AsyncExitStack() as stack:
+        model = model_from_env(environ)
+        stack.push_async_callback(close_model, model)
+        registry = load_agent_registry(settings.agents, default=default_registry(model))
+        store = await open_store(database_url, environ=environ)
+        stack.push_async_callback(store.close)
+
+        def make_service(slack: SlackGateway, tasks: TaskOwner) -> ApprovalService:
+            return ApprovalService(
+                store=store,
+                registry=registry,
+                notifier=SlackNotifier(slack),
+                dependencies=dependencies,
+                tasks=tasks,
+                worker_id=worker_id,
+                default_agent=registry.default().name,
+                approval_ttl=approval_ttl,
+                policy=policy,
+                groups=SlackGroupDirectory(slack.client),
+            )
+
+        surface = await SlackSurface.open(
+            bot_token=settings.bot_token,
+            signing_secret=settings.signing_secret,
+            api_url=settings.api_url,
+            make_service=make_service,
+        )
+        yield await stack.enter_async_context(surface)
+
+
+async def _serve_http(surface: SlackSurface, settings: SlackSettings) -> None:
+    from aiohttp import web
+
+    from bot.slack.server import EVENTS_PATH, build_web_app
+
+    runner = web.AppRunner(
+        build_web_app(bolt_app=surface.bolt_app, signing_secret=settings.signing_secret)
+    )
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, settings.host, settings.port).start()
+        host, port = runner.addresses[0][:2]
+        print(f"approvals-bot: serving Slack at http://{host}:{port}{EVENTS_PATH}", file=sys.stderr)
+        await _until_stopped()
+    finally:
+        await runner.cleanup()
+
+
+async def _serve_socket(surface: SlackSurface, settings: SlackSettings) -> None:
+    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+    handler = AsyncSocketModeHandler(surface.bolt_app, settings.app_token)
+    await handler.connect_async()  # type: ignore[no-untyped-call]
+    try:
+        print("approvals-bot: connected to Slack over Socket Mode", file=sys.stderr)
+        await _until_stopped()
+    finally:
+        await handler.close_async()  # type: ignore[no-untyped-call]
+
+
+async def _until_stopped() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)

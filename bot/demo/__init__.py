@@ -9,9 +9,7 @@ from bot.demo.agent import (
     OPS_AGENT_NAME,
     OPS_AGENT_VERSION,
     build_ops_agent,
-    close_model,
     default_registry,
-    model_from_env,
 )
 from bot.demo.effects import EffectsFile, token_fingerprint
 from bot.demo.offline_model import OfflineOpsModel, parse_task
@@ -33,11 +31,9 @@ __all__ = [
     "OfflineOpsModel",
     "OpsDependencies",
     "build_ops_agent",
-    "close_model",
     "default_registry",
     "deploy_release",
     "get_status",
-    "model_from_env",
     "ops_dependencies",
     "parse_task",
     "restart_service",

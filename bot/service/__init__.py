@@ -8,20 +8,24 @@ run = await service.start_run(agent_name=None, task="deploy api 1.2.3",
 await service.decide(approval_id, approve=True, decider="U2", reason="CR-42")
 """
 
-from bot.service.config import approval_ttl_from_env, installation_worker_id
-from bot.service.notifier import Location, Notifier
-from bot.service.outcomes import (
+from bot.service.api import (
+    ApprovalView,
     Busy,
     Closed,
     Continued,
     DecisionResult,
+    Event,
     FollowUpOutcome,
+    Location,
     NotARunThread,
+    Notifier,
+    Page,
+    UncertainCall,
     WaitingForApproval,
 )
+from bot.service.config import approval_ttl_from_env, installation_worker_id
 from bot.service.service import ApprovalService
 from bot.service.tasks import TaskOwner
-from bot.service.views import ApprovalView, Page
 
 __all__ = [
     "ApprovalService",
@@ -30,12 +34,14 @@ __all__ = [
     "Closed",
     "Continued",
     "DecisionResult",
+    "Event",
     "FollowUpOutcome",
     "Location",
     "NotARunThread",
     "Notifier",
     "Page",
     "TaskOwner",
+    "UncertainCall",
     "WaitingForApproval",
     "approval_ttl_from_env",
     "installation_worker_id",

@@ -1,32 +1,40 @@
 """RunState <-> JSON text, off the event loop when the state is large.
 
-Encoding or decoding a multi-megabyte state blocks the loop for hundreds of
-milliseconds (measured in the store issue), which would stall every Slack ack in the
-process. Small states (the usual case) are cheaper to convert inline than to hand to a
-thread, so only those above a threshold go to `asyncio.to_thread`. The store already
-encrypts and decrypts off the loop; this covers the JSON conversion the service does.
+Decoding a multi-megabyte state (orjson, then the state's validation in Python) blocks
+the loop for milliseconds per megabyte, which would stall every Slack ack in the
+process; the store already encrypts and decrypts off the loop. Both directions follow
+the one rule of `bot.off_loop`: inline below `OFF_LOOP_BYTES`, in a worker thread above.
+
+The size of a decode is the length of the JSON text. An encode has no text yet, so its
+size is estimated: the characters of the history's message contents and tool results,
+one pass over the items without recursion. That is what grows (tool output, long
+answers) and a lower bound of the JSON's length, so a state this estimate finds large is
+large. It can only err on the small side (a state whose bulk is tool-call arguments or
+the context), and there the cost of erring is low: encoding is one orjson call, several
+times cheaper per byte than decoding (bench/service_codec.py, 2 MiB: encode inline under
+1 ms, decode 4 to 13 ms on a busy machine), so a state the estimate misses stalls the
+loop less than a decode at the threshold does.
 """
 
 from __future__ import annotations
 
-import asyncio
-
+from bot.off_loop import off_loop_if_large
 from bot.runtime import RunState
-
-OFFLOAD_TEXT_CHARS = 128 * 1024
-"""Decode in a worker thread when the JSON text is at least this long."""
-
-OFFLOAD_HISTORY_ITEMS = 200
-"""Encode in a worker thread when the state holds at least this many history items."""
 
 
 async def decode_state(text: str) -> RunState:
-    if len(text) >= OFFLOAD_TEXT_CHARS:
-        return await asyncio.to_thread(RunState.from_json, text)
-    return RunState.from_json(text)
+    return await off_loop_if_large(len(text), lambda: RunState.from_json(text))
 
 
 async def encode_state(state: RunState) -> str:
-    if len(state.history) >= OFFLOAD_HISTORY_ITEMS:
-        return await asyncio.to_thread(state.to_json)
-    return state.to_json()
+    return await off_loop_if_large(encoded_size_estimate(state), state.to_json)
+
+
+def encoded_size_estimate(state: RunState) -> int:
+    """A lower bound of `len(state.to_json())`: the history's text contents."""
+    total = 0
+    for item in state.history:
+        content = item.get("content")
+        if isinstance(content, str):
+            total += len(content)
+    return total

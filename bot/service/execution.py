@@ -6,13 +6,14 @@ persist the outcome by compare-and-set on the run's version and tell the notifie
 
 - paused: the encrypted state (status `paused`), one approval row per call waiting for a
   decision (redacted review snapshot + argument digest) with its card, and a
-  `call_uncertain` notice per call whose outcome a human must reconcile;
+  `CallUncertain` notice per call whose outcome a human must reconcile;
 - completed / max_turns: the final state (status `completed`) and the answer;
 - an error: status `failed`, a `failed` audit event and one clear line for people.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Sequence
 from functools import partial
@@ -22,18 +23,28 @@ from bot.errors import ApprovalsError, RunStateError
 from bot.review import ReviewSnapshot, review_snapshot
 from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, PendingCall, Runner, RunResult, RunState
 from bot.service.amend import noted_agent
+from bot.service.api import (
+    ApprovalRequested,
+    CallUncertain,
+    ExecutionRefused,
+    RunFailed,
+    RunFinished,
+    UncertainCall,
+)
 from bot.service.authority import execution_check
 from bot.service.codec import encode_state
 from bot.service.journal import ServiceJournal
-from bot.service.parts import ServiceParts, log
+from bot.service.workflow import Workflow
 from store.api import ApprovalRecord, NewApproval, RunRecord
 from store.journal import StoreJournal
+
+log = logging.getLogger(__name__)
 
 FINAL_RUN_STATUSES = frozenset({"completed", "failed", "cancelled"})
 
 
 async def execute(
-    parts: ServiceParts,
+    flow: Workflow,
     run: RunRecord,
     agent: Agent,
     state: RunState,
@@ -49,41 +60,41 @@ async def execute(
     recorded as theirs, so the self-approval rule applies to the person who asked."""
     approvals = approved or {}
     journal = ServiceJournal(
-        StoreJournal(parts.store, owner=parts.worker_id, lease_seconds=parts.lease_seconds),
-        store=parts.store,
+        StoreJournal(flow.store, owner=flow.worker_id, lease_seconds=flow.lease_seconds),
+        store=flow.store,
         run_id=run.run_id,
-        actor=parts.actor,
+        actor=flow.actor,
         approvals=approvals,
-        authorize=partial(execution_check, parts),
-        on_refused=partial(_tell_refused, parts, run),
+        authorize=partial(execution_check, flow),
+        on_refused=partial(_tell_refused, flow, run),
     )
     try:
         result = await Runner.arun(
             noted_agent(agent, approvals),
             state,
             journal=journal,
-            dependencies=parts.dependencies,
-            registry=parts.registry,
+            dependencies=flow.dependencies,
+            registry=flow.registry,
         )
-        return await persist_outcome(parts, run, result, requester=requester)
+        return await persist_outcome(flow, run, result, requester=requester)
     except ApprovalsError as error:
-        return await fail_run(parts, run, f"{type(error).__name__}: {error}")
+        return await fail_run(flow, run, f"{type(error).__name__}: {error}")
     except Exception:
         log.exception("run %s failed unexpectedly", run.run_id)
-        return await fail_run(parts, run, "internal error (details in the bot's log)")
+        return await fail_run(flow, run, "internal error (details in the bot's log)")
 
 
 async def _tell_refused(
-    parts: ServiceParts, run: RunRecord, approval: ApprovalRecord, reason: str
+    flow: Workflow, run: RunRecord, approval: ApprovalRecord, reason: str
 ) -> None:
-    await parts.notify.execution_refused(run, approval, reason=reason)
+    await flow.notify(ExecutionRefused(run=run, approval=approval, reason=reason))
 
 
 async def persist_outcome(
-    parts: ServiceParts, run: RunRecord, result: RunResult, *, requester: str | None = None
+    flow: Workflow, run: RunRecord, result: RunResult, *, requester: str | None = None
 ) -> RunRecord:
     paused = result.outcome == "paused"
-    saved = await parts.store.save_run_state(
+    saved = await flow.store.save_run_state(
         run.run_id,
         expected_version=run.version,
         state_json=await encode_state(result.state),
@@ -91,19 +102,19 @@ async def persist_outcome(
         schema_version=CURRENT_SCHEMA_VERSION,
     )
     if not paused:
-        await parts.notify.run_finished(
-            saved, final_output=result.final_output, status=result.outcome
+        await flow.notify(
+            RunFinished(run=saved, final_output=result.final_output, status=result.outcome)
         )
         return saved
-    await request_approvals(parts, saved, result.interruptions, requester=requester)
+    await request_approvals(flow, saved, result.interruptions, requester=requester)
     for call in result.interruptions:
         if call.status == "uncertain":
-            await parts.notify.call_uncertain(saved, call)
+            await flow.notify(CallUncertain(run=saved, call=UncertainCall.of(saved.run_id, call)))
     return saved
 
 
 async def request_approvals(
-    parts: ServiceParts,
+    flow: Workflow,
     run: RunRecord,
     calls: Sequence[PendingCall],
     *,
@@ -118,15 +129,15 @@ async def request_approvals(
     waiting = [call for call in calls if call.status == "approval"]
     if not waiting:
         return []
-    now = parts.clock()
+    now = flow.clock()
     snapshots: dict[str, ReviewSnapshot] = {}
     planned: list[NewApproval] = []
     batch = uuid.uuid4().hex[:24]  # ids share a random prefix and sort in the model's order
-    agent = parts.registry.get(run.agent_name, run.agent_version)
+    agent = flow.registry.get(run.agent_name, run.agent_version)
     for index, call in enumerate(waiting):
         snapshot = card_snapshot(agent, call.tool_name, call.arguments)
         snapshots[call.tool_call_id] = snapshot
-        rule = parts.rule_for(call.tool_name)
+        rule = flow.rule_for(call.tool_name)
         expires_at = now + rule.expires_after if rule.expires_after is not None else None
         remind_at = expires_at - rule.remind_before if expires_at and rule.reminds else None
         planned.append(
@@ -143,7 +154,7 @@ async def request_approvals(
                 remind_at=remind_at,
             )
         )
-    records = await parts.store.add_approvals(planned)
+    records = await flow.store.add_approvals(planned)
     for record in records:
         snapshot = snapshots[record.tool_call_id]
         if record.status != "pending" or record.arguments_digest != snapshot.digest:
@@ -153,7 +164,7 @@ async def request_approvals(
                 "refusing to reuse it"
             )
         if record.slack_ts is None:
-            await _post_card(parts, run, record, snapshot)
+            await _post_card(flow, run, record, snapshot)
     return records
 
 
@@ -166,24 +177,24 @@ def card_snapshot(agent: Agent, tool_name: str, arguments: dict[str, Any]) -> Re
 
 
 async def _post_card(
-    parts: ServiceParts, run: RunRecord, approval: ApprovalRecord, snapshot: ReviewSnapshot
+    flow: Workflow, run: RunRecord, approval: ApprovalRecord, snapshot: ReviewSnapshot
 ) -> None:
-    location = await parts.notify.approval_requested(run, approval, snapshot)
+    location = await flow.notify(ApprovalRequested(run=run, approval=approval, snapshot=snapshot))
     if location is not None:
         channel, ts = location
-        await parts.store.set_approval_message(approval.approval_id, channel=channel, ts=ts)
+        await flow.store.set_approval_message(approval.approval_id, channel=channel, ts=ts)
 
 
-async def fail_run(parts: ServiceParts, run: RunRecord, message: str) -> RunRecord:
+async def fail_run(flow: Workflow, run: RunRecord, message: str) -> RunRecord:
     """Mark the run failed (from whatever status it is in now) and tell people why."""
-    current = await parts.store.get_run(run.run_id) or run
+    current = await flow.store.get_run(run.run_id) or run
     failed = None
     if current.status not in FINAL_RUN_STATUSES:
-        failed = await parts.store.transition_run(
+        failed = await flow.store.transition_run(
             run.run_id, expected_status=current.status, new_status="failed"
         )
-    await parts.store.append_audit(
-        "failed", actor=parts.actor, run_id=run.run_id, detail={"error": message}
+    await flow.store.append_audit(
+        "failed", actor=flow.actor, run_id=run.run_id, detail={"error": message}
     )
-    await parts.notify.run_failed(failed or current, error=message)
+    await flow.notify(RunFailed(run=failed or current, error=message))
     return failed or current

@@ -17,45 +17,39 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 
-from bot.errors import ConfigError, InputError
-from bot.service.parts import ServiceParts, log
-from store.api import ApprovalRecord, RunRecord
+from bot.errors import ConfigError
+from bot.service.api import ApprovalDecided, ApprovalExpired, ApprovalReminder
+from bot.service.workflow import Workflow
+from store.api import ApprovalRecord
+
+log = logging.getLogger(__name__)
 
 
-async def expire_overdue(
-    parts: ServiceParts, *, resume_if_all_decided: Callable[[str], Awaitable[bool]]
-) -> list[ApprovalRecord]:
+async def expire_overdue(flow: Workflow) -> list[ApprovalRecord]:
     """Expire overdue approvals, update their cards, tell each requester in the thread,
     and resume the runs with nothing left to wait for."""
-    expired = await parts.store.expire_due(now=parts.clock())
+    expired = await flow.store.expire_due(now=flow.clock())
     for record in expired:
-        run = await _run_of(parts, record)
-        await parts.notify.approval_decided(run, record)
-        await parts.notify.approval_expired_notice(run, record)
+        run = await flow.run_of(record)
+        await flow.notify(ApprovalDecided(run=run, approval=record))
+        await flow.notify(ApprovalExpired(run=run, approval=record))
     for run_id in sorted({record.run_id for record in expired}):
-        await resume_if_all_decided(run_id)
+        await flow.resume_if_all_decided(run_id)
     return expired
 
 
-async def remind_due(parts: ServiceParts) -> list[ApprovalRecord]:
+async def remind_due(flow: Workflow) -> list[ApprovalRecord]:
     """Send the reminders whose time has come, each once (claimed in the store first: a
     crash right after the claim loses that reminder rather than sending it twice)."""
-    due = await parts.store.claim_reminders(now=parts.clock())
+    due = await flow.store.claim_reminders(now=flow.clock())
     for record in due:
-        run = await _run_of(parts, record)
-        await parts.notify.approval_reminder(
-            run, record, parts.rule_for(record.tool_name).approvers
-        )
+        run = await flow.run_of(record)
+        approvers = flow.rule_for(record.tool_name).approvers
+        await flow.notify(ApprovalReminder(run=run, approval=record, approvers=approvers))
     return due
-
-
-async def _run_of(parts: ServiceParts, record: ApprovalRecord) -> RunRecord:
-    run = await parts.store.get_run(record.run_id)
-    if run is None:
-        raise InputError(f"approval {record.approval_id} belongs to no run")
-    return run
 
 
 class ExpirySweeper:

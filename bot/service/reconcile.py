@@ -2,17 +2,19 @@
 
 A call is uncertain when the process died after dispatching it and before recording its
 result, and its replay policy is `manual`: only a person who checked the downstream
-system may say whether it took effect. The choices (exactly one):
+system may say whether it took effect. The choice is the runtime's `Resolution`:
 
-- `result`: the verified outcome; it becomes the call's result (the runner records it
-  in the ledger when the run resumes, so nothing re-runs it);
-- `retry`: run it again, accepting that it may repeat;
-- `abort`: do not run it; the model is told the outcome is unknown.
+- `VerifiedResult(result=...)`: the verified outcome; it becomes the call's result (the
+  runner records it in the ledger when the run resumes, so nothing re-runs it);
+- `RetryCall()`: run it again, accepting that it may repeat;
+- `AbortCall()`: do not run it; the model is told the outcome is unknown.
+
+Who may: the policy's admins and the people eligible to approve the call's tool, with
+the call's requester (its approval's, else the run's) held to the self-approval rule
+(bot.service.authority.may_reconcile).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from bot.errors import (
     ApprovalsError,
@@ -21,6 +23,7 @@ from bot.errors import (
     ResolutionError,
     UnknownCallError,
 )
+from bot.policy import is_eligible
 from bot.runtime import (
     CURRENT_SCHEMA_VERSION,
     AbortCall,
@@ -30,28 +33,26 @@ from bot.runtime import (
     RunState,
     VerifiedResult,
 )
+from bot.service.api import UncertainCall
 from bot.service.authority import may_reconcile
 from bot.service.codec import encode_state
-from bot.service.parts import ServiceParts
+from bot.service.resume import current_rows
+from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
 from store.api import RunRecord
 
+CHOICE_LABELS: dict[type, str] = {VerifiedResult: "result", RetryCall: "retry", AbortCall: "abort"}
+"""How each resolution is named in the audit log (`reconciled`, detail.choice)."""
 
-@dataclass(frozen=True, kw_only=True)
-class Reconciliation:
-    result: str | None = None
-    retry: bool = False
-    abort: bool = False
 
-    @classmethod
-    def parse(cls, *, result: str | None, retry: bool, abort: bool) -> Reconciliation:
-        chosen = sum((result is not None, retry, abort))
-        if chosen != 1:
-            raise InputError("reconcile takes exactly one of result=..., retry or abort")
-        return cls(result=result, retry=retry, abort=abort)
-
-    @property
-    def label(self) -> str:
-        return "result" if self.result is not None else "retry" if self.retry else "abort"
+def choice_label(resolution: Resolution) -> str:
+    """The resolution's name in the audit log; InputError for anything else."""
+    label = CHOICE_LABELS.get(type(resolution))
+    if label is None:
+        raise InputError(
+            "reconcile takes a VerifiedResult, RetryCall or AbortCall, "
+            f"not {type(resolution).__name__}"
+        )
+    return label
 
 
 def uncertain_call(state: RunState, call: str | None) -> PendingCall:
@@ -74,33 +75,40 @@ def uncertain_call(state: RunState, call: str | None) -> PendingCall:
     )
 
 
+async def describe_uncertain(flow: Workflow, run_id: str, call: str | None) -> UncertainCall:
+    """The uncertain call (by tool call id or execution key), as people are shown it."""
+    await flow.require_run(run_id)
+    return UncertainCall.of(run_id, uncertain_call(await flow.load_state(run_id), call))
+
+
 async def reconcile_call(
-    parts: ServiceParts,
+    flow: Workflow,
     run_id: str,
     *,
     actor: str,
     call: str | None,
-    choice: Reconciliation,
+    resolution: Resolution,
     reason: str | None,
 ) -> RunRecord:
     """Claim the paused run, record the resolution in its state (and the ledger), audit
     it; returns the run claimed (`resuming`) for the caller to resume."""
     if not actor.strip():
         raise InputError("a reconciliation needs the actor's id")
-    run = await parts.require_run(run_id)
+    label = choice_label(resolution)
+    run = await flow.require_run(run_id)
     if run.status != "paused":
         raise ResolutionError(f"run {run_id} is {run.status}; only a paused run can be reconciled")
-    claimed = await parts.store.transition_run(
+    claimed = await flow.store.transition_run(
         run_id, expected_status="paused", new_status="resuming"
     )
     if claimed is None:
         raise ResolutionError(f"run {run_id} is being resumed by someone else; try again")
     try:
-        saved, target = await _resolve(parts, claimed, actor, call, choice, reason)
+        saved, target = await _resolve(flow, claimed, actor, call, resolution, reason)
     except ApprovalsError:
-        await parts.store.transition_run(run_id, expected_status="resuming", new_status="paused")
+        await flow.store.transition_run(run_id, expected_status="resuming", new_status="paused")
         raise
-    await parts.store.append_audit(
+    await flow.store.append_audit(
         "reconciled",
         actor=actor,
         run_id=run_id,
@@ -108,7 +116,7 @@ async def reconcile_call(
             "tool": target.tool_name,
             "tool_call_id": target.tool_call_id,
             "execution_key": target.execution_key,
-            "choice": choice.label,
+            "choice": label,
             "reason": reason,
         },
     )
@@ -116,19 +124,17 @@ async def reconcile_call(
 
 
 async def _resolve(
-    parts: ServiceParts,
+    flow: Workflow,
     run: RunRecord,
     actor: str,
     call: str | None,
-    choice: Reconciliation,
+    resolution: Resolution,
     reason: str | None,
 ) -> tuple[RunRecord, PendingCall]:
-    state = await parts.load_state(run.run_id)
+    state = await flow.load_state(run.run_id)
     target = uncertain_call(state, call)
-    if not await may_reconcile(
-        parts, tool_name=target.tool_name, requester=run.requester, user=actor
-    ):
-        await parts.store.append_audit(
+    if not await _may_reconcile(flow, run, target, actor):
+        await flow.store.append_audit(
             "refused",
             actor=actor,
             run_id=run.run_id,
@@ -137,15 +143,8 @@ async def _resolve(
         raise NotAuthorizedError(
             f"only an admin or an approver of {target.tool_name} may reconcile this call"
         )
-    resolution: Resolution = (
-        VerifiedResult(result=choice.result)
-        if choice.result is not None
-        else RetryCall()
-        if choice.retry
-        else AbortCall()
-    )
     state.resolve(target, resolution, approver_id=actor, reason=reason)
-    saved = await parts.store.save_run_state(
+    saved = await flow.store.save_run_state(
         run.run_id,
         expected_version=run.version,
         state_json=await encode_state(state),
@@ -153,3 +152,15 @@ async def _resolve(
         schema_version=CURRENT_SCHEMA_VERSION,
     )
     return saved, target
+
+
+async def _may_reconcile(flow: Workflow, run: RunRecord, call: PendingCall, actor: str) -> bool:
+    """The rule of `may_reconcile`, with the call's requester: the requester of the call's
+    approval (a thread reply's author for the calls it led to), else the run's."""
+    rows = await flow.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
+    approval = current_rows(rows).get(call.tool_call_id)
+    requester = approval.requester if approval is not None else run.requester
+    verdict = await is_eligible(
+        flow.rule_for(call.tool_name), actor, requester=requester, groups=flow.groups
+    )
+    return may_reconcile(flow.policy, verdict, actor)

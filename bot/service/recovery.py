@@ -23,13 +23,14 @@ replicas on one database need a lease on runs too; that is not built yet.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import logging
 
 from bot.errors import ApprovalsError
 from bot.service.execution import fail_run
-from bot.service.parts import ServiceParts, log
-from bot.service.resume import APPROVALS_PER_RUN_LIMIT
+from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
 from store.api import RunRecord
+
+log = logging.getLogger(__name__)
 
 RUNS_PER_STATUS_LIMIT = 10_000
 INTERRUPTED_RUN_MESSAGE = (
@@ -38,39 +39,34 @@ INTERRUPTED_RUN_MESSAGE = (
 )
 
 
-async def recover_runs(
-    parts: ServiceParts,
-    *,
-    resume: Callable[[RunRecord], None],
-    claim_resume: Callable[[str], Awaitable[bool]],
-) -> int:
+async def recover_runs(flow: Workflow) -> int:
     """Act on every run a dead process left; returns how many runs were acted on.
-    Resumes run in the service's tasks (`resume`), so callers may `drain()` them."""
+    Resumes run in the service's tasks, so callers may `drain()` them."""
     acted = 0
-    for run in await parts.store.list_runs(status="resuming", limit=RUNS_PER_STATUS_LIMIT):
+    for run in await flow.store.list_runs(status="resuming", limit=RUNS_PER_STATUS_LIMIT):
         log.info("recovering run %s left resuming", run.run_id)
-        resume(run)
+        flow.resume(run)
         acted += 1
-    for run in await parts.store.list_runs(status="running", limit=RUNS_PER_STATUS_LIMIT):
+    for run in await flow.store.list_runs(status="running", limit=RUNS_PER_STATUS_LIMIT):
         log.info("failing run %s left running", run.run_id)
-        await fail_run(parts, run, INTERRUPTED_RUN_MESSAGE)
+        await fail_run(flow, run, INTERRUPTED_RUN_MESSAGE)
         acted += 1
-    for run in await parts.store.list_runs(status="paused", limit=RUNS_PER_STATUS_LIMIT):
+    for run in await flow.store.list_runs(status="paused", limit=RUNS_PER_STATUS_LIMIT):
         try:
-            stalled = await _stalled(parts, run)
+            stalled = await _stalled(flow, run)
         except ApprovalsError:
             log.exception("cannot inspect paused run %s; leaving it", run.run_id)
             continue
-        if stalled and await claim_resume(run.run_id):
+        if stalled and await flow.claim_resume(run.run_id):
             log.info("resuming run %s left paused with every decision taken", run.run_id)
             acted += 1
     return acted
 
 
-async def _stalled(parts: ServiceParts, run: RunRecord) -> bool:
+async def _stalled(flow: Workflow, run: RunRecord) -> bool:
     """Paused with nothing to wait for: no pending approval and no uncertain call."""
-    rows = await parts.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
+    rows = await flow.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
     if any(row.status == "pending" for row in rows):
         return False
-    state = await parts.load_state(run.run_id)
+    state = await flow.load_state(run.run_id)
     return not any(call.status == "uncertain" for call in state.get_interruptions())

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from bot.errors import ApprovalsError
 from bot.review import arguments_digest
 from bot.runtime import PendingCall, RunState
+from bot.service.api import ApprovalDecided
 from bot.service.execution import execute, fail_run, request_approvals
-from bot.service.parts import ServiceParts
+from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
 from store.api import ApprovalRecord, RunRecord
 
-APPROVALS_PER_RUN_LIMIT = 10_000
 EXPIRED_MESSAGE = "Not run: nobody decided before the approval expired."
 REVOKED_MESSAGE = "Not run: the approval was revoked."
 
@@ -94,28 +94,28 @@ def _model_message(row: ApprovalRecord) -> str | None:
     return row.message  # rejected: the reviewer's message (None -> the runtime's default)
 
 
-async def resume_run(parts: ServiceParts, run: RunRecord) -> RunRecord:
+async def resume_run(flow: Workflow, run: RunRecord) -> RunRecord:
     """Finish a claimed (`resuming`) run; see the module doc. Never raises for a run
     that fails: it is marked failed and people are told."""
     try:
-        state = await parts.load_state(run.run_id)
-        agent = parts.registry.get(state.agent_name, state.agent_version)
+        state = await flow.load_state(run.run_id)
+        agent = flow.registry.get(state.agent_name, state.agent_version)
     except ApprovalsError as error:
-        return await fail_run(parts, run, f"cannot resume: {error}")
-    rows = await parts.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
+        return await fail_run(flow, run, f"cannot resume: {error}")
+    rows = await flow.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
     applied = apply_decisions(state, current_rows(rows))
     requester = stretch_requester(rows)
     if applied.mismatched:
-        return await _void_and_ask_again(parts, run, applied, requester=requester)
+        return await _void_and_ask_again(flow, run, applied, requester=requester)
     if applied.undecided:
-        return await _back_to_paused(parts, run, applied.undecided, requester=requester)
-    await parts.store.append_audit(
+        return await _back_to_paused(flow, run, applied.undecided, requester=requester)
+    await flow.store.append_audit(
         "resumed",
-        actor=parts.actor,
+        actor=flow.actor,
         run_id=run.run_id,
         detail={"approved": sorted(applied.approved), "rejected": sorted(applied.rejected)},
     )
-    return await execute(parts, run, agent, state, approved=applied.approved, requester=requester)
+    return await execute(flow, run, agent, state, approved=applied.approved, requester=requester)
 
 
 def stretch_requester(rows: Iterable[ApprovalRecord]) -> str | None:
@@ -128,29 +128,29 @@ def stretch_requester(rows: Iterable[ApprovalRecord]) -> str | None:
 
 
 async def _back_to_paused(
-    parts: ServiceParts, run: RunRecord, waiting: list[PendingCall], *, requester: str | None
+    flow: Workflow, run: RunRecord, waiting: list[PendingCall], *, requester: str | None
 ) -> RunRecord:
     """Some call still waits for a decision (or lost its row in a crash): pause again
     first, then (re)request, so that the last decision can claim the resume."""
-    paused = await parts.store.transition_run(
+    paused = await flow.store.transition_run(
         run.run_id, expected_status="resuming", new_status="paused"
     )
     if paused is None:
-        return await parts.store.get_run(run.run_id) or run
+        return await flow.store.get_run(run.run_id) or run
     try:
-        await request_approvals(parts, paused, waiting, requester=requester)
+        await request_approvals(flow, paused, waiting, requester=requester)
     except ApprovalsError as error:
-        return await fail_run(parts, paused, f"cannot request approval: {error}")
+        return await fail_run(flow, paused, f"cannot request approval: {error}")
     return paused
 
 
 async def _void_and_ask_again(
-    parts: ServiceParts, run: RunRecord, applied: AppliedDecisions, *, requester: str | None
+    flow: Workflow, run: RunRecord, applied: AppliedDecisions, *, requester: str | None
 ) -> RunRecord:
     for call, row in applied.mismatched:
-        await parts.store.append_audit(
+        await flow.store.append_audit(
             "digest_mismatch",
-            actor=parts.actor,
+            actor=flow.actor,
             run_id=run.run_id,
             approval_id=row.approval_id,
             detail={
@@ -160,11 +160,11 @@ async def _void_and_ask_again(
                 "state_digest": arguments_digest(call.arguments),
             },
         )
-        voided = await parts.store.revoke(
+        voided = await flow.store.revoke(
             row.approval_id,
-            actor=parts.actor,
+            actor=flow.actor,
             reason="voided: the arguments in the stored state differ from the approved ones",
         )
-        await parts.notify.approval_decided(run, voided.record)
+        await flow.notify(ApprovalDecided(run=run, approval=voided.record))
     again = [call for call, _ in applied.mismatched]
-    return await _back_to_paused(parts, run, again + applied.undecided, requester=requester)
+    return await _back_to_paused(flow, run, again + applied.undecided, requester=requester)

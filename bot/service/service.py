@@ -9,8 +9,8 @@ last decision) runs in tasks the service owns (`TaskOwner`).
 
 Who may decide, how many must and for how long comes from the `Policy` (bot.policy):
 checked when a person decides (bot.service.voting, bot.service.authority) and again
-right before an approved call runs (ServiceJournal with `execution_check`). The read
-models the people layer renders are in bot.service.reads.
+right before an approved call runs (ServiceJournal with `execution_check`). What the
+operations answer and the read models the people layer renders are in bot.service.api.
 """
 
 from __future__ import annotations
@@ -27,31 +27,33 @@ from bot.errors import (
     InputError,
 )
 from bot.policy import DEFAULT_POLICY, GroupDirectory, NoGroups, Policy
-from bot.runtime import CURRENT_SCHEMA_VERSION, AgentRegistry, RunState
+from bot.runtime import CURRENT_SCHEMA_VERSION, AgentRegistry, Resolution, RunState
 from bot.runtime.context import serialize_context
-from bot.service.codec import encode_state
-from bot.service.config import DEFAULT_APPROVAL_TTL
-from bot.service.execution import execute
-from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
-from bot.service.notifier import Notifier
-from bot.service.outcomes import (
+from bot.service.api import (
+    ApprovalView,
     Busy,
     Closed,
     Continued,
     DecisionResult,
     FollowUpOutcome,
     NotARunThread,
+    Notifier,
+    Page,
+    RunStarted,
+    UncertainCall,
     WaitingForApproval,
 )
-from bot.service.parts import ServiceParts
-from bot.service.reads import build_view, pending_for, views_of
-from bot.service.reconcile import Reconciliation, reconcile_call
+from bot.service.authority import build_view, pending_for, views_of
+from bot.service.codec import encode_state
+from bot.service.config import DEFAULT_APPROVAL_TTL
+from bot.service.execution import execute
+from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
+from bot.service.reconcile import describe_uncertain, reconcile_call
 from bot.service.recovery import recover_runs
-from bot.service.resume import APPROVALS_PER_RUN_LIMIT, resume_run
 from bot.service.tasks import TaskOwner
-from bot.service.views import ApprovalView, Page
-from bot.service.voting import Ballot, Followup, approve_changed, cast, open_approval, revoke
-from store.api import TERMINAL_APPROVAL_STATUSES, ApprovalRecord, AuditEvent, RunRecord, Store
+from bot.service.voting import Ballot, approve_changed, cast, revoke
+from bot.service.workflow import Workflow
+from store.api import ApprovalRecord, AuditEvent, RunRecord, Store
 
 DEFAULT_LEASE_SECONDS = 300.0
 SWEEP_SECONDS = 10.0  # an unclicked card shows "expired" within this of its expiry
@@ -86,7 +88,7 @@ class ApprovalService:
             raise ConfigError("the service needs a worker id (see installation_worker_id)")
         if policy is not None:
             policy.check_tools(tool.name for agent in registry for tool in agent.tools)
-        self._parts = ServiceParts(
+        self._flow = Workflow(
             store=store,
             registry=registry,
             notifier=notifier,
@@ -96,14 +98,14 @@ class ApprovalService:
             lease_seconds=lease_seconds,
             policy=policy or DEFAULT_POLICY.with_default_expiry(approval_ttl),
             groups=groups or NoGroups(),
+            tasks=tasks,
         )
-        self._tasks = tasks
         self._default_agent = default_agent
         self._sweeper: ExpirySweeper | None = None
 
     @property
     def store(self) -> Store:
-        return self._parts.store
+        return self._flow.store
 
     # -- starting ------------------------------------------------------------------------
 
@@ -124,7 +126,7 @@ class ApprovalService:
             raise InputError("the task is empty; say what the agent should do")
         if not requester.strip():
             raise InputError("a run needs a requester")
-        agent = self._parts.registry.latest(agent_name or self._default_agent)
+        agent = self._flow.registry.latest(agent_name or self._default_agent)
         state = RunState(
             run_id=uuid.uuid4().hex,
             agent_name=agent.name,
@@ -135,7 +137,7 @@ class ApprovalService:
             ),
         )
         state_json = await encode_state(state)  # refuses a context holding a secret
-        run = await self._parts.store.create_run(
+        run = await self._flow.store.create_run(
             run_id=state.run_id,
             agent_name=agent.name,
             agent_version=agent.version,
@@ -145,13 +147,13 @@ class ApprovalService:
             channel=channel,
             requester=requester,
         )
-        thread = await self._parts.notify.run_started(run, task=text)
+        thread = await self._flow.notify(RunStarted(run=run, task=text))
         if thread is not None:
-            await self._parts.store.set_run_thread(
+            await self._flow.store.set_run_thread(
                 run.run_id, channel=thread[0], thread_ts=thread[1]
             )
-            run = await self._parts.require_run(run.run_id)
-        return await execute(self._parts, run, agent, state)
+            run = await self._flow.require_run(run.run_id)
+        return await execute(self._flow, run, agent, state)
 
     # -- deciding ------------------------------------------------------------------------
 
@@ -177,7 +179,7 @@ class ApprovalService:
 
         An approval stays `pending` until `required_approvals` distinct eligible people
         approved the current arguments; one rejection rejects. A counted vote updates
-        the card (`approval_updated`); a closing one `approval_decided`, and when it was
+        the card (`ApprovalUpdated`); a closing one `ApprovalDecided`, and when it was
         the run's last open approval the resume is claimed and runs in a service task."""
         ballot = Ballot(
             approval_id=approval_id,
@@ -187,37 +189,18 @@ class ApprovalService:
             message=message,
             digest=digest,
         )
-        return await cast(self._parts, ballot, self._followup)
+        return await cast(self._flow, ballot)
 
     async def expire_due(self) -> list[ApprovalRecord]:
         """Expire every pending approval past its expiry, update its card, and resume the
         runs that have nothing left to wait for (an expired call never runs)."""
-        return await expire_overdue(self._parts, resume_if_all_decided=self._resume_if_all_decided)
+        return await expire_overdue(self._flow)
 
     def start_expiry_sweeper(self, *, every_seconds: float = SWEEP_SECONDS) -> None:
         """Call `sweep` every `every_seconds` until `aclose` (see bot.service.expiry)."""
         if self._sweeper is None:
             self._sweeper = ExpirySweeper(self.sweep, every_seconds=every_seconds)
             self._sweeper.start()
-
-    async def _resume_if_all_decided(self, run_id: str) -> bool:
-        rows = await self._parts.store.list_approvals(run_id=run_id, limit=APPROVALS_PER_RUN_LIMIT)
-        if any(row.status not in TERMINAL_APPROVAL_STATUSES for row in rows):
-            return False
-        return await self.claim_resume(run_id)
-
-    async def claim_resume(self, run_id: str) -> bool:
-        """Claim the run's resume (paused -> resuming); the winner resumes it in a task."""
-        claimed = await self._parts.store.transition_run(
-            run_id, expected_status="paused", new_status="resuming"
-        )
-        if claimed is None:
-            return False
-        self._spawn_resume(claimed)
-        return True
-
-    def _spawn_resume(self, run: RunRecord) -> None:
-        self._tasks.spawn(resume_run(self._parts, run), name=f"resume:{run.run_id}")
 
     # -- governance: edits, revocation, reminders, read models ----------------------------
 
@@ -245,7 +228,7 @@ class ApprovalService:
         ballot = Ballot(
             approval_id=approval_id, approve=True, decider=decider, reason=reason, digest=digest
         )
-        return await approve_changed(self._parts, ballot, arguments, self._followup)
+        return await approve_changed(self._flow, ballot, arguments)
 
     async def revoke(self, approval_id: str, *, actor: str, reason: str) -> ApprovalRecord:
         """Withdraw a pending, or approved but not yet executed, call: it never runs.
@@ -253,17 +236,15 @@ class ApprovalService:
         Allowed for the run's requester, anyone eligible to decide it and the policy's
         admins (NotAuthorizedError otherwise, audited `refused`). A blank reason ->
         InputError; already executed or closed -> AlreadyDecidedError. The card is
-        updated (`approval_decided`, status `revoked`, `revoked_by`, `reason`), and the run
+        updated (`ApprovalDecided`, status `revoked`, `revoked_by`, `reason`), and the run
         resumes with the call rejected when nothing else is open."""
-        return await revoke(
-            self._parts, approval_id, actor=actor, reason=reason, followup=self._followup
-        )
+        return await revoke(self._flow, approval_id, actor=actor, reason=reason)
 
     async def approval_view(self, approval_id: str, *, viewer: str) -> ApprovalView:
         """The approval, its votes and quorum, and what `viewer` may do (InputError if
         unknown)."""
-        approval, _ = await open_approval(self._parts, approval_id)
-        return await build_view(self._parts, approval, viewer)
+        approval, _ = await self._flow.require_approval(approval_id)
+        return await build_view(self._flow, approval, viewer)
 
     async def pending_for(
         self, viewer: str, *, limit: int = 20, cursor: str | None = None
@@ -271,30 +252,30 @@ class ApprovalService:
         """Pending approvals `viewer` may decide (not their own runs' unless self approval
         is allowed; not ones they already approved), oldest first, by keyset pages.
         `cursor` is a previous page's `next_cursor` (InputError for anything else)."""
-        return await pending_for(self._parts, viewer, limit=limit, cursor=cursor)
+        return await pending_for(self._flow, viewer, limit=limit, cursor=cursor)
 
     async def requested_by(self, viewer: str, *, limit: int = 20) -> list[ApprovalView]:
         """Approvals of runs `viewer` started, newest first."""
-        rows = await self._parts.store.approvals_requested_by(viewer, limit=limit)
-        return await views_of(self._parts, rows, viewer)
+        rows = await self._flow.store.approvals_requested_by(viewer, limit=limit)
+        return await views_of(self._flow, rows, viewer)
 
     async def recent_decisions(self, *, limit: int = 20) -> list[ApprovalRecord]:
         """The latest approvals and rejections, newest first."""
-        return await self._parts.store.recent_decisions(limit=limit)
+        return await self._flow.store.recent_decisions(limit=limit)
 
     async def approval_trail(self, approval_id: str, *, viewer: str) -> list[AuditEvent]:
         """The audit events of one approval, in order (requested, voted, refused,
         arguments_changed, decided, revoked, expired, executed, ...). Anyone who may see
         the card may read it; the viewer is recorded by nobody (reads are not audited)."""
-        approval, _ = await open_approval(self._parts, approval_id)
-        events = await self._parts.store.audit_events(run_id=approval.run_id)
+        approval, _ = await self._flow.require_approval(approval_id)
+        events = await self._flow.store.audit_events(run_id=approval.run_id)
         return [event for event in events if event.approval_id == approval.approval_id]
 
     async def send_reminders(self) -> list[ApprovalRecord]:
         """Send each pending approval's one reminder once its time has come (the sweeper
         calls this with `expire_due`). Claimed in the store first, so each approval is
         reminded once even across restarts (a crash right after the claim loses it)."""
-        return await remind_due(self._parts)
+        return await remind_due(self._flow)
 
     async def sweep(self) -> list[ApprovalRecord]:
         """One sweeper pass: expire what is overdue, then send due reminders."""
@@ -302,24 +283,17 @@ class ApprovalService:
         await self.send_reminders()
         return expired
 
-    @property
-    def _followup(self) -> Followup:
-        return Followup(resume_if_all_decided=self._resume_if_all_decided, view=self._view)
-
-    async def _view(self, approval: ApprovalRecord, viewer: str | None) -> ApprovalView:
-        return await build_view(self._parts, approval, viewer)
-
     # -- follow-up, reconciliation, recovery ----------------------------------------------
 
     async def follow_up(
         self, *, channel: str, thread_ts: str, user: str, text: str
     ) -> FollowUpOutcome:
         """A message in a run's thread: new input for the agent once the run is idle."""
-        run = await self._parts.store.find_run_by_thread(channel, thread_ts)
+        run = await self._flow.store.find_run_by_thread(channel, thread_ts)
         if run is None:
             return NotARunThread()
         if run.status == "paused":
-            pending = await self._parts.store.list_approvals(run_id=run.run_id, status="pending")
+            pending = await self._flow.store.list_approvals(run_id=run.run_id, status="pending")
             return WaitingForApproval(run=run, pending=len(pending))
         if run.status in ("running", "resuming"):
             return Busy(run=run)
@@ -327,63 +301,65 @@ class ApprovalService:
             return Closed(run=run)
         if not text.strip():
             raise InputError("the message is empty")
-        claimed = await self._parts.store.transition_run(
+        claimed = await self._flow.store.transition_run(
             run.run_id, expected_status=run.status, new_status="running"
         )
         if claimed is None:
             return Busy(run=run)
         try:
-            state = await self._parts.load_state(run.run_id)
+            state = await self._flow.load_state(run.run_id)
             state.append_user_message(text.strip())
-            agent = self._parts.registry.get(state.agent_name, state.agent_version)
+            agent = self._flow.registry.get(state.agent_name, state.agent_version)
         except ApprovalsError:
-            await self._parts.store.transition_run(
+            await self._flow.store.transition_run(
                 run.run_id, expected_status="running", new_status=run.status
             )
             raise
-        await self._parts.store.append_audit(
+        await self._flow.store.append_audit(
             "follow_up", actor=user, run_id=run.run_id, detail={"chars": len(text)}
         )
-        return Continued(run=await execute(self._parts, claimed, agent, state, requester=user))
+        return Continued(run=await execute(self._flow, claimed, agent, state, requester=user))
 
     async def reconcile(
         self,
         run_id: str,
         *,
         actor: str,
+        resolution: Resolution,
         call: str | None = None,
-        result: str | None = None,
-        retry: bool = False,
-        abort: bool = False,
         reason: str | None = None,
     ) -> RunRecord:
         """Resolve an uncertain call (by tool call id or execution key; optional when the
-        run has one) with exactly one of a verified `result`, `retry` or `abort`, then
-        resume the run in a task. Audited as `reconciled`. Only the policy's admins and
-        people eligible to approve the call's tool may (NotAuthorizedError, audited
+        run has one) with a `resolution`: a `VerifiedResult`, `RetryCall` or `AbortCall`
+        (bot.runtime), then resume the run in a task. Audited as `reconciled`. Only the
+        policy's admins and people eligible to approve the call's tool may, the call's
+        requester not unless self approval is allowed (NotAuthorizedError, audited
         `refused`)."""
-        choice = Reconciliation.parse(result=result, retry=retry, abort=abort)
         run = await reconcile_call(
-            self._parts, run_id, actor=actor, call=call, choice=choice, reason=reason
+            self._flow, run_id, actor=actor, call=call, resolution=resolution, reason=reason
         )
-        self._spawn_resume(run)
+        self._flow.resume(run)
         return run
+
+    async def uncertain_call(self, run_id: str, *, call: str | None = None) -> UncertainCall:
+        """The run's uncertain call (by tool call id or execution key; optional when the
+        run has one), as the reconcile form shows it. InputError for an unknown run,
+        UnknownCallError when no such call is uncertain."""
+        return await describe_uncertain(self._flow, run_id, call)
 
     async def recover(self) -> int:
         """At start-up: finish what a dead process left (see `bot.service.recovery`)."""
-        return await recover_runs(
-            self._parts, resume=self._spawn_resume, claim_resume=self.claim_resume
-        )
+        return await recover_runs(self._flow)
 
     async def load_state(self, run_id: str) -> RunState:
         """The run's stored state, decrypted (for operators and the terminal demo)."""
-        return await self._parts.load_state(run_id)
+        return await self._flow.load_state(run_id)
 
     # -- lifecycle -------------------------------------------------------------------------
 
     async def drain(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109 (a shutdown deadline, passed down)
         """Wait for the service's background work (resumes) to finish."""
-        return await self._tasks.drain(timeout)
+        return await self._flow.tasks.drain(timeout)
 
     async def aclose(self, *, timeout: float | None = 10.0) -> None:  # noqa: ASYNC109 (a shutdown deadline, passed down)
         """Let running resumes finish for `timeout` seconds, then cancel them (a
@@ -391,4 +367,4 @@ class ApprovalService:
         The expiry sweeper, if started, stops first."""
         if self._sweeper is not None:
             await self._sweeper.aclose()
-        await self._tasks.aclose(timeout=timeout)
+        await self._flow.tasks.aclose(timeout=timeout)

@@ -1,14 +1,15 @@
 """Decisions under the policy: votes toward a quorum, approve-with-changes, revocation.
 
-Each operation checks the person against the policy (refusals are audited), then asks
-the store for one conditional transaction (`Store.vote` / `Store.revoke`) and reports
-what happened. Telling people (cards) and resuming the run are the caller's, given as
-`Followup`, so this module stays free of the service's task ownership.
+Each operation checks the person against the policy (bot.service.authority; refusals
+are audited), then asks the store for one conditional transaction (`Store.vote` /
+`Store.revoke`), updates the card, and resumes the run when its last open approval
+closed (in a task the workflow owns).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,21 +22,21 @@ from bot.errors import (
 )
 from bot.runtime import CURRENT_SCHEMA_VERSION, RunState
 from bot.service.amend import amend_call, edited_arguments, pending_call
-from bot.service.authority import counted_voters, may_revoke, refuse, require_decider
+from bot.service.api import ApprovalDecided, ApprovalExpired, ApprovalUpdated, DecisionResult
+from bot.service.authority import (
+    build_view,
+    counted_voters,
+    eligibility,
+    refuse,
+    require_decider,
+    revoke_refusal,
+)
 from bot.service.codec import encode_state
 from bot.service.execution import card_snapshot
-from bot.service.outcomes import DecisionResult
-from bot.service.parts import ServiceParts, log
-from bot.service.views import ApprovalView
+from bot.service.workflow import Workflow
 from store.api import Amendment, ApprovalRecord, RunRecord, VoteOutcome
 
-
-@dataclass(frozen=True, kw_only=True)
-class Followup:
-    """What the service does after a vote or revocation lands."""
-
-    resume_if_all_decided: Callable[[str], Awaitable[bool]]
-    view: Callable[[ApprovalRecord, str | None], Awaitable[ApprovalView]]
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,51 +49,41 @@ class Ballot:
     digest: str | None = None  # the digest the decider saw (None: whatever is current)
 
 
-async def open_approval(parts: ServiceParts, approval_id: str) -> tuple[ApprovalRecord, RunRecord]:
-    approval = await parts.store.get_approval(approval_id)
-    if approval is None:
-        raise InputError(f"there is no approval with id {approval_id!r}")
-    run = await parts.store.get_run(approval.run_id)
-    if run is None:
-        raise InputError(f"approval {approval_id} belongs to no run")
-    return approval, run
-
-
-async def check_ballot(parts: ServiceParts, ballot: Ballot) -> tuple[ApprovalRecord, RunRecord]:
+async def check_ballot(flow: Workflow, ballot: Ballot) -> tuple[ApprovalRecord, RunRecord]:
     """The approval and run, when this person may vote on it now (refusals audited)."""
     if not ballot.decider.strip():
         raise InputError("a decision needs the decider's id")
-    approval, run = await open_approval(parts, ballot.approval_id)
+    approval, run = await flow.require_approval(ballot.approval_id)
     if approval.status != "pending":
-        await refuse(parts, approval, actor=ballot.decider, why="closed")
+        await refuse(flow, approval, actor=ballot.decider, why="closed")
         raise already_decided(approval)
-    rule = await require_decider(parts, approval, ballot.decider)
+    rule = await require_decider(flow, approval, ballot.decider)
     if rule.require_reason and not ballot.reason.strip():
-        await refuse(parts, approval, actor=ballot.decider, why="reason_required")
+        await refuse(flow, approval, actor=ballot.decider, why="reason_required")
         raise InputError("a reason is required for this decision")
     if ballot.digest is not None and ballot.digest != approval.arguments_digest:
         # Checked again in the store's vote; refused here before an edit writes anything.
-        await refuse(parts, approval, actor=ballot.decider, why="stale_digest")
+        await refuse(flow, approval, actor=ballot.decider, why="stale_digest")
         raise stale_digest(approval)
     return approval, run
 
 
-async def cast(parts: ServiceParts, ballot: Ballot, followup: Followup) -> DecisionResult:
+async def cast(flow: Workflow, ballot: Ballot) -> DecisionResult:
     """Vote (see `ApprovalService.decide`)."""
-    approval, run = await check_ballot(parts, ballot)
-    outcome = await _vote(parts, ballot, approval)
-    return await settle(parts, run, ballot, outcome, followup)
+    approval, run = await check_ballot(flow, ballot)
+    outcome = await _vote(flow, ballot, approval)
+    return await settle(flow, run, ballot, outcome)
 
 
 async def _vote(
-    parts: ServiceParts,
+    flow: Workflow,
     ballot: Ballot,
     approval: ApprovalRecord,
     *,
     amend: Amendment | None = None,
 ) -> VoteOutcome:
     """The ballot as one store vote, on the digest the decider saw (default: current)."""
-    return await parts.store.vote(
+    return await flow.store.vote(
         ballot.approval_id,
         decision="approved" if ballot.approve else "rejected",
         voter=ballot.decider,
@@ -100,31 +91,30 @@ async def _vote(
         reason=ballot.reason.strip() or None,
         message=None if ballot.approve else (ballot.message or "").strip() or None,
         amend=amend,
-        now=parts.clock(),
+        now=flow.clock(),
     )
 
 
 async def settle(
-    parts: ServiceParts,
+    flow: Workflow,
     run: RunRecord,
     ballot: Ballot,
     outcome: VoteOutcome,
-    followup: Followup,
 ) -> DecisionResult:
     record = outcome.record
     voters = tuple(counted_voters(record, list(outcome.votes)))
     if outcome.result == "decided":
-        await parts.notify.approval_decided(run, record)
-        started = await followup.resume_if_all_decided(record.run_id)
+        await flow.notify(ApprovalDecided(run=run, approval=record))
+        started = await flow.resume_if_all_decided(record.run_id)
         return _result(record, voters, resume_started=started)
     if outcome.result == "counted":
-        await parts.notify.approval_updated(run, await followup.view(record, None))
+        await flow.notify(ApprovalUpdated(run=run, view=await build_view(flow, record, None)))
         return _result(record, voters, resume_started=False)
-    await refuse(parts, record, actor=ballot.decider, why=outcome.result)
+    await refuse(flow, record, actor=ballot.decider, why=outcome.result)
     if outcome.result == "expired":
-        await parts.notify.approval_decided(run, record)
-        await parts.notify.approval_expired_notice(run, record)
-        await followup.resume_if_all_decided(record.run_id)
+        await flow.notify(ApprovalDecided(run=run, approval=record))
+        await flow.notify(ApprovalExpired(run=run, approval=record))
+        await flow.resume_if_all_decided(record.run_id)
         raise already_decided(record)
     if outcome.result == "already_voted":
         raise AlreadyDecidedError(
@@ -158,17 +148,16 @@ def _result(
 
 
 async def approve_changed(
-    parts: ServiceParts,
+    flow: Workflow,
     ballot: Ballot,
     arguments: Mapping[str, Any],
-    followup: Followup,
 ) -> DecisionResult:
     """Approve with changes (see `ApprovalService.approve_with_changes`)."""
-    approval, run = await check_ballot(parts, ballot)
+    approval, run = await check_ballot(flow, ballot)
     if run.status != "paused":
         raise ResolutionError(f"run {run.run_id} is {run.status}; try again when it is paused")
-    state = await parts.load_state(run.run_id)
-    agent = parts.registry.get(state.agent_name, state.agent_version)
+    state = await flow.load_state(run.run_id)
+    agent = flow.registry.get(state.agent_name, state.agent_version)
     call = pending_call(state, approval.tool_call_id)
     tool = agent.tool_named(call.tool_name)
     if tool is None:
@@ -176,45 +165,41 @@ async def approve_changed(
     new_arguments = edited_arguments(tool, call.arguments, arguments)
     snapshot = card_snapshot(agent, call.tool_name, new_arguments)
     if snapshot.digest == approval.arguments_digest:
-        return await cast(parts, ballot, followup)  # nothing changed: a plain approval
-    saved = await _save_arguments(parts, run, state, call.tool_call_id, new_arguments)
+        return await cast(flow, ballot)  # nothing changed: a plain approval
+    saved = await _save_arguments(flow, run, state, call.tool_call_id, new_arguments)
     amendment = Amendment(arguments_digest=snapshot.digest, snapshot=snapshot.to_json())
-    outcome = await _vote(parts, ballot, approval, amend=amendment)
+    outcome = await _vote(flow, ballot, approval, amend=amendment)
     if outcome.result not in ("counted", "decided"):
         # The change did not land (closed, expired, edited meanwhile): put the state's
         # arguments back. Were this lost in a crash, the resume would find state and row
         # disagreeing and ask again rather than run either version (fail closed).
         try:
-            saved = await _save_arguments(parts, saved, state, call.tool_call_id, call.arguments)
+            saved = await _save_arguments(flow, saved, state, call.tool_call_id, call.arguments)
         except ResolutionError:
             log.warning("run %s moved on before an unlanded edit was undone", run.run_id)
-    return await settle(parts, saved, ballot, outcome, followup)
+    return await settle(flow, saved, ballot, outcome)
 
 
-async def revoke(
-    parts: ServiceParts,
-    approval_id: str,
-    *,
-    actor: str,
-    reason: str,
-    followup: Followup,
-) -> ApprovalRecord:
+async def revoke(flow: Workflow, approval_id: str, *, actor: str, reason: str) -> ApprovalRecord:
     """Revoke (see `ApprovalService.revoke`)."""
     if not actor.strip():
         raise InputError("a revocation needs the actor's id")
     if not reason.strip():
         raise InputError("say why you revoke it")
-    approval, run = await open_approval(parts, approval_id)
-    if not await may_revoke(parts, approval, actor):
-        await refuse(
-            parts, approval, actor=actor, why="not_authorized", detail={"action": "revoke"}
-        )
+    approval, run = await flow.require_approval(approval_id)
+    verdict = await eligibility(flow, approval, actor)
+    refusal = revoke_refusal(flow.policy, verdict, approval, actor)
+    if refusal == "not_authorized":
+        await refuse(flow, approval, actor=actor, why=refusal, detail={"action": "revoke"})
         raise NotAuthorizedError(
             "only the run's requester, an approver of this tool or an admin may revoke it"
         )
-    outcome = await parts.store.revoke(approval_id, actor=actor, reason=reason.strip())
-    if not outcome.won:
-        await refuse(parts, outcome.record, actor=actor, why="closed", detail={"action": "revoke"})
+    if refusal == "closed":
+        await refuse(flow, approval, actor=actor, why=refusal, detail={"action": "revoke"})
+        raise already_decided(approval)
+    outcome = await flow.store.revoke(approval_id, actor=actor, reason=reason.strip())
+    if not outcome.won:  # it closed meanwhile, or its approved call already started
+        await refuse(flow, outcome.record, actor=actor, why="closed", detail={"action": "revoke"})
         if outcome.record.status == "approved":
             raise AlreadyDecidedError(
                 "this call has already started or run; it can no longer be revoked",
@@ -223,13 +208,13 @@ async def revoke(
                 decided_at=outcome.record.decided_at,
             )
         raise already_decided(outcome.record)
-    await parts.notify.approval_decided(run, outcome.record)
-    await followup.resume_if_all_decided(outcome.record.run_id)
+    await flow.notify(ApprovalDecided(run=run, approval=outcome.record))
+    await flow.resume_if_all_decided(outcome.record.run_id)
     return outcome.record
 
 
 async def _save_arguments(
-    parts: ServiceParts,
+    flow: Workflow,
     run: RunRecord,
     state: RunState,
     tool_call_id: str,
@@ -237,7 +222,7 @@ async def _save_arguments(
 ) -> RunRecord:
     amend_call(state, tool_call_id, arguments)
     try:
-        return await parts.store.save_run_state(
+        return await flow.store.save_run_state(
             run.run_id,
             expected_version=run.version,
             state_json=await encode_state(state),

@@ -1,12 +1,14 @@
-"""Work that starts only once Slack has its acknowledgement.
+"""After the acknowledgement: a listener's slow part, and how it answers the person.
 
-A listener's slow part (the service, other Web API calls) must not delay the HTTP answer.
-Spawning it as a task right away is not enough: the task's synchronous start (building a
-Web API request, say) would run in the next loop iteration, before aiohttp has written
-the answer. So over HTTP the server opens a collector for the request, listeners `defer`
-their work into it, and the server spawns the collected work into the TaskOwner right
-after the response is written. Without a collector (Socket Mode, direct calls) `defer`
-spawns at once.
+Every request is acknowledged at once; the slow part (the service, the database, the
+model, other Web API calls) must not delay the HTTP answer. Spawning it as a task right
+away is not enough: the task's synchronous start (building a Web API request, say)
+would run in the next loop iteration, before aiohttp has written the answer. So over
+HTTP the server opens a collector for the request (`collecting`), listeners `defer`
+their work into it as a zero-argument coroutine function, and the server starts the
+collected work in the TaskOwner right after the response is written (or drops it, never
+started, when the request failed first). Without a collector (Socket Mode, direct
+calls) `defer` starts the work at once.
 
 The work starts as soon as the answer is out, with no priority for later acks. A lane
 that ran it a few items at a time (anything waiting 0.75 s started anyway) was measured
@@ -14,32 +16,40 @@ with bench/ack.py and taken out: it helped only bursts shorter than its wait (th
 spilled past the burst), gave nothing under sustained load (the loop must do all the
 work either way) and pushed views.open to 2.9 s after the click at c=64, against 1.5 s
 without it: too close to Slack's 3-second trigger_id window.
+
+`Responder` is what listeners share to do this: the service, the Slack gateway, work
+after the ack (`later`, which tells the person when a bug ended it) and private answers
+(`tell`, `reply`), whose failures are logged rather than raised.
 """
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Coroutine, Iterator
+import logging
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from bot.service.tasks import TaskOwner
+from bot.errors import ApprovalsError
+from bot.service import ApprovalService, TaskOwner
+from bot.slack.commands import SlashCommand
+from bot.slack.gateway import SlackGateway
+from bot.slack.messages import UNEXPECTED_FAILURE_TEXT
+
+log = logging.getLogger(__name__)
+
+Ack = Callable[..., Awaitable[None]]
+Work = Callable[[], Coroutine[Any, Any, object]]
+"""Deferred work: a zero-argument coroutine function, called only when the work starts
+(work that never starts creates no coroutine, so none is left un-awaited)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class _Deferred:
     tasks: TaskOwner
-    coro: Coroutine[Any, Any, Any]
+    work: Work
     name: str
-    owns: tuple[Coroutine[Any, Any, Any], ...] = ()
-
-    def close(self) -> None:
-        """Close work that will never start, and the coroutines it would have awaited
-        (closing a wrapper that never ran does not close what it wraps)."""
-        self.coro.close()
-        for inner in self.owns:
-            inner.close()
 
 
 _collector: contextvars.ContextVar[list[_Deferred] | None] = contextvars.ContextVar(
@@ -47,20 +57,13 @@ _collector: contextvars.ContextVar[list[_Deferred] | None] = contextvars.Context
 )
 
 
-def defer(
-    tasks: TaskOwner,
-    coro: Coroutine[Any, Any, Any],
-    *,
-    name: str,
-    owns: tuple[Coroutine[Any, Any, Any], ...] = (),
-) -> None:
-    """Run `coro` in a task owned by `tasks` once the current request is answered.
-    `owns`: coroutines that `coro` wraps and awaits, closed with it if it never starts."""
+def defer(tasks: TaskOwner, work: Work, *, name: str) -> None:
+    """Run `work()` in a task owned by `tasks` once the current request is answered."""
     pending = _collector.get()
     if pending is None:
-        tasks.spawn(coro, name=name)
+        tasks.spawn(work(), name=name)
     else:
-        pending.append(_Deferred(tasks=tasks, coro=coro, name=name, owns=owns))
+        pending.append(_Deferred(tasks=tasks, work=work, name=name))
 
 
 class AfterAck:
@@ -70,21 +73,14 @@ class AfterAck:
         self._pending: list[_Deferred] = []
 
     def start(self) -> None:
-        """Spawn the collected work (call after the response was written)."""
+        """Start the collected work (call after the response was written)."""
         pending, self._pending = self._pending, []
-        for index, item in enumerate(pending):
-            try:
-                item.tasks.spawn(item.coro, name=item.name)
-            except BaseException:
-                for rest in pending[index + 1 :]:
-                    rest.close()
-                raise
+        for item in pending:
+            item.tasks.spawn(item.work(), name=item.name)
 
     def discard(self) -> None:
         """Drop work that will never start (the request failed before its answer)."""
-        pending, self._pending = self._pending, []
-        for item in pending:
-            item.close()
+        self._pending.clear()
 
 
 @contextmanager
@@ -96,3 +92,55 @@ def collecting() -> Iterator[AfterAck]:
         yield after
     finally:
         _collector.reset(token)
+
+
+class Responder:
+    """The service, the Slack gateway and the task owner, with the helpers listeners share."""
+
+    def __init__(self, *, service: ApprovalService, slack: SlackGateway, tasks: TaskOwner) -> None:
+        self.service = service
+        self.slack = slack
+        self.tasks = tasks
+
+    def later(
+        self,
+        work: Callable[[], Awaitable[None]],
+        *,
+        name: str,
+        on_failure: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
+        """Run `work()` once Slack has been answered, in a task we own. Our own errors are
+        handled inside; anything else (a bug) is logged and, with `on_failure`, the
+        person who acted is told that their request failed rather than left waiting."""
+
+        async def guarded() -> None:
+            try:
+                await work()
+            except Exception:
+                log.exception("Slack task %s failed", name)
+                if on_failure is not None:
+                    await on_failure(UNEXPECTED_FAILURE_TEXT)
+
+        defer(self.tasks, guarded, name=name)
+
+    async def reply(self, command: SlashCommand, text: str) -> None:
+        """Answer a slash command privately: through its response_url when it has one."""
+        if command.response_url is None:
+            await self.tell(command.channel_id, command.user_id, text)
+            return
+        try:
+            await self.slack.respond(response_url=command.response_url, text=text)
+        except ApprovalsError as error:
+            log.warning("could not answer %s's %s: %s", command.user_id, command.command, error)
+
+    async def tell(
+        self, channel: str | None, user: str, text: str, thread_ts: str | None = None
+    ) -> None:
+        """Tell one person something privately; a failure to tell is logged, not raised."""
+        if channel is None:
+            log.info("no channel to tell %s: %s", user, text[:200])
+            return
+        try:
+            await self.slack.tell(channel=channel, user=user, text=text, thread_ts=thread_ts)
+        except ApprovalsError as error:
+            log.warning("could not tell %s in %s: %s", user, channel, error)

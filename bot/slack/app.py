@@ -1,128 +1,138 @@
-"""The Bolt AsyncApp: listeners that acknowledge at once and hand the work to tasks.
+"""The Bolt AsyncApp and its listeners: they acknowledge at once and hand the work to
+tasks.
 
-Every listener parses its payload (bot.slack.payloads), answers Slack's 3-second ack
-with only what it can know without I/O (help text, inline validation errors), and
-defers the slow part (the service, the database, the model, other Web API calls) with
-`bot.slack.after_ack.defer`: it starts, in the TaskOwner shared with the service and
-drained on shutdown, once the answer has been written. The app runs with
-`process_before_response=True`, so Bolt answers as soon as the listener returns.
+Every listener parses its payload (pure parsers: bot.slack.commands, bot.slack.cards,
+the modal modules), answers Slack's 3-second ack with only what it can know without I/O
+(help text, inline validation errors), and defers the slow part (the service, the
+database, the model, other Web API calls) with `Responder.later`: it starts, in the
+TaskOwner shared with the service and drained on shutdown, once the answer has been
+written (bot.slack.after_ack). The app runs with `process_before_response=True`, so Bolt
+answers as soon as the listener returns.
+
+Here: `/agent` and replies in a run's thread (people start and continue runs),
+`/approvals` and App Home (they read the service's read model, never the store). Card
+buttons and modals are in bot.slack.interactions.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from slack_bolt.app.async_app import AsyncApp
-from slack_bolt.middleware.async_middleware import AsyncMiddleware
-from slack_bolt.request.async_request import AsyncBoltRequest
-from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.errors import ApprovalsError, InputError
-from bot.service import ApprovalService
-from bot.service.outcomes import Busy, Closed, WaitingForApproval
-from bot.service.tasks import TaskOwner
-from bot.slack import blocks, payloads
-from bot.slack.approvals_listeners import ApprovalsListeners
-from bot.slack.dedupe import EventDeduplicator
+from bot.service import ApprovalService, Busy, Closed, TaskOwner, WaitingForApproval
+from bot.slack import commands, messages
+from bot.slack.after_ack import Ack, Responder
+from bot.slack.cards import CARD_ACTIONS
+from bot.slack.decision_modal import DECISION_CALLBACK_ID
+from bot.slack.dedupe import DropRedeliveries, EventDeduplicator
 from bot.slack.edit_modal import EDIT_CALLBACK_ID
+from bot.slack.gateway import SlackGateway
+from bot.slack.home import publish_home
 from bot.slack.interactions import CardInteractions
-from bot.slack.notifier import SlackNotifier
-from bot.slack.plumbing import Ack, Responder, warning
+from bot.slack.modals import optional_text
 from bot.slack.reconcile_modal import RECONCILE_CALLBACK_ID
 
-_log = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
-AGENT_HELP = (
-    "*/agent* starts an agent run in this channel; its review cards and answer arrive in "
-    "the run's thread.\n"
-    "• `/agent <task>`: the default agent, e.g. `/agent deploy payments 1.2.3`\n"
-    "• `/agent @name <task>` or `/agent agent=name <task>`: another registered agent\n"
-    "• `/agent help`: this message"
-)
 AGENT_COMMAND = "/agent"
 APPROVALS_COMMAND = "/approvals"
 SLASH_COMMANDS = (AGENT_COMMAND, APPROVALS_COMMAND)
+LIST_PAGE_SIZE = 20
+MAX_LIST_PAGE = 50  # pages are walked by cursor; deeper than this, narrow it down
 
 
-class DropRedeliveries(AsyncMiddleware):
-    """Slack redelivers an event it thinks we missed, with the same event_id: answer 200
-    and do nothing the second time. (A class, not a function middleware, to skip Bolt's
-    per-request argument injection on every request.)"""
+@dataclass(frozen=True, kw_only=True)
+class ThreadReply:
+    """A person's message inside a thread: possible follow-up input for a run."""
 
-    def __init__(self, dedupe: EventDeduplicator) -> None:
-        self._dedupe = dedupe
+    channel_id: str
+    thread_ts: str
+    user_id: str
+    text: str
+    ts: str
 
-    async def async_process(
-        self,
-        *,
-        req: AsyncBoltRequest,
-        resp: BoltResponse,
-        next: Callable[[], Awaitable[BoltResponse]],
-    ) -> BoltResponse | None:
-        body = req.body
-        event_id = body.get("event_id") if body.get("type") == "event_callback" else None
-        if isinstance(event_id, str) and not self._dedupe.first_time(event_id):
-            _log.info("dropping redelivered event %s", event_id)
-            return BoltResponse(status=200, body="")
-        return await next()
+
+def parse_thread_reply(event: Mapping[str, Any], *, bot_user_id: str | None) -> ThreadReply | None:
+    """A human reply in a thread, or None for everything the bot ignores: bot
+    messages, edits and other subtypes, its own messages, thread roots, top-level posts,
+    and events without the fields a reply needs (answering those with an error would
+    only make Slack redeliver them)."""
+    if event.get("type") != "message" or event.get("subtype") or event.get("bot_id"):
+        return None
+    channel_id = optional_text(event, "channel")
+    user_id = optional_text(event, "user")
+    thread_ts = optional_text(event, "thread_ts")
+    ts = optional_text(event, "ts")
+    if channel_id is None or user_id is None or thread_ts is None or ts is None:
+        return None
+    if ts == thread_ts:
+        return None
+    if bot_user_id is not None and user_id == bot_user_id:
+        return None
+    text = str(event.get("text") or "").strip()
+    if not text:
+        return None
+    return ThreadReply(
+        channel_id=channel_id, thread_ts=thread_ts, user_id=user_id, text=text, ts=ts
+    )
 
 
 class SlackListeners:
-    """Every listener, bound to the service, the notifier and the task owner: /agent and
-    thread replies here, cards and modals in bot.slack.interactions, /approvals and App
-    Home in bot.slack.approvals_listeners."""
+    """Every listener, bound to the service, the Slack gateway and the task owner."""
 
     def __init__(
         self,
         *,
         service: ApprovalService,
-        notifier: SlackNotifier,
+        slack: SlackGateway,
         tasks: TaskOwner,
         dedupe: EventDeduplicator,
     ) -> None:
-        self._r = Responder(service=service, notifier=notifier, tasks=tasks)
+        self._r = Responder(service=service, slack=slack, tasks=tasks)
         self._dedupe = dedupe
         self.cards = CardInteractions(self._r)
-        self.approvals = ApprovalsListeners(self._r)
 
     def register(self, app: AsyncApp) -> None:
         app.use(DropRedeliveries(self._dedupe))
         app.command(AGENT_COMMAND)(self.on_agent_command)
-        app.command(APPROVALS_COMMAND)(self.approvals.on_command)
-        for action_id in payloads.CARD_ACTIONS:
+        app.command(APPROVALS_COMMAND)(self.on_approvals_command)
+        for action_id in CARD_ACTIONS:
             app.action(action_id)(self.cards.on_card_button)
-        app.view(payloads.DECISION_CALLBACK_ID)(self.cards.on_decision_submission)
+        app.view(DECISION_CALLBACK_ID)(self.cards.on_decision_submission)
         app.view(EDIT_CALLBACK_ID)(self.cards.on_edit_submission)
         app.view(RECONCILE_CALLBACK_ID)(self.cards.on_reconcile_submission)
         app.event("message")(self.on_message)
-        app.event("app_home_opened")(self.approvals.on_app_home_opened)
+        app.event("app_home_opened")(self.on_app_home_opened)
 
     # -- /agent -------------------------------------------------------------------------
 
     async def on_agent_command(self, ack: Ack, body: Mapping[str, Any]) -> None:
         try:
-            command = payloads.parse_slash_command(body)
-            parsed = payloads.parse_agent_command(command.text)
+            command = commands.parse_slash_command(body)
+            parsed = commands.parse_agent_command(command.text)
         except InputError as error:
-            await ack(text=f"{warning(error)}\n\n{AGENT_HELP}")
+            await ack(text=f"{messages.warning(error)}\n\n{messages.AGENT_HELP}")
             return
-        if isinstance(parsed, payloads.AgentHelp):
-            await ack(text=AGENT_HELP)
+        if isinstance(parsed, commands.AgentHelp):
+            await ack(text=messages.AGENT_HELP)
             return
         await ack()
         say = partial(self._r.reply, command)
         self._r.later(
-            _say_outcome(say, partial(self._start_run, command, parsed)),
+            partial(_say_outcome, say, partial(self._start_run, command, parsed)),
             name=f"slack:agent:{command.channel_id}",
             on_failure=say,
         )
 
     async def _start_run(
-        self, command: payloads.SlashCommand, task: payloads.AgentTask
+        self, command: commands.SlashCommand, task: commands.AgentTask
     ) -> str | None:
         run = await self._r.service.start_run(
             agent_name=task.agent_name,
@@ -130,24 +140,24 @@ class SlackListeners:
             requester=command.user_id,
             channel=command.channel_id,
         )
-        return blocks.cannot_post_text(command.channel_id) if run.thread_ts is None else None
+        return messages.cannot_post_text(command.channel_id) if run.thread_ts is None else None
 
     # -- thread replies -----------------------------------------------------------------
 
     async def on_message(self, event: Mapping[str, Any], context: Mapping[str, Any]) -> None:
         bot_user_id = context.get("bot_user_id")
-        reply = payloads.parse_thread_reply(
+        reply = parse_thread_reply(
             event, bot_user_id=bot_user_id if isinstance(bot_user_id, str) else None
         )
         if reply is not None:
             say = partial(self._r.tell, reply.channel_id, reply.user_id, thread_ts=reply.thread_ts)
             self._r.later(
-                _say_outcome(say, partial(self._follow_up, reply)),
+                partial(_say_outcome, say, partial(self._follow_up, reply)),
                 name=f"slack:follow-up:{reply.thread_ts}",
                 on_failure=say,
             )
 
-    async def _follow_up(self, reply: payloads.ThreadReply) -> str | None:
+    async def _follow_up(self, reply: ThreadReply) -> str | None:
         outcome = await self._r.service.follow_up(
             channel=reply.channel_id,
             thread_ts=reply.thread_ts,
@@ -155,12 +165,103 @@ class SlackListeners:
             text=reply.text,
         )
         if isinstance(outcome, WaitingForApproval):
-            return blocks.waiting_for_approval_text(outcome.pending)
+            return messages.waiting_for_approval_text(outcome.pending)
         if isinstance(outcome, Busy):
-            return blocks.BUSY_TEXT
+            return messages.BUSY_TEXT
         if isinstance(outcome, Closed):
-            return blocks.CLOSED_TEXT
+            return messages.CLOSED_TEXT
         return None
+
+    # -- /approvals ---------------------------------------------------------------------
+
+    async def on_approvals_command(self, ack: Ack, body: Mapping[str, Any]) -> None:
+        try:
+            command = commands.parse_slash_command(body)
+            parsed = commands.parse_approvals_command(command.text)
+            if isinstance(parsed, commands.ApprovalsList) and parsed.page > MAX_LIST_PAGE:
+                raise InputError(f"the list goes up to page {MAX_LIST_PAGE}")
+        except InputError as error:
+            await ack(text=f"{messages.warning(error)}\n\n{messages.APPROVALS_HELP}")
+            return
+        if isinstance(parsed, commands.ApprovalsHelp):
+            await ack(text=messages.APPROVALS_HELP)
+            return
+        await ack()
+        self._r.later(
+            partial(self._answer_approvals, command, parsed),
+            name=f"slack:approvals:{type(parsed).__name__}",
+            on_failure=partial(self._r.reply, command),
+        )
+
+    async def _answer_approvals(
+        self, command: commands.SlashCommand, parsed: commands.ApprovalsCommand
+    ) -> None:
+        try:
+            text = await self._approvals(command.user_id, parsed)
+        except ApprovalsError as error:
+            text = messages.refused_text(error)
+        await self._r.reply(command, text)
+
+    async def _approvals(self, user: str, parsed: commands.ApprovalsCommand) -> str:
+        service = self._r.service
+        if isinstance(parsed, commands.ApprovalsList):
+            return await list_text(service, user, parsed.page)
+        if isinstance(parsed, commands.ApprovalsShow):
+            return messages.show_text(await service.approval_view(parsed.approval_id, viewer=user))
+        if isinstance(parsed, commands.ApprovalsAudit):
+            events = await service.approval_trail(parsed.approval_id, viewer=user)
+            return messages.audit_text(parsed.approval_id, events)
+        if isinstance(parsed, commands.ApprovalsRevoke):
+            reason = parsed.reason or messages.REVOKED_WITHOUT_REASON
+            record = await service.revoke(parsed.approval_id, actor=user, reason=reason)
+            return messages.revoked_text(record.approval_id)
+        if isinstance(parsed, commands.ApprovalsReconcile):
+            return await self._reconcile(user, parsed)
+        raise InputError("unknown /approvals sub-command")
+
+    async def _reconcile(self, user: str, parsed: commands.ApprovalsReconcile) -> str:
+        """ID is the approval of the uncertain call (or, for a call that needed no
+        approval, the run id: the run's only uncertain call)."""
+        service = self._r.service
+        try:
+            view = await service.approval_view(parsed.approval_id, viewer=user)
+            run_id, call = view.approval.run_id, view.approval.tool_call_id
+        except InputError:
+            run_id, call = parsed.approval_id, None
+        try:
+            await service.reconcile(
+                run_id,
+                actor=user,
+                call=call,
+                resolution=parsed.resolution,
+                reason=f"/approvals reconcile by {user}",
+            )
+        except InputError as error:
+            if call is None:
+                raise InputError(
+                    f"there is no approval or run with id {parsed.approval_id!r}"
+                ) from error
+            raise
+        return messages.RECONCILED_TEXT
+
+    # -- App Home -------------------------------------------------------------------------
+
+    async def on_app_home_opened(self, event: Mapping[str, Any]) -> None:
+        user = event.get("user")
+        if event.get("tab", "home") == "home" and isinstance(user, str):
+            self._r.later(partial(publish_home, self._r, user), name=f"slack:home:{user}")
+
+
+async def list_text(service: ApprovalService, user: str, page: int) -> str:
+    """The `/approvals list [page]` answer: pages are keyset pages, walked by cursor."""
+    cursor: str | None = None
+    for _ in range(page - 1):
+        skipped = await service.pending_for(user, limit=LIST_PAGE_SIZE, cursor=cursor)
+        if skipped.next_cursor is None:
+            return messages.pending_list_text((), page=page, more=False)
+        cursor = skipped.next_cursor
+    found = await service.pending_for(user, limit=LIST_PAGE_SIZE, cursor=cursor)
+    return messages.pending_list_text(found.items, page=page, more=found.next_cursor is not None)
 
 
 async def _say_outcome(
@@ -171,7 +272,7 @@ async def _say_outcome(
     try:
         text = await work()
     except ApprovalsError as error:
-        text = warning(error)
+        text = messages.warning(error)
     if text is not None:
         await say(text)
 

@@ -1,21 +1,26 @@
-"""Review cards under governance: the quorum line, the buttons, the closed states, and
-the uncertain call's card.
+"""Review cards: build them in every state, and read back a click on their buttons.
 
 A pending card shows "N of M approvals" and who gave them, with Approve, Approve with
 changes, Reject and Revoke (each button's value is the approval id only). An approved
 card keeps Revoke until the call runs, or until the last check before it ran refused
 it (the card then says why it was not run); rejected, expired and revoked cards have no
-buttons and say who, when and why. Pure builders, like bot.slack.blocks.
+buttons and say who, when and why. An uncertain call's card has Record result, Retry and
+Abort, whose value names the run and the call (`run_id:execution_key`).
+
+The action ids and button values are what cards already posted in Slack send back: they
+do not change. Pure builders and parsers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from bot.errors import InputError
-from bot.runtime import PendingCall
+from bot.service import UncertainCall
 from bot.slack.blocks import (
+    CALL_BLOCK_ID,
     CONTEXT_TEXT_LIMIT,
     Block,
     escape,
@@ -25,17 +30,35 @@ from bot.slack.blocks import (
     slack_date,
     snapshot_text,
 )
-from bot.slack.payloads import (
-    ABORT_ACTION_ID,
-    APPROVE_ACTION_ID,
-    CALL_BLOCK_ID,
-    EDIT_ACTION_ID,
-    RECORD_RESULT_ACTION_ID,
-    REJECT_ACTION_ID,
-    RETRY_ACTION_ID,
-    REVOKE_ACTION_ID,
+from bot.slack.messages import quorum_line
+from bot.slack.modals import (
+    CardAction,
+    check_approval_id,
+    mapping_field,
+    optional_text,
+    submitter,
+    text_field,
 )
 from store.api import ApprovalRecord, RunRecord
+
+APPROVE_ACTION_ID = "approval_approve"
+REJECT_ACTION_ID = "approval_reject"
+EDIT_ACTION_ID = "approval_edit"
+REVOKE_ACTION_ID = "approval_revoke"
+RECORD_RESULT_ACTION_ID = "uncertain_record_result"
+RETRY_ACTION_ID = "uncertain_retry"
+ABORT_ACTION_ID = "uncertain_abort"
+
+CARD_ACTIONS: Mapping[str, CardAction] = {
+    APPROVE_ACTION_ID: "approve",
+    REJECT_ACTION_ID: "reject",
+    EDIT_ACTION_ID: "edit",
+    REVOKE_ACTION_ID: "revoke",
+    RECORD_RESULT_ACTION_ID: "result",
+    RETRY_ACTION_ID: "retry",
+    ABORT_ACTION_ID: "abort",
+}
+RECONCILE_ACTIONS = frozenset({"result", "retry", "abort"})
 
 _TITLES = {
     "approved": ":white_check_mark: *Approved*",
@@ -44,20 +67,6 @@ _TITLES = {
     "revoked": ":leftwards_arrow_with_hook: *Revoked*",
     "pending": ":lock: *Approval needed*",
 }
-MAX_VOTERS_SHOWN = 20
-
-
-def quorum_line(*, count: int, required: int, voters: Sequence[str]) -> str:
-    """ "1 of 2 approvals · approved by @a" (the voters on the current digest)."""
-    noun = "approval" if required == 1 else "approvals"
-    line = f"*{count} of {required} {noun}*"
-    if voters:
-        shown = ", ".join(person(voter) for voter in voters[:MAX_VOTERS_SHOWN])
-        more = (
-            f" and {len(voters) - MAX_VOTERS_SHOWN} more" if len(voters) > MAX_VOTERS_SHOWN else ""
-        )
-        line += f" · approved by {shown}{more}"
-    return line
 
 
 def approval_card_blocks(
@@ -124,13 +133,15 @@ def uncertain_call_value(run_id: str, execution_key: str) -> str:
 
 
 def parse_uncertain_call_value(value: str) -> tuple[str, str]:
+    """(run_id, execution_key) from an uncertain card's button value (or the modal it
+    opened, which carries the same value)."""
     run_id, sep, execution_key = value.partition(":")
     if not sep or not run_id or not execution_key:
         raise InputError(f"{value[:80]!r} does not name an uncertain call")
     return run_id, execution_key
 
 
-def uncertain_card_blocks(*, run: RunRecord, call: PendingCall) -> list[Block]:
+def uncertain_card_blocks(*, run: RunRecord, call: UncertainCall) -> list[Block]:
     """An uncertain call: an operator checks the world, then records the result, retries
     or aborts. The buttons' value names the run and the call's execution key."""
     value = uncertain_call_value(run.run_id, call.execution_key)
@@ -195,3 +206,50 @@ def _button(label: str, action_id: str, value: str, *, style: str | None = None)
     if style is not None:
         button["style"] = style
     return button
+
+
+# -- clicks ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ButtonClick:
+    """A button pressed on a review card (or an uncertain call's card), in a channel or
+    in App Home (no channel). `approval_id` is the button's value: the approval id, or
+    for an uncertain call `run_id:execution_key` (see `uncertain_call`)."""
+
+    action: CardAction
+    approval_id: str
+    user_id: str
+    channel_id: str | None
+    message_ts: str | None
+    trigger_id: str
+
+    @property
+    def uncertain_call(self) -> tuple[str, str]:
+        """(run_id, execution_key) of an uncertain call's button (InputError otherwise)."""
+        return parse_uncertain_call_value(self.approval_id)
+
+
+def parse_button_click(body: Mapping[str, Any]) -> ButtonClick:
+    actions = body.get("actions")
+    if not isinstance(actions, list) or not actions or not isinstance(actions[0], Mapping):
+        raise InputError("block_actions payload has no actions")
+    action = actions[0]
+    action_id = text_field(action, "action_id")
+    card_action = CARD_ACTIONS.get(action_id)
+    if card_action is None:
+        raise InputError(f"unexpected action_id {action_id!r}")
+    container = mapping_field(body, "container", required=False)
+    channel = mapping_field(body, "channel", required=False)
+    message = mapping_field(body, "message", required=False)
+    value = check_approval_id(text_field(action, "value"))
+    if card_action in RECONCILE_ACTIONS:
+        parse_uncertain_call_value(value)
+    return ButtonClick(
+        action=card_action,
+        approval_id=value,
+        user_id=submitter(body),
+        channel_id=optional_text(channel, "id") or optional_text(container, "channel_id"),
+        message_ts=optional_text(container, "message_ts") or optional_text(message, "ts"),
+        trigger_id=text_field(body, "trigger_id"),
+    )

@@ -1,4 +1,5 @@
-"""A bounded, time-limited memory of Slack event ids, to drop Slack's redeliveries.
+"""Slack's redeliveries, dropped: a bounded, time-limited memory of event ids, and the
+Bolt middleware that answers a redelivered event without handling it again.
 
 Slack retries an event it thinks we missed (`X-Slack-Retry-Num`, same `event_id`); Bolt
 does not dedupe. This cache is per process: across replicas the service's compare-and-set
@@ -8,9 +9,16 @@ changes nothing twice.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+
+from slack_bolt.middleware.async_middleware import AsyncMiddleware
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
+
+log = logging.getLogger(__name__)
 
 
 class EventDeduplicator:
@@ -48,3 +56,26 @@ class EventDeduplicator:
             if expires > now:
                 return
             del self._seen[key]
+
+
+class DropRedeliveries(AsyncMiddleware):
+    """Slack redelivers an event it thinks we missed, with the same event_id: answer 200
+    and do nothing the second time. (A class, not a function middleware, to skip Bolt's
+    per-request argument injection on every request.)"""
+
+    def __init__(self, dedupe: EventDeduplicator) -> None:
+        self._dedupe = dedupe
+
+    async def async_process(
+        self,
+        *,
+        req: AsyncBoltRequest,
+        resp: BoltResponse,
+        next: Callable[[], Awaitable[BoltResponse]],
+    ) -> BoltResponse | None:
+        body = req.body
+        event_id = body.get("event_id") if body.get("type") == "event_callback" else None
+        if isinstance(event_id, str) and not self._dedupe.first_time(event_id):
+            log.info("dropping redelivered event %s", event_id)
+            return BoltResponse(status=200, body="")
+        return await next()

@@ -15,21 +15,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.errors import InputError
 from bot.review import REDACTED, ReviewSnapshot
-from bot.slack.blocks import mrkdwn_section, plain_text
-from bot.slack.payloads import (
-    CALL_BLOCK_ID,
+from bot.slack.blocks import CALL_BLOCK_ID, text_input
+from bot.slack.messages import (
+    ARGUMENTS_NOT_AN_OBJECT,
+    GIVE_A_REASON,
+    GIVE_THE_ARGUMENTS,
+    keep_under,
+    not_json_text,
+)
+from bot.slack.modals import (
     MAX_REASON_CHARS,
     REASON_ACTION_ID,
     REASON_BLOCK_ID,
     InvalidSubmission,
     ModalContext,
-    decode_modal_context,
-    encode_modal_context,
+    call_section,
     input_value,
-    mapping_field,
-    text_field,
+    modal,
+    reason_input,
+    submitted_view,
+    submitter,
 )
 
 EDIT_CALLBACK_ID = "approval_edit_submit"
@@ -58,71 +64,44 @@ def editable_arguments(snapshot: ReviewSnapshot) -> str | None:
 
 
 def edit_modal(*, context: ModalContext, call: str | None, arguments: str) -> dict[str, Any]:
-    blocks: list[dict[str, Any]] = [
-        mrkdwn_section(call or "(the call is shown on the card)", block_id=CALL_BLOCK_ID),
-        {
-            "type": "input",
-            "block_id": ARGUMENTS_BLOCK_ID,
-            "label": plain_text("Arguments (JSON)"),
-            "hint": plain_text(
-                f"Leave {REDACTED} in place to keep a hidden value; replace it to change it. "
-                "Approving with changes makes a new digest and earlier approvals no longer "
-                "count."
+    return modal(
+        callback_id=EDIT_CALLBACK_ID,
+        context=context,
+        title="Approve with changes",
+        submit="Approve",
+        blocks=[
+            call_section(call, CALL_BLOCK_ID),
+            text_input(
+                ARGUMENTS_BLOCK_ID,
+                ARGUMENTS_ACTION_ID,
+                label="Arguments (JSON)",
+                hint=f"Leave {REDACTED} in place to keep a hidden value; replace it to change "
+                "it. Approving with changes makes a new digest and earlier approvals no longer "
+                "count.",
+                max_length=MAX_ARGUMENTS_CHARS,
+                initial_value=arguments,
             ),
-            "element": {
-                "type": "plain_text_input",
-                "action_id": ARGUMENTS_ACTION_ID,
-                "multiline": True,
-                "max_length": MAX_ARGUMENTS_CHARS,
-                "initial_value": arguments,
-            },
-        },
-        {
-            "type": "input",
-            "block_id": REASON_BLOCK_ID,
-            "label": plain_text("Reason"),
-            "hint": plain_text(
-                "Recorded in the audit log with your name. The agent does not see it."
-            ),
-            "element": {
-                "type": "plain_text_input",
-                "action_id": REASON_ACTION_ID,
-                "multiline": True,
-                "max_length": MAX_REASON_CHARS,
-            },
-        },
-    ]
-    return {
-        "type": "modal",
-        "callback_id": EDIT_CALLBACK_ID,
-        "private_metadata": encode_modal_context(context),
-        "title": plain_text("Approve with changes"),
-        "submit": plain_text("Approve"),
-        "close": plain_text("Cancel"),
-        "blocks": blocks,
-    }
+            reason_input(),
+        ],
+    )
 
 
 def parse_edit_submission(body: Mapping[str, Any]) -> EditSubmission | InvalidSubmission:
-    view = mapping_field(body, "view")
-    if view.get("callback_id") != EDIT_CALLBACK_ID:
-        raise InputError(f"unexpected view callback_id {view.get('callback_id')!r}")
-    context = decode_modal_context(text_field(view, "private_metadata"))
-    values = mapping_field(mapping_field(view, "state"), "values")
+    context, values = submitted_view(body, EDIT_CALLBACK_ID)
     raw = input_value(values, ARGUMENTS_BLOCK_ID, ARGUMENTS_ACTION_ID)
     reason = input_value(values, REASON_BLOCK_ID, REASON_ACTION_ID)
     errors: dict[str, str] = {}
     arguments = _arguments(raw, errors)
     if not reason:
-        errors[REASON_BLOCK_ID] = "Give a reason: it goes into the audit log."
+        errors[REASON_BLOCK_ID] = GIVE_A_REASON
     elif len(reason) > MAX_REASON_CHARS:
-        errors[REASON_BLOCK_ID] = f"Keep the reason under {MAX_REASON_CHARS} characters."
+        errors[REASON_BLOCK_ID] = keep_under("reason", MAX_REASON_CHARS)
     if errors or arguments is None or reason is None:
         return InvalidSubmission(errors=errors)
     return EditSubmission(
         approval_id=context.approval_id,
         channel_id=context.channel_id,
-        user_id=text_field(mapping_field(body, "user"), "id"),
+        user_id=submitter(body),
         arguments=arguments,
         reason=reason,
         digest=context.digest,
@@ -131,16 +110,14 @@ def parse_edit_submission(body: Mapping[str, Any]) -> EditSubmission | InvalidSu
 
 def _arguments(raw: str | None, errors: dict[str, str]) -> dict[str, Any] | None:
     if raw is None:
-        errors[ARGUMENTS_BLOCK_ID] = "Give the arguments as a JSON object."
+        errors[ARGUMENTS_BLOCK_ID] = GIVE_THE_ARGUMENTS
         return None
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as error:
-        errors[ARGUMENTS_BLOCK_ID] = (
-            f"Not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
-        )
+        errors[ARGUMENTS_BLOCK_ID] = not_json_text(error.msg, error.lineno, error.colno)
         return None
     if not isinstance(value, dict):
-        errors[ARGUMENTS_BLOCK_ID] = "The arguments must be a JSON object ({...})."
+        errors[ARGUMENTS_BLOCK_ID] = ARGUMENTS_NOT_AN_OBJECT
         return None
     return value

@@ -22,7 +22,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 DEFAULT_TTL_SECONDS = 60.0
-_log = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 Monotonic = Callable[[], float]
 
@@ -84,14 +84,14 @@ class SlackGroupDirectory:
             response = await self._client.usergroups_users_list(usergroup=group_id)
         except SlackApiError as error:
             code = error.response.get("error") if error.response is not None else None
-            _log.warning(
+            log.warning(
                 "usergroups.users.list %s failed (%s): its members count as not members",
                 group_id,
                 code or error,
             )
             return None
         except (aiohttp.ClientError, OSError, TimeoutError) as error:
-            _log.warning(
+            log.warning(
                 "usergroups.users.list %s unreachable (%s): its members count as not members",
                 group_id,
                 error,
@@ -99,6 +99,6 @@ class SlackGroupDirectory:
             return None
         users = response.get("users")
         if not isinstance(users, list) or not all(isinstance(user, str) for user in users):
-            _log.warning("usergroups.users.list %s answered without a user list", group_id)
+            log.warning("usergroups.users.list %s answered without a user list", group_id)
             return None
         return frozenset(users)

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.errors import ApprovalsError
-from bot.service import ApprovalService
-from bot.service.views import ApprovalView, Page
+from bot.service import ApprovalService, ApprovalView, Page
+from bot.slack.after_ack import Responder
 from bot.slack.blocks import (
     SECTION_TEXT_LIMIT,
     Block,
@@ -22,11 +22,11 @@ from bot.slack.blocks import (
     person,
     slack_date,
 )
-from bot.slack.cards import card_buttons, quorum_line
-from bot.slack.plumbing import Responder
+from bot.slack.cards import card_buttons
+from bot.slack.messages import NOTHING_WAITS_TEXT, approval_line, decision_line, quorum_line
 from store.api import ApprovalRecord
 
-_log = logging.getLogger("bot.slack.app")
+log = logging.getLogger(__name__)
 
 HOME_PENDING_LIMIT = 15  # 3 blocks each
 HOME_REQUESTED_LIMIT = 10  # one line each, in one section
@@ -46,9 +46,9 @@ async def publish_home(responder: Responder, user: str) -> None:
     """Build and publish `user`'s App Home; a failure is logged (Home is a convenience)."""
     try:
         view = await build_home(responder.service, user)
-        await responder.notifier.publish_home(user=user, view=view)
+        await responder.slack.publish_home(user=user, view=view)
     except ApprovalsError as error:
-        _log.warning("could not publish App Home for %s: %s", user, error)
+        log.warning("could not publish App Home for %s: %s", user, error)
 
 
 def home_view(
@@ -59,7 +59,7 @@ def home_view(
 ) -> dict[str, Any]:
     blocks: list[Block] = [_header("Waiting for you")]
     if not pending.items:
-        blocks.append(mrkdwn_section(":white_check_mark: Nothing waits for your decision."))
+        blocks.append(mrkdwn_section(NOTHING_WAITS_TEXT))
     for view in pending.items[:HOME_PENDING_LIMIT]:
         blocks.extend(_pending_item(view))
     if pending.next_cursor is not None or len(pending.items) > HOME_PENDING_LIMIT:
@@ -73,28 +73,6 @@ def home_view(
     lines = [decision_line(record) for record in recent[:HOME_RECENT_LIMIT]]
     blocks.append(mrkdwn_section(escape_join(lines, SECTION_TEXT_LIMIT) or "None yet."))
     return {"type": "home", "blocks": blocks[:MAX_BLOCKS]}
-
-
-def approval_line(approval: ApprovalRecord) -> str:
-    """One approval on one line: tool, status, id, and where its card is."""
-    where = ""
-    if approval.slack_channel and approval.slack_ts:
-        where = f" in <#{escape(approval.slack_channel, 50)}>"
-    return (
-        f"• `{escape(approval.tool_name, 200)}` *{escape(approval.status, 20)}*{where} "
-        f"(id `{escape(approval.approval_id, 100)}`)"
-    )
-
-
-def decision_line(approval: ApprovalRecord) -> str:
-    who = approval.revoked_by if approval.status == "revoked" else approval.decider
-    by = f" by {person(who)}" if who else ""
-    when = approval.revoked_at if approval.status == "revoked" else approval.decided_at
-    at = f" {slack_date(when)}" if when else ""
-    return (
-        f"• `{escape(approval.tool_name, 200)}` *{escape(approval.status, 20)}*{by}{at} "
-        f"(id `{escape(approval.approval_id, 100)}`)"
-    )
 
 
 def _pending_item(view: ApprovalView) -> list[Block]:

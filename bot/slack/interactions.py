@@ -15,45 +15,40 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any, TypeVar
 
-from bot.errors import (
-    AlreadyDecidedError,
-    ApprovalsError,
-    InputError,
-    NotAuthorizedError,
-)
+from bot.errors import ApprovalsError, InputError
 from bot.review import ReviewSnapshot
-from bot.service.outcomes import DecisionResult
-from bot.slack import blocks, payloads
-from bot.slack.approvals_command import RecordResult, Retry
-from bot.slack.cards import quorum_line
+from bot.service import DecisionResult
+from bot.slack import messages
+from bot.slack.after_ack import Ack, Responder
+from bot.slack.blocks import escape, snapshot_text
+from bot.slack.cards import ButtonClick, parse_button_click
+from bot.slack.decision_modal import (
+    DecisionSubmission,
+    decision_modal,
+    parse_decision_submission,
+)
 from bot.slack.edit_modal import edit_modal, editable_arguments, parse_edit_submission
 from bot.slack.home import publish_home
-from bot.slack.plumbing import Ack, Responder, refusal, warning
+from bot.slack.modals import InvalidSubmission, ModalContext, notice_modal
 from bot.slack.reconcile_modal import (
     ReconcileSubmission,
     parse_reconcile_submission,
     reconcile_modal,
 )
 
-_log = logging.getLogger("bot.slack.app")
+log = logging.getLogger(__name__)
 Submission = TypeVar("Submission")
 
 EDIT_INLINE_SECONDS = 2.0  # Slack waits 3 s for a view_submission answer
-TRIGGER_EXPIRED_TEXT = (
-    ":hourglass: Slack gave me too little time to open the form for that click. "
-    "Press the button again."
-)
-TOO_BIG_TO_EDIT_TEXT = (
-    ":warning: These arguments are too large (or partly hidden) to edit in Slack; approve or "
-    "reject them as they are."
-)
+UNKNOWN_TOOL = "the call"  # what the reconcile form names when the call is no longer found
 
 
 async def _valid_submission(
     ack: Ack,
-    parse: Callable[[Mapping[str, Any]], Submission | payloads.InvalidSubmission],
+    parse: Callable[[Mapping[str, Any]], Submission | InvalidSubmission],
     body: Mapping[str, Any],
     *,
     what: str,
@@ -63,10 +58,10 @@ async def _valid_submission(
     try:
         parsed = parse(body)
     except InputError as error:
-        _log.warning("ignoring a malformed %s: %s", what, error)
+        log.warning("ignoring a malformed %s: %s", what, error)
         await ack()
         return None
-    if isinstance(parsed, payloads.InvalidSubmission):
+    if isinstance(parsed, InvalidSubmission):
         await ack(response_action="errors", errors=dict(parsed.errors))
         return None
     return parsed
@@ -81,72 +76,81 @@ class CardInteractions:
     async def on_card_button(self, ack: Ack, body: Mapping[str, Any]) -> None:
         await ack()
         try:
-            click = payloads.parse_button_click(body)
+            click = parse_button_click(body)
         except InputError as error:
-            _log.warning("ignoring a malformed button click: %s", error)
+            log.warning("ignoring a malformed button click: %s", error)
             return
         self._r.later(
-            self._open_modal(click),
+            partial(self._open_modal, click),
             name=f"slack:modal:{click.approval_id}",
-            on_failure=lambda text: self._r.tell(click.channel_id, click.user_id, text),
+            on_failure=partial(self._r.tell, click.channel_id, click.user_id),
         )
 
-    async def _open_modal(self, click: payloads.ButtonClick) -> None:
-        context = payloads.ModalContext(
+    async def _open_modal(self, click: ButtonClick) -> None:
+        context = ModalContext(
             approval_id=click.approval_id, action=click.action, channel_id=click.channel_id
         )
         try:
             view = await self._modal_for(click, context)
             if view is None:
                 return
-            outcome = await self._r.notifier.open_view(trigger_id=click.trigger_id, view=view)
+            outcome = await self._r.slack.open_view(trigger_id=click.trigger_id, view=view)
         except ApprovalsError as error:
-            await self._refuse(click, warning(error))
+            await self._refuse(click, messages.warning(error))
             return
         if outcome == "trigger_expired":
-            await self._r.tell(click.channel_id, click.user_id, TRIGGER_EXPIRED_TEXT)
+            await self._r.tell(click.channel_id, click.user_id, messages.TRIGGER_EXPIRED_TEXT)
 
-    async def _modal_for(
-        self, click: payloads.ButtonClick, context: payloads.ModalContext
-    ) -> dict[str, Any] | None:
+    async def _modal_for(self, click: ButtonClick, context: ModalContext) -> dict[str, Any] | None:
         """The modal to open, or None after telling the person why there is none."""
         if click.action in ("result", "retry", "abort"):
-            return reconcile_modal(context=context, tool_name=_tool_of(click.call_text))
+            return reconcile_modal(context=context, tool_name=await self._uncertain_tool(click))
         view = await self._r.service.approval_view(click.approval_id, viewer=click.user_id)
         approval = view.approval
         refused: str | None = None
         if approval.status != "pending" and click.action != "revoke":
-            refused = blocks.already_decided_text(
+            refused = messages.already_decided_text(
                 status=approval.status, decider=approval.decider, decided_at=approval.decided_at
             )
         elif click.action == "revoke" and not view.can_revoke:
-            refused = ":no_entry: You may not revoke this call (only its requester, its "
-            refused += "approvers and admins may, before it runs)."
+            refused = messages.MAY_NOT_REVOKE_TEXT
         elif click.action != "revoke" and not view.can_decide:
-            refused = f":no_entry: {blocks.escape(view.why_not or 'you may not decide this call')}"
+            refused = messages.may_not_decide_text(view.why_not)
         if refused is not None:
             await self._refuse(click, refused)
             return None
         context = replace(context, digest=approval.arguments_digest)  # what the modal shows
-        call = blocks.snapshot_text(approval)
+        call = snapshot_text(approval)
         if click.action != "edit":
-            return blocks.decision_modal(context=context, call=call)
+            return decision_modal(context=context, call=call)
         arguments = editable_arguments(ReviewSnapshot.from_json(approval.snapshot))
         if arguments is None:
-            await self._refuse(click, TOO_BIG_TO_EDIT_TEXT)
+            await self._refuse(click, messages.TOO_BIG_TO_EDIT_TEXT)
             return None
         return edit_modal(context=context, call=call, arguments=arguments)
 
-    async def _refuse(self, click: payloads.ButtonClick, text: str) -> None:
+    async def _uncertain_tool(self, click: ButtonClick) -> str:
+        """The uncertain call's tool, as the service describes the call. A call no longer
+        uncertain (reconciled meanwhile) still gets its form: submitting it says why
+        nothing changed, as it always did."""
+        run_id, execution_key = click.uncertain_call
+        try:
+            call = await self._r.service.uncertain_call(run_id, call=execution_key)
+        except ApprovalsError as error:
+            log.info("reconcile form for %s without its tool: %s", click.approval_id, error)
+            return UNKNOWN_TOOL
+        return call.tool_name
+
+    async def _refuse(self, click: ButtonClick, text: str) -> None:
         """Say why nothing opens: privately in the card's channel, or, for a click in
         App Home (no channel), in a small modal on the click's trigger."""
         if click.channel_id is not None:
             await self._r.tell(click.channel_id, click.user_id, text)
             return
         try:
-            await self._r.notifier.open_view(trigger_id=click.trigger_id, view=notice_modal(text))
+            await self._r.slack.open_view(trigger_id=click.trigger_id, view=notice_modal(text))
         except ApprovalsError as error:
-            _log.warning("could not tell %s why nothing opened: %s", click.user_id, error)
+            log.warning("could not tell %s why nothing opened: %s", click.user_id, error)
 
     async def _after(self, channel: str | None, user: str) -> None:
         """A decision made from App Home (no channel): show the person their new Home."""
@@ -157,22 +161,22 @@ class CardInteractions:
 
     async def on_decision_submission(self, ack: Ack, body: Mapping[str, Any]) -> None:
         parsed = await _valid_submission(
-            ack, payloads.parse_decision_submission, body, what="view submission"
+            ack, parse_decision_submission, body, what="view submission"
         )
         if parsed is None:
             return
         await ack()
         self._r.later(
-            self._decide(parsed),
+            partial(self._decide, parsed),
             name=f"slack:decide:{parsed.approval_id}",
-            on_failure=lambda text: self._r.tell(parsed.channel_id, parsed.user_id, text),
+            on_failure=partial(self._r.tell, parsed.channel_id, parsed.user_id),
         )
 
-    async def _decide(self, submission: payloads.DecisionSubmission) -> None:
+    async def _decide(self, submission: DecisionSubmission) -> None:
         await self._decision(submission)
         await self._after(submission.channel_id, submission.user_id)
 
-    async def _decision(self, submission: payloads.DecisionSubmission) -> None:
+    async def _decision(self, submission: DecisionSubmission) -> None:
         try:
             if submission.action == "revoke":
                 await self._r.service.revoke(
@@ -188,19 +192,18 @@ class CardInteractions:
                 digest=submission.digest,
             )
         except ApprovalsError as error:
-            await self._r.tell(submission.channel_id, submission.user_id, refused_text(error))
+            text = messages.refused_text(error)
+            await self._r.tell(submission.channel_id, submission.user_id, text)
             return
         await self._counted(submission.channel_id, submission.user_id, result)
 
     async def _counted(self, channel: str | None, user: str, result: DecisionResult) -> None:
         """A vote that did not close the approval: say where the count stands."""
         if result.approval.status == "pending":
-            line = quorum_line(
+            text = messages.vote_counted_text(
                 count=result.approvals_count, required=result.required, voters=result.voters
             )
-            await self._r.tell(
-                channel, user, f":ballot_box_with_check: Your approval counts: {line}"
-            )
+            await self._r.tell(channel, user, text)
 
     # -- approve with changes -------------------------------------------------------------
 
@@ -220,12 +223,12 @@ class CardInteractions:
         )
         done, _ = await asyncio.wait({edit}, timeout=EDIT_INLINE_SECONDS)
         if done and isinstance(edit.exception(), InputError):
-            text = blocks.escape(str(edit.exception()), 1900)
+            text = escape(str(edit.exception()), 1900)
             await ack(response_action="errors", errors={"arguments": text})
             return
         await ack()
         self._r.later(
-            self._report_edit(edit, parsed.channel_id, parsed.user_id),
+            partial(self._report_edit, edit, parsed.channel_id, parsed.user_id),
             name=f"slack:edit-report:{parsed.approval_id}",
         )
 
@@ -235,7 +238,7 @@ class CardInteractions:
         try:
             result = await asyncio.shield(edit)
         except ApprovalsError as error:
-            await self._r.tell(channel, user, refused_text(error))
+            await self._r.tell(channel, user, messages.refused_text(error))
         else:
             await self._counted(channel, user, result)
         await self._after(channel, user)
@@ -250,56 +253,22 @@ class CardInteractions:
             return
         await ack()
         self._r.later(
-            self._reconcile(parsed),
+            partial(self._reconcile, parsed),
             name=f"slack:reconcile:{parsed.run_id}",
-            on_failure=lambda text: self._r.tell(parsed.channel_id, parsed.user_id, text),
+            on_failure=partial(self._r.tell, parsed.channel_id, parsed.user_id),
         )
 
     async def _reconcile(self, submission: ReconcileSubmission) -> None:
-        choice = submission.choice
         try:
             await self._r.service.reconcile(
                 submission.run_id,
                 actor=submission.user_id,
                 call=submission.execution_key,
-                result=choice.result if isinstance(choice, RecordResult) else None,
-                retry=isinstance(choice, Retry),
-                abort=not isinstance(choice, RecordResult | Retry),
+                resolution=submission.resolution,
                 reason=submission.reason,
             )
         except ApprovalsError as error:
-            await self._r.tell(submission.channel_id, submission.user_id, refused_text(error))
+            text = messages.refused_text(error)
+            await self._r.tell(submission.channel_id, submission.user_id, text)
             return
-        await self._r.tell(
-            submission.channel_id,
-            submission.user_id,
-            ":white_check_mark: Reconciled; the run goes on.",
-        )
-
-
-def refused_text(error: ApprovalsError) -> str:
-    """Why nothing changed, for the person who acted."""
-    if isinstance(error, AlreadyDecidedError) and error.status != "pending":
-        return blocks.already_decided_text(
-            status=error.status, decider=error.decider, decided_at=error.decided_at
-        )
-    if isinstance(error, NotAuthorizedError):
-        return refusal(error)
-    return warning(error)
-
-
-def notice_modal(text: str) -> dict[str, Any]:
-    """A modal that only says something (why a click from App Home changed nothing)."""
-    return {
-        "type": "modal",
-        "title": {"type": "plain_text", "text": "Approvals"},
-        "close": {"type": "plain_text", "text": "OK"},
-        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text[:2900]}}],
-    }
-
-
-def _tool_of(call_text: str | None) -> str:
-    """The tool name from the uncertain card (its first backticked word), for the modal."""
-    if call_text and "`" in call_text:
-        return call_text.split("`")[1]
-    return "the call"
+        await self._r.tell(submission.channel_id, submission.user_id, messages.RECONCILED_TEXT)

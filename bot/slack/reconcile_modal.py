@@ -2,7 +2,8 @@
 
 Record result asks for the verified result (what the call really did, which the model
 will see) and a reason; Retry and Abort ask for a reason only, as a confirmation that
-lands in the audit log.
+lands in the audit log. The modal names the call's tool, as the service describes the
+call (`ApprovalService.uncertain_call`). What it submits is the runtime's `Resolution`.
 """
 
 from __future__ import annotations
@@ -12,29 +13,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.errors import InputError
-from bot.slack.approvals_command import (
-    MAX_RESULT_CHARS,
-    Abort,
-    ReconcileChoice,
-    RecordResult,
-    Retry,
-)
-from bot.slack.payloads import (
-    MAX_REASON_CHARS,
+from bot.runtime import AbortCall, Resolution, RetryCall, VerifiedResult
+from bot.slack.blocks import escape, mrkdwn_section, text_input
+from bot.slack.cards import parse_uncertain_call_value
+from bot.slack.messages import GIVE_A_REASON, GIVE_THE_RESULT
+from bot.slack.modals import (
     REASON_ACTION_ID,
     REASON_BLOCK_ID,
     InvalidSubmission,
     ModalContext,
-    decode_modal_context,
-    encode_modal_context,
     input_value,
-    mapping_field,
-    text_field,
+    modal,
+    reason_input,
+    submitted_view,
+    submitter,
 )
 
 RECONCILE_CALLBACK_ID = "uncertain_reconcile"
 RESULT_BLOCK_ID = "verified_result"
 RESULT_ACTION_ID = "verified_result_input"
+MAX_RESULT_CHARS = 4000
 
 _TITLES = {"result": "Record result", "retry": "Retry the call", "abort": "Abort the call"}
 _EXPLAIN = {
@@ -52,82 +50,64 @@ class ReconcileSubmission:
     execution_key: str
     channel_id: str | None
     user_id: str
-    choice: ReconcileChoice
+    resolution: Resolution
     reason: str
 
 
 def reconcile_modal(*, context: ModalContext, tool_name: str) -> dict[str, Any]:
+    """The form for `context.action` (result, retry or abort) on the call of
+    `context.approval_id` (`run_id:execution_key`), whose tool is `tool_name`."""
     action = context.action
     if action not in _TITLES:
         raise InputError(f"{action!r} is not a reconciliation")
-    blocks: list[dict[str, Any]] = [
-        {
-            "type": "section",
-            "text": {"type": "mrkdwn", "text": f"`{tool_name[:200]}`: {_EXPLAIN[action]}"},
-        }
-    ]
+    blocks = [mrkdwn_section(f"`{escape(tool_name, 200)}`: {_EXPLAIN[action]}")]
     if action == "result":
         blocks.append(
-            _input(RESULT_BLOCK_ID, RESULT_ACTION_ID, "Verified result", MAX_RESULT_CHARS)
+            text_input(
+                RESULT_BLOCK_ID,
+                RESULT_ACTION_ID,
+                label="Verified result",
+                max_length=MAX_RESULT_CHARS,
+            )
         )
-    blocks.append(_input(REASON_BLOCK_ID, REASON_ACTION_ID, "Reason", MAX_REASON_CHARS))
-    return {
-        "type": "modal",
-        "callback_id": RECONCILE_CALLBACK_ID,
-        "private_metadata": encode_modal_context(context),
-        "title": {"type": "plain_text", "text": _TITLES[action]},
-        "submit": {"type": "plain_text", "text": "Reconcile"},
-        "close": {"type": "plain_text", "text": "Cancel"},
-        "blocks": blocks,
-    }
+    blocks.append(reason_input(hint=None))
+    return modal(
+        callback_id=RECONCILE_CALLBACK_ID,
+        context=context,
+        title=_TITLES[action],
+        submit="Reconcile",
+        blocks=blocks,
+    )
 
 
 def parse_reconcile_submission(
     body: Mapping[str, Any],
 ) -> ReconcileSubmission | InvalidSubmission:
-    view = mapping_field(body, "view")
-    if view.get("callback_id") != RECONCILE_CALLBACK_ID:
-        raise InputError(f"unexpected view callback_id {view.get('callback_id')!r}")
-    context = decode_modal_context(text_field(view, "private_metadata"))
-    run_id, sep, execution_key = context.approval_id.partition(":")
-    if not sep or not run_id or not execution_key or context.action not in _TITLES:
+    context, values = submitted_view(body, RECONCILE_CALLBACK_ID)
+    if context.action not in _TITLES:
         raise InputError("this reconcile form does not name an uncertain call")
-    values = mapping_field(mapping_field(view, "state"), "values")
+    run_id, execution_key = parse_uncertain_call_value(context.approval_id)
     reason = input_value(values, REASON_BLOCK_ID, REASON_ACTION_ID)
     result = input_value(values, RESULT_BLOCK_ID, RESULT_ACTION_ID)
     errors: dict[str, str] = {}
     if not reason:
-        errors[REASON_BLOCK_ID] = "Give a reason: it goes into the audit log."
+        errors[REASON_BLOCK_ID] = GIVE_A_REASON
     if context.action == "result" and not result:
-        errors[RESULT_BLOCK_ID] = "Say what the call really did (the agent sees this)."
+        errors[RESULT_BLOCK_ID] = GIVE_THE_RESULT
     if errors or reason is None:
         return InvalidSubmission(errors=errors)
-    choice: ReconcileChoice
+    resolution: Resolution
     if context.action == "result":
-        choice = RecordResult(result=result or "")
+        resolution = VerifiedResult(result=result or "")
     elif context.action == "retry":
-        choice = Retry()
+        resolution = RetryCall()
     else:
-        choice = Abort()
+        resolution = AbortCall()
     return ReconcileSubmission(
         run_id=run_id,
         execution_key=execution_key,
         channel_id=context.channel_id,
-        user_id=text_field(mapping_field(body, "user"), "id"),
-        choice=choice,
+        user_id=submitter(body),
+        resolution=resolution,
         reason=reason,
     )
-
-
-def _input(block_id: str, action_id: str, label: str, max_length: int) -> dict[str, Any]:
-    return {
-        "type": "input",
-        "block_id": block_id,
-        "label": {"type": "plain_text", "text": label},
-        "element": {
-            "type": "plain_text_input",
-            "action_id": action_id,
-            "multiline": True,
-            "max_length": max_length,
-        },
-    }

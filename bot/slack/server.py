@@ -25,7 +25,7 @@ EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
 MAX_BODY_BYTES = 1024 * 1024  # Slack payloads are far smaller; refuse anything bigger
 
-_log = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 
 def build_web_app(
@@ -48,7 +48,7 @@ def build_web_app(
             )
             text = body.decode("utf-8")
         except (InputError, UnicodeDecodeError) as error:
-            _log.info("refusing a Slack request: %s", error)
+            log.info("refusing a Slack request: %s", error)
             return web.json_response({"error": "invalid request"}, status=401)
         bolt_request = AsyncBoltRequest(
             body=text,

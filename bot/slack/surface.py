@@ -1,45 +1,52 @@
-"""The Slack surface as one owned bundle: Web API client, notifier, tasks, Bolt app.
+"""The Slack surface as one owned bundle: the Web API session, the tasks, the service,
+the Bolt app.
 
-`SlackSurface.open` builds it around a service factory (the service needs the notifier,
-which needs the client); `aclose` shuts down in dependency order: the shared TaskOwner drains
-(Slack work after the ack and the service's resumes), the service closes (cancelling
-what outlived the drain), then the store, then the HTTP session of the Web API client.
+`SlackSurface.open` builds it around a service factory (the service needs the Slack
+gateway for its notifier and group directory, the gateway needs the session). The
+surface closes what it opened, in reverse: the shared TaskOwner drains (Slack work after
+the ack and the service's resumes), the service closes (cancelling what outlived the
+drain), then the HTTP session. What the caller opened and handed in (the store the
+factory captures, the model) the caller closes, after the surface.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from functools import partial
+from types import TracebackType
 
 import aiohttp
 from slack_bolt.app.async_app import AsyncApp
-from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.service import ApprovalService
-from bot.service.tasks import TaskOwner
+from bot.service import ApprovalService, TaskOwner
 from bot.slack.app import SlackListeners, build_bolt_app
 from bot.slack.dedupe import EventDeduplicator
-from bot.slack.notifier import SlackNotifier, build_web_client
-from store.api import Store
+from bot.slack.gateway import SlackGateway
 
 DRAIN_SECONDS = 30.0
-_log = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
-ServiceFactory = Callable[[SlackNotifier, TaskOwner], ApprovalService]
-"""Builds the service around our notifier and the one TaskOwner both layers share."""
+ServiceFactory = Callable[[SlackGateway, TaskOwner], ApprovalService]
+"""Builds the service around the Slack gateway and the one TaskOwner both layers share."""
 
 
-@dataclass(kw_only=True)
 class SlackSurface:
-    session: aiohttp.ClientSession
-    client: AsyncWebClient
-    notifier: SlackNotifier
-    tasks: TaskOwner
-    service: ApprovalService
-    store: Store
-    bolt_app: AsyncApp
-    also_close: Sequence[Callable[[], Awaitable[None]]] = field(default=())
+    def __init__(
+        self,
+        *,
+        slack: SlackGateway,
+        tasks: TaskOwner,
+        service: ApprovalService,
+        bolt_app: AsyncApp,
+        closing: contextlib.AsyncExitStack,
+    ) -> None:
+        self.slack = slack
+        self.tasks = tasks
+        self.service = service
+        self.bolt_app = bolt_app
+        self._closing = closing
 
     @classmethod
     async def open(
@@ -48,49 +55,39 @@ class SlackSurface:
         bot_token: str,
         signing_secret: str,
         api_url: str,
-        store: Store,
         make_service: ServiceFactory,
-        also_close: Sequence[Callable[[], Awaitable[None]]] = (),
     ) -> SlackSurface:
-        """`also_close`: closers of what the service uses and the surface should close
-        after it (the model's HTTP session, say), called in order."""
-        session = aiohttp.ClientSession()
-        try:
-            client = build_web_client(token=bot_token, api_url=api_url, session=session)
-            notifier = SlackNotifier(client, session=session)
-            tasks = TaskOwner(logger=_log)
-            service = make_service(notifier, tasks)  # may refuse its configuration
+        async with contextlib.AsyncExitStack() as stack:  # unwinds only if opening fails
+            session = await stack.enter_async_context(aiohttp.ClientSession())
+            slack = SlackGateway.open(token=bot_token, api_url=api_url, session=session)
+            tasks = TaskOwner(logger=log)
+            service = make_service(slack, tasks)  # may refuse its configuration
+            stack.push_async_callback(partial(service.aclose, timeout=0.0))
             listeners = SlackListeners(
-                service=service, notifier=notifier, tasks=tasks, dedupe=EventDeduplicator()
+                service=service, slack=slack, tasks=tasks, dedupe=EventDeduplicator()
             )
             bolt_app = build_bolt_app(
-                client=client, signing_secret=signing_secret, listeners=listeners
+                client=slack.client, signing_secret=signing_secret, listeners=listeners
             )
-        except BaseException:
-            await session.close()
-            raise
-        return cls(
-            session=session,
-            client=client,
-            notifier=notifier,
-            tasks=tasks,
-            service=service,
-            store=store,
-            bolt_app=bolt_app,
-            also_close=also_close,
-        )
+            closing = stack.pop_all()
+        return cls(slack=slack, tasks=tasks, service=service, bolt_app=bolt_app, closing=closing)
 
     async def aclose(self, *, drain_seconds: float = DRAIN_SECONDS) -> None:
+        """Drain the tasks for `drain_seconds`, close the service (cancelling what is
+        left), then the HTTP session."""
         try:
             if not await self.tasks.drain(drain_seconds):
-                _log.warning("tasks still running after %.0f s; cancelling", drain_seconds)
-            await self.service.aclose(timeout=0.0)
+                log.warning("tasks still running after %.0f s; cancelling", drain_seconds)
         finally:
-            try:
-                await self.store.close()
-            finally:
-                try:
-                    for close in self.also_close:
-                        await close()
-                finally:
-                    await self.session.close()
+            await self._closing.aclose()
+
+    async def __aenter__(self) -> SlackSurface:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.demo import EffectsFile, OfflineOpsModel, model_from_env, ops_dependencies, parse_task
+from bot.agents import model_from_env
+from bot.demo import EffectsFile, OfflineOpsModel, ops_dependencies, parse_task
 from bot.demo.effects import Effect
 from bot.demo.offline_model import Command
 from bot.errors import ConfigError, InputError

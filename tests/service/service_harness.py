@@ -4,16 +4,28 @@ edge), the harness around a real store and service, and small helpers."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bot.demo import default_registry, ops_dependencies
 from bot.review import ReviewSnapshot
-from bot.runtime import AgentRegistry, PendingCall, arguments_digest
-from bot.service import ApprovalService, Location, TaskOwner
-from bot.service.views import ApprovalView
+from bot.runtime import AgentRegistry, arguments_digest
+from bot.service import ApprovalService, ApprovalView, Location, TaskOwner, UncertainCall
+from bot.service.api import (
+    ApprovalDecided,
+    ApprovalExpired,
+    ApprovalReminder,
+    ApprovalRequested,
+    ApprovalUpdated,
+    CallUncertain,
+    Event,
+    ExecutionRefused,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+)
 from store import SqliteStore, open_store
 from store.api import ApprovalRecord, RunRecord
 
@@ -23,58 +35,65 @@ OPS_TOKEN = "xoxb-1234567890-abcdefghijklmnop"
 WORKER_ID = "local-test-installation"
 
 
+E = TypeVar("E")
+
+
 @dataclass
 class RecordingNotifier:
-    """The notifier edge: records what people would have been told."""
+    """The notifier edge: records what people would have been told, in order."""
 
-    started: list[tuple[str, str]] = field(default_factory=list)
-    cards: list[tuple[ApprovalRecord, ReviewSnapshot]] = field(default_factory=list)
-    decided: list[ApprovalRecord] = field(default_factory=list)
-    uncertain: list[PendingCall] = field(default_factory=list)
-    finished: list[tuple[str, str | None, str]] = field(default_factory=list)
-    failed: list[tuple[str, str]] = field(default_factory=list)
-    updated: list[ApprovalView] = field(default_factory=list)
-    reminders: list[tuple[ApprovalRecord, tuple[str, ...]]] = field(default_factory=list)
-    expired_notices: list[ApprovalRecord] = field(default_factory=list)
-    refused: list[tuple[ApprovalRecord, str]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
 
-    async def run_started(self, run: RunRecord, *, task: str) -> Location | None:
-        self.started.append((run.run_id, task))
-        return ("C-ops", f"1700000000.{len(self.started):06d}")
+    async def notify(self, event: Event) -> Location | None:
+        self.events.append(event)
+        if isinstance(event, RunStarted):
+            return ("C-ops", f"1700000000.{len(self.of(RunStarted)):06d}")
+        if isinstance(event, ApprovalRequested):
+            return ("C-ops", f"1700000001.{len(self.of(ApprovalRequested)):06d}")
+        return None
 
-    async def approval_requested(
-        self, run: RunRecord, approval: ApprovalRecord, snapshot: ReviewSnapshot
-    ) -> Location | None:
-        self.cards.append((approval, snapshot))
-        return ("C-ops", f"1700000001.{len(self.cards):06d}")
+    def of(self, kind: type[E]) -> list[E]:
+        return [event for event in self.events if isinstance(event, kind)]
 
-    async def approval_decided(self, run: RunRecord, approval: ApprovalRecord) -> None:
-        self.decided.append(approval)
+    @property
+    def started(self) -> list[tuple[str, str]]:
+        return [(e.run.run_id, e.task) for e in self.of(RunStarted)]
 
-    async def approval_updated(self, run: RunRecord, view: ApprovalView) -> None:
-        self.updated.append(view)
+    @property
+    def cards(self) -> list[tuple[ApprovalRecord, ReviewSnapshot]]:
+        return [(e.approval, e.snapshot) for e in self.of(ApprovalRequested)]
 
-    async def approval_reminder(
-        self, run: RunRecord, approval: ApprovalRecord, approvers: Sequence[str]
-    ) -> None:
-        self.reminders.append((approval, tuple(approvers)))
+    @property
+    def decided(self) -> list[ApprovalRecord]:
+        return [e.approval for e in self.of(ApprovalDecided)]
 
-    async def approval_expired_notice(self, run: RunRecord, approval: ApprovalRecord) -> None:
-        self.expired_notices.append(approval)
+    @property
+    def updated(self) -> list[ApprovalView]:
+        return [e.view for e in self.of(ApprovalUpdated)]
 
-    async def execution_refused(
-        self, run: RunRecord, approval: ApprovalRecord, *, reason: str
-    ) -> None:
-        self.refused.append((approval, reason))
+    @property
+    def reminders(self) -> list[tuple[ApprovalRecord, tuple[str, ...]]]:
+        return [(e.approval, e.approvers) for e in self.of(ApprovalReminder)]
 
-    async def call_uncertain(self, run: RunRecord, call: PendingCall) -> None:
-        self.uncertain.append(call)
+    @property
+    def expired_notices(self) -> list[ApprovalRecord]:
+        return [e.approval for e in self.of(ApprovalExpired)]
 
-    async def run_finished(self, run: RunRecord, *, final_output: str | None, status: str) -> None:
-        self.finished.append((run.run_id, final_output, status))
+    @property
+    def refused(self) -> list[tuple[ApprovalRecord, str]]:
+        return [(e.approval, e.reason) for e in self.of(ExecutionRefused)]
 
-    async def run_failed(self, run: RunRecord, *, error: str) -> None:
-        self.failed.append((run.run_id, error))
+    @property
+    def uncertain(self) -> list[UncertainCall]:
+        return [e.call for e in self.of(CallUncertain)]
+
+    @property
+    def finished(self) -> list[tuple[str, str | None, str]]:
+        return [(e.run.run_id, e.final_output, e.status) for e in self.of(RunFinished)]
+
+    @property
+    def failed(self) -> list[tuple[str, str]]:
+        return [(e.run.run_id, e.error) for e in self.of(RunFailed)]
 
     def answer(self, run_id: str) -> str:
         [text] = [output for rid, output, _ in self.finished if rid == run_id]

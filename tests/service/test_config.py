@@ -1,15 +1,18 @@
 """Service settings: the installation's stable worker id, the approval lifetime, and
-the state codec's off-loop path."""
+the state codec's off-loop rule."""
 
 from __future__ import annotations
 
-import threading
+import asyncio
+from collections.abc import Awaitable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot.errors import ConfigError
+from bot.off_loop import OFF_LOOP_BYTES
 from bot.runtime import RunState
 from bot.service import codec
 from bot.service.config import approval_ttl_from_env, installation_worker_id
@@ -44,22 +47,50 @@ def test_a_bad_approval_lifetime_is_named(value: str) -> None:
         approval_ttl_from_env({"APPROVALS_APPROVAL_TTL_SECONDS": value})
 
 
-async def test_a_large_state_is_converted_off_the_event_loop(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    history = [{"type": "user", "content": "x" * 1000} for _ in range(codec.OFFLOAD_HISTORY_ITEMS)]
-    state = RunState(run_id="r1", agent_name="ops", agent_version="1", history=history)  # type: ignore[arg-type]
-    threads: list[str] = []
-    real_from_json = RunState.from_json
+async def _finished_before_others_ran(work: Awaitable[object]) -> bool:
+    """Whether `work` was done by the time a coroutine scheduled right after it ran:
+    inline work is, work handed to a worker thread leaves the loop to others first."""
+    converting = asyncio.ensure_future(work)
+    seen: list[bool] = []
 
-    def spying_from_json(text: str) -> RunState:
-        threads.append(threading.current_thread().name)
-        return real_from_json(text)
+    async def other() -> None:
+        seen.append(converting.done())
 
-    monkeypatch.setattr(RunState, "from_json", staticmethod(spying_from_json))
-    text = await codec.encode_state(state)
-    assert len(text) >= codec.OFFLOAD_TEXT_CHARS
-    loaded = await codec.decode_state(text)
-    assert loaded.to_json() == text
-    assert threads
-    assert threads[0] != threading.main_thread().name
+    await asyncio.gather(converting, other())
+    return seen[0]
+
+
+def _state(items: int, chars: int) -> RunState:
+    history: Any = [{"type": "user", "content": "x" * chars} for _ in range(items)]
+    return RunState(run_id="r1", agent_name="ops", agent_version="1", history=history)
+
+
+async def test_a_large_state_leaves_the_event_loop_free_while_it_is_converted() -> None:
+    state = _state(300, 1000)  # about 300 KB of JSON: past OFF_LOOP_BYTES
+    text = state.to_json()
+    assert len(text) >= OFF_LOOP_BYTES
+    assert not await _finished_before_others_ran(codec.encode_state(state))
+    assert not await _finished_before_others_ran(codec.decode_state(text))
+    assert await codec.encode_state(state) == text
+    assert (await codec.decode_state(text)).to_json() == text
+
+
+async def test_a_small_state_is_converted_in_one_step() -> None:
+    state = _state(3, 100)
+    text = state.to_json()
+    assert await _finished_before_others_ran(codec.encode_state(state))
+    assert await _finished_before_others_ran(codec.decode_state(text))
+    assert (await codec.decode_state(text)).to_json() == text
+
+
+def test_the_encoding_estimate_never_exceeds_the_json() -> None:
+    state = _state(40, 500)
+    state.history.append(
+        {
+            "type": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "name": "set_config", "arguments": {"v": "y" * 9000}}],
+        }
+    )
+    estimate = codec.encoded_size_estimate(state)
+    assert 40 * 500 <= estimate <= len(state.to_json())

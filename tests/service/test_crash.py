@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 from service_harness import OPS_TOKEN, Harness, kinds
 
+from bot.runtime import VerifiedResult
+
 WORKER = Path(__file__).with_name("crash_worker.py")
 DEADLINE_SECONDS = 30.0
 
@@ -100,7 +102,9 @@ async def test_a_manual_call_ends_uncertain_and_people_are_told(
     assert await harness.service.recover() == 0  # waits for a human, not for recovery
 
     await harness.service.reconcile(
-        run.run_id, actor="U-operator", result="api restarted at 10:02 (checked)"
+        run.run_id,
+        actor="U-operator",
+        resolution=VerifiedResult(result="api restarted at 10:02 (checked)"),
     )
     await harness.service.drain()
     assert harness.effect_lines() == [effect]

@@ -32,8 +32,8 @@ from governance_helpers import (
 from service_harness import REQUESTER, Harness, RecordingNotifier, open_service, start
 
 from bot.errors import AlreadyDecidedError, ConfigError, InputError, NotAuthorizedError
+from bot.service.api import Event, ExecutionRefused, Location
 from bot.service.resume import EXPIRED_MESSAGE, REVOKED_MESSAGE
-from store.api import ApprovalRecord, RunRecord
 
 
 async def test_self_approval_is_refused_and_audited(open_harness: Callable[..., Any]) -> None:
@@ -335,10 +335,10 @@ async def test_an_approver_removed_from_the_group_stops_the_execution(
 
 
 class RefusalUnpostable(RecordingNotifier):
-    async def execution_refused(
-        self, run: RunRecord, approval: ApprovalRecord, *, reason: str
-    ) -> None:
-        raise ConnectionError("slack unreachable")
+    async def notify(self, event: Event) -> Location | None:
+        if isinstance(event, ExecutionRefused):
+            raise ConnectionError("slack unreachable")
+        return await super().notify(event)
 
 
 async def test_a_refusal_stands_when_people_cannot_be_told(

@@ -28,6 +28,7 @@ from service_harness import (
 
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
 from bot.review import REDACTED, arguments_digest
+from bot.runtime import AbortCall, RetryCall, VerifiedResult
 from bot.runtime.decisions import ABORTED_MESSAGE
 
 SECRET = "xoxp-5555555555-6666666666-abcdefabcdef"
@@ -184,7 +185,7 @@ async def test_reconcile_is_for_admins_and_eligible_approvers(
 
     for outsider in (MALLORY, REQUESTER):
         with pytest.raises(NotAuthorizedError, match="admin or an approver of restart_service"):
-            await harness.service.reconcile(run_id, actor=outsider, abort=True)
+            await harness.service.reconcile(run_id, actor=outsider, resolution=AbortCall())
     paused = await harness.store.get_run(run_id)
     assert paused is not None
     assert paused.status == "paused"
@@ -194,9 +195,52 @@ async def test_reconcile_is_for_admins_and_eligible_approvers(
         (REQUESTER, "reconcile"),
     ]
 
-    await harness.service.reconcile(run_id, actor=ADMIN, abort=True, reason="checked")
+    await harness.service.reconcile(run_id, actor=ADMIN, resolution=AbortCall(), reason="checked")
     await harness.service.drain()
     assert ABORTED_MESSAGE in harness.notifier.answer(run_id)
+    assert harness.effect_lines() == []
+
+
+async def test_the_author_of_a_thread_reply_may_not_reconcile_the_call_it_led_to(
+    open_harness: Callable[..., Any],
+) -> None:
+    """The requester of a call is the reply's author, for reconciling as for approving:
+    BOB, an approver of the tool, asked for the restart in REQUESTER's thread."""
+    harness = await governed(
+        open_harness, policy=policy(f"[tools.restart_service]\napprovers = ['{BOB}', '{CAROL}']")
+    )
+    run = await harness.service.start_run(
+        agent_name=None, task="status api", requester=REQUESTER, channel="C-ops"
+    )
+    await harness.service.follow_up(
+        channel="C-ops", thread_ts=str(run.thread_ts), user=BOB, text="restart api"
+    )
+    [approval] = await harness.pending(run.run_id)
+    assert approval.requester == BOB
+    [call] = (await harness.service.load_state(run.run_id)).get_interruptions()
+    await harness.store.ledger_claim(  # a worker dispatched it and died
+        execution_key=call.execution_key,
+        arguments_digest=arguments_digest(call.arguments),
+        run_id=run.run_id,
+        tool_call_id=call.tool_call_id,
+        tool_name=call.tool_name,
+        owner="dead-worker",
+        lease_seconds=0.001,
+    )
+    await harness.service.decide(approval.approval_id, approve=True, decider=CAROL, reason="go")
+    await harness.service.drain()
+    assert [c.execution_key for c in harness.notifier.uncertain] == [call.execution_key]
+
+    with pytest.raises(NotAuthorizedError, match="admin or an approver of restart_service"):
+        await harness.service.reconcile(run.run_id, actor=BOB, resolution=AbortCall())
+    bob_sees = await harness.service.approval_view(approval.approval_id, viewer=BOB)
+    carol_sees = await harness.service.approval_view(approval.approval_id, viewer=CAROL)
+    assert (bob_sees.can_reconcile, carol_sees.can_reconcile) == (False, True)
+    [refused] = await audit_of(harness, run.run_id, "refused")
+    assert (refused["actor"], refused["action"]) == (BOB, "reconcile")
+
+    await harness.service.reconcile(run.run_id, actor=CAROL, resolution=AbortCall())
+    await harness.service.drain()
     assert harness.effect_lines() == []
 
 
@@ -209,9 +253,11 @@ async def test_an_eligible_approver_reconciles_with_a_result_or_a_retry(
     )
     run_id = await paused_with_an_uncertain_restart(harness, CAROL)
     if choice == "result":
-        await harness.service.reconcile(run_id, actor=CAROL, result="api restarted at 09:02")
+        await harness.service.reconcile(
+            run_id, actor=CAROL, resolution=VerifiedResult(result="api restarted at 09:02")
+        )
     else:
-        await harness.service.reconcile(run_id, actor=CAROL, retry=True)
+        await harness.service.reconcile(run_id, actor=CAROL, resolution=RetryCall())
     await harness.service.drain()
 
     answer = harness.notifier.answer(run_id)

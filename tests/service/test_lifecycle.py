@@ -26,8 +26,8 @@ from bot.runtime import (
     AgentRegistry,
     ScriptedModel,
 )
+from bot.service.api import ApprovalDecided, Event, Location, RunFinished
 from bot.service.resume import EXPIRED_MESSAGE
-from store.api import ApprovalRecord, RunRecord
 
 
 async def test_a_restart_after_the_pause_loses_nothing(open_harness: Callable[..., Any]) -> None:
@@ -189,11 +189,10 @@ async def test_expire_due_expires_overdue_approvals_and_finishes_the_run(
 class FlakyNotifier(RecordingNotifier):
     """Slack is down for card updates and answers."""
 
-    async def approval_decided(self, run: RunRecord, approval: ApprovalRecord) -> None:
-        raise ConnectionError("slack unreachable")
-
-    async def run_finished(self, run: RunRecord, *, final_output: str | None, status: str) -> None:
-        raise ConnectionError("slack unreachable")
+    async def notify(self, event: Event) -> Location | None:
+        if isinstance(event, ApprovalDecided | RunFinished):
+            raise ConnectionError("slack unreachable")
+        return await super().notify(event)
 
 
 async def test_a_failing_notifier_does_not_undo_a_decision(
@@ -251,9 +250,11 @@ class FinishSignal(RecordingNotifier):
         super().__init__()
         self.done = asyncio.Event()
 
-    async def run_finished(self, run: RunRecord, *, final_output: str | None, status: str) -> None:
-        await super().run_finished(run, final_output=final_output, status=status)
-        self.done.set()
+    async def notify(self, event: Event) -> Location | None:
+        answer = await super().notify(event)
+        if isinstance(event, RunFinished):
+            self.done.set()
+        return answer
 
 
 async def test_the_expiry_sweeper_finishes_runs_nobody_decided(

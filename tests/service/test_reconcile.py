@@ -5,11 +5,13 @@ execution key in the ledger directly (what the dead worker did before it died)."
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from service_harness import APPROVER, Harness, kinds, paused_with_an_uncertain_restart, start
 
 from bot.errors import InputError, ResolutionError, UnknownCallError
-from bot.runtime import arguments_digest
+from bot.runtime import AbortCall, RetryCall, arguments_digest
 from bot.runtime.decisions import ABORTED_MESSAGE
 from bot.runtime.journal import InMemoryJournal, Recorded
 from bot.service.journal import ServiceJournal
@@ -18,7 +20,9 @@ from bot.service.journal import ServiceJournal
 async def test_abort_tells_the_model_and_runs_nothing(harness: Harness) -> None:
     run_id = await paused_with_an_uncertain_restart(harness)
 
-    await harness.service.reconcile(run_id, actor="U-operator", abort=True, reason="checked")
+    await harness.service.reconcile(
+        run_id, actor="U-operator", resolution=AbortCall(), reason="checked"
+    )
     await harness.service.drain()
 
     assert harness.effect_lines() == []
@@ -29,7 +33,7 @@ async def test_abort_tells_the_model_and_runs_nothing(harness: Harness) -> None:
 async def test_retry_runs_the_call_again(harness: Harness) -> None:
     run_id = await paused_with_an_uncertain_restart(harness)
 
-    await harness.service.reconcile(run_id, actor="U-operator", retry=True)
+    await harness.service.reconcile(run_id, actor="U-operator", resolution=RetryCall())
     await harness.service.drain()
 
     [effect] = harness.effect_lines()
@@ -42,12 +46,15 @@ async def test_retry_runs_the_call_again(harness: Harness) -> None:
 async def test_bad_reconciliations_are_named_and_change_nothing(harness: Harness) -> None:
     run_id = await paused_with_an_uncertain_restart(harness)
 
-    with pytest.raises(InputError, match="exactly one"):
-        await harness.service.reconcile(run_id, actor="U-operator", retry=True, abort=True)
+    not_a_resolution: Any = "retry and abort"
+    with pytest.raises(InputError, match="a VerifiedResult, RetryCall or AbortCall, not str"):
+        await harness.service.reconcile(run_id, actor="U-operator", resolution=not_a_resolution)
     with pytest.raises(UnknownCallError, match="no uncertain call 'nope'"):
-        await harness.service.reconcile(run_id, actor="U-operator", call="nope", abort=True)
+        await harness.service.reconcile(
+            run_id, actor="U-operator", call="nope", resolution=AbortCall()
+        )
     with pytest.raises(InputError, match="no run with id"):
-        await harness.service.reconcile("missing", actor="U-operator", abort=True)
+        await harness.service.reconcile("missing", actor="U-operator", resolution=AbortCall())
 
     still = await harness.store.get_run(run_id)
     assert still is not None
@@ -60,7 +67,7 @@ async def test_only_a_paused_run_can_be_reconciled(harness: Harness) -> None:
         agent_name=None, task="status api", requester="U-x", channel="C-ops"
     )
     with pytest.raises(ResolutionError, match="is completed"):
-        await harness.service.reconcile(run.run_id, actor="U-operator", abort=True)
+        await harness.service.reconcile(run.run_id, actor="U-operator", resolution=AbortCall())
 
 
 async def test_a_call_revoked_after_the_resume_began_is_not_run(harness: Harness) -> None:

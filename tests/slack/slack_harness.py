@@ -25,13 +25,14 @@ from bot.policy import Policy
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, current_tool_call, tool
 from bot.service import ApprovalService
 from bot.service.tasks import TaskOwner
+from bot.slack.gateway import SlackGateway
 from bot.slack.groups import SlackGroupDirectory
 from bot.slack.notifier import SlackNotifier
 from bot.slack.server import EVENTS_PATH, build_web_app
 from bot.slack.surface import SlackSurface
 from store.crypto import KeyRing
 from store.keys import generate_key
-from store.sqlite.store import open_store
+from store.sqlite.store import SqliteStore, open_store
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 BOT_TOKEN = "xoxb-test-token"
@@ -138,6 +139,7 @@ class Bot:
     fake: FakeSlack
     driver: SlackDriver
     surface: SlackSurface
+    store: SqliteStore
     effects: Effects
     models: Mapping[str, ScriptedModel]
 
@@ -193,21 +195,21 @@ async def start_bot(
     registry, models = build_registry(effects)
     store = await open_store(str(database), keyring=keyring, environ={})
 
-    def make_service(notifier: SlackNotifier, tasks: TaskOwner) -> ApprovalService:
+    def make_service(slack: SlackGateway, tasks: TaskOwner) -> ApprovalService:
         timing: dict[str, Any] = {}
         if clock is not None:
             timing["clock"] = clock
         return ApprovalService(
             store=store,
             registry=registry,
-            notifier=notifier,
+            notifier=SlackNotifier(slack),
             dependencies={},
             tasks=tasks,
             worker_id="test-worker",
             default_agent="ops",
             policy=policy,
             groups=SlackGroupDirectory(
-                notifier.client,
+                slack.client,
                 clock=clock.monotonic if clock is not None else time.monotonic,
             ),
             **timing,
@@ -217,7 +219,6 @@ async def start_bot(
         bot_token=BOT_TOKEN,
         signing_secret=SIGNING_SECRET,
         api_url=fake.api_url,
-        store=store,
         make_service=make_service,
     )
     runner = web.AppRunner(build_web_app(bolt_app=surface.bolt_app, signing_secret=SIGNING_SECRET))
@@ -233,7 +234,7 @@ async def start_bot(
         response_url=fake.response_url,
     )
     return (
-        Bot(fake=fake, driver=driver, surface=surface, effects=effects, models=models),
+        Bot(fake=fake, driver=driver, surface=surface, store=store, effects=effects, models=models),
         runner,
         session,
     )
@@ -246,7 +247,10 @@ async def stop_bot(
     as if the process died there (the store keeps what was committed)."""
     await session.close()
     await runner.cleanup()
-    await bot.surface.aclose(drain_seconds=drain_seconds)
+    try:
+        await bot.surface.aclose(drain_seconds=drain_seconds)
+    finally:
+        await bot.store.close()
 
 
 @pytest.fixture

@@ -1,43 +1,56 @@
-"""Deferred work that never starts is closed whole: the wrapper and what it wraps."""
+"""Deferred work starts only after the answer, once; work that never starts is never
+created (no coroutine is left un-awaited, an error under filterwarnings=error)."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Coroutine
 from typing import Any
 
-from bot.service.tasks import TaskOwner
+from bot.service import TaskOwner
 from bot.slack.after_ack import collecting, defer
 
 
-async def _work(done: list[str]) -> None:
-    done.append("ran")
+async def test_discarded_work_is_never_created() -> None:
+    created: list[str] = []
 
+    async def work() -> None:
+        raise AssertionError("discarded work ran")
 
-async def _guard(inner: Coroutine[Any, Any, None]) -> None:
-    await inner
+    def factory() -> Coroutine[Any, Any, None]:
+        created.append("created")
+        return work()
 
-
-async def test_discarded_work_closes_the_coroutines_it_wraps() -> None:
-    done: list[str] = []
-    inner = _work(done)
-    wrapper = _guard(inner)
     with collecting() as after:
-        defer(TaskOwner(), wrapper, name="never", owns=(inner,))
+        defer(TaskOwner(), factory, name="never")
     after.discard()  # the request failed before its answer: nothing may start
-    assert inspect.getcoroutinestate(wrapper) == inspect.CORO_CLOSED
-    # Closing a wrapper that never ran leaves its inner coroutine unstarted, which
-    # Python reports as "never awaited" (an error under filterwarnings=error).
-    assert inspect.getcoroutinestate(inner) == inspect.CORO_CLOSED
-    assert done == []
+    after.start()  # and nothing is left to start
+    assert created == []
 
 
 async def test_started_work_runs_once_after_the_answer() -> None:
     done: list[str] = []
     tasks = TaskOwner()
+
+    async def work() -> None:
+        done.append("ran")
+
     with collecting() as after:
-        defer(tasks, _work(done), name="later")
+        defer(tasks, work, name="later")
         assert done == []  # collected, not started, while the request is handled
     after.start()
+    after.start()  # a second start finds nothing left
+    await tasks.drain(5)
+    assert done == ["ran"]
+
+
+async def test_without_a_collector_work_starts_at_once() -> None:
+    done: list[str] = []
+    tasks = TaskOwner()
+
+    async def work() -> None:
+        done.append("ran")
+
+    defer(tasks, work, name="now")  # Socket Mode: no HTTP answer to wait for
+    assert tasks.pending == 1
     await tasks.drain(5)
     assert done == ["ran"]

@@ -10,7 +10,8 @@ import pytest
 
 from bot.review import review_snapshot
 from bot.slack import blocks
-from bot.slack.payloads import ModalContext
+from bot.slack.decision_modal import decision_modal
+from bot.slack.modals import ModalContext
 from store.api import ApprovalRecord, RunRecord
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -74,7 +75,7 @@ def test_people_are_mentions_and_other_actors_plain_text() -> None:
 @pytest.mark.parametrize("action", ["approve", "reject"])
 def test_the_modal_fits_slack_limits(action: str) -> None:
     context = ModalContext(approval_id="a" * 128, action=action, channel_id="C1")  # type: ignore[arg-type]
-    view = blocks.decision_modal(context=context, call="x" * 3000)
+    view = decision_modal(context=context, call="x" * 3000)
     assert len(view["title"]["text"]) <= 24
     assert len(view["submit"]["text"]) <= 24
     assert len(view["private_metadata"]) <= 3000

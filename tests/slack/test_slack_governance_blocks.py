@@ -11,16 +11,16 @@ from test_slack_blocks import NOW, RUN, approval
 
 from bot.errors import InputError
 from bot.review import REDACTED, ReviewSnapshot, review_snapshot
-from bot.runtime import PendingCall
-from bot.service.views import ApprovalView, Page
-from bot.slack import cards, home, payloads
-from bot.slack.approvals_command import Abort, RecordResult
+from bot.runtime import AbortCall, VerifiedResult
+from bot.service import ApprovalView, Page, UncertainCall
+from bot.slack import cards, home, messages
 from bot.slack.edit_modal import (
     EDIT_CALLBACK_ID,
     EditSubmission,
     editable_arguments,
     parse_edit_submission,
 )
+from bot.slack.modals import InvalidSubmission
 from bot.slack.reconcile_modal import (
     RECONCILE_CALLBACK_ID,
     ReconcileSubmission,
@@ -111,11 +111,11 @@ def test_an_approved_card_stopped_before_it_ran_says_why_and_has_no_buttons() ->
 
 
 def test_the_quorum_line_names_the_voters_and_is_bounded() -> None:
-    assert cards.quorum_line(count=0, required=1, voters=()) == "*0 of 1 approval*"
-    line = cards.quorum_line(count=1, required=2, voters=("U0AAA",))
+    assert messages.quorum_line(count=0, required=1, voters=()) == "*0 of 1 approval*"
+    line = messages.quorum_line(count=1, required=2, voters=("U0AAA",))
     assert line == "*1 of 2 approvals* · approved by <@U0AAA>"
     many = [f"U0{n:05d}" for n in range(50)]
-    assert cards.quorum_line(count=50, required=60, voters=many).endswith("and 30 more")
+    assert messages.quorum_line(count=50, required=60, voters=many).endswith("and 30 more")
 
 
 def test_a_revoked_card_says_who_when_and_why() -> None:
@@ -129,12 +129,8 @@ def test_a_revoked_card_says_who_when_and_why() -> None:
 
 
 def test_the_uncertain_card_names_run_and_call() -> None:
-    call = PendingCall(
-        tool_call_id="c1",
-        tool_name="restart_service",
-        arguments={},
-        execution_key="abc123",
-        status="uncertain",
+    call = UncertainCall(
+        run_id="r1", tool_call_id="c1", tool_name="restart_service", execution_key="abc123"
     )
     blocks = cards.uncertain_card_blocks(run=RUN, call=call)
     assert labels(blocks) == ["Record result", "Retry", "Abort"]
@@ -227,7 +223,7 @@ def test_edit_submission_mistakes_are_inline(
     arguments: str | None, reason: str | None, errors: dict[str, str]
 ) -> None:
     parsed = _edit(arguments, reason)
-    assert isinstance(parsed, payloads.InvalidSubmission)
+    assert isinstance(parsed, InvalidSubmission)
     assert set(parsed.errors) == set(errors)
     for key, needle in errors.items():
         assert needle in parsed.errors[key]
@@ -261,18 +257,18 @@ def test_reconcile_submissions() -> None:
         execution_key="abc123",
         channel_id="C1",
         user_id="U0APP",
-        choice=RecordResult(result="done at 10:02"),
+        resolution=VerifiedResult(result="done at 10:02"),
         reason="checked",
     )
     aborted = parse_reconcile_submission(
         _submission(RECONCILE_CALLBACK_ID, "abort|r1:abc123|", {"reason/reason_input": "no"})
     )
     assert isinstance(aborted, ReconcileSubmission)
-    assert aborted.choice == Abort()
+    assert aborted.resolution == AbortCall()
     missing = parse_reconcile_submission(
         _submission(RECONCILE_CALLBACK_ID, metadata, {"reason/reason_input": "checked"})
     )
-    assert isinstance(missing, payloads.InvalidSubmission)
+    assert isinstance(missing, InvalidSubmission)
     assert set(missing.errors) == {"verified_result"}
     with pytest.raises(InputError):
         parse_reconcile_submission(

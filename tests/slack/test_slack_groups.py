@@ -10,8 +10,8 @@ import aiohttp
 import pytest
 from fake_slack import FakeSlack
 
+from bot.slack.gateway import build_web_client
 from bot.slack.groups import SlackGroupDirectory
-from bot.slack.notifier import build_web_client
 
 
 class Clock:

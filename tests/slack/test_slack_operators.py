@@ -36,7 +36,7 @@ from slack_harness import (
     stop_bot,
 )
 
-from bot.slack.payloads import decode_modal_context
+from bot.slack.modals import decode_modal_context
 from store.crypto import KeyRing
 
 __all__ = ["clock", "governed"]
@@ -76,10 +76,12 @@ async def test_record_a_verified_result_from_the_uncertain_card(
         (form,) = await fake_slack.wait_for(
             "views.open", lambda c: c.args["view"]["callback_id"] == "uncertain_reconcile"
         )
+        assert "`restart_service`" in form.args["view"]["blocks"][0]["text"]["text"]
         await bot.driver.submit(form.args["view"], user=OUTSIDER, reason="let me")
         await fake_slack.wait_for("chat.postEphemeral", told(OUTSIDER, ":no_entry:"))
 
         view = await open_modal(bot, uncertain, "Record result", user=APPROVER)
+        assert "`restart_service`" in view["blocks"][0]["text"]["text"]  # named by the service
         assert [b["label"]["text"] for b in view["blocks"] if b["type"] == "input"] == [
             "Verified result",
             "Reason",
@@ -97,6 +99,11 @@ async def test_record_a_verified_result_from_the_uncertain_card(
         events = await bot.service.store.audit_events(run_id=None)
         (reconciled,) = [e for e in events if e.kind == "reconciled"]
         assert reconciled.actor == APPROVER
+
+        late = await open_modal(bot, uncertain, "Abort", user=APPROVER)  # settled meanwhile
+        assert "`the call`" in late["blocks"][0]["text"]["text"]
+        await bot.driver.submit(late, user=APPROVER, reason="too late")
+        await fake_slack.wait_for("chat.postEphemeral", told(APPROVER, "is completed"))
     finally:
         await stop_bot(bot, runner, session)  # type: ignore[arg-type]
 

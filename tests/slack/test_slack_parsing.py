@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from bot.errors import ConfigError, InputError
-from bot.slack import approvals_command as cmd
-from bot.slack import payloads
+from bot.runtime import AbortCall, RetryCall, VerifiedResult
+from bot.slack import app, cards, decision_modal, modals
+from bot.slack import commands as cmd
 from bot.slack.config import load_settings
 from bot.slack.dedupe import EventDeduplicator
 from bot.slack.signature import compute_signature, verify_signature
@@ -62,19 +63,19 @@ def test_a_signature_over_another_body_fails() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("", payloads.AgentHelp()),
-        ("  HELP ", payloads.AgentHelp()),
+        ("", cmd.AgentHelp()),
+        ("  HELP ", cmd.AgentHelp()),
         (
             "deploy payments 1.2.3",
-            payloads.AgentTask(agent_name=None, task="deploy payments 1.2.3"),
+            cmd.AgentTask(agent_name=None, task="deploy payments 1.2.3"),
         ),
-        ("@ops deploy it", payloads.AgentTask(agent_name="ops", task="deploy it")),
-        ("agent=billing refund 42", payloads.AgentTask(agent_name="billing", task="refund 42")),
-        ("<@U123> hello", payloads.AgentTask(agent_name=None, task="<@U123> hello")),
+        ("@ops deploy it", cmd.AgentTask(agent_name="ops", task="deploy it")),
+        ("agent=billing refund 42", cmd.AgentTask(agent_name="billing", task="refund 42")),
+        ("<@U123> hello", cmd.AgentTask(agent_name=None, task="<@U123> hello")),
     ],
 )
-def test_agent_command_text(text: str, expected: payloads.AgentCommand) -> None:
-    assert payloads.parse_agent_command(text) == expected
+def test_agent_command_text(text: str, expected: cmd.AgentCommand) -> None:
+    assert cmd.parse_agent_command(text) == expected
 
 
 @pytest.mark.parametrize(
@@ -82,7 +83,7 @@ def test_agent_command_text(text: str, expected: payloads.AgentCommand) -> None:
 )
 def test_agent_command_mistakes(text: str, problem: str) -> None:
     with pytest.raises(InputError, match=problem):
-        payloads.parse_agent_command(text)
+        cmd.parse_agent_command(text)
 
 
 @pytest.mark.parametrize(
@@ -102,11 +103,17 @@ def test_agent_command_mistakes(text: str, problem: str) -> None:
         (
             "reconcile ap_1 result  restarted at 10:02 ",
             cmd.ApprovalsReconcile(
-                approval_id="ap_1", choice=cmd.RecordResult(result="restarted at 10:02")
+                approval_id="ap_1", resolution=VerifiedResult(result="restarted at 10:02")
             ),
         ),
-        ("reconcile ap_1 RETRY", cmd.ApprovalsReconcile(approval_id="ap_1", choice=cmd.Retry())),
-        ("reconcile ap_1 abort", cmd.ApprovalsReconcile(approval_id="ap_1", choice=cmd.Abort())),
+        (
+            "reconcile ap_1 RETRY",
+            cmd.ApprovalsReconcile(approval_id="ap_1", resolution=RetryCall()),
+        ),
+        (
+            "reconcile ap_1 abort",
+            cmd.ApprovalsReconcile(approval_id="ap_1", resolution=AbortCall()),
+        ),
     ],
 )
 def test_approvals_command_text(text: str, expected: cmd.ApprovalsCommand) -> None:
@@ -134,7 +141,7 @@ def test_approvals_command_mistakes_name_the_problem(text: str, problem: str) ->
         cmd.parse_approvals_command(text)
 
 
-def _click(action_id: str = payloads.APPROVE_ACTION_ID, value: str = "ap_1") -> dict[str, Any]:
+def _click(action_id: str = cards.APPROVE_ACTION_ID, value: str = "ap_1") -> dict[str, Any]:
     return {
         "type": "block_actions",
         "user": {"id": "U2"},
@@ -156,16 +163,15 @@ def _click(action_id: str = payloads.APPROVE_ACTION_ID, value: str = "ap_1") -> 
     }
 
 
-def test_button_click_parses_to_the_approval_id_and_card_texts() -> None:
-    click = payloads.parse_button_click(_click(payloads.REJECT_ACTION_ID))
-    assert click == payloads.ButtonClick(
+def test_button_click_parses_to_the_approval_id_and_where_it_was_pressed() -> None:
+    click = cards.parse_button_click(_click(cards.REJECT_ACTION_ID))
+    assert click == cards.ButtonClick(
         action="reject",
         approval_id="ap_1",
         user_id="U2",
         channel_id="C1",
         message_ts="1.2",
         trigger_id="trig",
-        call_text="CALL",
     )
 
 
@@ -180,34 +186,36 @@ def test_button_click_parses_to_the_approval_id_and_card_texts() -> None:
 )
 def test_malformed_button_clicks(body: dict[str, Any], problem: str) -> None:
     with pytest.raises(InputError, match=problem):
-        payloads.parse_button_click(body)
+        cards.parse_button_click(body)
 
 
 def _submission(action: str, reason: str | None, message: str | None = None) -> dict[str, Any]:
     values: dict[str, Any] = {
-        payloads.REASON_BLOCK_ID: {
-            payloads.REASON_ACTION_ID: {"type": "plain_text_input", "value": reason}
+        modals.REASON_BLOCK_ID: {
+            modals.REASON_ACTION_ID: {"type": "plain_text_input", "value": reason}
         }
     }
     if message is not None:
-        values[payloads.MESSAGE_BLOCK_ID] = {
-            payloads.MESSAGE_ACTION_ID: {"type": "plain_text_input", "value": message}
+        values[decision_modal.MESSAGE_BLOCK_ID] = {
+            decision_modal.MESSAGE_ACTION_ID: {"type": "plain_text_input", "value": message}
         }
-    context = payloads.ModalContext(approval_id="ap_1", action=action, channel_id="C1")  # type: ignore[arg-type]
+    context = modals.ModalContext(approval_id="ap_1", action=action, channel_id="C1")  # type: ignore[arg-type]
     return {
         "type": "view_submission",
         "user": {"id": "U2"},
         "view": {
-            "callback_id": payloads.DECISION_CALLBACK_ID,
-            "private_metadata": payloads.encode_modal_context(context),
+            "callback_id": decision_modal.DECISION_CALLBACK_ID,
+            "private_metadata": modals.encode_modal_context(context),
             "state": {"values": values},
         },
     }
 
 
 def test_a_reject_submission_carries_reason_and_message() -> None:
-    parsed = payloads.parse_decision_submission(_submission("reject", " risky ", " not today "))
-    assert parsed == payloads.DecisionSubmission(
+    parsed = decision_modal.parse_decision_submission(
+        _submission("reject", " risky ", " not today ")
+    )
+    assert parsed == decision_modal.DecisionSubmission(
         approval_id="ap_1",
         action="reject",
         channel_id="C1",
@@ -218,23 +226,23 @@ def test_a_reject_submission_carries_reason_and_message() -> None:
 
 
 def test_an_approve_submission_never_carries_a_message() -> None:
-    parsed = payloads.parse_decision_submission(_submission("approve", "ok", "ignored"))
-    assert isinstance(parsed, payloads.DecisionSubmission)
+    parsed = decision_modal.parse_decision_submission(_submission("approve", "ok", "ignored"))
+    assert isinstance(parsed, decision_modal.DecisionSubmission)
     assert parsed.message is None
 
 
-@pytest.mark.parametrize("reason", [None, "   ", "x" * (payloads.MAX_REASON_CHARS + 1)])
+@pytest.mark.parametrize("reason", [None, "   ", "x" * (modals.MAX_REASON_CHARS + 1)])
 def test_a_missing_or_long_reason_is_an_inline_error(reason: str | None) -> None:
-    parsed = payloads.parse_decision_submission(_submission("approve", reason))
-    assert isinstance(parsed, payloads.InvalidSubmission)
-    assert set(parsed.errors) == {payloads.REASON_BLOCK_ID}
+    parsed = decision_modal.parse_decision_submission(_submission("approve", reason))
+    assert isinstance(parsed, modals.InvalidSubmission)
+    assert set(parsed.errors) == {modals.REASON_BLOCK_ID}
 
 
 def test_foreign_private_metadata_is_refused() -> None:
     body = _submission("approve", "ok")
     body["view"]["private_metadata"] = "delete|everything"
     with pytest.raises(InputError, match="not ours"):
-        payloads.parse_decision_submission(body)
+        decision_modal.parse_decision_submission(body)
 
 
 def _message(**fields: Any) -> dict[str, Any]:
@@ -250,7 +258,7 @@ def _message(**fields: Any) -> dict[str, Any]:
 
 
 def test_a_human_thread_reply_is_parsed() -> None:
-    assert payloads.parse_thread_reply(_message(), bot_user_id="UBOT") == payloads.ThreadReply(
+    assert app.parse_thread_reply(_message(), bot_user_id="UBOT") == app.ThreadReply(
         channel_id="C1", thread_ts="1.0", user_id="U1", text="more", ts="2.0"
     )
 
@@ -267,7 +275,7 @@ def test_a_human_thread_reply_is_parsed() -> None:
     ],
 )
 def test_messages_the_bot_ignores(event: dict[str, Any]) -> None:
-    assert payloads.parse_thread_reply(event, bot_user_id="UBOT") is None
+    assert app.parse_thread_reply(event, bot_user_id="UBOT") is None
 
 
 GOOD_ENV = {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s"}
@@ -331,11 +339,11 @@ def test_dedupe_remembers_within_ttl_and_stays_bounded() -> None:
 def test_the_modal_context_carries_the_digest_the_modal_showed() -> None:
     shown = "ab" * 32
     for channel in ("C1", None):
-        context = payloads.ModalContext(
+        context = modals.ModalContext(
             approval_id="ap_1", action="approve", channel_id=channel, digest=shown
         )
-        assert payloads.decode_modal_context(payloads.encode_modal_context(context)) == context
-    legacy = payloads.decode_modal_context("approve|ap_1|C1")  # a modal opened before
+        assert modals.decode_modal_context(modals.encode_modal_context(context)) == context
+    legacy = modals.decode_modal_context("approve|ap_1|C1")  # a modal opened before
     assert (legacy.channel_id, legacy.digest) == ("C1", None)
     with pytest.raises(InputError, match="no valid digest"):
-        payloads.decode_modal_context("approve|ap_1|C1|not-a-digest")
+        modals.decode_modal_context("approve|ap_1|C1|not-a-digest")

@@ -157,7 +157,7 @@ async def test_a_channel_the_bot_is_not_in_is_explained(bot: Bot) -> None:
 
 async def test_a_response_url_on_a_foreign_host_is_refused(bot: Bot) -> None:
     with pytest.raises(SlackError, match=r"refusing to post to response_url host 'evil\.example'"):
-        await bot.surface.notifier.respond(response_url="https://evil.example/hook", text="hi")
+        await bot.surface.slack.respond(response_url="https://evil.example/hook", text="hi")
     assert bot.fake.calls_to(RESPONSE_URL) == []
 
 

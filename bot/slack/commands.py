@@ -1,5 +1,7 @@
-"""Pure parsing of `/approvals …` into a tagged union the listener acts on.
+"""Slash commands, parsed into small frozen records the listeners act on (pure).
 
+    /agent [help]
+    /agent [@name | agent=name] <task>
     /approvals [help]
     /approvals list [page]
     /approvals show ID
@@ -8,20 +10,91 @@
     /approvals reconcile ID result <text> | retry | abort
 
 Bad syntax raises InputError naming what is wrong; the listener answers it (with the
-help) before touching the service.
+help) before touching the service. `/approvals reconcile` parses into the runtime's
+`Resolution`, as the reconcile modal does.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any
 
 from bot.errors import InputError
+from bot.runtime import AbortCall, Resolution, RetryCall, VerifiedResult
+from bot.slack.modals import check_approval_id, optional_text, text_field
+from bot.slack.reconcile_modal import MAX_RESULT_CHARS
 
-MAX_RESULT_CHARS = 4000
+_AGENT_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlashCommand:
+    command: str
+    text: str
+    user_id: str
+    channel_id: str
+    trigger_id: str | None
+    response_url: str | None  # answers here reach the person even where the bot is no member
+
+
+def parse_slash_command(body: Mapping[str, Any]) -> SlashCommand:
+    return SlashCommand(
+        command=text_field(body, "command"),
+        text=str(body.get("text") or "").strip(),
+        user_id=text_field(body, "user_id"),
+        channel_id=text_field(body, "channel_id"),
+        trigger_id=optional_text(body, "trigger_id"),
+        response_url=optional_text(body, "response_url"),
+    )
+
+
+# -- /agent ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentTask:
+    """`/agent [@name | agent=name] <task>`; `agent_name` None means the default agent."""
+
+    agent_name: str | None
+    task: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentHelp:
+    pass
+
+
+AgentCommand = AgentTask | AgentHelp
+
+
+def parse_agent_command(text: str) -> AgentCommand:
+    """`help` or nothing -> AgentHelp; `@ops task` / `agent=ops task` pick an agent."""
+    text = text.strip()
+    if text.lower() in ("", "help"):
+        return AgentHelp()
+    head, _, rest = text.partition(" ")
+    agent_name: str | None = None
+    if head.startswith("@") and not head.startswith("@<"):
+        agent_name = head[1:]
+    elif head.lower().startswith("agent="):
+        agent_name = head[len("agent=") :]
+    if agent_name is None:
+        return AgentTask(agent_name=None, task=text)
+    if not _AGENT_NAME.fullmatch(agent_name):
+        raise InputError(
+            f"{agent_name!r} is not an agent name (letters, digits, '.', '_' or '-', up to 64)"
+        )
+    task = rest.strip()
+    if not task:
+        raise InputError(f"tell agent {agent_name!r} what to do: /agent @{agent_name} <task>")
+    return AgentTask(agent_name=agent_name, task=task)
+
+
+# -- /approvals --------------------------------------------------------------------------
+
 MAX_REVOKE_REASON_CHARS = 2000
-_ID = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
 
 USAGE = {
     "list": "`/approvals list [page]`",
@@ -59,30 +132,9 @@ class ApprovalsAudit:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RecordResult:
-    """The operator checked the world: this is what the call really did."""
-
-    result: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class Retry:
-    pass
-
-
-@dataclass(frozen=True, kw_only=True)
-class Abort:
-    pass
-
-
-ReconcileChoice = RecordResult | Retry | Abort
-ReconcileKind = Literal["result", "retry", "abort"]
-
-
-@dataclass(frozen=True, kw_only=True)
 class ApprovalsReconcile:
     approval_id: str
-    choice: ReconcileChoice
+    resolution: Resolution
 
 
 ApprovalsCommand = (
@@ -118,10 +170,10 @@ def parse_approvals_command(text: str) -> ApprovalsCommand:
         if len(tail) > MAX_REVOKE_REASON_CHARS:
             raise InputError(f"keep the reason under {MAX_REVOKE_REASON_CHARS} characters")
         return ApprovalsRevoke(approval_id=approval_id, reason=tail or None)
-    return ApprovalsReconcile(approval_id=approval_id, choice=parse_reconcile_choice(tail))
+    return ApprovalsReconcile(approval_id=approval_id, resolution=parse_resolution(tail))
 
 
-def parse_reconcile_choice(text: str) -> ReconcileChoice:
+def parse_resolution(text: str) -> Resolution:
     """`result <text>`, `retry` or `abort` (the tail of `/approvals reconcile ID …`)."""
     head, _, rest = text.strip().partition(" ")
     kind = head.lower()
@@ -133,13 +185,13 @@ def parse_reconcile_choice(text: str) -> ReconcileChoice:
             )
         if len(rest) > MAX_RESULT_CHARS:
             raise InputError(f"keep the result under {MAX_RESULT_CHARS} characters")
-        return RecordResult(result=rest)
+        return VerifiedResult(result=rest)
     if kind in ("retry", "abort") and rest:
         raise InputError(f"`{kind}` takes nothing after it; usage: {USAGE['reconcile']}")
     if kind == "retry":
-        return Retry()
+        return RetryCall()
     if kind == "abort":
-        return Abort()
+        return AbortCall()
     shown = f"{head[:40]!r}" if head else "nothing"
     raise InputError(
         f"reconcile needs `result <text>`, `retry` or `abort`, got {shown}; "
@@ -158,9 +210,7 @@ def _page(text: str) -> int:
 def _approval_id(verb: str, value: str) -> str:
     if not value:
         raise InputError(f"`{verb}` needs an approval id; usage: {USAGE[verb]}")
-    if not _ID.fullmatch(value):
-        raise InputError(f"{value[:80]!r} is not an approval id")
-    return value
+    return check_approval_id(value)
 
 
 def _nothing_more(verb: str, tail: str) -> None:

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from bot.agents import load_agent_registry
 from bot.errors import ConfigError
 from bot.runtime import Agent, AgentRegistry, ScriptedModel
-from bot.slack.agents import load_agent_registry
 
 
 def _agent(name: str, version: str = "1") -> Agent:

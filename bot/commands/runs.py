@@ -1,40 +1,96 @@
-"""Pure formatting for the operator commands: records to JSON-ready dicts and text."""
+"""`approvals-bot runs`: stored agent runs, as operators inspect them.
+
+    approvals-bot runs list [--status S] [--json]     runs, most recently updated first
+    approvals-bot runs show RUN_ID [--state] [--json]  one run, its approvals and ledger,
+                                                      and its (redacted) state
+
+`--reveal` (with `--state`) shows the state unredacted and writes a `revealed` audit
+event. The formatting (records to JSON-ready dicts and text) is pure.
+"""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import contextlib
+import getpass
 import json
 from collections.abc import Sequence
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from bot.commands.database import command_group, db_command, existing_store, positive_int
 from bot.credentials import redact
 from bot.errors import InputError
-from bot.policy import parse_duration
-from store.api import ApprovalRecord, LedgerEntry, RunRecord
+from store.api import ApprovalRecord, LedgerEntry, RunRecord, RunStatus
+
+RUN_STATUSES = ("running", "paused", "resuming", "completed", "failed", "cancelled")
 
 
-def parse_since(text: str, *, now: datetime | None = None) -> datetime:
-    """ISO 8601 (a naive time is UTC; a date means its midnight UTC) or an age: 30m, 24h, 7d."""
-    value = text.strip()
-    try:
-        age = parse_duration(value, allow_zero=True, longest=None)
-    except ValueError:  # not an age: perhaps a time
-        age = None
-    if age is not None:
-        try:
-            return (now or datetime.now(UTC)) - age
-        except OverflowError:
-            raise InputError(f"--since {text!r} reaches back before the year 1") from None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(
-            f"--since {text!r} is neither an ISO 8601 time (2026-11-29T12:00Z) "
-            "nor an age like 30m, 24h or 7d"
-        ) from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Register `runs list` and `runs show`."""
+    group = command_group(subparsers, "runs", "inspect stored agent runs")
+    listing = db_command(group, "list", "list runs, most recently updated first", runs_list)
+    listing.add_argument("--status", choices=RUN_STATUSES, help="only runs in this status")
+    listing.add_argument("--limit", type=positive_int, default=100, help="at most N runs")
+    listing.add_argument("--json", action="store_true", help="JSON instead of a table")
+    show = db_command(group, "show", "show one run with its approvals and ledger", runs_show)
+    show.add_argument("run_id", metavar="RUN_ID")
+    show.add_argument(
+        "--state", action="store_true", help="include the decrypted state (credentials redacted)"
+    )
+    show.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    show.add_argument(
+        "--reveal",
+        action="store_true",
+        help="with --state: do not redact credentials (writes a `revealed` audit event)",
+    )
+    show.add_argument("--actor", default=None, help="who reveals (default: your OS user name)")
+
+
+def runs_list(args: argparse.Namespace) -> int:
+    return asyncio.run(_runs_list(args))
+
+
+async def _runs_list(args: argparse.Namespace) -> int:
+    status: RunStatus | None = args.status
+    async with existing_store(args) as store:
+        runs = await store.list_runs(status=status, limit=args.limit)
+    if args.json:
+        print(json.dumps([run_json(run) for run in runs], indent=2))
+    else:
+        print(render_runs_table(runs))
+    return 0
+
+
+def runs_show(args: argparse.Namespace) -> int:
+    return asyncio.run(_runs_show(args))
+
+
+async def _runs_show(args: argparse.Namespace) -> int:
+    if args.reveal and not args.state:
+        raise InputError("--reveal goes with --state (it shows the state unredacted)")
+    async with existing_store(args) as store:
+        run = await store.get_run(args.run_id)
+        if run is None:
+            raise InputError(f"no run {args.run_id!r}")
+        approvals = await store.list_approvals(run_id=run.run_id, limit=1000)
+        ledger = await store.ledger_entries(run_id=run.run_id, limit=1000)
+        state_json = await store.load_run_state(run.run_id) if args.state else None
+        if args.reveal:
+            actor = args.actor or getpass.getuser()
+            await store.append_audit(
+                "revealed", actor=actor, run_id=run.run_id, detail={"via": "runs show --reveal"}
+            )
+    detail = run_detail_json(run, approvals, ledger, state_json, reveal=args.reveal)
+    print(
+        json.dumps(detail, indent=2, ensure_ascii=False) if args.json else render_run_detail(detail)
+    )
+    return 0
+
+
+# -- formatting (pure) --------------------------------------------------------------
 
 
 def _jsonable(record: Any) -> dict[str, Any]:

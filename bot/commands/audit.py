@@ -1,0 +1,102 @@
+"""`approvals-bot audit`: the hash-chained audit log, exported or verified.
+
+approvals-bot audit export [--since WHEN] [-o FILE]   the audit log as JSON lines
+approvals-bot audit verify                           check the chain; exit 1 if broken
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from bot.commands.database import command_group, db_command, existing_store
+from bot.errors import InputError
+from bot.policy import parse_duration
+from store.api import AuditEvent
+from store.audit import event_to_json_line
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Register `audit export` and `audit verify`."""
+    group = command_group(subparsers, "audit", "export or verify the hash-chained audit log")
+    export = db_command(group, "export", "write audit events as JSON lines", audit_export)
+    export.add_argument(
+        "--since",
+        default=None,
+        help="only events at or after WHEN: ISO 8601 (naive times are UTC) or an age "
+        "such as 30m, 24h, 7d",
+    )
+    export.add_argument("--output", "-o", default=None, help="file to write (default stdout)")
+    db_command(
+        group, "verify", "check the audit chain; exit 1 naming the first bad event", audit_verify
+    )
+
+
+def parse_since(text: str, *, now: datetime | None = None) -> datetime:
+    """ISO 8601 (a naive time is UTC; a date means its midnight UTC) or an age: 30m, 24h, 7d."""
+    value = text.strip()
+    try:
+        age = parse_duration(value, allow_zero=True, longest=None)
+    except ValueError:  # not an age: perhaps a time
+        age = None
+    if age is not None:
+        try:
+            return (now or datetime.now(UTC)) - age
+        except OverflowError:
+            raise InputError(f"--since {text!r} reaches back before the year 1") from None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(
+            f"--since {text!r} is neither an ISO 8601 time (2026-11-29T12:00Z) "
+            "nor an age like 30m, 24h or 7d"
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def audit_export(args: argparse.Namespace) -> int:
+    since = parse_since(args.since) if args.since is not None else None
+    events = asyncio.run(_read_audit(args, since))
+    if args.output is None:
+        _write_lines(sys.stdout, events)
+        return 0
+    try:
+        with open(args.output, "x", encoding="utf-8") as handle:
+            _write_lines(handle, events)
+    except FileExistsError:
+        raise InputError(f"--output {args.output} already exists; choose a new file") from None
+    except OSError as error:
+        raise InputError(f"--output {args.output} cannot be written: {error.strerror}") from None
+    print(f"wrote {len(events)} event(s) to {args.output}", file=sys.stderr)
+    return 0
+
+
+async def _read_audit(args: argparse.Namespace, since: datetime | None) -> list[AuditEvent]:
+    async with existing_store(args) as store:
+        return await store.audit_events(since=since)
+
+
+def _write_lines(stream: TextIO, events: list[AuditEvent]) -> None:
+    for event in events:
+        stream.write(event_to_json_line(event) + "\n")
+
+
+def audit_verify(args: argparse.Namespace) -> int:
+    return asyncio.run(_audit_verify(args))
+
+
+async def _audit_verify(args: argparse.Namespace) -> int:
+    async with existing_store(args) as store:
+        verification = await store.verify_audit()
+        head_seq, head_hash = await store.audit_head()
+    if verification.ok:
+        print(f"audit log OK: {verification.checked} event(s); head {head_seq} {head_hash}")
+        return 0
+    print(
+        f"audit log BROKEN at event {verification.first_bad_seq}: {verification.problem} "
+        f"({verification.checked} event(s) before it verified)"
+    )
+    return 1

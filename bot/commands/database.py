@@ -1,0 +1,111 @@
+"""The database the operator commands work on, and `approvals-bot db migrate`.
+
+Every operator command (`keys`, `audit`, `runs`, `db`) takes `--db` (default:
+$APPROVALS_DATABASE_URL, else ./approvals.db) and, except `keys generate` and
+`db migrate`, opens only a database that exists: a typo must not mint an empty one. Our
+errors become one line on stderr and exit code 2 (bot/cli.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from bot.errors import ConfigError
+from store import SqliteStore, open_store
+from store.config import database_url_from_env, parse_database_url
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Register `db migrate`."""
+    group = command_group(subparsers, "db", "database maintenance")
+    db_command(group, "migrate", "apply pending schema migrations and report them", db_migrate)
+
+
+def command_group(
+    subparsers: argparse._SubParsersAction[Any], name: str, help_text: str
+) -> argparse._SubParsersAction[Any]:
+    """A command with sub-commands (`keys`, `audit`, ...); alone it prints its usage."""
+    parser = subparsers.add_parser(name, help=help_text, description=help_text)
+    parser.set_defaults(func=lambda _args, parser=parser: _usage(parser))
+    group: argparse._SubParsersAction[Any] = parser.add_subparsers(
+        dest=f"{name}_command", metavar="COMMAND"
+    )
+    return group
+
+
+def db_command(
+    group: argparse._SubParsersAction[Any], name: str, help_text: str, command: Command
+) -> argparse.ArgumentParser:
+    """A sub-command that works on the database (it takes `--db`)."""
+    parser: argparse.ArgumentParser = group.add_parser(name, help=help_text, description=help_text)
+    parser.add_argument(
+        "--db",
+        default=None,
+        help="database path or sqlite:///path (default: $APPROVALS_DATABASE_URL, "
+        "else ./approvals.db)",
+    )
+    parser.set_defaults(func=command)
+    return parser
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def database_url(args: argparse.Namespace) -> str:
+    return str(args.db) if args.db is not None else database_url_from_env()
+
+
+@contextlib.asynccontextmanager
+async def existing_store(args: argparse.Namespace) -> AsyncIterator[SqliteStore]:
+    """The open database, closed on the way out. It refuses to create one: a typo must not
+    mint an empty database."""
+    url = database_url(args)
+    path = parse_database_url(url).path
+    if not path.exists():
+        raise ConfigError(
+            f"database {path} does not exist (give --db or set APPROVALS_DATABASE_URL)"
+        )
+    store = await open_store(url)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+def db_migrate(args: argparse.Namespace) -> int:
+    return asyncio.run(_db_migrate(args))
+
+
+async def _db_migrate(args: argparse.Namespace) -> int:
+    store = await open_store(database_url(args))
+    try:
+        report = store.migration_report
+    finally:
+        await store.close()
+    if report.applied:
+        print(
+            f"migrated {store.database.path} from schema version {report.before} to "
+            f"{report.after}: applied {', '.join(report.applied)}"
+        )
+    else:
+        print(f"{store.database.path} is at schema version {report.after}; nothing to apply")
+    return 0

@@ -1,0 +1,130 @@
+"""The approval workflow's shared context: what every operation of the service works with.
+
+`Workflow` is built once by `ApprovalService` and handed to the modules that do the work
+(voting, execution, resume, expiry, recovery, reconciliation), so each stays a set of
+small functions over one explicit context instead of a growing class. It holds the
+store, the agents, the notifier, the policy, the clock and the TaskOwner, and the steps
+they all share: look up a run or an approval, load a run's state, tell people (a failed
+message is logged, never raised), and resume a run whose decisions are all taken, in a
+task the service owns.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bot.clock import Clock
+from bot.errors import InputError
+from bot.policy import GroupDirectory, Policy, ToolRule
+from bot.runtime import AgentRegistry, RunState
+from bot.service.api import (
+    CallUncertain,
+    Event,
+    Location,
+    Notifier,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+)
+from bot.service.codec import decode_state
+from bot.service.tasks import TaskOwner
+from store.api import TERMINAL_APPROVAL_STATUSES, ApprovalRecord, RunRecord, Store
+
+log = logging.getLogger(__name__)
+
+APPROVALS_PER_RUN_LIMIT = 10_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workflow:
+    store: Store
+    registry: AgentRegistry
+    notifier: Notifier
+    dependencies: Mapping[str, Any]
+    clock: Clock
+    worker_id: str
+    lease_seconds: float
+    policy: Policy
+    groups: GroupDirectory
+    tasks: TaskOwner
+
+    @property
+    def actor(self) -> str:
+        """How the service itself appears in the audit log."""
+        return f"service:{self.worker_id}"
+
+    def rule_for(self, tool_name: str) -> ToolRule:
+        return self.policy.rule_for(tool_name)
+
+    # -- lookups -------------------------------------------------------------------------
+
+    async def require_run(self, run_id: str) -> RunRecord:
+        """The run's record (InputError when there is none)."""
+        run = await self.store.get_run(run_id)
+        if run is None:
+            raise InputError(f"there is no run with id {run_id!r}")
+        return run
+
+    async def require_approval(self, approval_id: str) -> tuple[ApprovalRecord, RunRecord]:
+        """The approval and its run (InputError when either is missing)."""
+        approval = await self.store.get_approval(approval_id)
+        if approval is None:
+            raise InputError(f"there is no approval with id {approval_id!r}")
+        return approval, await self.run_of(approval)
+
+    async def run_of(self, approval: ApprovalRecord) -> RunRecord:
+        run = await self.store.get_run(approval.run_id)
+        if run is None:
+            raise InputError(f"approval {approval.approval_id} belongs to no run")
+        return run
+
+    async def load_state(self, run_id: str) -> RunState:
+        """The run's stored state, decrypted and decoded."""
+        return await decode_state(await self.store.load_run_state(run_id))
+
+    # -- telling people ------------------------------------------------------------------
+
+    async def notify(self, event: Event) -> Location | None:
+        """Tell people through the notifier; a failure is logged, never raised: the store
+        is the record of truth, and a message that could not be posted must not undo or
+        abort a recorded decision or a finished run."""
+        try:
+            return await self.notifier.notify(event)
+        except Exception:
+            log.exception("notifier.%s failed for %s", event.kind, _subject(event))
+            return None
+
+    # -- resuming --------------------------------------------------------------------------
+
+    async def resume_if_all_decided(self, run_id: str) -> bool:
+        """Claim and start the run's resume once none of its approvals is open; True when
+        this caller claimed it."""
+        rows = await self.store.list_approvals(run_id=run_id, limit=APPROVALS_PER_RUN_LIMIT)
+        if any(row.status not in TERMINAL_APPROVAL_STATUSES for row in rows):
+            return False
+        return await self.claim_resume(run_id)
+
+    async def claim_resume(self, run_id: str) -> bool:
+        """Claim the run's resume (paused -> resuming); the winner resumes it in a task."""
+        claimed = await self.store.transition_run(
+            run_id, expected_status="paused", new_status="resuming"
+        )
+        if claimed is None:
+            return False
+        self.resume(claimed)
+        return True
+
+    def resume(self, run: RunRecord) -> None:
+        """Resume a claimed (`resuming`) run in a task the service owns."""
+        from bot.service.resume import resume_run  # resume builds on this module
+
+        self.tasks.spawn(resume_run(self, run), name=f"resume:{run.run_id}")
+
+
+def _subject(event: Event) -> str:
+    if isinstance(event, RunStarted | CallUncertain | RunFinished | RunFailed):
+        return f"run {event.run.run_id}"
+    return event.approval.approval_id

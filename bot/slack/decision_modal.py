@@ -1,0 +1,103 @@
+"""The reason modal behind Approve, Reject and Revoke: build it, parse what comes back.
+
+It repeats the card's call block (tool, redacted arguments, digest) so the person sees
+what they decide on, asks for a reason (audit only; the agent never sees it) and, on
+reject, for an optional message to the agent (what the model is told instead of the
+tool's result). Its `private_metadata` carries the arguments digest it showed: the vote
+counts only for that digest (bot.slack.modals).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from bot.errors import InputError
+from bot.slack.blocks import CALL_BLOCK_ID, Block, text_input
+from bot.slack.messages import GIVE_A_REASON, keep_under
+from bot.slack.modals import (
+    MAX_REASON_CHARS,
+    REASON_ACTION_ID,
+    REASON_BLOCK_ID,
+    InvalidSubmission,
+    ModalContext,
+    call_section,
+    input_value,
+    modal,
+    reason_input,
+    submitted_view,
+    submitter,
+)
+
+DECISION_CALLBACK_ID = "approval_decision"
+MESSAGE_BLOCK_ID = "message_to_agent"
+MESSAGE_ACTION_ID = "message_input"
+MAX_MESSAGE_CHARS = 2000
+_VERBS = {"approve": "Approve", "reject": "Reject", "revoke": "Revoke"}
+
+DecisionAction = Literal["approve", "reject", "revoke"]
+"""What the reason modal submits."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecisionSubmission:
+    approval_id: str
+    action: DecisionAction
+    channel_id: str | None
+    user_id: str
+    reason: str
+    message: str | None
+    digest: str | None = None  # the arguments digest the modal showed
+
+
+def decision_modal(*, context: ModalContext, call: str | None) -> dict[str, Any]:
+    """The reason modal. `call` is the card's own (escaped, redacted) call block: tool,
+    arguments and digest, so the person sees what they decide on."""
+    verb = _VERBS.get(context.action, context.action.capitalize())
+    blocks: list[Block] = [call_section(call, CALL_BLOCK_ID), reason_input(optional=False)]
+    if context.action == "reject":
+        blocks.append(
+            text_input(
+                MESSAGE_BLOCK_ID,
+                MESSAGE_ACTION_ID,
+                label="Message to the agent",
+                hint="What the model is told instead of the tool's result.",
+                max_length=MAX_MESSAGE_CHARS,
+                optional=True,
+            )
+        )
+    return modal(
+        callback_id=DECISION_CALLBACK_ID,
+        context=context,
+        title=f"{verb} tool call",
+        submit=verb,
+        blocks=blocks,
+    )
+
+
+def parse_decision_submission(body: Mapping[str, Any]) -> DecisionSubmission | InvalidSubmission:
+    context, values = submitted_view(body, DECISION_CALLBACK_ID)
+    action = context.action
+    if action not in ("approve", "reject", "revoke"):
+        raise InputError(f"the reason modal does not {action!r}")
+    reason = input_value(values, REASON_BLOCK_ID, REASON_ACTION_ID)
+    message = input_value(values, MESSAGE_BLOCK_ID, MESSAGE_ACTION_ID)
+    errors: dict[str, str] = {}
+    if not reason:
+        errors[REASON_BLOCK_ID] = GIVE_A_REASON
+    elif len(reason) > MAX_REASON_CHARS:
+        errors[REASON_BLOCK_ID] = keep_under("reason", MAX_REASON_CHARS)
+    if message is not None and len(message) > MAX_MESSAGE_CHARS:
+        errors[MESSAGE_BLOCK_ID] = keep_under("message", MAX_MESSAGE_CHARS)
+    if errors or reason is None:
+        return InvalidSubmission(errors=errors)
+    return DecisionSubmission(
+        approval_id=context.approval_id,
+        action=action,
+        channel_id=context.channel_id,
+        user_id=submitter(body),
+        reason=reason,
+        message=message if action == "reject" and message else None,
+        digest=context.digest,
+    )

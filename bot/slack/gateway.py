@@ -1,0 +1,134 @@
+"""The Slack Web API as the bot uses it: post and update messages, tell one person
+privately, answer a slash command, open a modal, publish App Home.
+
+slack_sdk's AsyncWebClient runs on an aiohttp session the caller owns (and closes),
+pointed at SLACK_API_URL, with slack_sdk's retry handlers: a lost connection is retried
+once, a 429 up to twice after its Retry-After. Every failure is a SlackError naming the
+method and Slack's error code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from bot.errors import SlackError
+
+RATE_LIMIT_RETRIES = 2
+ViewOutcome = Literal["opened", "trigger_expired"]
+
+
+def build_web_client(
+    *, token: str, api_url: str, session: aiohttp.ClientSession, timeout: int = 10
+) -> AsyncWebClient:
+    return AsyncWebClient(
+        token=token,
+        base_url=api_url,
+        session=session,
+        timeout=timeout,
+        retry_handlers=_retry_handlers(),
+    )
+
+
+def _retry_handlers() -> list[AsyncRetryHandler]:
+    """A lost connection is retried once; a 429 up to twice, after its Retry-After."""
+    return [
+        AsyncConnectionErrorRetryHandler(max_retry_count=1),
+        AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
+    ]
+
+
+class SlackGateway:
+    """The Web API calls of the bot, over one client and its session."""
+
+    def __init__(self, client: AsyncWebClient, *, session: aiohttp.ClientSession) -> None:
+        self._client = client
+        self._session = session
+        # A slash command's response_url comes from a signed payload, yet we only post to
+        # Slack's hooks host, or to the host of the configured Web API (a local emulator).
+        self._response_hosts = {"hooks.slack.com", urlsplit(client.base_url).netloc}
+
+    @classmethod
+    def open(cls, *, token: str, api_url: str, session: aiohttp.ClientSession) -> SlackGateway:
+        return cls(build_web_client(token=token, api_url=api_url, session=session), session=session)
+
+    @property
+    def client(self) -> AsyncWebClient:
+        """The Web API client (for other Slack readers, e.g. the group directory)."""
+        return self._client
+
+    async def post(self, *, channel: str, text: str, **extra: Any) -> str:
+        """chat.postMessage; the new message's ts."""
+        response = await self._call("chat_postMessage", channel=channel, text=text, **extra)
+        ts = response.get("ts")
+        if not isinstance(ts, str):
+            raise SlackError("chat.postMessage answered without a message ts")
+        return ts
+
+    async def update(self, *, channel: str, ts: str, text: str, blocks: list[Any]) -> None:
+        await self._call("chat_update", channel=channel, ts=ts, text=text, blocks=blocks)
+
+    async def tell(
+        self, *, channel: str, user: str, text: str, thread_ts: str | None = None
+    ) -> None:
+        """An ephemeral message only `user` sees (why a click was refused, help, ...)."""
+        await self._call(
+            "chat_postEphemeral", channel=channel, user=user, text=text, thread_ts=thread_ts
+        )
+
+    async def respond(self, *, response_url: str, text: str) -> None:
+        """Answer a slash command privately through its response_url (works where the bot
+        is not a channel member, unlike chat.postEphemeral)."""
+        if urlsplit(response_url).netloc not in self._response_hosts:
+            raise SlackError(
+                f"refusing to post to response_url host {urlsplit(response_url).netloc!r}"
+            )
+        webhook = AsyncWebhookClient(
+            response_url, session=self._session, retry_handlers=_retry_handlers()
+        )
+        response = await webhook.send(text=text, response_type="ephemeral")
+        if response.status_code != 200:
+            raise SlackError(
+                f"Slack response_url answered HTTP {response.status_code}: {response.body[:200]}"
+            )
+
+    async def open_view(self, *, trigger_id: str, view: dict[str, Any]) -> ViewOutcome:
+        """Open a modal. Slack's trigger ids live 3 s: a late one is `trigger_expired`."""
+        try:
+            await self._call("views_open", trigger_id=trigger_id, view=view)
+        except SlackError as error:
+            if _api_error_code(error) in ("expired_trigger_id", "invalid_trigger_id"):
+                return "trigger_expired"
+            raise
+        return "opened"
+
+    async def publish_home(self, *, user: str, view: dict[str, Any]) -> None:
+        await self._call("views_publish", user_id=user, view=view)
+
+    async def _call(self, method: str, **arguments: Any) -> dict[str, Any]:
+        arguments = {key: value for key, value in arguments.items() if value is not None}
+        try:
+            response = await getattr(self._client, method)(**arguments)
+        except SlackApiError as error:
+            code = error.response.get("error") if error.response is not None else None
+            raise SlackError(f"Slack {method.replace('_', '.')} failed: {code or error}") from error
+        data: dict[str, Any] = dict(response.data) if isinstance(response.data, dict) else {}
+        return data
+
+
+def _api_error_code(error: SlackError) -> str | None:
+    cause = error.__cause__
+    if isinstance(cause, SlackApiError) and cause.response is not None:
+        code = cause.response.get("error")
+        return code if isinstance(code, str) else None
+    return None

@@ -1,0 +1,79 @@
+"""The authority rules as pure functions: who may revoke and who may reconcile.
+
+The operations (revoke, reconcile) and the read model (ApprovalView.can_revoke /
+can_reconcile) call these same functions; here they are checked on their own, over
+every status and every kind of person."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pytest
+
+from bot.policy import Eligibility, Eligible, NotEligible, parse_policy
+from bot.service.authority import may_reconcile, may_revoke, revoke_refusal
+from store.api import ApprovalRecord
+
+ADMIN, REQUESTER, APPROVER, STRANGER = "U0ADMIN", "U0REQ", "U0APP", "U0STRANGE"
+POLICY = parse_policy(f"admins = ['{ADMIN}']\n", source="test")
+ELIGIBLE = Eligible(via="listed")
+NOT_AN_APPROVER = NotEligible(reason="not an approver", code="not_an_approver")
+SELF = NotEligible(reason="your own call", code="self_approval")
+NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+APPROVAL = ApprovalRecord(
+    approval_id="ap1",
+    run_id="r1",
+    tool_call_id="call_1",
+    tool_name="deploy_release",
+    arguments_digest="0" * 64,
+    snapshot="{}",
+    status="pending",
+    requester=REQUESTER,
+    decider=None,
+    reason=None,
+    message=None,
+    created_at=NOW,
+    decided_at=None,
+    expires_at=None,
+    revoked_at=None,
+    slack_channel=None,
+    slack_ts=None,
+)
+STATUSES = ("pending", "approved", "rejected", "expired", "revoked")
+
+
+@pytest.mark.parametrize(
+    ("user", "verdict", "allowed"),
+    [
+        (ADMIN, NOT_AN_APPROVER, True),  # admins, eligible or not
+        (REQUESTER, SELF, True),  # the run's requester, though they may not decide
+        (APPROVER, ELIGIBLE, True),  # anyone eligible to decide
+        (STRANGER, NOT_AN_APPROVER, False),
+    ],
+)
+def test_who_may_revoke(user: str, verdict: Eligibility, allowed: bool) -> None:
+    assert may_revoke(POLICY, verdict, APPROVAL, user) is allowed
+
+
+@pytest.mark.parametrize("status", STATUSES)
+def test_revocation_is_refused_to_strangers_first_then_on_closed_calls(status: str) -> None:
+    approval = replace(APPROVAL, status=status)
+    open_ = status in ("pending", "approved")
+    assert revoke_refusal(POLICY, NOT_AN_APPROVER, approval, STRANGER) == "not_authorized"
+    for user, verdict in ((ADMIN, NOT_AN_APPROVER), (REQUESTER, SELF), (APPROVER, ELIGIBLE)):
+        expected = None if open_ else "closed"
+        assert revoke_refusal(POLICY, verdict, approval, user) == expected
+
+
+@pytest.mark.parametrize(
+    ("user", "verdict", "allowed"),
+    [
+        (ADMIN, SELF, True),  # an admin, even for their own call
+        (APPROVER, ELIGIBLE, True),
+        (REQUESTER, SELF, False),  # the call's requester may not settle its outcome
+        (STRANGER, NOT_AN_APPROVER, False),
+    ],
+)
+def test_who_may_reconcile(user: str, verdict: Eligibility, allowed: bool) -> None:
+    assert may_reconcile(POLICY, verdict, user) is allowed
