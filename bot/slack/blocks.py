@@ -2,8 +2,11 @@
 the call block every card and modal shows.
 
 Pure functions from values to JSON-ready dicts. Everything a person or a model wrote is
-escaped for Slack mrkdwn and clipped to Block Kit limits with a visible marker; the
-arguments come from the review snapshot (already redacted and escaped by bot.review).
+redacted (bot.credentials.redact_text), then escaped for Slack mrkdwn and clipped to
+Block Kit limits with a visible marker: redacted first, because a short secret grows
+into the longer marker and a text clipped before would pass the limit. The arguments
+come from the review snapshot (already redacted and escaped by bot.review). The gateway
+redacts whatever it sends once more (bot.slack.gateway).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from bot.credentials import redact_text
 from bot.errors import InputError
 from bot.policy import SLACK_USER_ID
 from bot.review import ReviewSnapshot
@@ -28,10 +32,10 @@ CALL_BLOCK_ID = "call"  # the call block of a card, and of the modal a card's bu
 
 
 def escape(text: str, limit: int | None = None) -> str:
-    """Escape Slack's control characters (&, <, >); clip to `limit` characters with a
-    visible marker, never cutting inside an escape sequence."""
+    """Redact credentials, escape Slack's control characters (&, <, >); clip to `limit`
+    characters with a visible marker, never cutting inside an escape sequence."""
     entities = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-    escaped = [entities.get(char, char) for char in text]
+    escaped = [entities.get(char, char) for char in redact_text(text)]
     if limit is None or sum(map(len, escaped)) <= limit:
         return "".join(escaped)
     budget = limit - len(TRUNCATED)

@@ -2,7 +2,9 @@
 the Bolt app.
 
 `SlackSurface.open` builds it around a service factory (the service needs the Slack
-gateway for its notifier and group directory, the gateway needs the session). The
+gateway for its notifier and group directory, the gateway needs the session). Opening
+it installs log redaction for the process (bot.logs): no log line the bot, Bolt or
+slack_sdk writes holds a credential. The
 surface closes what it opened, in reverse: the shared TaskOwner drains (Slack work after
 the ack and the service's resumes), the service closes (cancelling what outlived the
 drain), then the HTTP session. What the caller opened and handed in (the store the
@@ -20,6 +22,7 @@ from types import TracebackType
 import aiohttp
 from slack_bolt.app.async_app import AsyncApp
 
+from bot.logs import install_log_redaction
 from bot.service import ApprovalService, TaskOwner
 from bot.slack.app import SlackListeners, build_bolt_app
 from bot.slack.dedupe import EventDeduplicator
@@ -57,6 +60,7 @@ class SlackSurface:
         api_url: str,
         make_service: ServiceFactory,
     ) -> SlackSurface:
+        install_log_redaction()
         async with contextlib.AsyncExitStack() as stack:  # unwinds only if opening fails
             session = await stack.enter_async_context(aiohttp.ClientSession())
             slack = SlackGateway.open(token=bot_token, api_url=api_url, session=session)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,8 +21,10 @@ from aiohttp import web
 from fake_slack import Call, FakeSlack
 from slack_driver import SlackDriver
 
+from bot.errors import ModelError
 from bot.policy import Policy
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, current_tool_call, tool
+from bot.runtime.model import Item, ModelResponse, ToolCall, ToolSpec
 from bot.service import ApprovalService
 from bot.service.tasks import TaskOwner
 from bot.slack.gateway import SlackGateway
@@ -42,6 +44,45 @@ OTHER_APPROVER = "U0OTHER01"
 CHANNEL = "C0CHANNEL"
 HOSTILE_TEXT = "<!channel> & <@U0BOSS> " + "x" * 6000
 SECRET_VALUE = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
+# What the "leaky" and "broken" agents leak at every step (see LeakyModel, FailingModel).
+TOOL_ARGUMENT_SECRET = "xoxp-" + "555555555555-AbCdEfGhIjKl"
+TOOL_RESULT_SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+FINAL_PASSWORD = "Fin4lLeak77"
+ERROR_TOKEN = "sk-" + "abc123DEF456ghi789JKL012mno345PQR"
+
+
+class LeakyModel:
+    """Asks for `rotate_token` with a token argument, then answers with the tool's result
+    (which holds a new token) and a password of its own."""
+
+    async def respond(
+        self, *, instructions: str, history: Sequence[Item], tools: Sequence[ToolSpec]
+    ) -> ModelResponse:
+        results = [item for item in history if item["type"] == "tool_result"]
+        if not results:
+            arguments = {"service": "payments", "token": TOOL_ARGUMENT_SECRET}
+            call = ToolCall(id="call_0_0", name="rotate_token", arguments=arguments)
+            return ModelResponse(tool_calls=[call])
+        return ModelResponse(
+            text=f"Done: {results[-1]['content']}; admin password={FINAL_PASSWORD}"
+        )
+
+
+class FailingModel:
+    """Fails with an error that quotes a credential, as a careless HTTP client does: one
+    of ours (ModelError, told in the thread) or, `crash`, a bug (logged with its
+    traceback)."""
+
+    def __init__(self, *, crash: bool = False) -> None:
+        self._crash = crash
+
+    async def respond(
+        self, *, instructions: str, history: Sequence[Item], tools: Sequence[ToolSpec]
+    ) -> ModelResponse:
+        problem = f"upstream answered 401 for Authorization: Bearer {ERROR_TOKEN}"
+        if self._crash:
+            raise RuntimeError(problem)
+        raise ModelError(problem)
 
 
 @dataclass(kw_only=True)
@@ -81,6 +122,11 @@ def build_registry(effects: Effects) -> tuple[AgentRegistry, dict[str, ScriptedM
     async def echo(text: str) -> str:
         """Say something in public."""
         return text
+
+    @tool(needs_approval=True)
+    async def rotate_token(service: str, token: str) -> str:
+        """Replace a service's token."""
+        return f"rotated {service}; the new token is {TOOL_RESULT_SECRET}"
 
     @tool(needs_approval=True)
     async def set_config(service: str, key: str, value: str) -> str:
@@ -128,8 +174,15 @@ def build_registry(effects: Effects) -> tuple[AgentRegistry, dict[str, ScriptedM
         "restarter": [restart_service],
     }
     registry = AgentRegistry(
-        Agent(name=name, instructions=f"You are {name}.", tools=tools[name], model=model)
-        for name, model in models.items()
+        [
+            *(
+                Agent(name=name, instructions=f"You are {name}.", tools=tools[name], model=model)
+                for name, model in models.items()
+            ),
+            Agent(name="leaky", instructions="Leak.", tools=[rotate_token], model=LeakyModel()),
+            Agent(name="broken", instructions="Fail.", tools=[], model=FailingModel()),
+            Agent(name="crashing", instructions="Crash.", tools=[], model=FailingModel(crash=True)),
+        ]
     )
     return registry, models
 
