@@ -6,6 +6,7 @@ without one the built-in defaults apply. The file has a `[defaults]` table and o
 sets. Example:
 
     admins = ["U0SECURITY"]
+    allow_external_users = false  # true: Slack Connect partners may act too
 
     [defaults]
     approvers = []              # Slack user ids (U…/W…) and user group ids (S…); empty = anyone
@@ -62,7 +63,7 @@ _RULE_KEYS = frozenset(
         "remind_before",
     }
 )
-_TOP_KEYS = frozenset({"admins", "defaults", "tools"})
+_TOP_KEYS = frozenset({"admins", "allow_external_users", "defaults", "tools"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,9 +99,14 @@ class ToolRule:
 
 @dataclass(frozen=True, kw_only=True)
 class Policy:
+    """The rules per tool, the admins, and whether people from outside the bot's own
+    Slack workspace (Slack Connect partners in a shared channel) may act at all: by
+    default they may not (bot.slack.workspace refuses their requests)."""
+
     defaults: ToolRule = field(default_factory=ToolRule)
     tools: Mapping[str, ToolRule] = field(default_factory=dict)
     admins: frozenset[str] = frozenset()
+    allow_external_users: bool = False
     source: str = BUILTIN
 
     def rule_for(self, tool_name: str) -> ToolRule:
@@ -248,7 +254,16 @@ class _Parser:
         for name, table in self.table(data.get("tools", {}), "tools").items():
             prefix = f"tools.{name}"
             tools[name] = self.rule(self.table(table, prefix), defaults, prefix)
-        return Policy(defaults=defaults, tools=tools, admins=admins, source=self.source)
+        external = data.get("allow_external_users", False)
+        if type(external) is not bool:
+            raise self.fail("allow_external_users", "must be true or false")
+        return Policy(
+            defaults=defaults,
+            tools=tools,
+            admins=admins,
+            allow_external_users=external,
+            source=self.source,
+        )
 
     def rule(self, table: Mapping[str, Any], base: ToolRule, prefix: str) -> ToolRule:
         self.unknown(table, _RULE_KEYS, prefix)

@@ -18,6 +18,7 @@ the page, fetching the next keyset page while the page is not full.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from bot.errors import InputError, NotAuthorizedError
@@ -90,6 +91,26 @@ async def refuse(
         run_id=approval.run_id,
         approval_id=approval.approval_id,
         detail={"why": why, "tool": approval.tool_name, **(detail or {})},
+    )
+
+
+async def refuse_request(
+    flow: Workflow,
+    *,
+    actor: str | None,
+    why: str,
+    approval_id: str | None,
+    detail: Mapping[str, Any],
+) -> None:
+    """Audit a request the layer above refused before it reached an operation (`refused`,
+    detail.why): with the approval and run when `approval_id` names an approval."""
+    approval = await flow.store.get_approval(approval_id) if approval_id else None
+    await flow.store.append_audit(
+        "refused",
+        actor=actor,
+        run_id=approval.run_id if approval else None,
+        approval_id=approval.approval_id if approval else None,
+        detail={"why": why, **detail},
     )
 
 

@@ -43,7 +43,7 @@ from bot.service.api import (
     UncertainCall,
     WaitingForApproval,
 )
-from bot.service.authority import build_view, pending_for, views_of
+from bot.service.authority import build_view, pending_for, refuse_request, views_of
 from bot.service.codec import encode_state
 from bot.service.config import DEFAULT_APPROVAL_TTL
 from bot.service.execution import execute
@@ -106,6 +106,11 @@ class ApprovalService:
     @property
     def store(self) -> Store:
         return self._flow.store
+
+    @property
+    def policy(self) -> Policy:
+        """The policy in force (the built-in defaults when none was given)."""
+        return self._flow.policy
 
     # -- starting ------------------------------------------------------------------------
 
@@ -239,6 +244,21 @@ class ApprovalService:
         updated (`ApprovalDecided`, status `revoked`, `revoked_by`, `reason`), and the run
         resumes with the call rejected when nothing else is open."""
         return await revoke(self._flow, approval_id, actor=actor, reason=reason)
+
+    async def audit_refusal(
+        self,
+        *,
+        actor: str | None,
+        why: str,
+        detail: Mapping[str, Any],
+        approval_id: str | None = None,
+    ) -> None:
+        """Audit a request refused before it reached an operation (`refused`, detail.why),
+        e.g. one from outside the bot's Slack workspace ("external"); with its approval
+        and run when `approval_id` names an approval."""
+        await refuse_request(
+            self._flow, actor=actor, why=why, approval_id=approval_id, detail=detail
+        )
 
     async def approval_view(self, approval_id: str, *, viewer: str) -> ApprovalView:
         """The approval, its votes and quorum, and what `viewer` may do (InputError if

@@ -101,6 +101,13 @@ class SlackGateway:
         """The Web API client (for other Slack readers, e.g. the group directory)."""
         return self._client
 
+    async def auth_test(self) -> dict[str, Any]:
+        """Who the token is: its team, organisation, app and bot user (auth.test)."""
+        try:
+            return await self._call("auth_test")
+        except (aiohttp.ClientError, OSError, TimeoutError) as error:
+            raise SlackError(f"Slack auth.test failed: {error or type(error).__name__}") from error
+
     async def post(self, *, channel: str, text: str, **extra: Any) -> str:
         """chat.postMessage; the new message's ts."""
         response = await self._call("chat_postMessage", channel=channel, text=text, **extra)

@@ -64,6 +64,10 @@ TOO_BIG_TO_EDIT_TEXT = (
     ":warning: These arguments are too large (or partly hidden) to edit in Slack; approve or "
     "reject them as they are."
 )
+EXTERNAL_REFUSED_TEXT = (
+    ":no_entry: This app only takes requests from people of the Slack workspace it is "
+    "installed in; nothing was done."
+)
 MAY_NOT_REVOKE_TEXT = (
     ":no_entry: You may not revoke this call (only its requester, its approvers and admins "
     "may, before it runs)."

@@ -147,6 +147,7 @@ def test_slack_ids_are_matched_whole_within_one_bound(text: str, user: bool, gro
         ("[defaults]\napprovers = ['UALICE', 'UALICE']", "defaults.approvers", "twice"),
         (f"[defaults]\napprovers = ['U{'A' * 31}']", "defaults.approvers", "not a Slack id"),
         ("admins = ['SGROUP']", "admins", "not a Slack id"),
+        ("allow_external_users = 'no'", "allow_external_users", "true or false"),
         ("defaults = 3", "defaults", "must be a table"),
         (
             "[tools.deploy_release]\napprovers = ['UALICE']\nrequired_approvals = 2",
@@ -170,6 +171,12 @@ def test_bad_files_name_the_file_the_key_and_the_problem(
     message = str(raised.value)
     assert message.startswith(f"policy file {path}: {key}: ")
     assert problem in message
+
+
+def test_external_users_are_refused_unless_the_file_allows_them() -> None:
+    assert DEFAULT_POLICY.allow_external_users is False
+    assert parse_policy(EXAMPLE).allow_external_users is False
+    assert parse_policy("allow_external_users = true").allow_external_users is True
 
 
 def test_a_group_makes_a_larger_quorum_possible() -> None:

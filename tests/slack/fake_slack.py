@@ -20,6 +20,7 @@ from aiohttp import web
 BOT_USER_ID = "UBOT0001"
 BOT_ID = "BBOT0001"
 TEAM_ID = "T0000001"
+APP_ID = "A0000001"
 RESPONSE_URL = "response_url"  # the `method` recorded for posts to a response_url
 
 
@@ -203,6 +204,7 @@ def _auth_test(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
         "team_id": TEAM_ID,
         "user_id": BOT_USER_ID,
         "bot_id": BOT_ID,
+        "app_id": APP_ID,
         "is_enterprise_install": False,
     }
 

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
-from fake_slack import TEAM_ID, Call
+from fake_slack import APP_ID, TEAM_ID, Call
 
 from bot.slack.signature import compute_signature
 
@@ -66,17 +66,28 @@ class SlackDriver:
         async with self._session.post(self.url, data=body.encode(), headers=all_headers) as resp:
             return Reply(status=resp.status, text=await resp.text())
 
-    async def command(self, command: str, text: str, *, user: str, channel: str) -> Reply:
+    async def command(
+        self,
+        command: str,
+        text: str,
+        *,
+        user: str,
+        channel: str,
+        fields: Mapping[str, str] | None = None,
+    ) -> Reply:
+        """A slash command; `fields` adds or replaces payload fields (another team_id)."""
         body = urlencode(
             {
                 "token": "deprecated",
                 "team_id": TEAM_ID,
+                "api_app_id": APP_ID,
                 "channel_id": channel,
                 "user_id": user,
                 "command": command,
                 "text": text,
                 "trigger_id": f"trigger.{next(self._ids)}",
                 "response_url": self._response_url,
+                **(fields or {}),
             }
         )
         return await self.post(body, content_type="application/x-www-form-urlencoded")
@@ -99,8 +110,8 @@ class SlackDriver:
         return {
             "type": "block_actions",
             "team": {"id": TEAM_ID},
-            "user": {"id": user},
-            "api_app_id": "A0000001",
+            "user": {"id": user, "team_id": TEAM_ID},
+            "api_app_id": APP_ID,
             "trigger_id": f"trigger.{next(self._ids)}",
             "channel": {"id": card.args["channel"]},
             "container": {"type": "message", "message_ts": ts, "channel_id": card.args["channel"]},
@@ -138,8 +149,8 @@ class SlackDriver:
         return {
             "type": "view_submission",
             "team": {"id": TEAM_ID},
-            "user": {"id": user},
-            "api_app_id": "A0000001",
+            "user": {"id": user, "team_id": TEAM_ID},
+            "api_app_id": APP_ID,
             "trigger_id": f"trigger.{next(self._ids)}",
             "view": {
                 "id": f"V{next(self._ids)}",
@@ -168,17 +179,20 @@ class SlackDriver:
         *,
         event_id: str | None = None,
         retry_num: int | None = None,
+        fields: Mapping[str, Any] | None = None,
     ) -> Reply:
+        """An Events API delivery of `event`; `fields` adds or replaces outer fields."""
         body = json.dumps(
             {
                 "token": "deprecated",
                 "team_id": TEAM_ID,
-                "api_app_id": "A0000001",
+                "api_app_id": APP_ID,
                 "type": "event_callback",
                 "event_id": event_id or f"Ev{next(self._ids):08d}",
                 "event_time": int(time.time()),
                 "event": dict(event),
                 "authorizations": [{"team_id": TEAM_ID, "user_id": "UBOT0001", "is_bot": True}],
+                **(fields or {}),
             }
         )
         headers = {}
