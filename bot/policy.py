@@ -25,7 +25,9 @@ Everything is checked at start-up: an unknown key, a bad duration or an impossib
 (fewer listed approvers than required approvals, with no group listed) is a ConfigError
 naming the file, the key and the problem. Parsing is pure; group membership is asked of
 a `GroupDirectory` (Slack's `usergroups.users.list` in bot/slack) only when a person's
-eligibility is checked.
+eligibility is checked, and channel membership of a `ChannelDirectory` (Slack's
+`conversations.members`): a call is decided only by members of the channel it was asked
+in (bot.service.authority applies it).
 """
 
 from __future__ import annotations
@@ -152,6 +154,21 @@ class NoGroups:
         return frozenset()
 
 
+class ChannelDirectory(Protocol):
+    async def is_member(self, channel_id: str, user: str) -> bool:
+        """Is `user` a member of the conversation? Implementations may cache briefly;
+        when they cannot tell (Slack failed), the answer is no (fail closed)."""
+        ...
+
+
+class OpenChannels:
+    """No channel directory (no Slack: the CLI, the terminal demo, tests of other
+    rules): everyone counts as a member of every channel."""
+
+    async def is_member(self, channel_id: str, user: str) -> bool:
+        return True
+
+
 @dataclass(frozen=True, kw_only=True)
 class Eligible:
     via: str  # "anyone", "listed", or the group id that made the person eligible
@@ -161,7 +178,7 @@ class Eligible:
 @dataclass(frozen=True, kw_only=True)
 class NotEligible:
     reason: str  # one line for people: why this person may not decide
-    code: Literal["self_approval", "not_an_approver"]
+    code: Literal["self_approval", "not_an_approver", "not_a_channel_member"]
     kind: Literal["not_eligible"] = "not_eligible"
 
 

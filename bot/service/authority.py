@@ -1,4 +1,4 @@
-"""Who may do what to an approval, by the policy: decide, revoke, reconcile.
+"""Who may do what to an approval, by the policy: see, decide, revoke, reconcile.
 
 The rules are pure functions of the policy, the person's eligibility for the call's tool
 (a verdict of `bot.policy.is_eligible`, taken with the call's requester so that the
@@ -14,6 +14,17 @@ policy is turned into a filter the store's index can serve (the tools the viewer
 approve, the viewer's own runs left out unless self approval is allowed somewhere), and
 what only the policy can tell (a group membership, a vote already cast) is checked on
 the page, fetching the next keyset page while the page is not full.
+
+A call is shown to and decided by members of the channel it was asked in only (admins
+aside; its requester still sees it and may revoke it): a person outside a private
+channel must not read its calls' arguments in a list, App Home or a modal, nor decide
+them. The policy's verdict is narrowed by membership (`scoped`), so deciding, revoking,
+reconciling, the read model and the check right before a call runs all apply it; the
+directory (Slack's `conversations.members`, cached briefly) answers "not a member" when
+it cannot tell. A call asked in a direct message with the bot, or started from code, is
+scoped by the policy alone (`channel_scope`): the DM's only other member is its
+requester, who may not decide their own call, so its approvers decide it from App Home
+or `/approvals`.
 """
 
 from __future__ import annotations
@@ -32,8 +43,37 @@ MAX_PAGES_PER_CALL = 20
 REVOCABLE_STATUSES = frozenset({"pending", "approved"})  # approved: until the call runs
 
 RevokeRefusal = Literal["not_authorized", "closed"]
+NOT_A_CHANNEL_MEMBER = NotEligible(
+    code="not_a_channel_member",
+    reason="you are not a member of the channel this call was asked in; only its members "
+    "see and decide it",
+)
 
 # -- the rules (pure) ------------------------------------------------------------------
+
+
+def channel_scope(channel: str | None) -> str | None:
+    """The conversation whose members alone see and decide a call asked in `channel`;
+    None when the policy alone scopes it: a call started from code (no channel) or in a
+    direct message with the bot (`D…`)."""
+    if channel is None or channel.startswith("D"):
+        return None
+    return channel
+
+
+def scoped(policy: Policy, verdict: Eligibility, user: str, *, member: bool | None) -> Eligibility:
+    """The policy's `verdict` within the call's channel: someone who is not a member
+    (`member` False) is not eligible, whatever the policy says, unless an admin.
+    `member` None: the call has no channel to be a member of."""
+    if member is False and not policy.is_admin(user):
+        return NOT_A_CHANNEL_MEMBER
+    return verdict
+
+
+def may_see(policy: Policy, approval: ApprovalRecord, user: str, *, member: bool | None) -> bool:
+    """Who is shown a call (its arguments, votes, trail): the policy's admins, the call's
+    requester, and members of its channel (everyone, for a call with no channel scope)."""
+    return member is not False or policy.is_admin(user) or user == approval.requester
 
 
 def may_revoke(policy: Policy, verdict: Eligibility, approval: ApprovalRecord, user: str) -> bool:
@@ -114,15 +154,43 @@ async def refuse_request(
     )
 
 
-async def eligibility(flow: Workflow, approval: ApprovalRecord, user: str) -> Eligibility:
+async def member_of(flow: Workflow, channel: str | None, user: str) -> bool | None:
+    """Is `user` a member of the conversation that scopes a call asked in `channel`?
+    None when nothing scopes it (see `channel_scope`) or the user is an admin (not asked)."""
+    scope = channel_scope(channel)
+    if scope is None or flow.policy.is_admin(user):
+        return None
+    return await flow.channels.is_member(scope, user)
+
+
+async def membership(flow: Workflow, approval: ApprovalRecord, user: str) -> bool | None:
+    """`member_of` the approval's channel: where its card is, else where its run is."""
+    channel = approval.slack_channel or (await flow.run_of(approval)).channel
+    return await member_of(flow, channel, user)
+
+
+async def eligibility(
+    flow: Workflow, approval: ApprovalRecord, user: str, *, member: bool | None = None
+) -> Eligibility:
     """May `user` decide the approval's call, by the policy (the approval's requester is
-    the call's requester)."""
-    return await is_eligible(
+    the call's requester) within its channel (`member`, when the caller already asked)."""
+    verdict = await is_eligible(
         flow.rule_for(approval.tool_name),
         user,
         requester=approval.requester,
         groups=flow.groups,
     )
+    if member is None:
+        member = await membership(flow, approval, user)
+    return scoped(flow.policy, verdict, user, member=member)
+
+
+async def require_visible(flow: Workflow, approval: ApprovalRecord, user: str) -> bool | None:
+    """NotAuthorizedError when `user` may not see the call; else their membership."""
+    member = await membership(flow, approval, user)
+    if not may_see(flow.policy, approval, user, member=member):
+        raise NotAuthorizedError(NOT_A_CHANNEL_MEMBER.reason)
+    return member
 
 
 async def require_decider(flow: Workflow, approval: ApprovalRecord, user: str) -> ToolRule:
@@ -153,7 +221,24 @@ async def build_view(
     viewer: str | None,
     votes: list[VoteRecord] | None = None,
 ) -> ApprovalView:
-    """The approval as `viewer` sees it (None: no particular viewer, nothing allowed)."""
+    """The approval as `viewer` sees it (None: no particular viewer, nothing allowed).
+    NotAuthorizedError when the viewer may not see it (not a member of its channel)."""
+    view = await visible_view(flow, approval, viewer, votes)
+    if view is None:
+        raise NotAuthorizedError(NOT_A_CHANNEL_MEMBER.reason)
+    return view
+
+
+async def visible_view(
+    flow: Workflow,
+    approval: ApprovalRecord,
+    viewer: str | None,
+    votes: list[VoteRecord] | None = None,
+) -> ApprovalView | None:
+    """The approval as `viewer` sees it, or None when they may not see it."""
+    member = await membership(flow, approval, viewer) if viewer is not None else None
+    if viewer is not None and not may_see(flow.policy, approval, viewer, member=member):
+        return None
     if votes is None:
         votes = (await flow.store.votes([approval.approval_id]))[approval.approval_id]
     current = tuple(vote for vote in votes if vote.digest == approval.arguments_digest)
@@ -161,7 +246,7 @@ async def build_view(
     can_decide = can_revoke = can_reconcile = False
     why_not: str | None = None
     if viewer is not None:
-        verdict = await eligibility(flow, approval, viewer)
+        verdict = await eligibility(flow, approval, viewer, member=member)
         if approval.status != "pending":
             why_not = f"it is {approval.status}"
         elif isinstance(verdict, NotEligible):
@@ -185,11 +270,26 @@ async def build_view(
     )
 
 
+async def visible_records(
+    flow: Workflow, approvals: list[ApprovalRecord], viewer: str, *, limit: int
+) -> list[ApprovalRecord]:
+    """The first `limit` of `approvals` that `viewer` may see."""
+    shown: list[ApprovalRecord] = []
+    for approval in approvals:
+        if len(shown) == limit:
+            break
+        if may_see(flow.policy, approval, viewer, member=await membership(flow, approval, viewer)):
+            shown.append(approval)
+    return shown
+
+
 async def views_of(
     flow: Workflow, approvals: list[ApprovalRecord], viewer: str | None
 ) -> list[ApprovalView]:
+    """The approvals `viewer` may see, as they see them (the others left out)."""
     votes = await flow.store.votes([a.approval_id for a in approvals])
-    return [await build_view(flow, a, viewer, votes[a.approval_id]) for a in approvals]
+    views = [await visible_view(flow, a, viewer, votes[a.approval_id]) for a in approvals]
+    return [view for view in views if view is not None]
 
 
 async def _tool_filter(flow: Workflow, viewer: str) -> tuple[list[str] | None, list[str]]:
@@ -227,13 +327,14 @@ async def pending_for(
             tool_names=only,
             except_tool_names=excluded,
         )
-        views = await views_of(flow, batch, viewer)
-        for index, view in enumerate(views):
-            after = (view.approval.created_at, view.approval.approval_id)
-            if view.can_decide:
+        votes = await flow.store.votes([approval.approval_id for approval in batch])
+        for index, approval in enumerate(batch):
+            after = (approval.created_at, approval.approval_id)
+            view = await visible_view(flow, approval, viewer, votes[approval.approval_id])
+            if view is not None and view.can_decide:
                 found.append(view)
             if len(found) == limit:
-                last = index == len(views) - 1 and len(batch) <= limit
+                last = index == len(batch) - 1 and len(batch) <= limit
                 return Page(items=tuple(found), next_cursor=None if last else encode_cursor(after))
         if len(batch) <= limit:
             return Page(items=tuple(found), next_cursor=None)

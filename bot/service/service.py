@@ -26,7 +26,14 @@ from bot.errors import (
     ConfigError,
     InputError,
 )
-from bot.policy import DEFAULT_POLICY, GroupDirectory, NoGroups, Policy
+from bot.policy import (
+    DEFAULT_POLICY,
+    ChannelDirectory,
+    GroupDirectory,
+    NoGroups,
+    OpenChannels,
+    Policy,
+)
 from bot.runtime import CURRENT_SCHEMA_VERSION, AgentRegistry, Resolution, RunState
 from bot.runtime.context import serialize_context
 from bot.service.api import (
@@ -43,7 +50,14 @@ from bot.service.api import (
     UncertainCall,
     WaitingForApproval,
 )
-from bot.service.authority import build_view, pending_for, refuse_request, views_of
+from bot.service.authority import (
+    build_view,
+    pending_for,
+    refuse_request,
+    require_visible,
+    views_of,
+    visible_records,
+)
 from bot.service.codec import encode_state
 from bot.service.config import DEFAULT_APPROVAL_TTL
 from bot.service.execution import execute
@@ -57,6 +71,7 @@ from store.api import ApprovalRecord, AuditEvent, RunRecord, Store
 
 DEFAULT_LEASE_SECONDS = 300.0
 SWEEP_SECONDS = 10.0  # an unclicked card shows "expired" within this of its expiry
+RECENT_SCAN_FACTOR = 5  # recent decisions read per one shown, when filtered for a viewer
 
 
 class ApprovalService:
@@ -64,8 +79,9 @@ class ApprovalService:
     TaskOwner it is given: `aclose` closes it.
 
     `policy` (default: the built-in defaults with `approval_ttl` as the default lifetime;
-    with a policy, `approval_ttl` is not used) and `groups` (default: no groups) decide
-    who may act; the quorum and expiry of an approval are fixed when it is requested.
+    with a policy, `approval_ttl` is not used), `groups` (default: no groups) and
+    `channels` (default: everyone is a member of every channel) decide who may see and
+    act; the quorum and expiry of an approval are fixed when it is requested.
     A policy naming a tool no registered agent has is a ConfigError."""
 
     def __init__(
@@ -83,6 +99,7 @@ class ApprovalService:
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         policy: Policy | None = None,
         groups: GroupDirectory | None = None,
+        channels: ChannelDirectory | None = None,
     ) -> None:
         if not worker_id.strip():
             raise ConfigError("the service needs a worker id (see installation_worker_id)")
@@ -99,6 +116,7 @@ class ApprovalService:
             policy=policy or DEFAULT_POLICY.with_default_expiry(approval_ttl),
             groups=groups or NoGroups(),
             tasks=tasks,
+            channels=channels or OpenChannels(),
         )
         self._default_agent = default_agent
         self._sweeper: ExpirySweeper | None = None
@@ -262,7 +280,7 @@ class ApprovalService:
 
     async def approval_view(self, approval_id: str, *, viewer: str) -> ApprovalView:
         """The approval, its votes and quorum, and what `viewer` may do (InputError if
-        unknown)."""
+        unknown; NotAuthorizedError when the viewer is not a member of its channel)."""
         approval, _ = await self._flow.require_approval(approval_id)
         return await build_view(self._flow, approval, viewer)
 
@@ -270,8 +288,9 @@ class ApprovalService:
         self, viewer: str, *, limit: int = 20, cursor: str | None = None
     ) -> Page[ApprovalView]:
         """Pending approvals `viewer` may decide (not their own runs' unless self approval
-        is allowed; not ones they already approved), oldest first, by keyset pages.
-        `cursor` is a previous page's `next_cursor` (InputError for anything else)."""
+        is allowed; not ones they already approved; only from channels they are a member
+        of), oldest first, by keyset pages. `cursor` is a previous page's `next_cursor`
+        (InputError for anything else)."""
         return await pending_for(self._flow, viewer, limit=limit, cursor=cursor)
 
     async def requested_by(self, viewer: str, *, limit: int = 20) -> list[ApprovalView]:
@@ -279,15 +298,22 @@ class ApprovalService:
         rows = await self._flow.store.approvals_requested_by(viewer, limit=limit)
         return await views_of(self._flow, rows, viewer)
 
-    async def recent_decisions(self, *, limit: int = 20) -> list[ApprovalRecord]:
-        """The latest approvals and rejections, newest first."""
-        return await self._flow.store.recent_decisions(limit=limit)
+    async def recent_decisions(
+        self, *, limit: int = 20, viewer: str | None = None
+    ) -> list[ApprovalRecord]:
+        """The latest approvals and rejections, newest first; with a `viewer`, only those
+        they may see (from the latest RECENT_SCAN_FACTOR x `limit`)."""
+        if viewer is None:
+            return await self._flow.store.recent_decisions(limit=limit)
+        rows = await self._flow.store.recent_decisions(limit=limit * RECENT_SCAN_FACTOR)
+        return await visible_records(self._flow, rows, viewer, limit=limit)
 
     async def approval_trail(self, approval_id: str, *, viewer: str) -> list[AuditEvent]:
         """The audit events of one approval, in order (requested, voted, refused,
-        arguments_changed, decided, revoked, expired, executed, ...). Anyone who may see
-        the card may read it; the viewer is recorded by nobody (reads are not audited)."""
+        arguments_changed, decided, revoked, expired, executed, ...). Whoever may see the
+        call may read it (NotAuthorizedError otherwise); reads are not audited."""
         approval, _ = await self._flow.require_approval(approval_id)
+        await require_visible(self._flow, approval, viewer)
         events = await self._flow.store.audit_events(run_id=approval.run_id)
         return [event for event in events if event.approval_id == approval.approval_id]
 

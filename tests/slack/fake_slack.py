@@ -51,6 +51,7 @@ class _Failure:
     status: int
     error: str | None
     retry_after: int | None
+    after: int = 0  # calls answered normally before the failures start
 
 
 @dataclass(kw_only=True)
@@ -59,6 +60,7 @@ class FakeSlack:
 
     calls: list[Call] = field(default_factory=list)
     usergroups: dict[str, list[str]] = field(default_factory=dict)
+    channel_members: dict[str, list[str]] = field(default_factory=dict)
     _failures: dict[str, list[_Failure]] = field(default_factory=dict)
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -93,11 +95,13 @@ class FakeSlack:
         status: int = 200,
         error: str | None = None,
         retry_after: int | None = None,
+        after: int = 0,
     ) -> None:
-        """Answer the next `times` calls of `method` with an error: `status=429` and
-        `retry_after` for rate limits, or `error` (e.g. "expired_trigger_id")."""
+        """Answer the next `times` calls of `method` (after `after` normal ones) with an
+        error: `status=429` and `retry_after` for rate limits, or `error` (e.g.
+        "expired_trigger_id")."""
         self._failures.setdefault(method, []).append(
-            _Failure(times=times, status=status, error=error, retry_after=retry_after)
+            _Failure(times=times, status=status, error=error, retry_after=retry_after, after=after)
         )
 
     # -- inspecting calls -------------------------------------------------------------
@@ -172,6 +176,9 @@ class FakeSlack:
         if not queue:
             return None
         failure = queue[0]
+        if failure.after > 0:
+            failure.after -= 1
+            return None
         failure.times -= 1
         if failure.times <= 0:
             queue.pop(0)
@@ -258,6 +265,22 @@ def _usergroups_users_list(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str
     return {"ok": True, "users": fake.usergroups[group]}
 
 
+def _conversations_members(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    """One page of a conversation's members; the cursor is the offset of the next page."""
+    channel = str(args.get("channel"))
+    if channel not in fake.channel_members:
+        return {"ok": False, "error": "channel_not_found"}
+    members = fake.channel_members[channel]
+    start = int(args.get("cursor") or 0)
+    limit = int(args.get("limit") or 100)
+    end = start + limit
+    return {
+        "ok": True,
+        "members": members[start:end],
+        "response_metadata": {"next_cursor": str(end) if end < len(members) else ""},
+    }
+
+
 _HANDLERS: dict[str, Callable[[FakeSlack, Mapping[str, Any]], dict[str, Any]]] = {
     "auth.test": _auth_test,
     "chat.postMessage": _post_message,
@@ -268,4 +291,5 @@ _HANDLERS: dict[str, Callable[[FakeSlack, Mapping[str, Any]], dict[str, Any]]] =
     "conversations.info": _conversations_info,
     "users.info": _users_info,
     "usergroups.users.list": _usergroups_users_list,
+    "conversations.members": _conversations_members,
 }

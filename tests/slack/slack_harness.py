@@ -27,6 +27,7 @@ from bot.runtime import Agent, AgentRegistry, ScriptedModel, current_tool_call, 
 from bot.runtime.model import Item, ModelResponse, ToolCall, ToolSpec
 from bot.service import ApprovalService
 from bot.service.tasks import TaskOwner
+from bot.slack.channels import SlackChannelDirectory
 from bot.slack.gateway import SlackGateway
 from bot.slack.groups import SlackGroupDirectory
 from bot.slack.notifier import SlackNotifier
@@ -42,6 +43,7 @@ REQUESTER = "U0REQUEST"
 APPROVER = "U0APPROVE"
 OTHER_APPROVER = "U0OTHER01"
 CHANNEL = "C0CHANNEL"
+CHANNEL_MEMBERS = [REQUESTER, APPROVER, OTHER_APPROVER, "U0OUTSIDE"]  # in the fake Slack
 HOSTILE_TEXT = "<!channel> & <@U0BOSS> " + "x" * 6000
 SECRET_VALUE = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
 # What the "leaky" and "broken" agents leak at every step (see LeakyModel, FailingModel).
@@ -242,11 +244,14 @@ async def start_bot(
     policy: Policy | None = None,
     clock: FakeClock | None = None,
 ) -> tuple[Bot, web.AppRunner, aiohttp.ClientSession]:
-    """The bot over `database`; with `policy`, governed by it, with approver groups read
-    from the fake Slack (cached 60 s on `clock`)."""
+    """The bot over `database`; with `policy`, governed by it, with approver groups and
+    channel members read from the fake Slack (cached 60 s on `clock`). Unless the test
+    says otherwise, CHANNEL has the CHANNEL_MEMBERS."""
     effects = Effects()
     registry, models = build_registry(effects)
     store = await open_store(str(database), keyring=keyring, environ={})
+    fake.channel_members.setdefault(CHANNEL, list(CHANNEL_MEMBERS))
+    monotonic = clock.monotonic if clock is not None else time.monotonic
 
     def make_service(slack: SlackGateway, tasks: TaskOwner) -> ApprovalService:
         timing: dict[str, Any] = {}
@@ -261,10 +266,8 @@ async def start_bot(
             worker_id="test-worker",
             default_agent="ops",
             policy=policy,
-            groups=SlackGroupDirectory(
-                slack.client,
-                clock=clock.monotonic if clock is not None else time.monotonic,
-            ),
+            groups=SlackGroupDirectory(slack.client, clock=monotonic),
+            channels=SlackChannelDirectory(slack.client, clock=monotonic),
             **timing,
         )
 
