@@ -34,7 +34,9 @@ from typing import Any, Literal
 
 from bot.errors import InputError, NotAuthorizedError
 from bot.policy import Eligibility, Eligible, NotEligible, Policy, ToolRule, is_eligible
+from bot.service import reading
 from bot.service.api import ApprovalView, Page, decode_cursor, encode_cursor
+from bot.service.reading import card_shows_all
 from bot.service.workflow import Workflow
 from store.api import ApprovalRecord, VoteRecord
 
@@ -243,9 +245,11 @@ async def visible_view(
         votes = (await flow.store.votes([approval.approval_id]))[approval.approval_id]
     current = tuple(vote for vote in votes if vote.digest == approval.arguments_digest)
     voters = tuple(counted_voters(approval, votes))
-    can_decide = can_revoke = can_reconcile = False
+    can_decide = can_revoke = can_reconcile = has_read = False
     why_not: str | None = None
+    must_read = not card_shows_all(approval.snapshot)
     if viewer is not None:
+        has_read = must_read and await reading.has_read(flow, approval, viewer)
         verdict = await eligibility(flow, approval, viewer, member=member)
         if approval.status != "pending":
             why_not = f"it is {approval.status}"
@@ -267,6 +271,8 @@ async def visible_view(
         can_revoke=can_revoke,
         can_reconcile=can_reconcile,
         why_not=why_not,
+        must_read=must_read,
+        has_read=has_read,
     )
 
 

@@ -62,6 +62,7 @@ from bot.service.codec import encode_state
 from bot.service.config import DEFAULT_APPROVAL_TTL
 from bot.service.execution import execute
 from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
+from bot.service.reading import record_read
 from bot.service.reconcile import describe_uncertain, reconcile_call
 from bot.service.recovery import recover_runs
 from bot.service.tasks import TaskOwner
@@ -193,12 +194,15 @@ class ApprovalService:
         """Record one person's vote under the policy.
 
         Refused (audited `refused`): NotAuthorizedError when the decider is not eligible
-        (not an approver or a member of an approver group; the requester unless the rule
-        allows self approval); InputError for an unknown approval, a blank decider, or a
-        blank reason when the rule requires one; AlreadyDecidedError when the approval is
-        closed, expired (it becomes `expired` now, its card is updated and the run goes
-        on) or this person already voted on these arguments (each person counts once);
-        ResolutionError when `digest` (the one the decider saw) is no longer current.
+        (not an approver or a member of an approver group; not a member of the call's
+        channel; the requester unless the rule allows self approval), and its
+        ArgumentsUnreadError when they approve a call the card cuts without having read
+        its arguments whole (`read_in_full`); InputError for an unknown approval, a
+        blank decider, or a blank reason when the rule requires one; AlreadyDecidedError
+        when the approval is closed, expired (it becomes `expired` now, its card is
+        updated and the run goes on) or this person already voted on these arguments
+        (each person counts once); ResolutionError when `digest` (the one the decider
+        saw) is no longer current.
 
         An approval stays `pending` until `required_approvals` distinct eligible people
         approved the current arguments; one rejection rejects. A counted vote updates
@@ -282,6 +286,18 @@ class ApprovalService:
         """The approval, its votes and quorum, and what `viewer` may do (InputError if
         unknown; NotAuthorizedError when the viewer is not a member of its channel)."""
         approval, _ = await self._flow.require_approval(approval_id)
+        return await build_view(self._flow, approval, viewer)
+
+    async def read_in_full(self, approval_id: str, *, viewer: str, digest: str) -> ApprovalView:
+        """Record that `viewer` was shown the whole arguments of `digest` (the Slack layer
+        says so once they reached the last page); their approval of a call the card cuts
+        counts only after this (bot.service.reading). Audited `read_in_full` once.
+        NotAuthorizedError when they may not see the call; ResolutionError when `digest`
+        is no longer current (the arguments changed while they read). Returns the
+        approval as they now see it."""
+        approval, _ = await self._flow.require_approval(approval_id)
+        await require_visible(self._flow, approval, viewer)
+        await record_read(self._flow, approval, viewer, digest)
         return await build_view(self._flow, approval, viewer)
 
     async def pending_for(

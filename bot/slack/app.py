@@ -39,6 +39,7 @@ from bot.slack.gateway import SlackGateway
 from bot.slack.home import publish_home
 from bot.slack.interactions import CardInteractions
 from bot.slack.modals import optional_text
+from bot.slack.reading_modal import CONTINUE_ACTION_ID, NEXT_PAGE_ACTION_ID
 from bot.slack.reconcile_modal import RECONCILE_CALLBACK_ID
 from bot.slack.workspace import Foreign, PinToWorkspace, Workspace
 
@@ -117,6 +118,8 @@ class SlackListeners:
         app.command(APPROVALS_COMMAND)(self.on_approvals_command)
         for action_id in CARD_ACTIONS:
             app.action(action_id)(self.cards.on_card_button)
+        app.action(NEXT_PAGE_ACTION_ID)(self.cards.reading.on_next_page)
+        app.action(CONTINUE_ACTION_ID)(self.cards.reading.on_continue)
         app.view(DECISION_CALLBACK_ID)(self.cards.on_decision_submission)
         app.view(EDIT_CALLBACK_ID)(self.cards.on_edit_submission)
         app.view(RECONCILE_CALLBACK_ID)(self.cards.on_reconcile_submission)

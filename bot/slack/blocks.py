@@ -19,6 +19,7 @@ from bot.credentials import redact_text
 from bot.errors import InputError
 from bot.policy import SLACK_USER_ID
 from bot.review import ReviewSnapshot
+from bot.service.reading import CARD_ARGUMENTS_LIMIT
 from store.api import ApprovalRecord
 
 Block = dict[str, Any]
@@ -26,7 +27,8 @@ Block = dict[str, Any]
 SECTION_TEXT_LIMIT = 3000  # Block Kit: section text
 CONTEXT_TEXT_LIMIT = 2000  # Block Kit: context element text
 MESSAGE_TEXT_LIMIT = 3900  # chat.postMessage `text`: Slack truncates past 40k; keep it readable
-ARGUMENTS_LIMIT = SECTION_TEXT_LIMIT - 400  # arguments inside the call block (tool + digest around)
+ARGUMENTS_LIMIT = CARD_ARGUMENTS_LIMIT  # arguments inside the call block (tool + digest around);
+# longer ones are cut, and read whole in the "Read all arguments" modal before Approve counts
 TRUNCATED = "… (truncated)"
 CALL_BLOCK_ID = "call"  # the call block of a card, and of the modal a card's button opens
 

@@ -36,6 +36,7 @@ from bot.errors import SlackError
 
 RATE_LIMIT_RETRIES = 2
 ViewOutcome = Literal["opened", "trigger_expired"]
+ViewUpdate = Literal["updated", "gone"]
 REDACTED_ARGUMENTS = ("text", "blocks", "view")
 """The arguments of a Web API call that people read."""
 STRUCTURAL_KEYS = frozenset(
@@ -120,11 +121,22 @@ class SlackGateway:
         await self._call("chat_update", channel=channel, ts=ts, text=text, blocks=blocks)
 
     async def tell(
-        self, *, channel: str, user: str, text: str, thread_ts: str | None = None
+        self,
+        *,
+        channel: str,
+        user: str,
+        text: str,
+        thread_ts: str | None = None,
+        blocks: list[Any] | None = None,
     ) -> None:
         """An ephemeral message only `user` sees (why a click was refused, help, ...)."""
         await self._call(
-            "chat_postEphemeral", channel=channel, user=user, text=text, thread_ts=thread_ts
+            "chat_postEphemeral",
+            channel=channel,
+            user=user,
+            text=text,
+            thread_ts=thread_ts,
+            blocks=blocks,
         )
 
     async def respond(self, *, response_url: str, text: str) -> None:
@@ -154,6 +166,19 @@ class SlackGateway:
                 return "trigger_expired"
             raise
         return "opened"
+
+    async def update_view(
+        self, *, view_id: str, view: dict[str, Any], view_hash: str | None = None
+    ) -> ViewUpdate:
+        """Replace an open modal (views.update). With `view_hash` (the one its payload
+        carried), a modal changed meanwhile, or closed, is left alone: "gone"."""
+        try:
+            await self._call("views_update", view_id=view_id, view=view, hash=view_hash)
+        except SlackError as error:
+            if _api_error_code(error) in ("hash_conflict", "not_found"):
+                return "gone"
+            raise
+        return "updated"
 
     async def publish_home(self, *, user: str, view: dict[str, Any]) -> None:
         await self._call("views_publish", user_id=user, view=view)

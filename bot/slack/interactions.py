@@ -6,7 +6,8 @@ click first asks the service what the person may do, so a refusal is an ephemera
 not a form that cannot succeed). Submissions with bad input are answered inline; the
 decision itself runs after the ack, except "Approve with changes", whose schema errors
 must be shown inline: it waits up to EDIT_INLINE_SECONDS for the service before
-answering, and past that answers and reports later.
+answering, and past that answers and reports later. A call whose arguments the card cuts
+opens the reading modal instead (bot.slack.reading) until the person has read them whole.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 
-from bot.errors import ApprovalsError, InputError
+from bot.errors import ApprovalsError, ArgumentsUnreadError, InputError
 from bot.review import ReviewSnapshot
 from bot.service import DecisionResult
 from bot.slack import messages
 from bot.slack.after_ack import Ack, Responder
 from bot.slack.blocks import escape, snapshot_text
-from bot.slack.cards import ButtonClick, parse_button_click
+from bot.slack.cards import ButtonClick, parse_button_click, read_first_blocks
 from bot.slack.decision_modal import (
     DecisionSubmission,
     decision_modal,
@@ -33,6 +34,7 @@ from bot.slack.decision_modal import (
 from bot.slack.edit_modal import edit_modal, editable_arguments, parse_edit_submission
 from bot.slack.home import publish_home
 from bot.slack.modals import InvalidSubmission, ModalContext, notice_modal
+from bot.slack.reading import ReadingInteractions
 from bot.slack.reconcile_modal import (
     ReconcileSubmission,
     parse_reconcile_submission,
@@ -70,6 +72,7 @@ async def _valid_submission(
 class CardInteractions:
     def __init__(self, responder: Responder) -> None:
         self._r = responder
+        self.reading = ReadingInteractions(responder, modal_for=self._modal_for)
 
     # -- buttons ----------------------------------------------------------------------
 
@@ -106,6 +109,9 @@ class CardInteractions:
         if click.action in ("result", "retry", "abort"):
             return reconcile_modal(context=context, tool_name=await self._uncertain_tool(click))
         view = await self._r.service.approval_view(click.approval_id, viewer=click.user_id)
+        if click.action == "read":
+            await self.reading.open(click, view)
+            return None
         approval = view.approval
         refused: str | None = None
         if approval.status != "pending" and click.action != "revoke":
@@ -118,6 +124,9 @@ class CardInteractions:
             refused = messages.may_not_decide_text(view.why_not)
         if refused is not None:
             await self._refuse(click, refused)
+            return None
+        if click.action in ("approve", "edit") and view.must_read and not view.has_read:
+            await self.reading.open(click, view)  # the whole arguments first
             return None
         context = replace(context, digest=approval.arguments_digest)  # what the modal shows
         call = snapshot_text(approval)
@@ -192,10 +201,18 @@ class CardInteractions:
                 digest=submission.digest,
             )
         except ApprovalsError as error:
-            text = messages.refused_text(error)
-            await self._r.tell(submission.channel_id, submission.user_id, text)
+            await self._tell_refused(submission.channel_id, submission.user_id, error)
             return
         await self._counted(submission.channel_id, submission.user_id, result)
+
+    async def _tell_refused(self, channel: str | None, user: str, error: ApprovalsError) -> None:
+        """Why a decision changed nothing; with the button to read the call whole when
+        that is what is missing."""
+        text = messages.refused_text(error)
+        blocks = None
+        if isinstance(error, ArgumentsUnreadError):
+            blocks = read_first_blocks(error.approval_id, text)
+        await self._r.tell(channel, user, text, blocks=blocks)
 
     async def _counted(self, channel: str | None, user: str, result: DecisionResult) -> None:
         """A vote that did not close the approval: say where the count stands."""
@@ -238,7 +255,7 @@ class CardInteractions:
         try:
             result = await asyncio.shield(edit)
         except ApprovalsError as error:
-            await self._r.tell(channel, user, messages.refused_text(error))
+            await self._tell_refused(channel, user, error)
         else:
             await self._counted(channel, user, result)
         await self._after(channel, user)

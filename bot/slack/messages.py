@@ -300,6 +300,12 @@ def show_text(view: ApprovalView) -> str:
         lines.append(f"Expires {slack_date(approval.expires_at)}")
     if approval.reason:
         lines.append(f"Reason: {escape(approval.reason, 500)}")
+    if view.must_read and approval.status == "pending":
+        done = "you have read them" if view.has_read else "you have not read them yet"
+        lines.append(
+            f"The arguments are too long for the card: an approval counts only after "
+            f"*{READ_ALL_LABEL}* on the card ({done})."
+        )
     if may:
         lines.append(f"You may {', '.join(may)}.")
     elif view.why_not:
@@ -322,6 +328,31 @@ def audit_text(approval_id: str, events: Sequence[AuditEvent]) -> str:
             f"{event.seq}. {slack_date(event.at)} *{escape(event.kind, 40)}*{actor}{detail}"
         )
     return escape_join(lines, MESSAGE_TEXT_LIMIT)
+
+
+# -- reading a call whole -----------------------------------------------------------------
+
+READ_ALL_LABEL = "Read all arguments"
+READ_ALL_TITLE = "Full arguments"  # a modal title: at most 24 characters
+CUT_CARD_TEXT = (
+    ":warning: The arguments are cut above. An approval counts only from someone who has "
+    f"read them whole: *{READ_ALL_LABEL}*."
+)
+ARGUMENTS_CHANGED_TEXT = "The arguments changed while you read them: here they are again."
+
+
+def page_header_text(*, tool_name: str, page: int, pages: int, digest: str) -> str:
+    return (
+        f"`{escape(tool_name, 200)}` · page {page} of {pages} · arguments digest "
+        f"`{escape(digest, 100)}`"
+    )
+
+
+def last_page_text(characters: int) -> str:
+    return (
+        f":white_check_mark: That is the end of the arguments ({characters:,} characters, "
+        "as the card renders them)."
+    )
 
 
 # -- inline errors in forms ------------------------------------------------------------

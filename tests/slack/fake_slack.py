@@ -61,6 +61,7 @@ class FakeSlack:
     calls: list[Call] = field(default_factory=list)
     usergroups: dict[str, list[str]] = field(default_factory=dict)
     channel_members: dict[str, list[str]] = field(default_factory=dict)
+    view_hashes: dict[str, str] = field(default_factory=dict)  # open modals: id -> hash
     _failures: dict[str, list[_Failure]] = field(default_factory=dict)
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -238,9 +239,25 @@ def _post_ephemeral(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _views_open(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    view_id = f"V{fake.next_ts().replace('.', '')}"
+    fake.view_hashes[view_id] = view_hash = f"h{fake.next_ts()}"
     return {
         "ok": True,
-        "view": {"id": f"V{fake.next_ts().replace('.', '')}", **dict(args.get("view") or {})},
+        "view": {"id": view_id, "hash": view_hash, **dict(args.get("view") or {})},
+    }
+
+
+def _views_update(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Replace an open modal; a stale `hash` is a hash_conflict, as in Slack."""
+    view_id = str(args.get("view_id"))
+    if view_id not in fake.view_hashes:
+        return {"ok": False, "error": "not_found"}
+    if args.get("hash") and args["hash"] != fake.view_hashes[view_id]:
+        return {"ok": False, "error": "hash_conflict"}
+    fake.view_hashes[view_id] = view_hash = f"h{fake.next_ts()}"
+    return {
+        "ok": True,
+        "view": {"id": view_id, "hash": view_hash, **dict(args.get("view") or {})},
     }
 
 
@@ -287,6 +304,7 @@ _HANDLERS: dict[str, Callable[[FakeSlack, Mapping[str, Any]], dict[str, Any]]] =
     "chat.update": _update,
     "chat.postEphemeral": _post_ephemeral,
     "views.open": _views_open,
+    "views.update": _views_update,
     "views.publish": _views_publish,
     "conversations.info": _conversations_info,
     "users.info": _users_info,

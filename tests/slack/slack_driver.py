@@ -130,6 +130,40 @@ class SlackDriver:
     async def click(self, card: Call, action: str, *, user: str, ts: str) -> Reply:
         return await self.interactive(self.click_payload(card, action, user=user, ts=ts))
 
+    def view_click_payload(
+        self, view: Mapping[str, Any], action: str, *, user: str
+    ) -> dict[str, Any]:
+        """A block_actions payload for pressing the button labelled `action` inside an
+        open modal: `view` as the fake answered views.open/update (with id and hash)."""
+        button = next(
+            element
+            for block in view["blocks"]
+            if block["type"] == "actions"
+            for element in block["elements"]
+            if element["text"]["text"] == action
+        )
+        return {
+            "type": "block_actions",
+            "team": {"id": TEAM_ID},
+            "user": {"id": user, "team_id": TEAM_ID},
+            "api_app_id": APP_ID,
+            "trigger_id": f"trigger.{next(self._ids)}",
+            "container": {"type": "view", "view_id": view["id"]},
+            "view": dict(view),
+            "actions": [
+                {
+                    "type": "button",
+                    "action_id": button["action_id"],
+                    "block_id": "reading",
+                    "value": button["value"],
+                    "action_ts": str(time.time()),
+                }
+            ],
+        }
+
+    async def view_click(self, view: Mapping[str, Any], action: str, *, user: str) -> Reply:
+        return await self.interactive(self.view_click_payload(view, action, user=user))
+
     def submission_payload(
         self,
         view: Mapping[str, Any],
