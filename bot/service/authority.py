@@ -36,12 +36,12 @@ from bot.errors import InputError, NotAuthorizedError
 from bot.policy import Eligibility, Eligible, NotEligible, Policy, ToolRule, is_eligible
 from bot.service import reading
 from bot.service.api import ApprovalView, Page, decode_cursor, encode_cursor
-from bot.service.reading import card_shows_all
 from bot.service.workflow import Workflow
 from store.api import ApprovalRecord, VoteRecord
 
 MAX_LIMIT = 100
 MAX_PAGES_PER_CALL = 20
+RECENT_SCAN_FACTOR = 5  # recent decisions read per one shown, when filtered for a viewer
 REVOCABLE_STATUSES = frozenset({"pending", "approved"})  # approved: until the call runs
 
 RevokeRefusal = Literal["not_authorized", "closed"]
@@ -247,7 +247,7 @@ async def visible_view(
     voters = tuple(counted_voters(approval, votes))
     can_decide = can_revoke = can_reconcile = has_read = False
     why_not: str | None = None
-    must_read = not card_shows_all(approval.snapshot)
+    must_read = not reading.card_shows_all(approval.snapshot)
     if viewer is not None:
         has_read = must_read and await reading.has_read(flow, approval, viewer)
         verdict = await eligibility(flow, approval, viewer, member=member)
@@ -276,12 +276,15 @@ async def visible_view(
     )
 
 
-async def visible_records(
-    flow: Workflow, approvals: list[ApprovalRecord], viewer: str, *, limit: int
+async def recent_decisions(
+    flow: Workflow, *, limit: int, viewer: str | None
 ) -> list[ApprovalRecord]:
-    """The first `limit` of `approvals` that `viewer` may see."""
+    """The latest decisions; with a `viewer`, the first `limit` they may see among the
+    latest RECENT_SCAN_FACTOR x `limit`."""
+    if viewer is None:
+        return await flow.store.recent_decisions(limit=limit)
     shown: list[ApprovalRecord] = []
-    for approval in approvals:
+    for approval in await flow.store.recent_decisions(limit=limit * RECENT_SCAN_FACTOR):
         if len(shown) == limit:
             break
         if may_see(flow.policy, approval, viewer, member=await membership(flow, approval, viewer)):

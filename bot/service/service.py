@@ -53,10 +53,10 @@ from bot.service.api import (
 from bot.service.authority import (
     build_view,
     pending_for,
+    recent_decisions,
     refuse_request,
     require_visible,
     views_of,
-    visible_records,
 )
 from bot.service.codec import encode_state
 from bot.service.config import DEFAULT_APPROVAL_TTL
@@ -72,7 +72,6 @@ from store.api import ApprovalRecord, AuditEvent, RunRecord, Store
 
 DEFAULT_LEASE_SECONDS = 300.0
 SWEEP_SECONDS = 10.0  # an unclicked card shows "expired" within this of its expiry
-RECENT_SCAN_FACTOR = 5  # recent decisions read per one shown, when filtered for a viewer
 
 
 class ApprovalService:
@@ -275,9 +274,7 @@ class ApprovalService:
         detail: Mapping[str, Any],
         approval_id: str | None = None,
     ) -> None:
-        """Audit a request refused before it reached an operation (`refused`, detail.why),
-        e.g. one from outside the bot's Slack workspace ("external"); with its approval
-        and run when `approval_id` names an approval."""
+        """Audit a request refused above the service (`refused`, why e.g. "external")."""
         await refuse_request(
             self._flow, actor=actor, why=why, approval_id=approval_id, detail=detail
         )
@@ -289,12 +286,8 @@ class ApprovalService:
         return await build_view(self._flow, approval, viewer)
 
     async def read_in_full(self, approval_id: str, *, viewer: str, digest: str) -> ApprovalView:
-        """Record that `viewer` was shown the whole arguments of `digest` (the Slack layer
-        says so once they reached the last page); their approval of a call the card cuts
-        counts only after this (bot.service.reading). Audited `read_in_full` once.
-        NotAuthorizedError when they may not see the call; ResolutionError when `digest`
-        is no longer current (the arguments changed while they read). Returns the
-        approval as they now see it."""
+        """`viewer` was shown the whole arguments of `digest` (bot.service.reading);
+        ResolutionError when `digest` is no longer current."""
         approval, _ = await self._flow.require_approval(approval_id)
         await require_visible(self._flow, approval, viewer)
         await record_read(self._flow, approval, viewer, digest)
@@ -317,12 +310,9 @@ class ApprovalService:
     async def recent_decisions(
         self, *, limit: int = 20, viewer: str | None = None
     ) -> list[ApprovalRecord]:
-        """The latest approvals and rejections, newest first; with a `viewer`, only those
-        they may see (from the latest RECENT_SCAN_FACTOR x `limit`)."""
-        if viewer is None:
-            return await self._flow.store.recent_decisions(limit=limit)
-        rows = await self._flow.store.recent_decisions(limit=limit * RECENT_SCAN_FACTOR)
-        return await visible_records(self._flow, rows, viewer, limit=limit)
+        """The latest approvals and rejections, newest first (with a `viewer`: only those
+        they may see)."""
+        return await recent_decisions(self._flow, limit=limit, viewer=viewer)
 
     async def approval_trail(self, approval_id: str, *, viewer: str) -> list[AuditEvent]:
         """The audit events of one approval, in order (requested, voted, refused,
