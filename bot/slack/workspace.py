@@ -21,7 +21,10 @@ tokens): the app id is then not checked, and the start-up log says so.
 The refusal itself is a Bolt middleware (`PinToWorkspace`) that answers before any
 listener runs: a slash command gets an ephemeral line, a modal submission a notice in
 the modal, a click an ephemeral message (after the answer), an event nothing. Each is
-logged and audited (`refused`, why "external") after the answer.
+logged and audited (`refused`, why "external") after the answer, except the channel
+chatter the bot would ignore anyway (a message that is no reply in a thread, an edit, a
+bot's post): in a shared channel every message of a partner arrives as an event, and
+auditing each would bury the refusals that matter.
 """
 
 from __future__ import annotations
@@ -93,6 +96,7 @@ class Foreign:
     user: str | None
     channel: str | None
     approval_id: str | None
+    chatter: bool = False  # an event the bot would ignore anyway: refused without a record
 
 
 def find_foreign(
@@ -123,6 +127,7 @@ def find_foreign(
                 ("event", "channel"),
             ),
             approval_id=_approval_id(body),
+            chatter=_is_chatter(body),
         )
     return None
 
@@ -165,6 +170,9 @@ class PinToWorkspace(AsyncMiddleware):
         foreign = find_foreign(req.body, self._workspace, allow_external_users=self._allow_external)
         if foreign is None:
             return await next()
+        if foreign.chatter:
+            log.debug("dropped an event from outside the workspace (%s)", foreign.field)
+            return refusal_response(foreign)
         log.warning(
             "refused a %s from outside the workspace: %s is %s (user %s)",
             foreign.kind,
@@ -195,6 +203,18 @@ def _first(body: Mapping[str, Any], *paths: tuple[str, ...]) -> str | None:
         if value is not None:
             return value
     return None
+
+
+def _is_chatter(body: Mapping[str, Any]) -> bool:
+    """An event no listener acts on: a message that is not a person's reply in a thread."""
+    event = body.get("event")
+    if body.get("type") != "event_callback" or not isinstance(event, Mapping):
+        return False
+    if event.get("type") != "message":
+        return False
+    thread_ts = event.get("thread_ts")
+    reply = isinstance(thread_ts, str) and thread_ts != event.get("ts")
+    return not reply or bool(event.get("subtype") or event.get("bot_id"))
 
 
 def _approval_id(body: Mapping[str, Any]) -> str | None:

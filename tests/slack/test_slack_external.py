@@ -117,6 +117,16 @@ async def test_a_thread_reply_from_another_team_reaches_no_agent(bot: Bot) -> No
     assert (refused.actor, refused.detail["field"]) == ("U0PARTNER", "event.user_team")
 
 
+async def test_a_partners_channel_talk_is_dropped_without_filling_the_audit(bot: Bot) -> None:
+    talk = {"type": "message", "channel": CHANNEL, "user": "U0PARTNER", "text": "hi", "ts": "5.0"}
+    for index in range(3):
+        reply = await bot.driver.event({**talk, "ts": f"5.{index}", "user_team": THEIR_TEAM})
+        assert (reply.status, reply.text) == (200, "")
+    await bot.settle()
+    assert await refusals(bot) == []
+    assert bot.fake.calls_to("chat.postEphemeral") == []
+
+
 async def test_external_people_act_when_the_policy_allows_but_never_another_app(
     fake_slack: FakeSlack, tmp_path: Path, keyring: KeyRing
 ) -> None:

@@ -168,3 +168,25 @@ def test_an_enterprise_pins_the_org_and_an_org_wide_install_only_the_org() -> No
 def test_without_an_app_id_from_auth_test_the_app_is_not_checked() -> None:
     unknown_app = Workspace(team_id="T0OURS", enterprise_id=None, app_id=None, org_wide=False)
     assert find_foreign(click(api_app_id="A0ANY"), unknown_app, allow_external_users=False) is None
+
+
+@pytest.mark.parametrize(
+    ("event_fields", "chatter"),
+    [
+        ({"ts": "2.0", "thread_ts": "1.0"}, False),  # a reply in a thread reaches an agent
+        ({"ts": "2.0"}, True),  # channel talk the bot ignores anyway
+        ({"ts": "2.0", "thread_ts": "1.0", "subtype": "message_changed"}, True),
+        ({"ts": "2.0", "thread_ts": "1.0", "bot_id": "B0THEIRS"}, True),
+    ],
+)
+def test_partner_chatter_is_refused_without_a_record(
+    event_fields: dict[str, str], chatter: bool
+) -> None:
+    found = find_foreign(
+        event(user_team="T0THEIRS", **event_fields), OURS, allow_external_users=False
+    )
+    assert found is not None
+    assert found.chatter is chatter
+    home = {**event(), "team_id": "T0THEIRS"}
+    home["event"] = {"type": "app_home_opened", "user": "U0X"}
+    assert find_foreign(home, OURS, allow_external_users=False).chatter is False  # type: ignore[union-attr]
