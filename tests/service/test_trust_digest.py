@@ -12,10 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from governance_helpers import Clock, audit_of, policy
 from service_harness import APPROVER, REQUESTER, Harness, close_harness, open_service, start
 
 from bot.canonical import canonical_arguments
+from bot.errors import ContextSerializationError
 from bot.review import REDACTED
 from bot.runtime import (
     CURRENT_SCHEMA_VERSION,
@@ -237,6 +239,25 @@ async def test_approve_with_changes_keeps_a_hidden_value_hidden(
         }
     state = await harness.service.load_state(run.run_id)
     assert state.pending_calls()[0].arguments["value"] == "hunter2"  # what will run
+
+
+# -- a context never stores a secret by name -----------------------------------------
+
+
+async def test_a_context_naming_a_secret_is_refused_before_anything_is_stored(
+    harness: Harness, db_path: Path
+) -> None:
+    with pytest.raises(ContextSerializationError, match=r"context\.api_token"):
+        await harness.service.start_run(
+            agent_name=None,
+            task="deploy payments 1.2.3",
+            requester=REQUESTER,
+            channel="C-ops",
+            context={"ticket": "OPS-1", "api_token": "demo-secret-123"},
+        )
+    assert await harness.store.list_approvals() == []
+    assert harness.notifier.events == []
+    assert b"demo-secret-123" not in _database_bytes(db_path)
 
 
 # -- expiry is checked when the call runs ---------------------------------------------
