@@ -51,7 +51,6 @@ __all__ = [
 
 CALL_DIGEST_DOMAIN = b"approvals-bot call digest v2"
 DIGEST_KEY_BYTES = 32
-_SEPARATOR = b"\x1f"
 
 INT_MIN = -(2**63)
 INT_MAX = 2**64 - 1
@@ -92,20 +91,14 @@ def call_digest(
     identity field holds the separator (it would make two calls' messages alike)."""
     if len(key) != DIGEST_KEY_BYTES:
         raise ValueError(f"a digest key has {DIGEST_KEY_BYTES} bytes, not {len(key)}")
-    identity = {
-        "agent_name": agent_name,
-        "agent_version": agent_version,
-        "tool_name": tool_name,
-        "execution_key": execution_key,
-    }
-    parts = [CALL_DIGEST_DOMAIN]
-    for name, value in identity.items():
-        encoded = value.encode("utf-8")
-        if _SEPARATOR in encoded:
-            raise ValueError(f"{name} {value!r} holds the digest separator 0x1f")
-        parts.append(encoded)
-    parts.append(canonical_arguments(arguments))
-    return hmac.new(key, _SEPARATOR.join(parts), hashlib.sha256).hexdigest()
+    identity = (agent_name, agent_version, tool_name, execution_key)
+    head = "\x1f".join(identity)
+    if head.count("\x1f") != len(identity) - 1:
+        names = ("agent_name", "agent_version", "tool_name", "execution_key")
+        bad = next(name for name, value in zip(names, identity, strict=True) if "\x1f" in value)
+        raise ValueError(f"{bad} holds the digest separator 0x1f")
+    message = b"\x1f".join((CALL_DIGEST_DOMAIN, head.encode(), canonical_arguments(arguments)))
+    return hmac.digest(key, message, "sha256").hex()
 
 
 def legacy_arguments_digest(arguments: Mapping[str, Any]) -> str:

@@ -197,10 +197,11 @@ def _same(first: Any, second: Any) -> bool:
         return False
 
 
-def arguments_json(arguments: Mapping[str, Any]) -> str:
-    """Pretty JSON of `arguments` with every hiding character as its JSON escape: what a
-    person reads and edits means exactly these arguments (it parses back to them)."""
-    text = json.dumps(dict(arguments), indent=2, sort_keys=True, ensure_ascii=False)
+def arguments_json(arguments: Mapping[str, Any], *, indent: int | None = 2) -> str:
+    """JSON of `arguments` (pretty, or on one line with `indent=None`) with every hiding
+    character as its JSON escape: what a person reads and edits means exactly these
+    arguments (it parses back to them)."""
+    text = json.dumps(dict(arguments), indent=indent, sort_keys=True, ensure_ascii=False)
     return _make_visible(text, fences=False) if _needs_care(text) else text
 
 
@@ -238,11 +239,12 @@ def _json_escape(char: str) -> str:
 def _needs_care(text: str) -> bool:
     """Whether `text` (JSON or notes, whose line breaks are structure) holds a hiding
     character or a code fence: most texts do not, and skip the character walk."""
-    return (
-        "```" in text
-        or not text.replace("\n", "").isprintable()
-        or _EXTRA_BLANKS.search(text) is not None
-    )
+    if "```" in text:
+        return True
+    printable = text.replace("\n", "").isprintable()
+    if text.isascii():  # the extra blanks are all outside ASCII
+        return not printable
+    return not printable or _EXTRA_BLANKS.search(text) is not None
 
 
 def _pieces(text: str, *, fences: bool = True) -> list[str]:
@@ -330,9 +332,10 @@ def _pointed_out(token: str) -> str:
 _ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}  # "&" first: the others add one
 
 
-def _escape(text: str) -> str:
-    """Hiding characters and fences made visible, then Slack's three control characters."""
-    if _needs_care(text):
+def _escape(text: str, *, care: bool | None = None) -> str:
+    """Hiding characters and fences made visible (`care`: whether `text` needs that, when
+    the caller knows), then Slack's three control characters."""
+    if care if care is not None else _needs_care(text):
         text = _make_visible(text)
     for char, entity in _ESCAPES.items():
         text = text.replace(char, entity)
@@ -370,18 +373,20 @@ def _fit(raw: str, budget: int) -> str:
     """
     # Every character costs at least 1, so only the first `budget + 1` can matter.
     head = raw[: budget + 1]
-    if _needs_care(head):
+    care = _needs_care(head)
+    if care:
         costs = list(accumulate(_piece_cost(piece) for piece in _pieces(head)))
     else:
         costs = list(accumulate(_rendered_cost(char) for char in head))
     if len(raw) <= budget and (not costs or costs[-1] <= budget):
-        return _escape(raw)
+        return _escape(raw, care=care)  # `head` is all of `raw` here
     # The marker's own length depends on how much is cut; the widest count bounds it.
     room = budget - len("\n" + _truncation_marker(len(raw)))
     keep = _prefix_length(costs, room)
     while keep > 0 and _joins_previous(raw[keep]):
         keep -= 1
-    return _escape(raw[:keep]) + "\n" + _truncation_marker(len(raw) - keep)
+    kept = _escape(raw[:keep], care=None if care else False)  # a prefix of a clean head is clean
+    return kept + "\n" + _truncation_marker(len(raw) - keep)
 
 
 def _prefix_length(cumulative_costs: list[int], room: int) -> int:
