@@ -96,6 +96,7 @@ async def test_no_card_export_or_database_copy_confirms_a_guessed_password(
     for raw in (while_open, after_close):
         assert b"Summer2024!" not in raw
         assert not [guess for guess in guesses if guess.encode() in raw]
+        assert not [guess for guess in guesses if bytes.fromhex(guess) in raw]  # nor binary
         assert approval.arguments_digest.encode() in raw  # the keyed one is there, and only it
 
 
