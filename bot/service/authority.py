@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from bot.canonical import digests_equal
 from bot.errors import InputError, NotAuthorizedError
 from bot.policy import Eligibility, Eligible, NotEligible, Policy, ToolRule, is_eligible
 from bot.service import reading
@@ -111,7 +112,7 @@ def counted_voters(approval: ApprovalRecord, votes: list[VoteRecord]) -> list[st
     return [
         vote.voter
         for vote in votes
-        if vote.digest == approval.arguments_digest and vote.decision == "approved"
+        if vote.decision == "approved" and digests_equal(vote.digest, approval.arguments_digest)
     ]
 
 
@@ -243,7 +244,7 @@ async def visible_view(
         return None
     if votes is None:
         votes = (await flow.store.votes([approval.approval_id]))[approval.approval_id]
-    current = tuple(vote for vote in votes if vote.digest == approval.arguments_digest)
+    current = tuple(v for v in votes if digests_equal(v.digest, approval.arguments_digest))
     voters = tuple(counted_voters(approval, votes))
     can_decide = can_revoke = can_reconcile = has_read = False
     why_not: str | None = None

@@ -22,7 +22,11 @@ from bot.service.workflow import Workflow
 from store.api import ApprovalRecord
 
 CARD_ARGUMENTS_LIMIT = 2600
-"""Characters of rendered arguments a card (and the modal repeating it) shows."""
+"""Characters of rendered arguments and script warnings a card (and the modal repeating
+it) shows."""
+WARNINGS_LIMIT = 300
+"""Characters of mixed-script warnings a card shows under the arguments (taken from the
+arguments' room)."""
 WHOLE = 1 << 40
 """A render limit no snapshot reaches: the whole arguments."""
 
@@ -32,6 +36,17 @@ def whole_text(snapshot: ReviewSnapshot) -> str:
     return snapshot.render_text(limit=WHOLE)
 
 
+def card_warnings(snapshot: ReviewSnapshot) -> str:
+    """The script warnings as the card shows them ("" when there are none)."""
+    return snapshot.render_warnings(limit=WARNINGS_LIMIT)
+
+
+def card_arguments(snapshot: ReviewSnapshot, warnings: str) -> str:
+    """The arguments as the card shows them: in what `warnings` leave of the room."""
+    room = CARD_ARGUMENTS_LIMIT - (len(warnings) + 40 if warnings else 0)
+    return snapshot.render_text(limit=room)
+
+
 def card_shows_all(snapshot_json: str) -> bool:
     """Does the card show every character of the call's (redacted) arguments? A
     snapshot that cannot be read shows as such, and there is nothing more to read."""
@@ -39,7 +54,7 @@ def card_shows_all(snapshot_json: str) -> bool:
         snapshot = ReviewSnapshot.from_json(snapshot_json)
     except InputError:
         return True
-    return snapshot.render_text(limit=CARD_ARGUMENTS_LIMIT) == whole_text(snapshot)
+    return card_arguments(snapshot, card_warnings(snapshot)) == whole_text(snapshot)
 
 
 async def has_read(flow: Workflow, approval: ApprovalRecord, user: str) -> bool:

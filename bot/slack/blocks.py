@@ -19,7 +19,7 @@ from bot.credentials import redact_text
 from bot.errors import InputError
 from bot.policy import SLACK_USER_ID
 from bot.review import ReviewSnapshot
-from bot.service.reading import CARD_ARGUMENTS_LIMIT
+from bot.service.reading import card_arguments, card_warnings
 from store.api import ApprovalRecord
 
 Block = dict[str, Any]
@@ -27,8 +27,6 @@ Block = dict[str, Any]
 SECTION_TEXT_LIMIT = 3000  # Block Kit: section text
 CONTEXT_TEXT_LIMIT = 2000  # Block Kit: context element text
 MESSAGE_TEXT_LIMIT = 3900  # chat.postMessage `text`: Slack truncates past 40k; keep it readable
-ARGUMENTS_LIMIT = CARD_ARGUMENTS_LIMIT  # arguments inside the call block (tool + digest around);
-# longer ones are cut, and read whole in the "Read all arguments" modal before Approve counts
 TRUNCATED = "… (truncated)"
 CALL_BLOCK_ID = "call"  # the call block of a card, and of the modal a card's button opens
 
@@ -81,12 +79,14 @@ def slack_date(moment: datetime) -> str:
     return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
 
 
-def call_text(*, tool_name: str, arguments: str, digest: str) -> str:
-    """The call as people review it: tool, redacted arguments (already escaped and fitted
-    by bot.review), and the full SHA-256 digest of the real arguments."""
+def call_text(*, tool_name: str, arguments: str, digest: str, warnings: str = "") -> str:
+    """The call as people review it: tool, redacted arguments and warnings (already
+    escaped and fitted by bot.review, hiding characters shown as escapes), and the
+    call's full keyed digest (HMAC-SHA256 over the real call: tool, agent, arguments)."""
+    warning = f":warning: *Mixed scripts:* {warnings}\n" if warnings else ""
     return (
-        f"*Tool:* `{escape(tool_name, 200)}`\n```\n{arguments}\n```\n"
-        f"*Arguments digest (SHA-256):* `{escape(digest, 100)}`"
+        f"*Tool:* `{escape(tool_name, 200)}`\n```\n{arguments}\n```\n{warning}"
+        f"*Call digest (HMAC-SHA256):* `{escape(digest, 100)}`"
     )
 
 
@@ -94,11 +94,17 @@ def snapshot_text(approval: ApprovalRecord) -> str:
     """The call block for a stored (already redacted) snapshot; one we cannot read is
     shown as such, never raw."""
     try:
-        arguments = ReviewSnapshot.from_json(approval.snapshot).render_text(limit=ARGUMENTS_LIMIT)
+        snapshot = ReviewSnapshot.from_json(approval.snapshot)
     except InputError:
-        arguments = "(snapshot unreadable)"
+        arguments, warnings = "(snapshot unreadable)", ""
+    else:
+        warnings = card_warnings(snapshot)  # the room is the rule's: bot.service.reading
+        arguments = card_arguments(snapshot, warnings)
     return call_text(
-        tool_name=approval.tool_name, arguments=arguments, digest=approval.arguments_digest
+        tool_name=approval.tool_name,
+        arguments=arguments,
+        digest=approval.arguments_digest,
+        warnings=warnings,
     )
 
 

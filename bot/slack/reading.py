@@ -29,9 +29,9 @@ from bot.slack.cards import ButtonClick
 from bot.slack.modals import ModalContext
 from bot.slack.reading_modal import (
     ReadingClick,
-    argument_pages,
     parse_reading_click,
     reading_modal,
+    whole_arguments,
 )
 
 log = logging.getLogger(__name__)
@@ -55,18 +55,18 @@ class ReadingInteractions:
             channel_id=click.channel_id,
             digest=view.approval.arguments_digest,
         )
-        pages = argument_pages(view.approval.snapshot)
+        whole = whole_arguments(view.approval.snapshot)
         modal = reading_modal(
             context=context,
             tool_name=view.approval.tool_name,
-            pages=pages,
+            whole=whole,
             page=1,
             may_continue=view.can_decide,
         )
         outcome = await self._r.slack.open_view(trigger_id=click.trigger_id, view=modal)
         if outcome == "trigger_expired":
             await self._r.tell(click.channel_id, click.user_id, messages.TRIGGER_EXPIRED_TEXT)
-        elif len(pages) == 1:
+        elif len(whole.pages) == 1:
             await self._has_read(click.user_id, context)
 
     # -- inside the modal ------------------------------------------------------------
@@ -105,12 +105,12 @@ class ReadingInteractions:
         if view.approval.arguments_digest != context.digest:
             context = replace(context, digest=view.approval.arguments_digest)
             page, note = 1, messages.ARGUMENTS_CHANGED_TEXT
-        pages = argument_pages(view.approval.snapshot)
-        page = page if page <= len(pages) else 1
+        whole = whole_arguments(view.approval.snapshot)
+        page = page if page <= len(whole.pages) else 1
         modal = reading_modal(
             context=context,
             tool_name=view.approval.tool_name,
-            pages=pages,
+            whole=whole,
             page=page,
             may_continue=view.can_decide,
             note=note,
@@ -118,7 +118,7 @@ class ReadingInteractions:
         shown = await self._r.slack.update_view(
             view_id=click.view_id, view_hash=click.view_hash, view=modal
         )
-        if shown == "updated" and page == len(pages):
+        if shown == "updated" and page == len(whole.pages):
             await self._has_read(click.user_id, context)
 
     async def _continue(self, click: ReadingClick) -> None:

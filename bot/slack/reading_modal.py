@@ -1,9 +1,10 @@
 """The "Read all arguments" modal: a call's whole arguments, page by page (pure).
 
 A call whose arguments do not fit its card (bot.service.reading) is shown whole here, in
-the card's own rendering (bot.review's renderer, uncut): the text is cut into code blocks
-of at most CHUNK_LIMIT UTF-16 units (Slack's section limit, with room for the fences),
-preferably after a line end, never inside an escape (`&amp;`) or before a combining mark,
+the card's own rendering (bot.review's renderer, uncut, with its script warnings): the
+text is cut into code blocks of at most CHUNK_LIMIT UTF-16 units (Slack's section limit,
+with room for the fences), preferably after a line end, never inside an escape (Slack's
+`&amp;`, JSON's `\"`, a hiding character shown as `\u202e`) or before a combining mark,
 so the blocks joined give back the text exactly. A page holds CHUNKS_PER_PAGE blocks
 (well under Block Kit's 100 blocks a view); "Next page" replaces the modal with the next
 one (views.update). The last page says so and, when the modal was opened by Approve or
@@ -16,6 +17,7 @@ changed meanwhile is never taken for a page of the new ones.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,8 +42,10 @@ NEXT_PAGE_ACTION_ID = "approval_read_next"
 CONTINUE_ACTION_ID = "approval_read_continue"
 CHUNK_LIMIT = 2900  # a section holds 3000; the fences and line ends take 8
 CHUNKS_PER_PAGE = 10
+WARNINGS_LIMIT = 1500  # in the page's header (a context element holds 2000)
 _LINE_END_WINDOW = 4  # look for a line end in the last quarter of a full chunk
-_ENTITY_LENGTH = 5  # the longest escape: &amp;
+# One shown character: a JSON or visible escape, one of Slack's, or a single character.
+_TOKEN = re.compile(r"\\u[0-9a-fA-F]{4}|\\.|&(?:amp|lt|gt);|.", re.DOTALL)
 _CONTINUE_LABELS = {"approve": "Continue to approve", "edit": "Continue to edit and approve"}
 
 
@@ -60,33 +64,47 @@ def argument_chunks(text: str, limit: int = CHUNK_LIMIT) -> list[str]:
     return chunks or [""]
 
 
-def argument_pages(snapshot_json: str) -> list[list[str]]:
-    """The call's whole rendered arguments as pages of code-block chunks."""
+@dataclass(frozen=True, kw_only=True)
+class WholeArguments:
+    """A call's whole rendered arguments as pages of code-block chunks, and its script
+    warnings (shown on every page)."""
+
+    pages: list[list[str]]
+    warnings: str
+
+
+def whole_arguments(snapshot_json: str) -> WholeArguments:
     try:
-        text = whole_text(ReviewSnapshot.from_json(snapshot_json))
+        snapshot = ReviewSnapshot.from_json(snapshot_json)
     except InputError:
-        text = "(snapshot unreadable)"
-    chunks = argument_chunks(text)
-    return [chunks[at : at + CHUNKS_PER_PAGE] for at in range(0, len(chunks), CHUNKS_PER_PAGE)]
+        return WholeArguments(pages=[["(snapshot unreadable)"]], warnings="")
+    chunks = argument_chunks(whole_text(snapshot))
+    pages = [chunks[at : at + CHUNKS_PER_PAGE] for at in range(0, len(chunks), CHUNKS_PER_PAGE)]
+    return WholeArguments(pages=pages, warnings=snapshot.render_warnings(limit=WARNINGS_LIMIT))
 
 
 def reading_modal(
     *,
     context: ModalContext,
     tool_name: str,
-    pages: list[list[str]],
+    whole: WholeArguments,
     page: int,
     may_continue: bool,
     note: str | None = None,
 ) -> dict[str, Any]:
-    """Page `page` (1-based) of `pages`. On the last page, a modal opened by Approve or
-    Approve with changes (`context.action`) offers to continue to that form when the
-    person still `may_continue`."""
+    """Page `page` (1-based) of the `whole` arguments. On the last page, a modal opened
+    by Approve or Approve with changes (`context.action`) offers to continue to that form
+    when the person still `may_continue`."""
+    pages = whole.pages
     if not 1 <= page <= len(pages):
         raise InputError(f"there is no page {page} of {len(pages)}")
     digest = context.digest or ""
     header = page_header_text(tool_name=tool_name, page=page, pages=len(pages), digest=digest)
-    blocks: list[Block] = [mrkdwn_context(header if note is None else f"{escape(note)}\n{header}")]
+    lines = [escape(note)] if note is not None else []
+    lines.append(header)
+    if whole.warnings:
+        lines.append(f":warning: {whole.warnings}")
+    blocks: list[Block] = [mrkdwn_context("\n".join(lines))]
     blocks.extend(
         mrkdwn_section(f"```\n{chunk.removesuffix(chr(10))}\n```") for chunk in pages[page - 1]
     )
@@ -166,21 +184,19 @@ def _fit(text: str, start: int, limit: int) -> int:
 
 
 def _safe_cut(text: str, start: int, end: int) -> int:
-    """Step `end` back so the cut splits no escape and keeps marks with their letter."""
-    ampersand = text.rfind("&", max(start, end - _ENTITY_LENGTH + 1), end)
-    if ampersand > start and ";" not in text[ampersand:end]:
-        end = ampersand  # every "&" of rendered text starts an escape
-    while end > start + 1 and (_joins_previous(text[end]) or text[end - 1] == "\u200d"):
-        end -= 1
-    return end
+    """The last cut at or before `end` that splits no escape and keeps a combining mark
+    with its letter (`start` is such a cut: the text is read token by token from it)."""
+    best = start
+    for token in _TOKEN.finditer(text, start):
+        if token.end() > end:
+            break
+        if token.end() == len(text) or not _joins_previous(text[token.end()]):
+            best = token.end()
+    return best if best > start else end
 
 
 def _joins_previous(char: str) -> bool:
-    return (
-        unicodedata.combining(char) != 0
-        or unicodedata.category(char) == "Mn"
-        or char in "\u200d\ufe0e\ufe0f"
-    )
+    return unicodedata.combining(char) != 0 or unicodedata.category(char) == "Mn"
 
 
 def _button(label: str, action_id: str, value: str, *, primary: bool = False) -> dict[str, Any]:

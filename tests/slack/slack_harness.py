@@ -255,12 +255,13 @@ async def start_bot(
     *,
     policy: Policy | None = None,
     clock: FakeClock | None = None,
+    agents: Callable[[Effects], tuple[AgentRegistry, dict[str, ScriptedModel]]] = build_registry,
 ) -> tuple[Bot, web.AppRunner, aiohttp.ClientSession]:
     """The bot over `database`; with `policy`, governed by it, with approver groups and
-    channel members read from the fake Slack (cached 60 s on `clock`). Unless the test
-    says otherwise, CHANNEL has the CHANNEL_MEMBERS."""
+    channel members read from the fake Slack (cached 60 s on `clock`); `agents` builds
+    the agents it runs. Unless the test says otherwise, CHANNEL has the CHANNEL_MEMBERS."""
     effects = Effects()
-    registry, models = build_registry(effects)
+    registry, models = agents(effects)
     store = await open_store(str(database), keyring=keyring, environ={})
     fake.channel_members.setdefault(CHANNEL, list(CHANNEL_MEMBERS))
     monotonic = clock.monotonic if clock is not None else time.monotonic

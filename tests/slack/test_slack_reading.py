@@ -13,10 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.review import review_snapshot
+from bot.errors import InputError
+from bot.review import ReviewSnapshot, review_snapshot
 from bot.service import ApprovalView
 from bot.service.reading import CARD_ARGUMENTS_LIMIT, card_shows_all, whole_text
-from bot.slack.blocks import ARGUMENTS_LIMIT
+from bot.slack.blocks import snapshot_text
 from bot.slack.cards import READ_ACTION_ID, approval_card_blocks, card_buttons
 from bot.slack.messages import show_text
 from bot.slack.modals import ModalContext
@@ -24,9 +25,10 @@ from bot.slack.reading_modal import (
     CHUNK_LIMIT,
     CONTINUE_ACTION_ID,
     NEXT_PAGE_ACTION_ID,
+    WholeArguments,
     argument_chunks,
-    argument_pages,
     reading_modal,
+    whole_arguments,
 )
 from store.api import ApprovalRecord, RunRecord
 
@@ -39,7 +41,7 @@ def units(text: str) -> int:
 
 
 def approval(arguments: dict[str, str]) -> ApprovalRecord:
-    snapshot = review_snapshot("run_command", arguments)
+    snapshot = review_snapshot("run_command", arguments, digest="d" * 64)
     return ApprovalRecord(
         approval_id="ap1",
         run_id="r1",
@@ -78,13 +80,21 @@ RUN = RunRecord(
 )
 
 
-def test_the_card_and_the_rule_share_one_limit() -> None:
-    assert ARGUMENTS_LIMIT == CARD_ARGUMENTS_LIMIT
+@pytest.mark.parametrize("warned", [False, True])
+def test_the_rule_cuts_exactly_where_the_card_does(warned: bool) -> None:
+    """Script warnings take room from the arguments on the card: the rule counts the
+    same room, so a call the card cuts is never taken as shown whole."""
+    host = "p\u0430ypal.com" if warned else "paypal.com"  # a Cyrillic а: a warning
+    for size in range(CARD_ARGUMENTS_LIMIT - 700, CARD_ARGUMENTS_LIMIT, 25):
+        record = approval({"host": host, "command": "x" * size})
+        cut = "truncated" in snapshot_text(record)
+        assert card_shows_all(record.snapshot) is not cut, size
     assert card_shows_all(approval({"command": "ls"}).snapshot)
     assert not card_shows_all(approval(LONG).snapshot)
 
 
-PIECES = ["a", "b", " ", "&amp;", "&lt;", "\n", "é", "e\u0301", "😀", "a\u200db"]
+PIECES = ["a", " ", "&amp;", "&lt;", "\n", "é", "e\u0301", "😀", "\\u202e", '\\"', "\\\\", "\\n"]
+ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}|\\.|&(?:amp|lt|gt);", re.DOTALL)
 
 
 @given(st.lists(st.sampled_from(PIECES), max_size=200).map("".join))
@@ -93,18 +103,16 @@ def test_chunks_give_back_the_text_within_the_limit(text: str) -> None:
     assert "".join(chunks) == text
     assert all(units(chunk) <= 16 for chunk in chunks)
     cuts = list(itertools.accumulate(len(chunk) for chunk in chunks))[:-1]
-    escapes = [match.span() for match in re.finditer("&(?:amp|lt|gt);", text)]
+    escapes = [match.span() for match in ESCAPE.finditer(text)]
     for cut in cuts:
         assert not any(start < cut < end for start, end in escapes)  # no escape is split
         assert text[cut] != "\u0301"  # an accent stays with its letter
-        assert text[cut - 1] != "\u200d"  # a joiner keeps what it joins
 
 
 def test_pages_are_the_whole_rendering_within_block_kit_limits() -> None:
     record = approval(LONG)
-    pages = argument_pages(record.snapshot)
-    from bot.review import ReviewSnapshot
-
+    whole = whole_arguments(record.snapshot)
+    pages = whole.pages
     assert "".join(c for page in pages for c in page) == whole_text(
         ReviewSnapshot.from_json(record.snapshot)
     )
@@ -114,7 +122,7 @@ def test_pages_are_the_whole_rendering_within_block_kit_limits() -> None:
     )
     for number in range(1, len(pages) + 1):
         view = reading_modal(
-            context=context, tool_name="run_command", pages=pages, page=number, may_continue=True
+            context=context, tool_name="run_command", whole=whole, page=number, may_continue=True
         )
         assert len(view["blocks"]) <= 100
         assert len(view["title"]["text"]) <= 24
@@ -129,7 +137,7 @@ def test_pages_are_the_whole_rendering_within_block_kit_limits() -> None:
     last = reading_modal(
         context=replace(context, action="read"),
         tool_name="run_command",
-        pages=pages,
+        whole=whole,
         page=3,
         may_continue=True,
     )
@@ -137,7 +145,7 @@ def test_pages_are_the_whole_rendering_within_block_kit_limits() -> None:
     assert all(b["type"] != "actions" for b in last["blocks"])  # opened to read only
     assert "&lt;start&gt; &amp;" in json.dumps(
         reading_modal(
-            context=context, tool_name="run_command", pages=pages, page=1, may_continue=True
+            context=context, tool_name="run_command", whole=whole, page=1, may_continue=True
         )
     )
     assert CHUNK_LIMIT + 8 <= 3000
@@ -156,10 +164,9 @@ def test_a_cut_card_says_so_and_offers_to_read_it_all() -> None:
 
 def test_a_page_that_does_not_exist_is_refused() -> None:
     context = ModalContext(approval_id="ap1", action="read", channel_id=None, digest="0" * 64)
-    with pytest.raises(Exception, match="no page 4 of 3"):
-        reading_modal(
-            context=context, tool_name="t", pages=[["a"], ["b"], ["c"]], page=4, may_continue=False
-        )
+    whole = WholeArguments(pages=[["a"], ["b"], ["c"]], warnings="")
+    with pytest.raises(InputError, match="no page 4 of 3"):
+        reading_modal(context=context, tool_name="t", whole=whole, page=4, may_continue=False)
 
 
 @pytest.mark.parametrize(
@@ -183,3 +190,15 @@ def test_approvals_show_says_the_call_must_be_read_whole(has_read: bool, said: s
     text = show_text(view)
     assert "*Read all arguments*" in text
     assert said in text
+
+
+def test_every_page_carries_the_script_warnings_of_the_card() -> None:
+    record = approval({"host": "p\u0430ypal.com", "command": "x" * 40_000})
+    whole = whole_arguments(record.snapshot)
+    assert "mixes" in whole.warnings
+    context = ModalContext(approval_id="ap1", action="read", channel_id="C1", digest="0" * 64)
+    for number in (1, 2):
+        view = reading_modal(
+            context=context, tool_name="t", whole=whole, page=number, may_continue=False
+        )
+        assert ":warning:" in view["blocks"][0]["elements"][0]["text"]
