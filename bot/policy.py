@@ -161,14 +161,6 @@ class ChannelDirectory(Protocol):
         ...
 
 
-class OpenChannels:
-    """No channel directory (no Slack: the CLI, the terminal demo, tests of other
-    rules): everyone counts as a member of every channel."""
-
-    async def is_member(self, channel_id: str, user: str) -> bool:
-        return True
-
-
 @dataclass(frozen=True, kw_only=True)
 class Eligible:
     via: str  # "anyone", "listed", or the group id that made the person eligible

@@ -159,15 +159,18 @@ async def refuse_request(
 
 async def member_of(flow: Workflow, channel: str | None, user: str) -> bool | None:
     """Is `user` a member of the conversation that scopes a call asked in `channel`?
-    None when nothing scopes it (see `channel_scope`) or the user is an admin (not asked)."""
+    None when nothing scopes it (see `channel_scope`; no channel directory) or the user
+    is an admin (not asked)."""
     scope = channel_scope(channel)
-    if scope is None or flow.policy.is_admin(user):
+    if scope is None or flow.channels is None or flow.policy.is_admin(user):
         return None
     return await flow.channels.is_member(scope, user)
 
 
 async def membership(flow: Workflow, approval: ApprovalRecord, user: str) -> bool | None:
     """`member_of` the approval's channel: where its card is, else where its run is."""
+    if flow.channels is None or flow.policy.is_admin(user):
+        return None
     channel = approval.slack_channel or (await flow.run_of(approval)).channel
     return await member_of(flow, channel, user)
 

@@ -16,6 +16,8 @@ arguments makes a new digest, so everyone reads the new arguments again.
 
 from __future__ import annotations
 
+import functools
+
 from bot.errors import ArgumentsUnreadError, InputError, ResolutionError
 from bot.review import ReviewSnapshot
 from bot.service.workflow import Workflow
@@ -29,6 +31,10 @@ WARNINGS_LIMIT = 300
 arguments' room)."""
 WHOLE = 1 << 40
 """A render limit no snapshot reaches: the whole arguments."""
+CUT_MARK = "… (truncated, "
+"""How bot.review marks a cut (`… (truncated, N more characters)`)."""
+REMEMBERED_SNAPSHOTS = 1024
+REMEMBERED_SNAPSHOT_CHARS = 16_384
 
 
 def whole_text(snapshot: ReviewSnapshot) -> str:
@@ -49,12 +55,27 @@ def card_arguments(snapshot: ReviewSnapshot, warnings: str) -> str:
 
 def card_shows_all(snapshot_json: str) -> bool:
     """Does the card show every character of the call's (redacted) arguments? A
-    snapshot that cannot be read shows as such, and there is nothing more to read."""
+    snapshot that cannot be read shows as such, and there is nothing more to read.
+    Lists ask this of every row they show, again and again: the answer for snapshots up
+    to REMEMBERED_SNAPSHOT_CHARS is remembered (REMEMBERED_SNAPSHOTS of them)."""
+    if len(snapshot_json) <= REMEMBERED_SNAPSHOT_CHARS:
+        return _remembered_shows_all(snapshot_json)
+    return _shows_all(snapshot_json)
+
+
+def _shows_all(snapshot_json: str) -> bool:
+    """A cut always leaves its marker, so a card text without one was not cut (the
+    whole rendering, a walk over every character, is made only when it has one: cut, or
+    a value that quotes the marker)."""
     try:
         snapshot = ReviewSnapshot.from_json(snapshot_json)
     except InputError:
         return True
-    return card_arguments(snapshot, card_warnings(snapshot)) == whole_text(snapshot)
+    shown = card_arguments(snapshot, card_warnings(snapshot))
+    return CUT_MARK not in shown or shown == whole_text(snapshot)
+
+
+_remembered_shows_all = functools.lru_cache(maxsize=REMEMBERED_SNAPSHOTS)(_shows_all)
 
 
 async def has_read(flow: Workflow, approval: ApprovalRecord, user: str) -> bool:

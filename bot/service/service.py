@@ -31,7 +31,6 @@ from bot.policy import (
     ChannelDirectory,
     GroupDirectory,
     NoGroups,
-    OpenChannels,
     Policy,
 )
 from bot.runtime import CURRENT_SCHEMA_VERSION, AgentRegistry, Resolution, RunState
@@ -80,8 +79,8 @@ class ApprovalService:
 
     `policy` (default: the built-in defaults with `approval_ttl` as the default lifetime;
     with a policy, `approval_ttl` is not used), `groups` (default: no groups) and
-    `channels` (default: everyone is a member of every channel) decide who may see and
-    act; the quorum and expiry of an approval are fixed when it is requested.
+    `channels` (default: none, calls are not scoped to their channel: no Slack) decide
+    who may see and act; the quorum and expiry of an approval are fixed when it is requested.
     A policy naming a tool no registered agent has is a ConfigError."""
 
     def __init__(
@@ -116,7 +115,7 @@ class ApprovalService:
             policy=policy or DEFAULT_POLICY.with_default_expiry(approval_ttl),
             groups=groups or NoGroups(),
             tasks=tasks,
-            channels=channels or OpenChannels(),
+            channels=channels,
         )
         self._default_agent = default_agent
         self._sweeper: ExpirySweeper | None = None

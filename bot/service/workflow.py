@@ -51,7 +51,7 @@ class Workflow:
     policy: Policy
     groups: GroupDirectory
     tasks: TaskOwner
-    channels: ChannelDirectory
+    channels: ChannelDirectory | None  # None: calls are not scoped to their channel
 
     @property
     def actor(self) -> str:

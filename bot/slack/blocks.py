@@ -11,6 +11,7 @@ redacts whatever it sends once more (bot.slack.gateway).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -35,7 +36,8 @@ def escape(text: str, limit: int | None = None) -> str:
     """Redact credentials, escape Slack's control characters (&, <, >); clip to `limit`
     characters with a visible marker, never cutting inside an escape sequence."""
     entities = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-    escaped = [entities.get(char, char) for char in redact_text(text)]
+    redacted = _redact_short(text) if len(text) <= SHORT_TEXT else redact_text(text)
+    escaped = [entities.get(char, char) for char in redacted]
     if limit is None or sum(map(len, escaped)) <= limit:
         return "".join(escaped)
     budget = limit - len(TRUNCATED)
@@ -46,6 +48,12 @@ def escape(text: str, limit: int | None = None) -> str:
         out.append(piece)
         budget -= len(piece)
     return "".join(out) + TRUNCATED
+
+
+SHORT_TEXT = 200
+"""Texts up to this long (ids, tool names, statuses, people) recur in every card and
+list: their redaction is remembered."""
+_redact_short = functools.lru_cache(maxsize=8192)(redact_text)
 
 
 def escape_line(prefix: str, text: str) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 from bot.errors import InputError
 from bot.service import UncertainCall
-from bot.service.reading import card_shows_all
+from bot.service.reading import CUT_MARK, card_shows_all
 from bot.slack.blocks import (
     CALL_BLOCK_ID,
     CONTEXT_TEXT_LIMIT,
@@ -97,15 +97,18 @@ def approval_card_blocks(
     if voters is not None:
         line = quorum_line(count=len(voters), required=approval.required_approvals, voters=voters)
         blocks.append(mrkdwn_context(line))
-    blocks.append(mrkdwn_section(snapshot_text(approval), block_id=CALL_BLOCK_ID))
-    if status == "pending" and not card_shows_all(approval.snapshot):
+    call = snapshot_text(approval)
+    blocks.append(mrkdwn_section(call, block_id=CALL_BLOCK_ID))
+    # No cut mark, no cut; with one (cut, or a value quoting it) the rule decides.
+    cut = status == "pending" and CUT_MARK in call and not card_shows_all(approval.snapshot)
+    if cut:
         blocks.append(mrkdwn_context(CUT_CARD_TEXT))
     closing = _closing_line(approval)
     if closing:
         blocks.append(mrkdwn_context(closing))
     if not_run is not None:
         blocks.append(mrkdwn_context(f"*Not run:* {escape(not_run, CONTEXT_TEXT_LIMIT - 100)}"))
-    buttons = card_buttons(approval) if not_run is None else []
+    buttons = card_buttons(approval, cut=cut) if not_run is None else []
     if buttons:
         blocks.append({"type": "actions", "block_id": "decision", "elements": buttons})
     return blocks
@@ -120,7 +123,9 @@ def approval_card_text(approval: ApprovalRecord) -> str:
     return f"{approval.status.capitalize()}{by}: {escape(approval.tool_name, 200)}"
 
 
-def card_buttons(approval: ApprovalRecord) -> list[Block]:
+def card_buttons(approval: ApprovalRecord, *, cut: bool | None = None) -> list[Block]:
+    """The buttons for the approval's state; `cut`: whether the card cuts its arguments
+    (None: find out), which adds Read all arguments to a pending card."""
     approval_id = approval.approval_id
     if approval.status == "pending":
         buttons = [
@@ -129,7 +134,7 @@ def card_buttons(approval: ApprovalRecord) -> list[Block]:
             _button("Reject", REJECT_ACTION_ID, approval_id, style="danger"),
             _button("Revoke", REVOKE_ACTION_ID, approval_id),
         ]
-        if not card_shows_all(approval.snapshot):
+        if cut if cut is not None else not card_shows_all(approval.snapshot):
             buttons.append(read_all_button(approval_id))
         return buttons
     if approval.status == "approved":
