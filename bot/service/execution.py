@@ -9,6 +9,11 @@ persist the outcome by compare-and-set on the run's version and tell the notifie
   `CallUncertain` notice per call whose outcome a human must reconcile;
 - completed / max_turns: the final state (status `completed`) and the answer;
 - an error: status `failed`, a `failed` audit event and one clear line for people.
+
+The policy's limits are applied here: a model turn with more tool calls than
+`limits.tool_calls_per_turn` stops in the runner before any of them runs, and a pause
+on more approvals than `limits.pending_approvals_per_run` stops before any row or card;
+either way the run fails with one line that names the limit.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from bot.errors import ApprovalsError, RunStateError
+from bot.errors import ApprovalsError, LimitError, RunStateError
 from bot.review import ReviewSnapshot, review_snapshot
 from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, PendingCall, Runner, RunResult, RunState
 from bot.service.amend import noted_agent
@@ -69,19 +74,44 @@ async def execute(
         on_refused=partial(_tell_refused, flow, run),
     )
     try:
-        result = await Runner.arun(
-            noted_agent(agent, approvals),
-            state,
-            journal=journal,
-            dependencies=flow.dependencies,
-            registry=flow.registry,
-        )
+        result = await _run_agent(flow, noted_agent(agent, approvals), state, journal)
+        check_pending_limit(flow, result)
         return await persist_outcome(flow, run, result, requester=requester)
+    except LimitError as error:
+        return await fail_run(flow, run, str(error))
     except ApprovalsError as error:
         return await fail_run(flow, run, f"{type(error).__name__}: {error}")
     except Exception:
         log.exception("run %s failed unexpectedly", run.run_id)
         return await fail_run(flow, run, "internal error (details in the bot's log)")
+
+
+async def _run_agent(
+    flow: Workflow, agent: Agent, state: RunState, journal: ServiceJournal
+) -> RunResult:
+    try:
+        return await Runner.arun(
+            agent,
+            state,
+            journal=journal,
+            dependencies=flow.dependencies,
+            registry=flow.registry,
+            max_tool_calls_per_turn=flow.policy.limits.tool_calls_per_turn,
+        )
+    except LimitError as error:
+        raise LimitError(f"{error} (limits.tool_calls_per_turn)") from None
+
+
+def check_pending_limit(flow: Workflow, result: RunResult) -> None:
+    """LimitError when the run pauses on more approvals than the policy allows at once
+    (nothing of that turn ran: a turn pauses before any of its calls runs)."""
+    asked = sum(1 for call in result.interruptions if call.status == "approval")
+    limit = flow.policy.limits.pending_approvals_per_run
+    if asked > limit:
+        raise LimitError(
+            f"the run asked for {asked} approvals at once; the limit is {limit} per run, so "
+            "none of its calls ran (limits.pending_approvals_per_run)"
+        )
 
 
 async def _tell_refused(

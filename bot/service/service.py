@@ -120,10 +120,9 @@ class ApprovalService:
     ) -> RunRecord:
         """Run `task` with the agent (the latest version of `agent_name`, or the default
         agent) until it completes, fails or pauses for decisions; returns the run as it
-        stands then. A context holding a secret is refused before anything is stored."""
-        text = task.strip()
-        if not text:
-            raise InputError("the task is empty; say what the agent should do")
+        stands then. A context holding a secret, or a task longer than the policy's
+        `limits.task_chars`, is refused before anything is stored."""
+        text = self.check_task(task)
         if not requester.strip():
             raise InputError("a run needs a requester")
         agent = self._flow.registry.latest(agent_name or self._default_agent)
@@ -154,6 +153,19 @@ class ApprovalService:
             )
             run = await self._flow.require_run(run.run_id)
         return await execute(self._flow, run, agent, state)
+
+    def check_task(self, task: str) -> str:
+        """The task, stripped; InputError when it is empty or longer than the policy's
+        `limits.task_chars` (no I/O: a Slack listener asks before it acknowledges)."""
+        text = task.strip()
+        if not text:
+            raise InputError("the task is empty; say what the agent should do")
+        limit = self._flow.policy.limits.task_chars
+        if len(text) > limit:
+            raise InputError(
+                f"the task is {len(text)} characters long; the limit is {limit} (limits.task_chars)"
+            )
+        return text
 
     # -- deciding ------------------------------------------------------------------------
 
@@ -301,6 +313,7 @@ class ApprovalService:
             return Closed(run=run)
         if not text.strip():
             raise InputError("the message is empty")
+        self.check_task(text)
         claimed = await self._flow.store.transition_run(
             run.run_id, expected_status=run.status, new_status="running"
         )

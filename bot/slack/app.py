@@ -123,6 +123,11 @@ class SlackListeners:
         if isinstance(parsed, commands.AgentHelp):
             await ack(text=messages.AGENT_HELP)
             return
+        try:
+            self._r.service.check_task(parsed.task)  # too long: refused before any run
+        except InputError as error:
+            await ack(text=messages.warning(error))
+            return
         await ack()
         say = partial(self._r.reply, command)
         self._r.later(
