@@ -20,6 +20,7 @@ from bot.service.api import (
     NotARunThread,
     Notifier,
     Page,
+    Recorded,
     UncertainCall,
     WaitingForApproval,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "NotARunThread",
     "Notifier",
     "Page",
+    "Recorded",
     "TaskOwner",
     "UncertainCall",
     "WaitingForApproval",

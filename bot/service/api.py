@@ -20,7 +20,8 @@ arguments never reach a notifier.
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Generic, Literal, Protocol, TypeVar
 
@@ -50,6 +51,18 @@ class DecisionResult:
     @property
     def quorum_met(self) -> bool:
         return self.approval.status == "approved"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recorded(Generic[T]):
+    """A decision the store has committed (a vote, an edit, a revocation): durable, so a
+    person may be told it is taken. `approval` is the record as the commit left it.
+    `finish()` does what follows (update the card, resume the run, or raise the refusal
+    the store's answer means, as `decide` would) and answers what `decide` would; call
+    it once, after telling the person."""
+
+    approval: ApprovalRecord
+    finish: Callable[[], Awaitable[T]] = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -39,6 +39,7 @@ from bot.service.api import (
     NotARunThread,
     Notifier,
     Page,
+    Recorded,
     RunStarted,
     UncertainCall,
     WaitingForApproval,
@@ -51,7 +52,7 @@ from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
 from bot.service.reconcile import describe_uncertain, reconcile_call
 from bot.service.recovery import recover_runs
 from bot.service.tasks import TaskOwner
-from bot.service.voting import Ballot, approve_changed, cast, revoke
+from bot.service.voting import Ballot, record_change, record_revocation, record_vote
 from bot.service.workflow import Workflow
 from store.api import ApprovalRecord, AuditEvent, RunRecord, Store
 
@@ -193,6 +194,29 @@ class ApprovalService:
         approved the current arguments; one rejection rejects. A counted vote updates
         the card (`ApprovalUpdated`); a closing one `ApprovalDecided`, and when it was
         the run's last open approval the resume is claimed and runs in a service task."""
+        recorded = await self.record_decision(
+            approval_id,
+            approve=approve,
+            decider=decider,
+            reason=reason,
+            message=message,
+            digest=digest,
+        )
+        return await recorded.finish()
+
+    async def record_decision(
+        self,
+        approval_id: str,
+        *,
+        approve: bool,
+        decider: str,
+        reason: str,
+        message: str | None = None,
+        digest: str | None = None,
+    ) -> Recorded[DecisionResult]:
+        """`decide` in two steps: this commits the vote (refusals found before the store
+        raise here) and `finish()` does the rest (card, resume; refusals from the
+        store's answer raise there). Tell the person in between: the vote is durable."""
         ballot = Ballot(
             approval_id=approval_id,
             approve=approve,
@@ -201,7 +225,7 @@ class ApprovalService:
             message=message,
             digest=digest,
         )
-        return await cast(self._flow, ballot)
+        return await record_vote(self._flow, ballot)
 
     async def expire_due(self) -> list[ApprovalRecord]:
         """Expire every pending approval past its expiry, update its card, and resume the
@@ -237,10 +261,25 @@ class ApprovalService:
         model is told the call ran with arguments an approver changed, and the audit keeps
         both digests (`arguments_changed`). Eligibility as for `decide`; the run must be
         paused (ResolutionError otherwise)."""
+        recorded = await self.record_changes(
+            approval_id, decider=decider, reason=reason, arguments=arguments, digest=digest
+        )
+        return await recorded.finish()
+
+    async def record_changes(
+        self,
+        approval_id: str,
+        *,
+        decider: str,
+        reason: str,
+        arguments: Mapping[str, Any],
+        digest: str | None = None,
+    ) -> Recorded[DecisionResult]:
+        """`approve_with_changes` in two steps, as `record_decision` splits `decide`."""
         ballot = Ballot(
             approval_id=approval_id, approve=True, decider=decider, reason=reason, digest=digest
         )
-        return await approve_changed(self._flow, ballot, arguments)
+        return await record_change(self._flow, ballot, arguments)
 
     async def revoke(self, approval_id: str, *, actor: str, reason: str) -> ApprovalRecord:
         """Withdraw a pending, or approved but not yet executed, call: it never runs.
@@ -250,7 +289,14 @@ class ApprovalService:
         InputError; already executed or closed -> AlreadyDecidedError. The card is
         updated (`ApprovalDecided`, status `revoked`, `revoked_by`, `reason`), and the run
         resumes with the call rejected when nothing else is open."""
-        return await revoke(self._flow, approval_id, actor=actor, reason=reason)
+        recorded = await self.record_revocation(approval_id, actor=actor, reason=reason)
+        return await recorded.finish()
+
+    async def record_revocation(
+        self, approval_id: str, *, actor: str, reason: str
+    ) -> Recorded[ApprovalRecord]:
+        """`revoke` in two steps, as `record_decision` splits `decide`."""
+        return await record_revocation(self._flow, approval_id, actor=actor, reason=reason)
 
     async def approval_view(self, approval_id: str, *, viewer: str) -> ApprovalView:
         """The approval, its votes and quorum, and what `viewer` may do (InputError if

@@ -3,7 +3,8 @@ tasks.
 
 Every listener parses its payload (pure parsers: bot.slack.commands, bot.slack.cards,
 the modal modules), answers Slack's 3-second ack with only what it can know without I/O
-(help text, inline validation errors), and defers the slow part (the service, the
+(help text, inline validation errors; a decision's modal also waits for the decision's
+commit, see bot.slack.interactions), and defers the slow part (the service, the
 database, the model, other Web API calls) with `Responder.later`: it starts, in the
 TaskOwner shared with the service and drained on shutdown, once the answer has been
 written (bot.slack.after_ack). The app runs with `process_before_response=True`, so Bolt

@@ -334,3 +334,26 @@ def keep_under(what: str, limit: int) -> str:
 
 def not_json_text(problem: str, line: int, column: int) -> str:
     return f"Not valid JSON: {problem} (line {line}, column {column})."
+
+
+# -- a decision the database did not take in time ----------------------------------------
+
+NOT_RECORDED_YET_TEXT = (
+    "Not recorded yet: the database did not answer in time. You will get a message if it "
+    "records this later; if you do not, submit again."
+)
+NOT_RECORDED_TEXT = "Not recorded: the database failed. Nothing changed; submit again shortly."
+
+
+def recorded_late_text(approval_id: str) -> str:
+    return (
+        f":white_check_mark: Your decision on `{escape(approval_id, 100)}` was recorded after "
+        "all (the database answered late)."
+    )
+
+
+def not_recorded_late_text(approval_id: str) -> str:
+    return (
+        f":x: Your decision on `{escape(approval_id, 100)}` could not be recorded (the "
+        "database failed); nothing changed. Submit it again."
+    )

@@ -188,12 +188,16 @@ async def start_bot(
     *,
     policy: Policy | None = None,
     clock: FakeClock | None = None,
+    busy_timeout_ms: int = 5000,
 ) -> tuple[Bot, web.AppRunner, aiohttp.ClientSession]:
     """The bot over `database`; with `policy`, governed by it, with approver groups read
-    from the fake Slack (cached 60 s on `clock`)."""
+    from the fake Slack (cached 60 s on `clock`); its writes wait `busy_timeout_ms` for
+    another connection's lock."""
     effects = Effects()
     registry, models = build_registry(effects)
-    store = await open_store(str(database), keyring=keyring, environ={})
+    store = await open_store(
+        str(database), keyring=keyring, environ={}, busy_timeout_ms=busy_timeout_ms
+    )
 
     def make_service(slack: SlackGateway, tasks: TaskOwner) -> ApprovalService:
         timing: dict[str, Any] = {}
