@@ -21,6 +21,7 @@ from bot.service.api import (
     Notifier,
     Page,
     Recorded,
+    Retrying,
     UncertainCall,
     WaitingForApproval,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "Notifier",
     "Page",
     "Recorded",
+    "Retrying",
     "TaskOwner",
     "UncertainCall",
     "WaitingForApproval",

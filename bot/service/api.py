@@ -90,6 +90,15 @@ class Busy:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Retrying:
+    """The run's resume keeps failing on the database and is being retried (in the
+    background until it goes through); the input was not taken."""
+
+    run: RunRecord
+    kind: Literal["retrying"] = "retrying"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Continued:
     """The input reached the agent; the run's outcome went to the notifier."""
 
@@ -105,7 +114,7 @@ class Closed:
     kind: Literal["closed"] = "closed"
 
 
-FollowUpOutcome = NotARunThread | WaitingForApproval | Busy | Closed | Continued
+FollowUpOutcome = NotARunThread | WaitingForApproval | Busy | Retrying | Closed | Continued
 
 # -- read models ---------------------------------------------------------------------
 
@@ -298,6 +307,17 @@ class RunFailed:
     kind: Literal["run_failed"] = "run_failed"
 
 
+@dataclass(frozen=True, kw_only=True)
+class ResumeStalled:
+    """Resuming the run failed `attempts` times in a row on the database; the bot gave
+    up for now and keeps trying in the background (the run is neither failed nor lost).
+    Said once per stretch of failures; the run's answer follows when a try goes through."""
+
+    run: RunRecord
+    attempts: int
+    kind: Literal["resume_stalled"] = "resume_stalled"
+
+
 Posting = RunStarted | ApprovalRequested
 """The events whose answer is where the message went (a `Location`, or None)."""
 
@@ -312,6 +332,7 @@ Event = (
     | CallUncertain
     | RunFinished
     | RunFailed
+    | ResumeStalled
 )
 
 

@@ -10,10 +10,8 @@ persist the outcome by compare-and-set on the run's version and tell the notifie
 - completed / max_turns: the final state (status `completed`) and the answer;
 - an error: status `failed`, a `failed` audit event and one clear line for people.
 
-The policy's limits are applied here: a model turn with more tool calls than
-`limits.tool_calls_per_turn` stops in the runner before any of them runs, and a pause
-on more approvals than `limits.pending_approvals_per_run` stops before any row or card;
-either way the run fails with one line that names the limit.
+The policy's limits on calls per turn and approvals per run apply here
+(bot.service.limits): past one, the run fails with one line that names the limit.
 """
 
 from __future__ import annotations
@@ -39,6 +37,8 @@ from bot.service.api import (
 from bot.service.authority import execution_check
 from bot.service.codec import encode_state
 from bot.service.journal import ServiceJournal
+from bot.service.limits import calls_per_turn_exceeded, check_pending
+from bot.service.retry import transient
 from bot.service.workflow import Workflow
 from store.api import ApprovalRecord, NewApproval, RunRecord
 from store.journal import StoreJournal
@@ -56,9 +56,12 @@ async def execute(
     *,
     approved: dict[str, ApprovalRecord] | None = None,
     requester: str | None = None,
+    raise_transient: bool = False,
 ) -> RunRecord:
     """Run `agent` from `state` for `run` (status running or resuming) and persist the
-    outcome. Never raises for a failed run: the run is marked failed and people told.
+    outcome. Never raises for a failed run: the run is marked failed and people told;
+    with `raise_transient`, a database failure that may pass (bot.service.retry) is
+    raised instead, for the caller to try again.
 
     `requester` is whoever asked for this stretch of the run (default the run's
     requester; a thread reply's author for a follow-up): the calls it pauses on are
@@ -75,11 +78,13 @@ async def execute(
     )
     try:
         result = await _run_agent(flow, noted_agent(agent, approvals), state, journal)
-        check_pending_limit(flow, result)
+        check_pending(flow.policy.limits, result)
         return await persist_outcome(flow, run, result, requester=requester)
     except LimitError as error:
         return await fail_run(flow, run, str(error))
     except ApprovalsError as error:
+        if raise_transient and transient(error):
+            raise
         return await fail_run(flow, run, f"{type(error).__name__}: {error}")
     except Exception:
         log.exception("run %s failed unexpectedly", run.run_id)
@@ -99,19 +104,7 @@ async def _run_agent(
             max_tool_calls_per_turn=flow.policy.limits.tool_calls_per_turn,
         )
     except LimitError as error:
-        raise LimitError(f"{error} (limits.tool_calls_per_turn)") from None
-
-
-def check_pending_limit(flow: Workflow, result: RunResult) -> None:
-    """LimitError when the run pauses on more approvals than the policy allows at once
-    (nothing of that turn ran: a turn pauses before any of its calls runs)."""
-    asked = sum(1 for call in result.interruptions if call.status == "approval")
-    limit = flow.policy.limits.pending_approvals_per_run
-    if asked > limit:
-        raise LimitError(
-            f"the run asked for {asked} approvals at once; the limit is {limit} per run, so "
-            "none of its calls ran (limits.pending_approvals_per_run)"
-        )
+        raise calls_per_turn_exceeded(error) from None
 
 
 async def _tell_refused(

@@ -31,7 +31,7 @@ import logging
 from bot.errors import ApprovalsError
 from bot.service.api import ApprovalDecided
 from bot.service.execution import fail_run
-from bot.service.resume import current_rows
+from bot.service.resume import current_rows, stalled_pause
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
 from store.api import TERMINAL_APPROVAL_STATUSES, RunRecord
 
@@ -58,7 +58,7 @@ async def recover_runs(flow: Workflow) -> int:
         acted += 1
     for run in await flow.store.list_runs(status="paused", limit=RUNS_PER_STATUS_LIMIT):
         try:
-            stalled = await _stalled(flow, run)
+            stalled = await stalled_pause(flow, run)
         except ApprovalsError:
             log.exception("cannot inspect paused run %s; leaving it", run.run_id)
             continue
@@ -68,15 +68,6 @@ async def recover_runs(flow: Workflow) -> int:
             log.info("resuming run %s left paused with every decision taken", run.run_id)
             acted += 1
     return acted
-
-
-async def _stalled(flow: Workflow, run: RunRecord) -> bool:
-    """Paused with nothing to wait for: no pending approval and no uncertain call."""
-    rows = await flow.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
-    if any(row.status == "pending" for row in rows):
-        return False
-    state = await flow.load_state(run.run_id)
-    return not any(call.status == "uncertain" for call in state.get_interruptions())
 
 
 async def _show_decisions(flow: Workflow, run: RunRecord) -> None:

@@ -40,6 +40,7 @@ from bot.service.api import (
     Notifier,
     Page,
     Recorded,
+    Retrying,
     RunStarted,
     UncertainCall,
     WaitingForApproval,
@@ -49,8 +50,11 @@ from bot.service.codec import encode_state
 from bot.service.config import DEFAULT_APPROVAL_TTL
 from bot.service.execution import execute
 from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
+from bot.service.limits import checked_task
 from bot.service.reconcile import describe_uncertain, reconcile_call
 from bot.service.recovery import recover_runs
+from bot.service.resume import retry_parked
+from bot.service.retry import DEFAULT_RETRY, RetryPolicy
 from bot.service.tasks import TaskOwner
 from bot.service.voting import Ballot, record_change, record_revocation, record_vote
 from bot.service.workflow import Workflow
@@ -67,7 +71,8 @@ class ApprovalService:
     `policy` (default: the built-in defaults with `approval_ttl` as the default lifetime;
     with a policy, `approval_ttl` is not used) and `groups` (default: no groups) decide
     who may act; the quorum and expiry of an approval are fixed when it is requested.
-    A policy naming a tool no registered agent has is a ConfigError."""
+    A policy naming a tool no registered agent has is a ConfigError. `resume_retry`
+    says how a resume the database failed is tried again (bot.service.retry)."""
 
     def __init__(
         self,
@@ -84,6 +89,7 @@ class ApprovalService:
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         policy: Policy | None = None,
         groups: GroupDirectory | None = None,
+        resume_retry: RetryPolicy = DEFAULT_RETRY,
     ) -> None:
         if not worker_id.strip():
             raise ConfigError("the service needs a worker id (see installation_worker_id)")
@@ -100,6 +106,7 @@ class ApprovalService:
             policy=policy or DEFAULT_POLICY.with_default_expiry(approval_ttl),
             groups=groups or NoGroups(),
             tasks=tasks,
+            retry=resume_retry,
         )
         self._default_agent = default_agent
         self._sweeper: ExpirySweeper | None = None
@@ -158,15 +165,7 @@ class ApprovalService:
     def check_task(self, task: str) -> str:
         """The task, stripped; InputError when it is empty or longer than the policy's
         `limits.task_chars` (no I/O: a Slack listener asks before it acknowledges)."""
-        text = task.strip()
-        if not text:
-            raise InputError("the task is empty; say what the agent should do")
-        limit = self._flow.policy.limits.task_chars
-        if len(text) > limit:
-            raise InputError(
-                f"the task is {len(text)} characters long; the limit is {limit} (limits.task_chars)"
-            )
-        return text
+        return checked_task(self._flow.policy.limits, task)
 
     # -- deciding ------------------------------------------------------------------------
 
@@ -336,7 +335,9 @@ class ApprovalService:
         return await remind_due(self._flow)
 
     async def sweep(self) -> list[ApprovalRecord]:
-        """One sweeper pass: expire what is overdue, then send due reminders."""
+        """One sweeper pass: try parked resumes again (bot.service.retry), expire what is
+        overdue, then send due reminders."""
+        retry_parked(self._flow)
         expired = await self.expire_due()
         await self.send_reminders()
         return expired
@@ -350,6 +351,8 @@ class ApprovalService:
         run = await self._flow.store.find_run_by_thread(channel, thread_ts)
         if run is None:
             return NotARunThread()
+        if self._flow.stalled.troubled(run.run_id):
+            return Retrying(run=run)
         if run.status == "paused":
             pending = await self._flow.store.list_approvals(run_id=run.run_id, status="pending")
             return WaitingForApproval(run=run, pending=len(pending))

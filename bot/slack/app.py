@@ -27,7 +27,14 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.errors import ApprovalsError, InputError
-from bot.service import ApprovalService, Busy, Closed, TaskOwner, WaitingForApproval
+from bot.service import (
+    ApprovalService,
+    Busy,
+    Closed,
+    Retrying,
+    TaskOwner,
+    WaitingForApproval,
+)
 from bot.slack import commands, messages
 from bot.slack.after_ack import Ack, Responder
 from bot.slack.cards import CARD_ACTIONS
@@ -172,6 +179,8 @@ class SlackListeners:
         )
         if isinstance(outcome, WaitingForApproval):
             return messages.waiting_for_approval_text(outcome.pending)
+        if isinstance(outcome, Retrying):
+            return messages.RETRYING_TEXT
         if isinstance(outcome, Busy):
             return messages.BUSY_TEXT
         if isinstance(outcome, Closed):

@@ -131,6 +131,19 @@ BUSY_TEXT = (
     "again once it has answered."
 )
 CLOSED_TEXT = ":no_entry_sign: This run was cancelled; start a new one with `/agent`."
+RETRYING_TEXT = (
+    ":hourglass_flowing_sand: This run is waiting for the bot's database, which failed "
+    "while the run resumed; the bot keeps trying. Your message was not passed on; send it "
+    "again once the run has answered."
+)
+
+
+def resume_stalled_text(attempts: int) -> str:
+    return (
+        f":warning: This run could not go on: the bot's database failed {attempts} times in "
+        "a row while it resumed. The bot keeps trying in the background; the answer will "
+        "come here when it goes through."
+    )
 
 
 def waiting_for_approval_text(pending: int) -> str:
