@@ -9,6 +9,7 @@ names, all in one write transaction.
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import get_args
@@ -85,7 +86,7 @@ def tally(votes: Iterable[VoteRecord], *, required: int, digest: str) -> Tally:
     approvers: list[str] = []
     rejecters: list[str] = []
     for vote in votes:
-        if vote.digest != digest:
+        if not hmac.compare_digest(vote.digest.encode(), digest.encode()):
             continue
         voters = approvers if vote.decision == "approved" else rejecters
         if vote.voter not in voters:

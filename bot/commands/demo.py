@@ -16,7 +16,6 @@ import getpass
 import json
 import os
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -26,6 +25,7 @@ from bot.agents import close_model, model_from_env
 from bot.credentials import redact_text
 from bot.demo import default_registry, ops_dependencies
 from bot.errors import InputError, RunStateError
+from bot.review import arguments_json, visible
 from bot.service import ApprovalService, Location, TaskOwner, installation_worker_id
 from bot.service.api import (
     ApprovalDecided,
@@ -53,8 +53,9 @@ Run the ops agent on TASK in the terminal, through the same service, store and a
 trail as the Slack bot. The offline model understands: deploy <service> <version>,
 restart <service>, set <service> <key>=<value>, status <service>, joined by "and".
 
-Each call that needs approval is printed with its redacted arguments and the SHA-256
-digest of its real arguments; you approve or reject it with a reason (the reason is
+Each call that needs approval is printed with its redacted arguments (characters that
+hide or reorder text shown as escapes such as \\u202e, words mixing scripts flagged)
+and the call's keyed digest; you approve or reject it with a reason (the reason is
 audit only; on reject, the message is what the agent sees). The run is requested by
 "demo-requester", so you, the approver, may decide.
 
@@ -96,7 +97,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "--state",
         type=Path,
         help="write the paused run state JSON here (owner-only; it holds the tool "
-        "arguments but never the token or a credential from the context)",
+        "arguments in clear and the run's digest key, but never the token or a credential "
+        "from the context)",
     )
     parser.add_argument(
         "--db",
@@ -203,7 +205,8 @@ async def _reload(service: ApprovalService, run: RunRecord) -> RunRecord:
 
 def _write_private(path: Path, text: str) -> None:
     """Write `text` to a file only its owner may read: the state holds no credential
-    from the context or the dependencies, but it does hold the tool arguments."""
+    from the context or the dependencies, but it does hold the tool arguments in clear
+    and the run's digest key (with both, the card's digests are no secret anyway)."""
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     except OSError as error:
@@ -265,11 +268,14 @@ class TerminalNotifier:
 def _line(event: Event) -> str:
     match event:
         case RunStarted(run=run, task=task):
-            return f"run {run.run_id} ({run.agent_name} v{run.agent_version}): {redact_text(task)}"
+            task_shown = visible(redact_text(task))
+            return f"run {run.run_id} ({run.agent_name} v{run.agent_version}): {task_shown}"
         case ApprovalRequested(approval=approval, snapshot=snapshot):
+            warnings = "".join(f"  warning:   {line}\n" for line in snapshot.script_warnings())
             return (
                 f"\napproval needed: {snapshot.tool_name} (approval {approval.approval_id})\n"
-                f"  arguments: {_compact(snapshot.arguments)}\n"
+                f"  arguments: {arguments_json(snapshot.arguments, indent=None)}\n"
+                f"{warnings}"
                 f"  digest:    {snapshot.digest}\n"
                 f"  expires:   {_expiry(approval)}"
             )
@@ -309,7 +315,3 @@ def _line(event: Event) -> str:
 
 def _expiry(approval: ApprovalRecord) -> str:
     return approval.expires_at.isoformat() if approval.expires_at else "never"
-
-
-def _compact(arguments: Mapping[str, Any]) -> str:
-    return json.dumps(arguments, ensure_ascii=False, sort_keys=True)

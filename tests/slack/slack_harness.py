@@ -196,12 +196,13 @@ async def start_bot(
     clock: FakeClock | None = None,
     busy_timeout_ms: int = 5000,
     resume_retry: RetryPolicy = DEFAULT_RETRY,
+    agents: Callable[[Effects], tuple[AgentRegistry, dict[str, ScriptedModel]]] = build_registry,
 ) -> tuple[Bot, web.AppRunner, aiohttp.ClientSession]:
     """The bot over `database`; with `policy`, governed by it, with approver groups read
-    from the fake Slack (cached 60 s on `clock`); its writes wait `busy_timeout_ms` for
-    another connection's lock."""
+    from the fake Slack (cached 60 s on `clock`); `agents` builds the agents it runs; its
+    writes wait `busy_timeout_ms` for another connection's lock."""
     effects = Effects()
-    registry, models = build_registry(effects)
+    registry, models = agents(effects)
     store = await open_store(
         str(database), keyring=keyring, environ={}, busy_timeout_ms=busy_timeout_ms
     )
