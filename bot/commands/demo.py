@@ -36,6 +36,7 @@ from bot.service.api import (
     CallUncertain,
     Event,
     ExecutionRefused,
+    ResumeStalled,
     RunFailed,
     RunFinished,
     RunStarted,
@@ -306,6 +307,10 @@ def _line(event: Event) -> str:
             return f"\nanswer{suffix}:\n{final_output or '(no answer)'}"
         case RunFailed(error=error):
             return f"\nrun failed: {error}"
+        case ResumeStalled(attempts=attempts):
+            return (
+                f"the database failed {attempts} times while resuming; retrying in the background"
+            )
 
 
 def _expiry(approval: ApprovalRecord) -> str:

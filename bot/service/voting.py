@@ -5,6 +5,10 @@ are audited) and, to approve a call its card cuts, that they read it whole
 (bot.service.reading), then asks the store for one conditional transaction (`Store.vote` /
 `Store.revoke`), updates the card, and resumes the run when its last open approval
 closed (in a task the workflow owns).
+
+Each comes in two steps: `record_*` ends with the commit and answers a `Recorded`,
+whose `finish()` does the rest (card, resume). A Slack submission is answered between
+the two, so a person is told "done" only for a decision the database already has.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from bot.canonical import canonical_arguments, digests_equal
@@ -25,7 +30,13 @@ from bot.errors import (
 from bot.review import ReviewSnapshot, carried_redactions
 from bot.runtime import CURRENT_SCHEMA_VERSION, RunState
 from bot.service.amend import amend_call, edited_arguments, pending_call
-from bot.service.api import ApprovalDecided, ApprovalExpired, ApprovalUpdated, DecisionResult
+from bot.service.api import (
+    ApprovalDecided,
+    ApprovalExpired,
+    ApprovalUpdated,
+    DecisionResult,
+    Recorded,
+)
 from bot.service.authority import (
     build_view,
     counted_voters,
@@ -75,11 +86,18 @@ async def check_ballot(flow: Workflow, ballot: Ballot) -> tuple[ApprovalRecord, 
     return approval, run
 
 
-async def cast(flow: Workflow, ballot: Ballot) -> DecisionResult:
-    """Vote (see `ApprovalService.decide`)."""
+async def record_vote(flow: Workflow, ballot: Ballot) -> Recorded[DecisionResult]:
+    """Vote (see `ApprovalService.decide`): committed here; `finish()` settles it (card,
+    resume, or the refusal the store's answer means)."""
     approval, run = await check_ballot(flow, ballot)
     outcome = await _vote(flow, ballot, approval)
-    return await settle(flow, run, ballot, outcome)
+    return _recorded(flow, run, ballot, outcome)
+
+
+def _recorded(
+    flow: Workflow, run: RunRecord, ballot: Ballot, outcome: VoteOutcome
+) -> Recorded[DecisionResult]:
+    return Recorded(approval=outcome.record, finish=partial(settle, flow, run, ballot, outcome))
 
 
 async def _vote(
@@ -154,12 +172,13 @@ def _result(
     )
 
 
-async def approve_changed(
+async def record_change(
     flow: Workflow,
     ballot: Ballot,
     arguments: Mapping[str, Any],
-) -> DecisionResult:
-    """Approve with changes (see `ApprovalService.approve_with_changes`)."""
+) -> Recorded[DecisionResult]:
+    """Approve with changes (see `ApprovalService.approve_with_changes`): the changed
+    arguments and the approval of them, committed; `finish()` settles."""
     approval, run = await check_ballot(flow, ballot)
     if run.status != "paused":
         raise ResolutionError(f"run {run.run_id} is {run.status}; try again when it is paused")
@@ -171,7 +190,7 @@ async def approve_changed(
         raise InputError(f"the agent has no tool {call.tool_name!r}")
     new_arguments = edited_arguments(tool, call.arguments, arguments)
     if canonical_arguments(new_arguments) == canonical_arguments(call.arguments):
-        return await cast(flow, ballot)  # nothing changed: a plain approval
+        return await record_vote(flow, ballot)  # nothing changed: a plain approval
     amended = RunState.from_json(state.to_json())  # `state` stays as it was, to undo
     amend_call(amended, call.tool_call_id, new_arguments)
     # What the card hid before stays hidden (the approver may not have seen it either).
@@ -192,11 +211,14 @@ async def approve_changed(
             saved = await _save_state(flow, saved, state)
         except ResolutionError:
             log.warning("run %s moved on before an unlanded edit was undone", run.run_id)
-    return await settle(flow, saved, ballot, outcome)
+    return _recorded(flow, saved, ballot, outcome)
 
 
-async def revoke(flow: Workflow, approval_id: str, *, actor: str, reason: str) -> ApprovalRecord:
-    """Revoke (see `ApprovalService.revoke`)."""
+async def record_revocation(
+    flow: Workflow, approval_id: str, *, actor: str, reason: str
+) -> Recorded[ApprovalRecord]:
+    """Revoke (see `ApprovalService.revoke`): committed here (refusals raised here);
+    `finish()` updates the card and resumes the run when nothing else is open."""
     if not actor.strip():
         raise InputError("a revocation needs the actor's id")
     if not reason.strip():
@@ -223,9 +245,13 @@ async def revoke(flow: Workflow, approval_id: str, *, actor: str, reason: str) -
                 decided_at=outcome.record.decided_at,
             )
         raise already_decided(outcome.record)
-    await flow.notify(ApprovalDecided(run=run, approval=outcome.record))
-    await flow.resume_if_all_decided(outcome.record.run_id)
-    return outcome.record
+    return Recorded(approval=outcome.record, finish=partial(_revoked, flow, run, outcome.record))
+
+
+async def _revoked(flow: Workflow, run: RunRecord, record: ApprovalRecord) -> ApprovalRecord:
+    await flow.notify(ApprovalDecided(run=run, approval=record))
+    await flow.resume_if_all_decided(record.run_id)
+    return record
 
 
 async def _save_state(flow: Workflow, run: RunRecord, state: RunState) -> RunRecord:

@@ -7,18 +7,18 @@ store, the agents, the notifier, the policy (with the group and channel director
 clock and the TaskOwner, and the steps
 they all share: look up a run or an approval, load a run's state, tell people (a failed
 message is logged, never raised), and resume a run whose decisions are all taken, in a
-task the service owns.
+task the service owns (retried when the database fails it: `retry`, `stalled`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bot.clock import Clock
-from bot.errors import InputError
+from bot.errors import InputError, StoreError
 from bot.policy import ChannelDirectory, GroupDirectory, Policy, ToolRule
 from bot.runtime import AgentRegistry, RunState
 from bot.service.api import (
@@ -26,11 +26,13 @@ from bot.service.api import (
     Event,
     Location,
     Notifier,
+    ResumeStalled,
     RunFailed,
     RunFinished,
     RunStarted,
 )
 from bot.service.codec import decode_state
+from bot.service.retry import DEFAULT_RETRY, RetryPolicy, StalledResumes, transient
 from bot.service.tasks import TaskOwner
 from store.api import TERMINAL_APPROVAL_STATUSES, ApprovalRecord, RunRecord, Store
 
@@ -51,7 +53,9 @@ class Workflow:
     policy: Policy
     groups: GroupDirectory
     tasks: TaskOwner
-    channels: ChannelDirectory | None  # None: calls are not scoped to their channel
+    channels: ChannelDirectory | None = None  # None: calls are not scoped to their channel
+    retry: RetryPolicy = DEFAULT_RETRY  # a resume the database failed (bot.service.retry)
+    stalled: StalledResumes = field(default_factory=StalledResumes)
 
     @property
     def actor(self) -> str:
@@ -110,10 +114,19 @@ class Workflow:
         return await self.claim_resume(run_id)
 
     async def claim_resume(self, run_id: str) -> bool:
-        """Claim the run's resume (paused -> resuming); the winner resumes it in a task."""
-        claimed = await self.store.transition_run(
-            run_id, expected_status="paused", new_status="resuming"
-        )
+        """Claim the run's resume (paused -> resuming); the winner resumes it in a task.
+        A claim the database failed is left to the sweeper (bot.service.retry): the
+        decisions are recorded, and the run waits paused with nothing to wait for."""
+        try:
+            claimed = await self.store.transition_run(
+                run_id, expected_status="paused", new_status="resuming"
+            )
+        except StoreError as error:
+            if not transient(error):
+                raise
+            log.warning("cannot claim the resume of run %s (%s); retrying later", run_id, error)
+            self.stalled.retry_later(run_id)
+            return False
         if claimed is None:
             return False
         self.resume(claimed)
@@ -127,6 +140,6 @@ class Workflow:
 
 
 def _subject(event: Event) -> str:
-    if isinstance(event, RunStarted | CallUncertain | RunFinished | RunFailed):
+    if isinstance(event, RunStarted | CallUncertain | RunFinished | RunFailed | ResumeStalled):
         return f"run {event.run.run_id}"
     return event.approval.approval_id

@@ -20,6 +20,7 @@ from bot.service.api import (
     Event,
     ExecutionRefused,
     Location,
+    ResumeStalled,
     RunFailed,
     RunFinished,
     RunStarted,
@@ -64,6 +65,8 @@ class SlackNotifier:
                 await self._post_in_thread(run, text)
             case RunFailed(run=run, error=error):
                 await self._post_in_thread(run, messages.run_failed_text(error))
+            case ResumeStalled(run=run, attempts=attempts):
+                await self._post_in_thread(run, messages.resume_stalled_text(attempts))
         return None
 
     async def _run_started(self, run: RunRecord, task: str) -> Location | None:
