@@ -7,8 +7,10 @@ A fresh database (real SqliteStore, real AES-GCM) gets `--pending` pending appro
 spread over runs of 50 calls, half requested by the viewer (their own calls are not
 theirs to decide, so the read model must skip them), a quarter of them for a tool whose
 policy names a user group the viewer is in (looked up through a GroupDirectory that
-answers from memory, as the Slack one does from its cache). Then, interleaved in each
-round, `--per-round` times each:
+answers from memory, as the Slack one does from its cache). Every card was posted in the
+channel its run started in, and who may see a call is asked of a ChannelDirectory that
+answers from memory too (everyone a member: the rows shown are the same as without it).
+Then, interleaved in each round, `--per-round` times each:
 
 - `home`: the App Home view for the viewer, built as the bot builds it (pending_for,
   requested_by, recent_decisions through the service, then the Block Kit view);
@@ -56,6 +58,7 @@ OTHER = "U0REQUEST"
 OUTSIDER = "U0OUTSIDE"
 GROUP = "S0RELEASE"
 CALLS_PER_RUN = 50
+CHANNEL = "C0OPS"
 POLICY = f"""
 [tools.deploy_release]
 approvers = ["{GROUP}"]
@@ -72,6 +75,13 @@ class MemoryGroups:
 
     async def members(self, group_id: str) -> frozenset[str]:
         return frozenset({VIEWER}) if group_id == GROUP else frozenset()
+
+
+class MemoryChannels:
+    """Channel membership as the Slack directory serves it from its cache."""
+
+    async def is_member(self, channel_id: str, user: str) -> bool:
+        return True
 
 
 class SilentNotifier:
@@ -95,13 +105,15 @@ async def seed(store: Store, pending: int) -> None:
             schema_version="1.0",
             state_json=state_json,
             status="paused",
+            channel=CHANNEL,
             requester=requester,
         )
         batch = [
             _approval(run_id, requester, made + index, start)
             for index in range(min(CALLS_PER_RUN, pending - made))
         ]
-        await store.add_approvals(batch)
+        for record in await store.add_approvals(batch):
+            await store.set_approval_message(record.approval_id, channel=CHANNEL, ts="1.0")
         made += len(batch)
 
 
@@ -151,6 +163,7 @@ async def main(pending: int, rounds: int, per_round: int) -> None:
             worker_id="bench",
             policy=parse_policy(POLICY, source="bench-policy"),
             groups=MemoryGroups(),
+            channels=MemoryChannels(),
         )
         raw = sqlite3.connect(database)
         try:

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The fake Slack Web API lives with the Slack tests.
 sys.path.append(str(ROOT / "tests" / "slack"))
 
-from fake_slack import FakeSlack  # noqa: E402
+from fake_slack import TEAM_ID, FakeSlack  # noqa: E402
 
 from bot.slack.cards import APPROVE_ACTION_ID  # noqa: E402
 from bot.slack.server import EVENTS_PATH  # noqa: E402
@@ -137,7 +137,7 @@ def click(approval_id: str, card_blocks: list[Any], index: int) -> Signed:
     trigger_id = f"trigger.{index}"
     payload = {
         "type": "block_actions",
-        "team": {"id": "T1"},
+        "team": {"id": TEAM_ID},
         "user": {"id": f"UAPPROVER{index % 7}"},
         "trigger_id": trigger_id,
         "channel": {"id": "CBENCH"},
@@ -163,7 +163,7 @@ def command(command_name: str, text: str, index: int) -> Signed:
                 "text": text,
                 "user_id": f"UREQ{index}",
                 "channel_id": "CBENCH",
-                "team_id": "T1",
+                "team_id": TEAM_ID,
                 "trigger_id": f"t{index}",
             }
         )
@@ -174,7 +174,7 @@ def submission(approval_id: str, index: int) -> Signed:
     payload = {
         "type": "view_submission",
         "user": {"id": f"UAPPROVER{index}"},
-        "team": {"id": "T1"},
+        "team": {"id": TEAM_ID},
         "trigger_id": f"trigger.{index}",
         "view": {
             "id": f"V{index}",
@@ -191,7 +191,7 @@ def thread_reply(thread_ts: str, index: int) -> Signed:
     body = {
         "type": "event_callback",
         "event_id": f"EvBENCH{index}",
-        "team_id": "T1",
+        "team_id": TEAM_ID,
         "event": {
             "type": "message",
             "channel": "CBENCH",

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from bot import __version__
 from bot.errors import ApprovalsError
+from bot.logs import install_log_redaction
 
 COMMAND_MODULES = (
     "bot.commands.demo",
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    install_log_redaction()  # no credential in any log line of any command
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:

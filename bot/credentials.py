@@ -10,9 +10,10 @@ Two independent signals:
   secret keys written next to their key name, `sk-`/`sk-proj-`/`sk-ant-` style API keys,
   GitHub tokens (`ghp_…`, `github_pat_…`), `Bearer …` strings, JWTs, PEM private key
   blocks (a GCP service-account `private_key` is one), passwords inside URLs
-  (`postgres://user:pw@host`) and `name=value` / `name: value` assignments whose name is
-  a secret key name (`db_password=hunter2`; not the bare words session, pass, auth and
-  sid, which prose uses). Only the credential part of a longer string is replaced.
+  (`postgres://user:pw@host`) and `name=value` / `name: value` / `"name": "value"`
+  assignments whose name is a secret key name (`db_password=hunter2`; not the bare words
+  session, pass, auth and sid, which prose uses). Only the credential part of a longer
+  string is replaced.
 - **Key names** that say their value is secret (`password`, `api_key`, `clientSecret`,
   `X-Auth-Token`, `session_id`, `Cookie` …). Names are split into words (snake, kebab,
   dotted and camelCase all work) and compared case-insensitively.
@@ -131,8 +132,9 @@ _VALUE_PATTERNS: tuple[_ValuePattern, ...] = (
         "://",
     ),
 )
-# `name=value` / `name: value`: the value is secret when the name is a secret key name.
-_ASSIGNMENT_RE = re.compile(r"(?<![A-Za-z0-9_.\-])([A-Za-z][A-Za-z0-9_.\-]*)\s*[:=]\s*[\"']?")
+# `name=value` / `name: value` / `"name": "value"` (JSON or a Python dict written as
+# text): the value is secret when the name is a secret key name.
+_ASSIGNMENT_RE = re.compile(r"(?<![A-Za-z0-9_.\-])([A-Za-z][A-Za-z0-9_.\-]*)[\"']?\s*[:=]\s*[\"']?")
 # Every secret key name holds one of these (lower-cased): text with none of them has no
 # secret assignment, and is not scanned for one.
 _SECRET_NAME_FRAGMENTS = (

@@ -15,6 +15,7 @@ so every layer (runtime, review, policy, store, service, slack) may import it.
     │   ├── UnknownCallError          no pending call with that id / execution key
     │   ├── ResolutionError           resolve() choice does not fit the call's state
     │   ├── NotAuthorizedError        this person may not decide this call
+    │   │   └── ArgumentsUnreadError      not until they have read its cut arguments whole
     │   └── AlreadyDecidedError       lost a race / terminal state (says who won, when)
     ├── ModelError                the model failed or timed out
     ├── LimitError                a run went past a limit of the policy ([limits]); it stops
@@ -75,6 +76,15 @@ class ResolutionError(DecisionError):
 
 class NotAuthorizedError(DecisionError):
     """This person may not take this decision."""
+
+
+class ArgumentsUnreadError(NotAuthorizedError):
+    """The call's arguments do not fit its card and this person has not been shown them
+    whole: their approval counts only once they have (`approval_id` names the call)."""
+
+    def __init__(self, message: str, *, approval_id: str) -> None:
+        super().__init__(message)
+        self.approval_id = approval_id
 
 
 class AlreadyDecidedError(DecisionError):

@@ -6,6 +6,7 @@ without one the built-in defaults apply. The file has a `[defaults]` table and o
 sets. Example:
 
     admins = ["U0SECURITY"]
+    allow_external_users = false  # true: Slack Connect partners may act too
 
     [defaults]
     approvers = []              # Slack user ids (U…/W…) and user group ids (S…); empty = anyone
@@ -38,7 +39,9 @@ Everything is checked at start-up: an unknown key, a bad duration or an impossib
 (fewer listed approvers than required approvals, with no group listed) is a ConfigError
 naming the file, the key and the problem. Parsing is pure; group membership is asked of
 a `GroupDirectory` (Slack's `usergroups.users.list` in bot/slack) only when a person's
-eligibility is checked.
+eligibility is checked, and channel membership of a `ChannelDirectory` (Slack's
+`conversations.members`): a call is decided only by members of the channel it was asked
+in (bot.service.authority applies it).
 """
 
 from __future__ import annotations
@@ -76,7 +79,7 @@ _RULE_KEYS = frozenset(
         "remind_before",
     }
 )
-_TOP_KEYS = frozenset({"admins", "defaults", "tools", "limits"})
+_TOP_KEYS = frozenset({"admins", "allow_external_users", "defaults", "tools", "limits"})
 # The highest value a limit may have. Approvals: the service reads at most 10,000 rows of
 # a run, so every pending approval of a run must fit well inside that. Task: Slack cuts
 # a message's text at 40,000 characters, and the task is reposted as the root message.
@@ -129,9 +132,14 @@ class Limits:
 
 @dataclass(frozen=True, kw_only=True)
 class Policy:
+    """The rules per tool, the admins, and whether people from outside the bot's own
+    Slack workspace (Slack Connect partners in a shared channel) may act at all: by
+    default they may not (bot.slack.workspace refuses their requests)."""
+
     defaults: ToolRule = field(default_factory=ToolRule)
     tools: Mapping[str, ToolRule] = field(default_factory=dict)
     admins: frozenset[str] = frozenset()
+    allow_external_users: bool = False
     limits: Limits = field(default_factory=Limits)
     source: str = BUILTIN
 
@@ -178,6 +186,13 @@ class NoGroups:
         return frozenset()
 
 
+class ChannelDirectory(Protocol):
+    async def is_member(self, channel_id: str, user: str) -> bool:
+        """Is `user` a member of the conversation? Implementations may cache briefly;
+        when they cannot tell (Slack failed), the answer is no (fail closed)."""
+        ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class Eligible:
     via: str  # "anyone", "listed", or the group id that made the person eligible
@@ -187,7 +202,7 @@ class Eligible:
 @dataclass(frozen=True, kw_only=True)
 class NotEligible:
     reason: str  # one line for people: why this person may not decide
-    code: Literal["self_approval", "not_an_approver"]
+    code: Literal["self_approval", "not_an_approver", "not_a_channel_member"]
     kind: Literal["not_eligible"] = "not_eligible"
 
 
@@ -280,9 +295,17 @@ class _Parser:
         for name, table in self.table(data.get("tools", {}), "tools").items():
             prefix = f"tools.{name}"
             tools[name] = self.rule(self.table(table, prefix), defaults, prefix)
+        external = data.get("allow_external_users", False)
+        if type(external) is not bool:
+            raise self.fail("allow_external_users", "must be true or false")
         limits = self.limits(self.table(data.get("limits", {}), "limits"))
         return Policy(
-            defaults=defaults, tools=tools, admins=admins, limits=limits, source=self.source
+            defaults=defaults,
+            tools=tools,
+            admins=admins,
+            allow_external_users=external,
+            limits=limits,
+            source=self.source,
         )
 
     def limits(self, table: Mapping[str, Any]) -> Limits:

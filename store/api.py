@@ -142,7 +142,7 @@ PendingCursor = tuple[datetime, str]
 class AuditEvent:
     seq: int
     kind: str  # requested, decided, resumed, executed, expired, revoked, reconciled,
-    #            tamper_detected, digest_mismatch, revealed, key_rotated, ...
+    #            tamper_detected, digest_mismatch, revealed, read_in_full, key_rotated, ...
     actor: str | None
     run_id: str | None
     approval_id: str | None
@@ -340,6 +340,17 @@ class VoteStore(Protocol):
     async def votes(self, approval_ids: Sequence[str]) -> dict[str, list[VoteRecord]]:
         """The votes on each approval (every digest, in order), by approval id. Votes
         made void by a change back to earlier arguments are gone here (the audit keeps them)."""
+        ...
+
+    async def record_full_read(self, approval_id: str, *, reader: str, digest: str) -> bool:
+        """Record that `reader` was shown the whole arguments of `digest` (a call the
+        card shows cut; the service counts their approval only then). True when new, in
+        one write transaction with its `read_in_full` audit event; a repeat changes
+        nothing (False). Unknown id -> InputError."""
+        ...
+
+    async def has_read_in_full(self, approval_id: str, *, reader: str, digest: str) -> bool:
+        """Whether `record_full_read` was recorded for this reader and digest."""
         ...
 
 

@@ -48,6 +48,8 @@ class EngineStore:
 
         self.vote = votes.vote
         self.votes = votes.votes
+        self.record_full_read = votes.record_full_read
+        self.has_read_in_full = votes.has_read_in_full
 
         self.append_audit = audit.append_audit
         self.audit_events = audit.audit_events

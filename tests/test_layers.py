@@ -1,7 +1,7 @@
 """Layers import only downward (DESIGN.md, "Layers").
 
 slack -> service -> runtime | review | policy | store; errors, credentials, canonical,
-clock and off_loop are leaves anyone may import. Composition roots (bot.cli, bot.commands,
+clock, off_loop and logs are leaves anyone may import. Composition roots (bot.cli, bot.commands,
 bot.__main__) may import anything; bot.agents (which agents a deployment runs) sits above
 bot.demo and the runtime. A new package must be given its place here before it can
 import ours.
@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LEAVES = ("bot.errors", "bot.credentials", "bot.canonical", "bot.clock", "bot.off_loop")
+LEAVES = (
+    "bot.errors",
+    "bot.credentials",
+    "bot.canonical",
+    "bot.clock",
+    "bot.off_loop",
+    "bot.logs",
+)
 ANYTHING = ("bot", "store")
 
 # package (module-name prefix) -> prefixes of our modules it may import
@@ -25,6 +32,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bot.canonical": ("bot.errors",),
     "bot.clock": (),
     "bot.off_loop": (),
+    "bot.logs": ("bot.credentials",),
     "bot.runtime": ("bot.runtime", *LEAVES),
     "bot.review": LEAVES,
     "bot.policy": LEAVES,

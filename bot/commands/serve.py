@@ -91,6 +91,7 @@ async def open_bot(
     them, open for the block; each is closed on the way out by the one who opened it,
     in reverse order. Every configuration problem is a ConfigError before anything is
     opened (the agents module, too, before the database)."""
+    from bot.slack.channels import SlackChannelDirectory
     from bot.slack.groups import SlackGroupDirectory
     from bot.slack.notifier import SlackNotifier
     from bot.slack.surface import SlackSurface
@@ -121,6 +122,7 @@ async def open_bot(
                 approval_ttl=approval_ttl,
                 policy=policy,
                 groups=SlackGroupDirectory(slack.client),
+                channels=SlackChannelDirectory(slack.client),
             )
 
         surface = await SlackSurface.open(

@@ -129,7 +129,9 @@ class ApprovalView:
     U…/W…, groups S…; empty: anyone but the requester unless self approval is allowed).
     `can_decide`/`can_revoke`/`can_reconcile` say what the viewer may do now (the rules
     of bot.service.authority); `why_not` says why the viewer may not decide (None when
-    they may)."""
+    they may). `must_read`: the card cuts the arguments, so an approval counts only
+    from someone who read them whole (bot.service.reading); `has_read`: the viewer has,
+    for the current digest."""
 
     approval: ApprovalRecord
     votes: tuple[VoteRecord, ...]
@@ -141,6 +143,8 @@ class ApprovalView:
     can_revoke: bool
     can_reconcile: bool
     why_not: str | None
+    must_read: bool = False
+    has_read: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,6 +22,7 @@ from collections.abc import Collection, Sequence
 from functools import partial
 
 from bot.canonical import digests_equal
+from bot.credentials import redact_text
 from bot.errors import ApprovalsError, LimitError, RunStateError
 from bot.review import ReviewSnapshot, review_snapshot
 from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, PendingCall, Runner, RunResult, RunState
@@ -222,7 +223,10 @@ async def _post_card(
 
 
 async def fail_run(flow: Workflow, run: RunRecord, message: str) -> RunRecord:
-    """Mark the run failed (from whatever status it is in now) and tell people why."""
+    """Mark the run failed (from whatever status it is in now) and tell people why. The
+    error is audited and told with its credentials redacted (an error from a client may
+    quote the header it sent)."""
+    message = redact_text(message)
     current = await flow.store.get_run(run.run_id) or run
     failed = None
     if current.status not in FINAL_RUN_STATUSES:

@@ -9,9 +9,9 @@ system may say whether it took effect. The choice is the runtime's `Resolution`:
 - `RetryCall()`: run it again, accepting that it may repeat;
 - `AbortCall()`: do not run it; the model is told the outcome is unknown.
 
-Who may: the policy's admins and the people eligible to approve the call's tool, with
-the call's requester (its approval's, else the run's) held to the self-approval rule
-(bot.service.authority.may_reconcile).
+Who may: the policy's admins and the people eligible to approve the call's tool who are
+members of the run's channel, with the call's requester (its approval's, else the run's)
+held to the self-approval rule (bot.service.authority.may_reconcile, scoped).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from bot.runtime import (
     VerifiedResult,
 )
 from bot.service.api import UncertainCall
-from bot.service.authority import may_reconcile
+from bot.service.authority import may_reconcile, member_of, scoped
 from bot.service.codec import encode_state
 from bot.service.resume import current_rows
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
@@ -163,4 +163,5 @@ async def _may_reconcile(flow: Workflow, run: RunRecord, call: PendingCall, acto
     verdict = await is_eligible(
         flow.rule_for(call.tool_name), actor, requester=requester, groups=flow.groups
     )
-    return may_reconcile(flow.policy, verdict, actor)
+    member = await member_of(flow, run.channel, actor)
+    return may_reconcile(flow.policy, scoped(flow.policy, verdict, actor, member=member), actor)

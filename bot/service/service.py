@@ -26,7 +26,13 @@ from bot.errors import (
     ConfigError,
     InputError,
 )
-from bot.policy import DEFAULT_POLICY, GroupDirectory, NoGroups, Policy
+from bot.policy import (
+    DEFAULT_POLICY,
+    ChannelDirectory,
+    GroupDirectory,
+    NoGroups,
+    Policy,
+)
 from bot.runtime import CURRENT_SCHEMA_VERSION, AgentRegistry, Resolution, RunState
 from bot.runtime.context import serialize_context
 from bot.service.api import (
@@ -45,12 +51,20 @@ from bot.service.api import (
     UncertainCall,
     WaitingForApproval,
 )
-from bot.service.authority import build_view, pending_for, views_of
+from bot.service.authority import (
+    build_view,
+    pending_for,
+    recent_decisions,
+    refuse_request,
+    require_visible,
+    views_of,
+)
 from bot.service.codec import encode_state
 from bot.service.config import DEFAULT_APPROVAL_TTL
 from bot.service.execution import execute
 from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
 from bot.service.limits import checked_task
+from bot.service.reading import record_read
 from bot.service.reconcile import describe_uncertain, reconcile_call
 from bot.service.recovery import recover_runs
 from bot.service.resume import retry_parked
@@ -69,10 +83,12 @@ class ApprovalService:
     TaskOwner it is given: `aclose` closes it.
 
     `policy` (default: the built-in defaults with `approval_ttl` as the default lifetime;
-    with a policy, `approval_ttl` is not used) and `groups` (default: no groups) decide
-    who may act; the quorum and expiry of an approval are fixed when it is requested.
-    A policy naming a tool no registered agent has is a ConfigError. `resume_retry`
-    says how a resume the database failed is tried again (bot.service.retry)."""
+    with a policy, `approval_ttl` is not used), `groups` (default: no groups) and
+    `channels` (default: none, calls are not scoped to their channel: no Slack) decide
+    who may see and act; the quorum and expiry of an approval are fixed when it is
+    requested. A policy naming a tool no registered agent has is a ConfigError.
+    `resume_retry` says how a resume the database failed is tried again
+    (bot.service.retry)."""
 
     def __init__(
         self,
@@ -89,6 +105,7 @@ class ApprovalService:
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         policy: Policy | None = None,
         groups: GroupDirectory | None = None,
+        channels: ChannelDirectory | None = None,
         resume_retry: RetryPolicy = DEFAULT_RETRY,
     ) -> None:
         if not worker_id.strip():
@@ -106,6 +123,7 @@ class ApprovalService:
             policy=policy or DEFAULT_POLICY.with_default_expiry(approval_ttl),
             groups=groups or NoGroups(),
             tasks=tasks,
+            channels=channels,
             retry=resume_retry,
         )
         self._default_agent = default_agent
@@ -114,6 +132,11 @@ class ApprovalService:
     @property
     def store(self) -> Store:
         return self._flow.store
+
+    @property
+    def policy(self) -> Policy:
+        """The policy in force (the built-in defaults when none was given)."""
+        return self._flow.policy
 
     # -- starting ------------------------------------------------------------------------
 
@@ -182,12 +205,15 @@ class ApprovalService:
         """Record one person's vote under the policy.
 
         Refused (audited `refused`): NotAuthorizedError when the decider is not eligible
-        (not an approver or a member of an approver group; the requester unless the rule
-        allows self approval); InputError for an unknown approval, a blank decider, or a
-        blank reason when the rule requires one; AlreadyDecidedError when the approval is
-        closed, expired (it becomes `expired` now, its card is updated and the run goes
-        on) or this person already voted on these arguments (each person counts once);
-        ResolutionError when `digest` (the one the decider saw) is no longer current.
+        (not an approver or a member of an approver group; not a member of the call's
+        channel; the requester unless the rule allows self approval), and its
+        ArgumentsUnreadError when they approve a call the card cuts without having read
+        its arguments whole (`read_in_full`); InputError for an unknown approval, a
+        blank decider, or a blank reason when the rule requires one; AlreadyDecidedError
+        when the approval is closed, expired (it becomes `expired` now, its card is
+        updated and the run goes on) or this person already voted on these arguments
+        (each person counts once); ResolutionError when `digest` (the one the decider
+        saw) is no longer current.
 
         An approval stays `pending` until `required_approvals` distinct eligible people
         approved the current arguments; one rejection rejects. A counted vote updates
@@ -297,18 +323,40 @@ class ApprovalService:
         """`revoke` in two steps, as `record_decision` splits `decide`."""
         return await record_revocation(self._flow, approval_id, actor=actor, reason=reason)
 
+    async def audit_refusal(
+        self,
+        *,
+        actor: str | None,
+        why: str,
+        detail: Mapping[str, Any],
+        approval_id: str | None = None,
+    ) -> None:
+        """Audit a request refused above the service (`refused`, why e.g. "external")."""
+        await refuse_request(
+            self._flow, actor=actor, why=why, approval_id=approval_id, detail=detail
+        )
+
     async def approval_view(self, approval_id: str, *, viewer: str) -> ApprovalView:
         """The approval, its votes and quorum, and what `viewer` may do (InputError if
-        unknown)."""
+        unknown; NotAuthorizedError when the viewer is not a member of its channel)."""
         approval, _ = await self._flow.require_approval(approval_id)
+        return await build_view(self._flow, approval, viewer)
+
+    async def read_in_full(self, approval_id: str, *, viewer: str, digest: str) -> ApprovalView:
+        """`viewer` was shown the whole arguments of `digest` (bot.service.reading);
+        ResolutionError when `digest` is no longer current."""
+        approval, _ = await self._flow.require_approval(approval_id)
+        await require_visible(self._flow, approval, viewer)
+        await record_read(self._flow, approval, viewer, digest)
         return await build_view(self._flow, approval, viewer)
 
     async def pending_for(
         self, viewer: str, *, limit: int = 20, cursor: str | None = None
     ) -> Page[ApprovalView]:
         """Pending approvals `viewer` may decide (not their own runs' unless self approval
-        is allowed; not ones they already approved), oldest first, by keyset pages.
-        `cursor` is a previous page's `next_cursor` (InputError for anything else)."""
+        is allowed; not ones they already approved; only from channels they are a member
+        of), oldest first, by keyset pages. `cursor` is a previous page's `next_cursor`
+        (InputError for anything else)."""
         return await pending_for(self._flow, viewer, limit=limit, cursor=cursor)
 
     async def requested_by(self, viewer: str, *, limit: int = 20) -> list[ApprovalView]:
@@ -316,15 +364,19 @@ class ApprovalService:
         rows = await self._flow.store.approvals_requested_by(viewer, limit=limit)
         return await views_of(self._flow, rows, viewer)
 
-    async def recent_decisions(self, *, limit: int = 20) -> list[ApprovalRecord]:
-        """The latest approvals and rejections, newest first."""
-        return await self._flow.store.recent_decisions(limit=limit)
+    async def recent_decisions(
+        self, *, limit: int = 20, viewer: str | None = None
+    ) -> list[ApprovalRecord]:
+        """The latest approvals and rejections, newest first (with a `viewer`: only those
+        they may see)."""
+        return await recent_decisions(self._flow, limit=limit, viewer=viewer)
 
     async def approval_trail(self, approval_id: str, *, viewer: str) -> list[AuditEvent]:
         """The audit events of one approval, in order (requested, voted, refused,
-        arguments_changed, decided, revoked, expired, executed, ...). Anyone who may see
-        the card may read it; the viewer is recorded by nobody (reads are not audited)."""
+        arguments_changed, decided, revoked, expired, executed, ...). Whoever may see the
+        call may read it (NotAuthorizedError otherwise); reads are not audited."""
         approval, _ = await self._flow.require_approval(approval_id)
+        await require_visible(self._flow, approval, viewer)
         events = await self._flow.store.audit_events(run_id=approval.run_id)
         return [event for event in events if event.approval_id == approval.approval_id]
 

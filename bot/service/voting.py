@@ -1,7 +1,8 @@
 """Decisions under the policy: votes toward a quorum, approve-with-changes, revocation.
 
 Each operation checks the person against the policy (bot.service.authority; refusals
-are audited), then asks the store for one conditional transaction (`Store.vote` /
+are audited) and, to approve a call its card cuts, that they read it whole
+(bot.service.reading), then asks the store for one conditional transaction (`Store.vote` /
 `Store.revoke`), updates the card, and resumes the run when its last open approval
 closed (in a task the workflow owns).
 
@@ -46,6 +47,7 @@ from bot.service.authority import (
 )
 from bot.service.codec import encode_state
 from bot.service.execution import card_snapshot
+from bot.service.reading import has_seen_all, unread
 from bot.service.workflow import Workflow
 from store.api import Amendment, ApprovalRecord, RunRecord, VoteOutcome
 
@@ -78,6 +80,9 @@ async def check_ballot(flow: Workflow, ballot: Ballot) -> tuple[ApprovalRecord, 
         # Checked again in the store's vote; refused here before an edit writes anything.
         await refuse(flow, approval, actor=ballot.decider, why="stale_digest")
         raise stale_digest(approval)
+    if ballot.approve and not await has_seen_all(flow, approval, ballot.decider):
+        await refuse(flow, approval, actor=ballot.decider, why="unread")
+        raise unread(approval)
     return approval, run
 
 

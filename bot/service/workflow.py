@@ -3,7 +3,8 @@
 `Workflow` is built once by `ApprovalService` and handed to the modules that do the work
 (voting, execution, resume, expiry, recovery, reconciliation), so each stays a set of
 small functions over one explicit context instead of a growing class. It holds the
-store, the agents, the notifier, the policy, the clock and the TaskOwner, and the steps
+store, the agents, the notifier, the policy (with the group and channel directories), the
+clock and the TaskOwner, and the steps
 they all share: look up a run or an approval, load a run's state, tell people (a failed
 message is logged, never raised), and resume a run whose decisions are all taken, in a
 task the service owns (retried when the database fails it: `retry`, `stalled`).
@@ -18,7 +19,7 @@ from typing import Any
 
 from bot.clock import Clock
 from bot.errors import InputError, StoreError
-from bot.policy import GroupDirectory, Policy, ToolRule
+from bot.policy import ChannelDirectory, GroupDirectory, Policy, ToolRule
 from bot.runtime import AgentRegistry, RunState
 from bot.service.api import (
     CallUncertain,
@@ -52,6 +53,7 @@ class Workflow:
     policy: Policy
     groups: GroupDirectory
     tasks: TaskOwner
+    channels: ChannelDirectory | None = None  # None: calls are not scoped to their channel
     retry: RetryPolicy = DEFAULT_RETRY  # a resume the database failed (bot.service.retry)
     stalled: StalledResumes = field(default_factory=StalledResumes)
 

@@ -136,13 +136,22 @@ class Responder:
             log.warning("could not answer %s's %s: %s", command.user_id, command.command, error)
 
     async def tell(
-        self, channel: str | None, user: str, text: str, thread_ts: str | None = None
+        self,
+        channel: str | None,
+        user: str,
+        text: str,
+        thread_ts: str | None = None,
+        *,
+        blocks: list[Any] | None = None,
     ) -> None:
-        """Tell one person something privately; a failure to tell is logged, not raised."""
+        """Tell one person something privately (`blocks`: with buttons); a failure to
+        tell is logged, not raised."""
         if channel is None:
             log.info("no channel to tell %s: %s", user, text[:200])
             return
         try:
-            await self.slack.tell(channel=channel, user=user, text=text, thread_ts=thread_ts)
+            await self.slack.tell(
+                channel=channel, user=user, text=text, thread_ts=thread_ts, blocks=blocks
+            )
         except ApprovalsError as error:
             log.warning("could not tell %s in %s: %s", user, channel, error)

@@ -12,7 +12,9 @@ answers as soon as the listener returns.
 
 Here: `/agent` and replies in a run's thread (people start and continue runs),
 `/approvals` and App Home (they read the service's read model, never the store). Card
-buttons and modals are in bot.slack.interactions.
+buttons and modals are in bot.slack.interactions. Before any listener, a request from
+outside the bot's workspace is refused (bot.slack.workspace) and a redelivered event
+dropped (bot.slack.dedupe).
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ from bot.slack.gateway import SlackGateway
 from bot.slack.home import publish_home
 from bot.slack.interactions import CardInteractions
 from bot.slack.modals import optional_text
+from bot.slack.reading_modal import CONTINUE_ACTION_ID, NEXT_PAGE_ACTION_ID
 from bot.slack.reconcile_modal import RECONCILE_CALLBACK_ID
+from bot.slack.workspace import Foreign, PinToWorkspace, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -102,22 +106,50 @@ class SlackListeners:
         slack: SlackGateway,
         tasks: TaskOwner,
         dedupe: EventDeduplicator,
+        workspace: Workspace,
     ) -> None:
         self._r = Responder(service=service, slack=slack, tasks=tasks)
         self._dedupe = dedupe
+        self._workspace = workspace
         self.cards = CardInteractions(self._r)
 
     def register(self, app: AsyncApp) -> None:
+        app.use(
+            PinToWorkspace(
+                self._workspace,
+                allow_external_users=self._r.service.policy.allow_external_users,
+                on_refused=self.on_foreign_request,
+            )
+        )
         app.use(DropRedeliveries(self._dedupe))
         app.command(AGENT_COMMAND)(self.on_agent_command)
         app.command(APPROVALS_COMMAND)(self.on_approvals_command)
         for action_id in CARD_ACTIONS:
             app.action(action_id)(self.cards.on_card_button)
+        app.action(NEXT_PAGE_ACTION_ID)(self.cards.reading.on_next_page)
+        app.action(CONTINUE_ACTION_ID)(self.cards.reading.on_continue)
         app.view(DECISION_CALLBACK_ID)(self.cards.on_decision_submission)
         app.view(EDIT_CALLBACK_ID)(self.cards.on_edit_submission)
         app.view(RECONCILE_CALLBACK_ID)(self.cards.on_reconcile_submission)
         app.event("message")(self.on_message)
         app.event("app_home_opened")(self.on_app_home_opened)
+
+    # -- requests from outside the workspace -----------------------------------------
+
+    def on_foreign_request(self, foreign: Foreign) -> None:
+        """A refused request (Slack is answered by the middleware): audit it, and tell
+        whoever clicked, after the answer."""
+        self._r.later(partial(self._refuse_foreign, foreign), name=f"slack:refused:{foreign.kind}")
+
+    async def _refuse_foreign(self, foreign: Foreign) -> None:
+        await self._r.service.audit_refusal(
+            actor=foreign.user,
+            why="external",
+            approval_id=foreign.approval_id,
+            detail={"field": foreign.field, "value": foreign.value, "request": foreign.kind},
+        )
+        if foreign.kind == "block_actions" and foreign.user is not None:
+            await self._r.tell(foreign.channel, foreign.user, messages.EXTERNAL_REFUSED_TEXT)
 
     # -- /agent -------------------------------------------------------------------------
 

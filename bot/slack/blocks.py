@@ -2,19 +2,25 @@
 the call block every card and modal shows.
 
 Pure functions from values to JSON-ready dicts. Everything a person or a model wrote is
-escaped for Slack mrkdwn and clipped to Block Kit limits with a visible marker; the
-arguments come from the review snapshot (already redacted and escaped by bot.review).
+redacted (bot.credentials.redact_text), then escaped for Slack mrkdwn and clipped to
+Block Kit limits with a visible marker: redacted first, because a short secret grows
+into the longer marker and a text clipped before would pass the limit. The arguments
+come from the review snapshot (already redacted and escaped by bot.review). The gateway
+redacts whatever it sends once more (bot.slack.gateway).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from bot.credentials import redact_text
 from bot.errors import InputError
 from bot.policy import SLACK_USER_ID
 from bot.review import ReviewSnapshot
+from bot.service.reading import card_arguments, card_warnings
 from store.api import ApprovalRecord
 
 Block = dict[str, Any]
@@ -22,17 +28,16 @@ Block = dict[str, Any]
 SECTION_TEXT_LIMIT = 3000  # Block Kit: section text
 CONTEXT_TEXT_LIMIT = 2000  # Block Kit: context element text
 MESSAGE_TEXT_LIMIT = 3900  # chat.postMessage `text`: Slack truncates past 40k; keep it readable
-ARGUMENTS_LIMIT = SECTION_TEXT_LIMIT - 400  # arguments inside the call block (tool + digest around)
-WARNINGS_LIMIT = 300  # mixed-script warnings under the arguments (taken from the arguments')
 TRUNCATED = "… (truncated)"
 CALL_BLOCK_ID = "call"  # the call block of a card, and of the modal a card's button opens
 
 
 def escape(text: str, limit: int | None = None) -> str:
-    """Escape Slack's control characters (&, <, >); clip to `limit` characters with a
-    visible marker, never cutting inside an escape sequence."""
+    """Redact credentials, escape Slack's control characters (&, <, >); clip to `limit`
+    characters with a visible marker, never cutting inside an escape sequence."""
     entities = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-    escaped = [entities.get(char, char) for char in text]
+    redacted = _redact_short(text) if len(text) <= SHORT_TEXT else redact_text(text)
+    escaped = [entities.get(char, char) for char in redacted]
     if limit is None or sum(map(len, escaped)) <= limit:
         return "".join(escaped)
     budget = limit - len(TRUNCATED)
@@ -43,6 +48,12 @@ def escape(text: str, limit: int | None = None) -> str:
         out.append(piece)
         budget -= len(piece)
     return "".join(out) + TRUNCATED
+
+
+SHORT_TEXT = 200
+"""Texts up to this long (ids, tool names, statuses, people) recur in every card and
+list: their redaction is remembered."""
+_redact_short = functools.lru_cache(maxsize=8192)(redact_text)
 
 
 def escape_line(prefix: str, text: str) -> str:
@@ -95,9 +106,8 @@ def snapshot_text(approval: ApprovalRecord) -> str:
     except InputError:
         arguments, warnings = "(snapshot unreadable)", ""
     else:
-        warnings = snapshot.render_warnings(limit=WARNINGS_LIMIT)
-        room = ARGUMENTS_LIMIT - (len(warnings) + 40 if warnings else 0)
-        arguments = snapshot.render_text(limit=room)
+        warnings = card_warnings(snapshot)  # the room is the rule's: bot.service.reading
+        arguments = card_arguments(snapshot, warnings)
     return call_text(
         tool_name=approval.tool_name,
         arguments=arguments,

@@ -1,7 +1,9 @@
 """Review cards: build them in every state, and read back a click on their buttons.
 
 A pending card shows "N of M approvals" and who gave them, with Approve, Approve with
-changes, Reject and Revoke (each button's value is the approval id only). An approved
+changes, Reject and Revoke (each button's value is the approval id only); when its
+arguments are too long for the card it says they are cut and adds Read all arguments
+(an approval counts only from someone who has read them whole, bot.service.reading). An approved
 card keeps Revoke until the call runs, or until the last check before it ran refused
 it (the card then says why it was not run); rejected, expired and revoked cards have no
 buttons and say who, when and why. An uncertain call's card has Record result, Retry and
@@ -19,6 +21,7 @@ from typing import Any
 
 from bot.errors import InputError
 from bot.service import UncertainCall
+from bot.service.reading import CUT_MARK, card_shows_all
 from bot.slack.blocks import (
     CALL_BLOCK_ID,
     CONTEXT_TEXT_LIMIT,
@@ -30,7 +33,7 @@ from bot.slack.blocks import (
     slack_date,
     snapshot_text,
 )
-from bot.slack.messages import quorum_line
+from bot.slack.messages import CUT_CARD_TEXT, READ_ALL_LABEL, quorum_line
 from bot.slack.modals import (
     CardAction,
     check_approval_id,
@@ -45,6 +48,7 @@ APPROVE_ACTION_ID = "approval_approve"
 REJECT_ACTION_ID = "approval_reject"
 EDIT_ACTION_ID = "approval_edit"
 REVOKE_ACTION_ID = "approval_revoke"
+READ_ACTION_ID = "approval_read"
 RECORD_RESULT_ACTION_ID = "uncertain_record_result"
 RETRY_ACTION_ID = "uncertain_retry"
 ABORT_ACTION_ID = "uncertain_abort"
@@ -54,6 +58,7 @@ CARD_ACTIONS: Mapping[str, CardAction] = {
     REJECT_ACTION_ID: "reject",
     EDIT_ACTION_ID: "edit",
     REVOKE_ACTION_ID: "revoke",
+    READ_ACTION_ID: "read",
     RECORD_RESULT_ACTION_ID: "result",
     RETRY_ACTION_ID: "retry",
     ABORT_ACTION_ID: "abort",
@@ -92,13 +97,18 @@ def approval_card_blocks(
     if voters is not None:
         line = quorum_line(count=len(voters), required=approval.required_approvals, voters=voters)
         blocks.append(mrkdwn_context(line))
-    blocks.append(mrkdwn_section(snapshot_text(approval), block_id=CALL_BLOCK_ID))
+    call = snapshot_text(approval)
+    blocks.append(mrkdwn_section(call, block_id=CALL_BLOCK_ID))
+    # No cut mark, no cut; with one (cut, or a value quoting it) the rule decides.
+    cut = status == "pending" and CUT_MARK in call and not card_shows_all(approval.snapshot)
+    if cut:
+        blocks.append(mrkdwn_context(CUT_CARD_TEXT))
     closing = _closing_line(approval)
     if closing:
         blocks.append(mrkdwn_context(closing))
     if not_run is not None:
         blocks.append(mrkdwn_context(f"*Not run:* {escape(not_run, CONTEXT_TEXT_LIMIT - 100)}"))
-    buttons = card_buttons(approval) if not_run is None else []
+    buttons = card_buttons(approval, cut=cut) if not_run is None else []
     if buttons:
         blocks.append({"type": "actions", "block_id": "decision", "elements": buttons})
     return blocks
@@ -113,18 +123,35 @@ def approval_card_text(approval: ApprovalRecord) -> str:
     return f"{approval.status.capitalize()}{by}: {escape(approval.tool_name, 200)}"
 
 
-def card_buttons(approval: ApprovalRecord) -> list[Block]:
+def card_buttons(approval: ApprovalRecord, *, cut: bool | None = None) -> list[Block]:
+    """The buttons for the approval's state; `cut`: whether the card cuts its arguments
+    (None: find out), which adds Read all arguments to a pending card."""
     approval_id = approval.approval_id
     if approval.status == "pending":
-        return [
+        buttons = [
             _button("Approve", APPROVE_ACTION_ID, approval_id, style="primary"),
             _button("Approve with changes", EDIT_ACTION_ID, approval_id),
             _button("Reject", REJECT_ACTION_ID, approval_id, style="danger"),
             _button("Revoke", REVOKE_ACTION_ID, approval_id),
         ]
+        if cut if cut is not None else not card_shows_all(approval.snapshot):
+            buttons.append(read_all_button(approval_id))
+        return buttons
     if approval.status == "approved":
         return [_button("Revoke", REVOKE_ACTION_ID, approval_id)]
     return []
+
+
+def read_all_button(approval_id: str) -> dict[str, Any]:
+    return _button(READ_ALL_LABEL, READ_ACTION_ID, approval_id)
+
+
+def read_first_blocks(approval_id: str, text: str) -> list[Block]:
+    """An ephemeral refusal of an approval not read whole, with the button to read it."""
+    return [
+        mrkdwn_section(text),
+        {"type": "actions", "block_id": "read", "elements": [read_all_button(approval_id)]},
+    ]
 
 
 def uncertain_call_value(run_id: str, execution_key: str) -> str:

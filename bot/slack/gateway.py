@@ -5,10 +5,19 @@ slack_sdk's AsyncWebClient runs on an aiohttp session the caller owns (and close
 pointed at SLACK_API_URL, with slack_sdk's retry handlers: a lost connection is retried
 once, a 429 up to twice after its Retry-After. Every failure is a SlackError naming the
 method and Slack's error code.
+
+Every text the bot sends to Slack passes here, so this is where redaction is enforced:
+the `text`, `blocks` and `view` of each call (and a slash command's answer) go through
+`bot.credentials.redact_text`, every string but the structural ones (ids, action and
+block ids, button values, private metadata). The builders redact before they clip
+(bot.slack.blocks), so this pass normally changes nothing; when it does, a builder missed
+something and the gateway says so in the log (without the text).
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -22,10 +31,36 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from bot.credentials import redact_text
 from bot.errors import SlackError
 
 RATE_LIMIT_RETRIES = 2
 ViewOutcome = Literal["opened", "trigger_expired"]
+ViewUpdate = Literal["updated", "gone"]
+REDACTED_ARGUMENTS = ("text", "blocks", "view")
+"""The arguments of a Web API call that people read."""
+STRUCTURAL_KEYS = frozenset(
+    {
+        "type", "action_id", "block_id", "callback_id", "private_metadata", "value",
+        "style", "url", "image_url", "external_id", "hash", "view_id", "trigger_id",
+    }
+)  # fmt: skip
+"""Keys whose string values Slack reads as ids or data, never shows as text."""
+log = logging.getLogger(__name__)
+
+
+def redact_outgoing(value: Any) -> Any:
+    """`value` (a text, blocks, a view) with every shown string redacted."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, Mapping):
+        return {
+            key: item if key in STRUCTURAL_KEYS and isinstance(item, str) else redact_outgoing(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact_outgoing(item) for item in value]
+    return value
 
 
 def build_web_client(
@@ -67,6 +102,13 @@ class SlackGateway:
         """The Web API client (for other Slack readers, e.g. the group directory)."""
         return self._client
 
+    async def auth_test(self) -> dict[str, Any]:
+        """Who the token is: its team, organisation, app and bot user (auth.test)."""
+        try:
+            return await self._call("auth_test")
+        except (aiohttp.ClientError, OSError, TimeoutError) as error:
+            raise SlackError(f"Slack auth.test failed: {error or type(error).__name__}") from error
+
     async def post(self, *, channel: str, text: str, **extra: Any) -> str:
         """chat.postMessage; the new message's ts."""
         response = await self._call("chat_postMessage", channel=channel, text=text, **extra)
@@ -79,11 +121,22 @@ class SlackGateway:
         await self._call("chat_update", channel=channel, ts=ts, text=text, blocks=blocks)
 
     async def tell(
-        self, *, channel: str, user: str, text: str, thread_ts: str | None = None
+        self,
+        *,
+        channel: str,
+        user: str,
+        text: str,
+        thread_ts: str | None = None,
+        blocks: list[Any] | None = None,
     ) -> None:
         """An ephemeral message only `user` sees (why a click was refused, help, ...)."""
         await self._call(
-            "chat_postEphemeral", channel=channel, user=user, text=text, thread_ts=thread_ts
+            "chat_postEphemeral",
+            channel=channel,
+            user=user,
+            text=text,
+            thread_ts=thread_ts,
+            blocks=blocks,
         )
 
     async def respond(self, *, response_url: str, text: str) -> None:
@@ -96,7 +149,9 @@ class SlackGateway:
         webhook = AsyncWebhookClient(
             response_url, session=self._session, retry_handlers=_retry_handlers()
         )
-        response = await webhook.send(text=text, response_type="ephemeral")
+        response = await webhook.send(
+            text=_redacted("response_url", "text", text), response_type="ephemeral"
+        )
         if response.status_code != 200:
             raise SlackError(
                 f"Slack response_url answered HTTP {response.status_code}: {response.body[:200]}"
@@ -112,11 +167,28 @@ class SlackGateway:
             raise
         return "opened"
 
+    async def update_view(
+        self, *, view_id: str, view: dict[str, Any], view_hash: str | None = None
+    ) -> ViewUpdate:
+        """Replace an open modal (views.update). With `view_hash` (the one its payload
+        carried), a modal changed meanwhile, or closed, is left alone: "gone"."""
+        try:
+            await self._call("views_update", view_id=view_id, view=view, hash=view_hash)
+        except SlackError as error:
+            if _api_error_code(error) in ("hash_conflict", "not_found"):
+                return "gone"
+            raise
+        return "updated"
+
     async def publish_home(self, *, user: str, view: dict[str, Any]) -> None:
         await self._call("views_publish", user_id=user, view=view)
 
     async def _call(self, method: str, **arguments: Any) -> dict[str, Any]:
-        arguments = {key: value for key, value in arguments.items() if value is not None}
+        arguments = {
+            key: _redacted(method, key, value) if key in REDACTED_ARGUMENTS else value
+            for key, value in arguments.items()
+            if value is not None
+        }
         try:
             response = await getattr(self._client, method)(**arguments)
         except SlackApiError as error:
@@ -124,6 +196,13 @@ class SlackGateway:
             raise SlackError(f"Slack {method.replace('_', '.')} failed: {code or error}") from error
         data: dict[str, Any] = dict(response.data) if isinstance(response.data, dict) else {}
         return data
+
+
+def _redacted(method: str, key: str, value: Any) -> Any:
+    redacted = redact_outgoing(value)
+    if redacted != value:
+        log.warning("redacted a credential in the %s of %s (its builder had not)", key, method)
+    return redacted
 
 
 def _api_error_code(error: SlackError) -> str | None:

@@ -1,6 +1,7 @@
 """The App Home tab: what waits for the viewer (with the card's buttons), what the viewer
-requested, and recent decisions. Bounded: Block Kit allows 100 blocks per view, so each
-part shows a fixed number of rows and says when there are more.
+requested, and recent decisions they may see (calls of their channels). Bounded: Block
+Kit allows 100 blocks per view, so each part shows a fixed number of rows and says when
+there are more.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ async def build_home(service: ApprovalService, user: str) -> dict[str, Any]:
     """The App Home view for `user` (three bounded reads of the service's read model)."""
     pending = await service.pending_for(user, limit=HOME_PENDING_LIMIT)
     requested = await service.requested_by(user, limit=HOME_REQUESTED_LIMIT)
-    recent = await service.recent_decisions(limit=HOME_RECENT_LIMIT)
+    recent = await service.recent_decisions(limit=HOME_RECENT_LIMIT, viewer=user)
     return home_view(pending=pending, requested=requested, recent=recent)
 
 

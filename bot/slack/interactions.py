@@ -3,7 +3,9 @@ reconcile an uncertain call.
 
 A click is acknowledged at once; the modal opens after the ack (a decide/edit/revoke
 click first asks the service what the person may do, so a refusal is an ephemeral line,
-not a form that cannot succeed). Submissions with bad input are answered inline.
+not a form that cannot succeed). Submissions with bad input are answered inline. A call
+whose arguments the card cuts opens the reading modal instead (bot.slack.reading) until
+the person has read them whole.
 
 A decision (approve, reject, revoke, approve with changes) is committed before the
 submission is answered: Slack closes the modal on our answer, and a person must not see
@@ -27,13 +29,13 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 
-from bot.errors import ApprovalsError, InputError, StoreError
+from bot.errors import ApprovalsError, ArgumentsUnreadError, InputError, StoreError
 from bot.review import ReviewSnapshot
 from bot.service import DecisionResult, Recorded
 from bot.slack import messages
 from bot.slack.after_ack import Ack, Responder
 from bot.slack.blocks import escape, snapshot_text
-from bot.slack.cards import ButtonClick, parse_button_click
+from bot.slack.cards import ButtonClick, parse_button_click, read_first_blocks
 from bot.slack.decision_modal import (
     DecisionSubmission,
     decision_modal,
@@ -48,6 +50,7 @@ from bot.slack.edit_modal import (
 from bot.slack.home import publish_home
 from bot.slack.messages import NOT_RECORDED_TEXT, NOT_RECORDED_YET_TEXT
 from bot.slack.modals import REASON_BLOCK_ID, InvalidSubmission, ModalContext, notice_modal
+from bot.slack.reading import ReadingInteractions
 from bot.slack.reconcile_modal import (
     ReconcileSubmission,
     parse_reconcile_submission,
@@ -86,6 +89,7 @@ async def _valid_submission(
 class CardInteractions:
     def __init__(self, responder: Responder) -> None:
         self._r = responder
+        self.reading = ReadingInteractions(responder, modal_for=self._modal_for)
 
     # -- buttons ----------------------------------------------------------------------
 
@@ -122,6 +126,9 @@ class CardInteractions:
         if click.action in ("result", "retry", "abort"):
             return reconcile_modal(context=context, tool_name=await self._uncertain_tool(click))
         view = await self._r.service.approval_view(click.approval_id, viewer=click.user_id)
+        if click.action == "read":
+            await self.reading.open(click, view)
+            return None
         approval = view.approval
         refused: str | None = None
         if approval.status != "pending" and click.action != "revoke":
@@ -134,6 +141,9 @@ class CardInteractions:
             refused = messages.may_not_decide_text(view.why_not)
         if refused is not None:
             await self._refuse(click, refused)
+            return None
+        if click.action in ("approve", "edit") and view.must_read and not view.has_read:
+            await self.reading.open(click, view)  # the whole arguments first
             return None
         context = replace(context, digest=approval.arguments_digest)  # what the modal shows
         call = snapshot_text(approval)
@@ -202,12 +212,12 @@ class CardInteractions:
         """After the answer: say why nothing changed, or finish the recorded decision
         (card, resume) and say where the count stands."""
         if isinstance(outcome, ApprovalsError):
-            await self._r.tell(channel, user, messages.refused_text(outcome))
+            await self._tell_refused(channel, user, outcome)
         else:
             try:
                 result = await outcome.finish()
             except ApprovalsError as error:
-                await self._r.tell(channel, user, messages.refused_text(error))
+                await self._tell_refused(channel, user, error)
             else:
                 if isinstance(result, DecisionResult):
                     await self._counted(channel, user, result)
@@ -276,6 +286,15 @@ class CardInteractions:
             message=submission.message,
             digest=submission.digest,
         )
+
+    async def _tell_refused(self, channel: str | None, user: str, error: ApprovalsError) -> None:
+        """Why a decision changed nothing; with the button to read the call whole when
+        that is what is missing."""
+        text = messages.refused_text(error)
+        blocks = None
+        if isinstance(error, ArgumentsUnreadError):
+            blocks = read_first_blocks(error.approval_id, text)
+        await self._r.tell(channel, user, text, blocks=blocks)
 
     async def _counted(self, channel: str | None, user: str, result: DecisionResult) -> None:
         """A vote that did not close the approval: say where the count stands."""

@@ -64,6 +64,10 @@ TOO_BIG_TO_EDIT_TEXT = (
     ":warning: These arguments are too large (or partly hidden) to edit in Slack; approve or "
     "reject them as they are."
 )
+EXTERNAL_REFUSED_TEXT = (
+    ":no_entry: This app only takes requests from people of the Slack workspace it is "
+    "installed in; nothing was done."
+)
 MAY_NOT_REVOKE_TEXT = (
     ":no_entry: You may not revoke this call (only its requester, its approvers and admins "
     "may, before it runs)."
@@ -309,6 +313,12 @@ def show_text(view: ApprovalView) -> str:
         lines.append(f"Expires {slack_date(approval.expires_at)}")
     if approval.reason:
         lines.append(f"Reason: {escape(approval.reason, 500)}")
+    if view.must_read and approval.status == "pending":
+        done = "you have read them" if view.has_read else "you have not read them yet"
+        lines.append(
+            f"The arguments are too long for the card: an approval counts only after "
+            f"*{READ_ALL_LABEL}* on the card ({done})."
+        )
     if may:
         lines.append(f"You may {', '.join(may)}.")
     elif view.why_not:
@@ -331,6 +341,31 @@ def audit_text(approval_id: str, events: Sequence[AuditEvent]) -> str:
             f"{event.seq}. {slack_date(event.at)} *{escape(event.kind, 40)}*{actor}{detail}"
         )
     return escape_join(lines, MESSAGE_TEXT_LIMIT)
+
+
+# -- reading a call whole -----------------------------------------------------------------
+
+READ_ALL_LABEL = "Read all arguments"
+READ_ALL_TITLE = "Full arguments"  # a modal title: at most 24 characters
+CUT_CARD_TEXT = (
+    ":warning: The arguments are cut above. An approval counts only from someone who has "
+    f"read them whole: *{READ_ALL_LABEL}*."
+)
+ARGUMENTS_CHANGED_TEXT = "The arguments changed while you read them: here they are again."
+
+
+def page_header_text(*, tool_name: str, page: int, pages: int, digest: str) -> str:
+    return (
+        f"`{escape(tool_name, 200)}` · page {page} of {pages} · arguments digest "
+        f"`{escape(digest, 100)}`"
+    )
+
+
+def last_page_text(characters: int) -> str:
+    return (
+        f":white_check_mark: That is the end of the arguments ({characters:,} characters, "
+        "as the card renders them)."
+    )
 
 
 # -- inline errors in forms ------------------------------------------------------------

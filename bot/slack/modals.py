@@ -28,8 +28,9 @@ REASON_ACTION_ID = "reason_input"
 MAX_REASON_CHARS = 2000
 REASON_HINT = "Recorded in the audit log with your name. The agent does not see it."
 
-CardAction = Literal["approve", "reject", "edit", "revoke", "result", "retry", "abort"]
-"""What a button on a card asks for; the modal it opens carries the same word."""
+CardAction = Literal["approve", "reject", "edit", "revoke", "result", "retry", "abort", "read"]
+"""What a button on a card asks for; the modal it opens carries the same word (a reading
+modal opened by Approve or Approve with changes carries that one: where it continues)."""
 _CARD_ACTIONS: Mapping[str, CardAction] = {word: word for word in get_args(CardAction)}
 
 _APPROVAL_ID = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")

@@ -2,7 +2,11 @@
 the Bolt app.
 
 `SlackSurface.open` builds it around a service factory (the service needs the Slack
-gateway for its notifier and group directory, the gateway needs the session). The
+gateway for its notifier and group directory, the gateway needs the session). Opening
+it asks Slack who the bot is (`auth.test`): requests from another workspace,
+organisation or app are refused from then on (bot.slack.workspace); a token Slack does
+not accept stops start-up. It also installs log redaction for the process (bot.logs):
+no log line the bot, Bolt or slack_sdk writes holds a credential. The
 surface closes what it opened, in reverse: the shared TaskOwner drains (Slack work after
 the ack and the service's resumes), the service closes (cancelling what outlived the
 drain), then the HTTP session. What the caller opened and handed in (the store the
@@ -20,10 +24,13 @@ from types import TracebackType
 import aiohttp
 from slack_bolt.app.async_app import AsyncApp
 
+from bot.errors import ConfigError, SlackError
+from bot.logs import install_log_redaction
 from bot.service import ApprovalService, TaskOwner
 from bot.slack.app import SlackListeners, build_bolt_app
 from bot.slack.dedupe import EventDeduplicator
 from bot.slack.gateway import SlackGateway
+from bot.slack.workspace import Workspace, workspace_from_auth_test
 
 DRAIN_SECONDS = 30.0
 log = logging.getLogger(__name__)
@@ -40,12 +47,14 @@ class SlackSurface:
         tasks: TaskOwner,
         service: ApprovalService,
         bolt_app: AsyncApp,
+        workspace: Workspace,
         closing: contextlib.AsyncExitStack,
     ) -> None:
         self.slack = slack
         self.tasks = tasks
         self.service = service
         self.bolt_app = bolt_app
+        self.workspace = workspace
         self._closing = closing
 
     @classmethod
@@ -57,20 +66,33 @@ class SlackSurface:
         api_url: str,
         make_service: ServiceFactory,
     ) -> SlackSurface:
+        install_log_redaction()
         async with contextlib.AsyncExitStack() as stack:  # unwinds only if opening fails
             session = await stack.enter_async_context(aiohttp.ClientSession())
             slack = SlackGateway.open(token=bot_token, api_url=api_url, session=session)
             tasks = TaskOwner(logger=log)
             service = make_service(slack, tasks)  # may refuse its configuration
             stack.push_async_callback(partial(service.aclose, timeout=0.0))
+            workspace = await _own_workspace(slack)
             listeners = SlackListeners(
-                service=service, slack=slack, tasks=tasks, dedupe=EventDeduplicator()
+                service=service,
+                slack=slack,
+                tasks=tasks,
+                dedupe=EventDeduplicator(),
+                workspace=workspace,
             )
             bolt_app = build_bolt_app(
                 client=slack.client, signing_secret=signing_secret, listeners=listeners
             )
             closing = stack.pop_all()
-        return cls(slack=slack, tasks=tasks, service=service, bolt_app=bolt_app, closing=closing)
+        return cls(
+            slack=slack,
+            tasks=tasks,
+            service=service,
+            bolt_app=bolt_app,
+            workspace=workspace,
+            closing=closing,
+        )
 
     async def aclose(self, *, drain_seconds: float = DRAIN_SECONDS) -> None:
         """Drain the tasks for `drain_seconds`, close the service (cancelling what is
@@ -91,3 +113,21 @@ class SlackSurface:
         traceback: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+async def _own_workspace(slack: SlackGateway) -> Workspace:
+    """The bot's workspace by auth.test; ConfigError when Slack does not accept the token."""
+    try:
+        answer = await slack.auth_test()
+    except SlackError as error:
+        raise ConfigError(f"{error}; check SLACK_BOT_TOKEN and SLACK_API_URL") from None
+    workspace = workspace_from_auth_test(answer)
+    log.info(
+        "serving Slack team %s (org %s, app %s)",
+        workspace.team_id or "(org-wide)",
+        workspace.enterprise_id or "none",
+        workspace.app_id or "not named",
+    )
+    if workspace.app_id is None:
+        log.warning("auth.test did not name the app: requests are not checked for it")
+    return workspace

@@ -1,4 +1,5 @@
-"""Votes on SQLite: N-of-M quorum, one write transaction per vote.
+"""Votes on SQLite: N-of-M quorum, one write transaction per vote; and who has read an
+approval's arguments in full before voting (`approval_full_reads`).
 
 `vote` reads the approval, checks it is pending, unexpired and on the digest the voter
 saw, applies an amendment (approve-with-changes: new digest and snapshot; votes on the
@@ -64,6 +65,41 @@ class SqliteVotes:
             amend=amend,
         )
         return await self._db.transaction(ballot.cast_in)
+
+    async def record_full_read(self, approval_id: str, *, reader: str, digest: str) -> bool:
+        at = self._clock()
+
+        def body(connection: sqlite3.Connection) -> bool:
+            row = fetch_one(connection, SELECT_ONE, (approval_id,))
+            if row is None:
+                raise InputError(f"there is no approval with id {approval_id!r}")
+            inserted = fetch_one(
+                connection,
+                "INSERT INTO approval_full_reads (approval_id, reader, digest, at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING reader",
+                (approval_id, reader, digest, to_db(at)),
+            )
+            if inserted is None:
+                return False
+            audit.append(
+                connection,
+                "read_in_full",
+                at=at,
+                actor=reader,
+                run_id=row_to_approval(row).run_id,
+                approval_id=approval_id,
+                detail={"digest": digest},
+            )
+            return True
+
+        return await self._db.transaction(body)
+
+    async def has_read_in_full(self, approval_id: str, *, reader: str, digest: str) -> bool:
+        row = await self._db.read_one(
+            "SELECT 1 FROM approval_full_reads WHERE approval_id = ? AND reader = ? AND digest = ?",
+            (approval_id, reader, digest),
+        )
+        return row is not None
 
     async def votes(self, approval_ids: Sequence[str]) -> dict[str, list[VoteRecord]]:
         found: dict[str, list[VoteRecord]] = {approval_id: [] for approval_id in approval_ids}

@@ -148,6 +148,7 @@ def test_slack_ids_are_matched_whole_within_one_bound(text: str, user: bool, gro
         ("[defaults]\napprovers = ['UALICE', 'UALICE']", "defaults.approvers", "twice"),
         (f"[defaults]\napprovers = ['U{'A' * 31}']", "defaults.approvers", "not a Slack id"),
         ("admins = ['SGROUP']", "admins", "not a Slack id"),
+        ("allow_external_users = 'no'", "allow_external_users", "true or false"),
         ('admins = ["U0ADMIN\\n"]', "admins", "'U0ADMIN\\n' is not a Slack id"),
         ('[defaults]\napprovers = ["U0ALICE\\n"]', "defaults.approvers", "not a Slack id"),
         ("[limits]\ntool_calls_per_turn = 0", "limits.tool_calls_per_turn", ">= 1"),
@@ -192,6 +193,12 @@ def test_limits_have_defaults_and_the_file_may_change_each() -> None:
     assert policy.limits == Limits(
         tool_calls_per_turn=5, pending_approvals_per_run=20, task_chars=100
     )
+
+
+def test_external_users_are_refused_unless_the_file_allows_them() -> None:
+    assert DEFAULT_POLICY.allow_external_users is False
+    assert parse_policy(EXAMPLE).allow_external_users is False
+    assert parse_policy("allow_external_users = true").allow_external_users is True
 
 
 def test_a_group_makes_a_larger_quorum_possible() -> None:

@@ -85,6 +85,8 @@ def test_a_credential_inside_a_sentence_is_cut_out_and_the_rest_kept(secret: str
             f"postgres://app:{REDACTED}@db.internal:5432/pay",
         ),
         ("db_password=hunter2 region=eu", f"db_password={REDACTED} region=eu"),
+        ('{"password": "hunter2", "user": "ann"}', f'{{"password": "{REDACTED}", "user": "ann"}}'),
+        ("{'api_key': 'k-42'}", f"{{'api_key': '{REDACTED}'}}"),
         ("clientSecret: s3cr3t-value", f"clientSecret: {REDACTED}"),
         ("session_token: abc123xyz; next", f"session_token: {REDACTED}; next"),
         (

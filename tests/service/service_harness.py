@@ -46,10 +46,11 @@ class RecordingNotifier:
 
     async def notify(self, event: Event) -> Location | None:
         self.events.append(event)
+        channel = event.run.channel or "C-ops"  # Slack posts in the run's channel
         if isinstance(event, RunStarted):
-            return ("C-ops", f"1700000000.{len(self.of(RunStarted)):06d}")
+            return (channel, f"1700000000.{len(self.of(RunStarted)):06d}")
         if isinstance(event, ApprovalRequested):
-            return ("C-ops", f"1700000001.{len(self.of(ApprovalRequested)):06d}")
+            return (channel, f"1700000001.{len(self.of(ApprovalRequested)):06d}")
         return None
 
     def of(self, kind: type[E]) -> list[E]:

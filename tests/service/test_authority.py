@@ -12,7 +12,15 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.policy import Eligibility, Eligible, NotEligible, parse_policy
-from bot.service.authority import may_reconcile, may_revoke, revoke_refusal
+from bot.service.authority import (
+    NOT_A_CHANNEL_MEMBER,
+    channel_scope,
+    may_reconcile,
+    may_revoke,
+    may_see,
+    revoke_refusal,
+    scoped,
+)
 from store.api import ApprovalRecord
 
 ADMIN, REQUESTER, APPROVER, STRANGER = "U0ADMIN", "U0REQ", "U0APP", "U0STRANGE"
@@ -77,3 +85,54 @@ def test_revocation_is_refused_to_strangers_first_then_on_closed_calls(status: s
 )
 def test_who_may_reconcile(user: str, verdict: Eligibility, allowed: bool) -> None:
     assert may_reconcile(POLICY, verdict, user) is allowed
+
+
+@pytest.mark.parametrize(
+    ("channel", "scope"),
+    [
+        ("C0PRIVATE", "C0PRIVATE"),  # a channel, public or private: its members
+        ("G0GROUPDM", "G0GROUPDM"),  # a group DM or an old private channel: its members
+        ("D0DIRECT", None),  # a DM with the bot: the policy alone
+        (None, None),  # started from code: the policy alone
+    ],
+)
+def test_which_conversation_scopes_a_call(channel: str | None, scope: str | None) -> None:
+    assert channel_scope(channel) == scope
+
+
+@pytest.mark.parametrize(
+    ("user", "verdict", "member", "expected"),
+    [
+        (APPROVER, ELIGIBLE, True, ELIGIBLE),
+        (APPROVER, ELIGIBLE, False, NOT_A_CHANNEL_MEMBER),
+        (APPROVER, ELIGIBLE, None, ELIGIBLE),  # no channel to be a member of
+        (STRANGER, NOT_AN_APPROVER, False, NOT_A_CHANNEL_MEMBER),  # membership first
+        (REQUESTER, SELF, True, SELF),
+        (ADMIN, ELIGIBLE, False, ELIGIBLE),  # admins aside
+    ],
+)
+def test_only_members_of_the_calls_channel_are_eligible(
+    user: str, verdict: Eligibility, member: bool | None, expected: Eligibility
+) -> None:
+    assert scoped(POLICY, verdict, user, member=member) == expected
+
+
+@pytest.mark.parametrize(
+    ("user", "member", "allowed"),
+    [
+        (APPROVER, True, True),
+        (APPROVER, None, True),
+        (APPROVER, False, False),
+        (STRANGER, False, False),
+        (REQUESTER, False, True),  # they asked for it
+        (ADMIN, False, True),
+    ],
+)
+def test_who_may_see_a_call(user: str, member: bool | None, allowed: bool) -> None:
+    assert may_see(POLICY, APPROVAL, user, member=member) is allowed
+
+
+def test_a_non_member_may_not_revoke_unless_requester_or_admin() -> None:
+    assert not may_revoke(POLICY, NOT_A_CHANNEL_MEMBER, APPROVAL, APPROVER)
+    assert may_revoke(POLICY, NOT_A_CHANNEL_MEMBER, APPROVAL, REQUESTER)
+    assert not may_reconcile(POLICY, NOT_A_CHANNEL_MEMBER, APPROVER)

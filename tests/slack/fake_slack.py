@@ -20,6 +20,7 @@ from aiohttp import web
 BOT_USER_ID = "UBOT0001"
 BOT_ID = "BBOT0001"
 TEAM_ID = "T0000001"
+APP_ID = "A0000001"
 RESPONSE_URL = "response_url"  # the `method` recorded for posts to a response_url
 
 
@@ -50,6 +51,7 @@ class _Failure:
     status: int
     error: str | None
     retry_after: int | None
+    after: int = 0  # calls answered normally before the failures start
 
 
 @dataclass(kw_only=True)
@@ -58,6 +60,8 @@ class FakeSlack:
 
     calls: list[Call] = field(default_factory=list)
     usergroups: dict[str, list[str]] = field(default_factory=dict)
+    channel_members: dict[str, list[str]] = field(default_factory=dict)
+    view_hashes: dict[str, str] = field(default_factory=dict)  # open modals: id -> hash
     _failures: dict[str, list[_Failure]] = field(default_factory=dict)
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -92,11 +96,13 @@ class FakeSlack:
         status: int = 200,
         error: str | None = None,
         retry_after: int | None = None,
+        after: int = 0,
     ) -> None:
-        """Answer the next `times` calls of `method` with an error: `status=429` and
-        `retry_after` for rate limits, or `error` (e.g. "expired_trigger_id")."""
+        """Answer the next `times` calls of `method` (after `after` normal ones) with an
+        error: `status=429` and `retry_after` for rate limits, or `error` (e.g.
+        "expired_trigger_id")."""
         self._failures.setdefault(method, []).append(
-            _Failure(times=times, status=status, error=error, retry_after=retry_after)
+            _Failure(times=times, status=status, error=error, retry_after=retry_after, after=after)
         )
 
     # -- inspecting calls -------------------------------------------------------------
@@ -171,6 +177,9 @@ class FakeSlack:
         if not queue:
             return None
         failure = queue[0]
+        if failure.after > 0:
+            failure.after -= 1
+            return None
         failure.times -= 1
         if failure.times <= 0:
             queue.pop(0)
@@ -203,6 +212,7 @@ def _auth_test(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
         "team_id": TEAM_ID,
         "user_id": BOT_USER_ID,
         "bot_id": BOT_ID,
+        "app_id": APP_ID,
         "is_enterprise_install": False,
     }
 
@@ -229,9 +239,25 @@ def _post_ephemeral(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _views_open(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    view_id = f"V{fake.next_ts().replace('.', '')}"
+    fake.view_hashes[view_id] = view_hash = f"h{fake.next_ts()}"
     return {
         "ok": True,
-        "view": {"id": f"V{fake.next_ts().replace('.', '')}", **dict(args.get("view") or {})},
+        "view": {"id": view_id, "hash": view_hash, **dict(args.get("view") or {})},
+    }
+
+
+def _views_update(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Replace an open modal; a stale `hash` is a hash_conflict, as in Slack."""
+    view_id = str(args.get("view_id"))
+    if view_id not in fake.view_hashes:
+        return {"ok": False, "error": "not_found"}
+    if args.get("hash") and args["hash"] != fake.view_hashes[view_id]:
+        return {"ok": False, "error": "hash_conflict"}
+    fake.view_hashes[view_id] = view_hash = f"h{fake.next_ts()}"
+    return {
+        "ok": True,
+        "view": {"id": view_id, "hash": view_hash, **dict(args.get("view") or {})},
     }
 
 
@@ -256,14 +282,32 @@ def _usergroups_users_list(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str
     return {"ok": True, "users": fake.usergroups[group]}
 
 
+def _conversations_members(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    """One page of a conversation's members; the cursor is the offset of the next page."""
+    channel = str(args.get("channel"))
+    if channel not in fake.channel_members:
+        return {"ok": False, "error": "channel_not_found"}
+    members = fake.channel_members[channel]
+    start = int(args.get("cursor") or 0)
+    limit = int(args.get("limit") or 100)
+    end = start + limit
+    return {
+        "ok": True,
+        "members": members[start:end],
+        "response_metadata": {"next_cursor": str(end) if end < len(members) else ""},
+    }
+
+
 _HANDLERS: dict[str, Callable[[FakeSlack, Mapping[str, Any]], dict[str, Any]]] = {
     "auth.test": _auth_test,
     "chat.postMessage": _post_message,
     "chat.update": _update,
     "chat.postEphemeral": _post_ephemeral,
     "views.open": _views_open,
+    "views.update": _views_update,
     "views.publish": _views_publish,
     "conversations.info": _conversations_info,
     "users.info": _users_info,
     "usergroups.users.list": _usergroups_users_list,
+    "conversations.members": _conversations_members,
 }

@@ -22,9 +22,15 @@ SERVE_SECRET = "serve-process-signing-secret"
 START_SECONDS = 30.0
 
 
+SERVE_CHANNEL = "C0OPS"
+SERVE_CHANNEL_MEMBERS = ["U0REQ", "U0APP", "U0OUT"]
+
+
 def serve_env(fake: FakeSlack, workdir: Path, **extra: str) -> dict[str, str]:
     """The environment of a served bot on `workdir`'s database, with the demo ops agent
-    (offline model) and its effects file in `workdir`."""
+    (offline model) and its effects file in `workdir`; in the fake Slack, SERVE_CHANNEL
+    has the SERVE_CHANNEL_MEMBERS (who may see and decide its calls)."""
+    fake.channel_members.setdefault(SERVE_CHANNEL, list(SERVE_CHANNEL_MEMBERS))
     env = {
         **os.environ,
         "SLACK_BOT_TOKEN": "xoxb-serve",

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
-from fake_slack import TEAM_ID, Call
+from fake_slack import APP_ID, TEAM_ID, Call
 
 from bot.slack.signature import compute_signature
 
@@ -66,17 +66,28 @@ class SlackDriver:
         async with self._session.post(self.url, data=body.encode(), headers=all_headers) as resp:
             return Reply(status=resp.status, text=await resp.text())
 
-    async def command(self, command: str, text: str, *, user: str, channel: str) -> Reply:
+    async def command(
+        self,
+        command: str,
+        text: str,
+        *,
+        user: str,
+        channel: str,
+        fields: Mapping[str, str] | None = None,
+    ) -> Reply:
+        """A slash command; `fields` adds or replaces payload fields (another team_id)."""
         body = urlencode(
             {
                 "token": "deprecated",
                 "team_id": TEAM_ID,
+                "api_app_id": APP_ID,
                 "channel_id": channel,
                 "user_id": user,
                 "command": command,
                 "text": text,
                 "trigger_id": f"trigger.{next(self._ids)}",
                 "response_url": self._response_url,
+                **(fields or {}),
             }
         )
         return await self.post(body, content_type="application/x-www-form-urlencoded")
@@ -99,8 +110,8 @@ class SlackDriver:
         return {
             "type": "block_actions",
             "team": {"id": TEAM_ID},
-            "user": {"id": user},
-            "api_app_id": "A0000001",
+            "user": {"id": user, "team_id": TEAM_ID},
+            "api_app_id": APP_ID,
             "trigger_id": f"trigger.{next(self._ids)}",
             "channel": {"id": card.args["channel"]},
             "container": {"type": "message", "message_ts": ts, "channel_id": card.args["channel"]},
@@ -118,6 +129,40 @@ class SlackDriver:
 
     async def click(self, card: Call, action: str, *, user: str, ts: str) -> Reply:
         return await self.interactive(self.click_payload(card, action, user=user, ts=ts))
+
+    def view_click_payload(
+        self, view: Mapping[str, Any], action: str, *, user: str
+    ) -> dict[str, Any]:
+        """A block_actions payload for pressing the button labelled `action` inside an
+        open modal: `view` as the fake answered views.open/update (with id and hash)."""
+        button = next(
+            element
+            for block in view["blocks"]
+            if block["type"] == "actions"
+            for element in block["elements"]
+            if element["text"]["text"] == action
+        )
+        return {
+            "type": "block_actions",
+            "team": {"id": TEAM_ID},
+            "user": {"id": user, "team_id": TEAM_ID},
+            "api_app_id": APP_ID,
+            "trigger_id": f"trigger.{next(self._ids)}",
+            "container": {"type": "view", "view_id": view["id"]},
+            "view": dict(view),
+            "actions": [
+                {
+                    "type": "button",
+                    "action_id": button["action_id"],
+                    "block_id": "reading",
+                    "value": button["value"],
+                    "action_ts": str(time.time()),
+                }
+            ],
+        }
+
+    async def view_click(self, view: Mapping[str, Any], action: str, *, user: str) -> Reply:
+        return await self.interactive(self.view_click_payload(view, action, user=user))
 
     def submission_payload(
         self,
@@ -138,8 +183,8 @@ class SlackDriver:
         return {
             "type": "view_submission",
             "team": {"id": TEAM_ID},
-            "user": {"id": user},
-            "api_app_id": "A0000001",
+            "user": {"id": user, "team_id": TEAM_ID},
+            "api_app_id": APP_ID,
             "trigger_id": f"trigger.{next(self._ids)}",
             "view": {
                 "id": f"V{next(self._ids)}",
@@ -168,17 +213,20 @@ class SlackDriver:
         *,
         event_id: str | None = None,
         retry_num: int | None = None,
+        fields: Mapping[str, Any] | None = None,
     ) -> Reply:
+        """An Events API delivery of `event`; `fields` adds or replaces outer fields."""
         body = json.dumps(
             {
                 "token": "deprecated",
                 "team_id": TEAM_ID,
-                "api_app_id": "A0000001",
+                "api_app_id": APP_ID,
                 "type": "event_callback",
                 "event_id": event_id or f"Ev{next(self._ids):08d}",
                 "event_time": int(time.time()),
                 "event": dict(event),
                 "authorizations": [{"team_id": TEAM_ID, "user_id": "UBOT0001", "is_bot": True}],
+                **(fields or {}),
             }
         )
         headers = {}

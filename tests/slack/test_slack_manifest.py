@@ -100,7 +100,10 @@ def test_scopes_are_known_and_minimal(manifest: dict[str, Any]) -> None:
     assert len(scopes) == len(set(scopes))
     assert set(scopes) <= KNOWN_BOT_SCOPES, set(scopes) - KNOWN_BOT_SCOPES
     events = manifest["settings"]["event_subscriptions"]["bot_events"]
-    needed = {"commands", "chat:write", "usergroups:read"} | {
+    # conversations.members (who may see and decide a channel's calls) reads public and
+    # private channels and group DMs (a DM with the bot is scoped by the policy alone).
+    membership = {"channels:read", "groups:read", "mpim:read"}
+    needed = {"commands", "chat:write", "usergroups:read", *membership} | {
         scope for event in events if (scope := EVENT_SCOPES[event]) is not None
     }
     assert set(scopes) == needed

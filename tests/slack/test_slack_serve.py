@@ -126,6 +126,7 @@ async def served(fake_slack: FakeSlack, tmp_path: Path) -> AsyncIterator[tuple[S
     policy = tmp_path / "policy.toml"
     policy.write_text('[tools.deploy_release]\napprovers = ["S0OPS"]\n')
     fake_slack.usergroups["S0OPS"] = ["U0APP"]
+    fake_slack.channel_members["C0OPS"] = ["U0REQ", "U0APP", "U0OUT"]
     env = {
         **os.environ,
         "SLACK_BOT_TOKEN": "xoxb-serve",

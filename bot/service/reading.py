@@ -1,0 +1,110 @@
+"""Reading a call whole before approving it: a value cut for length is never approved
+unseen.
+
+The review card shows the arguments within Block Kit's limits (`CARD_ARGUMENTS_LIMIT`
+characters of the rendered snapshot, bot.review's renderer): a longer call is cut there,
+with a marker, and so is the modal that repeats the card. Such a call (`card_shows_all`
+false) counts a person's approval only once they have been shown the whole (redacted)
+arguments of its current digest: the Slack layer shows them page by page, in the same
+rendering as the card, and says so here when the person reached the last page
+(`read_in_full`); the store keeps one row per (approval, reader, digest), audited
+`read_in_full`. A vote to approve, and an approval with changes, by someone who has not
+read the current digest whole is refused (`ArgumentsUnreadError`, audited `refused`,
+why `unread`). Rejecting needs no reading: a rejected call never runs. A change of the
+arguments makes a new digest, so everyone reads the new arguments again.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from bot.errors import ArgumentsUnreadError, InputError, ResolutionError
+from bot.review import ReviewSnapshot
+from bot.service.workflow import Workflow
+from store.api import ApprovalRecord
+
+CARD_ARGUMENTS_LIMIT = 2600
+"""Characters of rendered arguments and script warnings a card (and the modal repeating
+it) shows."""
+WARNINGS_LIMIT = 300
+"""Characters of mixed-script warnings a card shows under the arguments (taken from the
+arguments' room)."""
+WHOLE = 1 << 40
+"""A render limit no snapshot reaches: the whole arguments."""
+CUT_MARK = "… (truncated, "
+"""How bot.review marks a cut (`… (truncated, N more characters)`)."""
+REMEMBERED_SNAPSHOTS = 1024
+REMEMBERED_SNAPSHOT_CHARS = 16_384
+
+
+def whole_text(snapshot: ReviewSnapshot) -> str:
+    """The whole rendered arguments, exactly as the card renders them, uncut."""
+    return snapshot.render_text(limit=WHOLE)
+
+
+def card_warnings(snapshot: ReviewSnapshot) -> str:
+    """The script warnings as the card shows them ("" when there are none)."""
+    return snapshot.render_warnings(limit=WARNINGS_LIMIT)
+
+
+def card_arguments(snapshot: ReviewSnapshot, warnings: str) -> str:
+    """The arguments as the card shows them: in what `warnings` leave of the room."""
+    room = CARD_ARGUMENTS_LIMIT - (len(warnings) + 40 if warnings else 0)
+    return snapshot.render_text(limit=room)
+
+
+def card_shows_all(snapshot_json: str) -> bool:
+    """Does the card show every character of the call's (redacted) arguments? A
+    snapshot that cannot be read shows as such, and there is nothing more to read.
+    Lists ask this of every row they show, again and again: the answer for snapshots up
+    to REMEMBERED_SNAPSHOT_CHARS is remembered (REMEMBERED_SNAPSHOTS of them)."""
+    if len(snapshot_json) <= REMEMBERED_SNAPSHOT_CHARS:
+        return _remembered_shows_all(snapshot_json)
+    return _shows_all(snapshot_json)
+
+
+def _shows_all(snapshot_json: str) -> bool:
+    """A cut always leaves its marker, so a card text without one was not cut (the
+    whole rendering, a walk over every character, is made only when it has one: cut, or
+    a value that quotes the marker)."""
+    try:
+        snapshot = ReviewSnapshot.from_json(snapshot_json)
+    except InputError:
+        return True
+    shown = card_arguments(snapshot, card_warnings(snapshot))
+    return CUT_MARK not in shown or shown == whole_text(snapshot)
+
+
+_remembered_shows_all = functools.lru_cache(maxsize=REMEMBERED_SNAPSHOTS)(_shows_all)
+
+
+async def has_read(flow: Workflow, approval: ApprovalRecord, user: str) -> bool:
+    """Has `user` been shown the approval's current arguments whole?"""
+    return await flow.store.has_read_in_full(
+        approval.approval_id, reader=user, digest=approval.arguments_digest
+    )
+
+
+async def has_seen_all(flow: Workflow, approval: ApprovalRecord, user: str) -> bool:
+    """Has `user` seen every character of the call's current arguments: on its card
+    (they fit), or read in full? Only then does their approval count."""
+    return card_shows_all(approval.snapshot) or await has_read(flow, approval, user)
+
+
+def unread(approval: ApprovalRecord) -> ArgumentsUnreadError:
+    return ArgumentsUnreadError(
+        "these arguments are too long for the card: read the whole arguments (Read all "
+        "arguments) before you approve them",
+        approval_id=approval.approval_id,
+    )
+
+
+async def record_read(flow: Workflow, approval: ApprovalRecord, user: str, digest: str) -> None:
+    """Record that `user` was shown the whole arguments of `digest`; ResolutionError when
+    that is no longer the approval's digest (they read arguments that changed since)."""
+    if digest != approval.arguments_digest:
+        raise ResolutionError(
+            "the arguments changed while you read them (now digest "
+            f"{approval.arguments_digest[:12]}…); read them again"
+        )
+    await flow.store.record_full_read(approval.approval_id, reader=user, digest=digest)

@@ -1,0 +1,12 @@
+-- 0005: who has read an approval's arguments in full, per digest. A call whose arguments
+-- the card shows cut is approved only by people the bot has shown every byte of the
+-- arguments they approve; the primary key makes recording a read twice a no-op, and its
+-- prefix finds one person's read of one digest without a scan.
+
+CREATE TABLE approval_full_reads (
+    approval_id  TEXT NOT NULL REFERENCES approvals (approval_id),
+    reader       TEXT NOT NULL,
+    digest       TEXT NOT NULL,
+    at           TEXT NOT NULL,
+    PRIMARY KEY (approval_id, reader, digest)
+) WITHOUT ROWID;
