@@ -249,6 +249,15 @@ def parse_policy(
     return _Parser(source, known).policy(data)
 
 
+def format_duration(duration: timedelta) -> str:
+    """A duration as the policy writes it: "2h", "90m", "1d", "0s"."""
+    seconds = int(duration.total_seconds())
+    for unit in ("d", "h", "m"):
+        if seconds and seconds % _UNIT_SECONDS[unit] == 0:
+            return f"{seconds // _UNIT_SECONDS[unit]}{unit}"
+    return f"{seconds}s"
+
+
 def parse_duration(
     text: object, *, allow_zero: bool = False, longest: timedelta | None = _LONGEST_DURATION
 ) -> timedelta:

@@ -89,7 +89,7 @@ async def refuse(
         actor=actor,
         run_id=approval.run_id,
         approval_id=approval.approval_id,
-        detail={"why": why, "tool": approval.tool_name, **(detail or {})},
+        detail={"why": why, "tool": approval.tool_name, "via": flow.via, **(detail or {})},
     )
 
 
@@ -137,6 +137,10 @@ async def build_view(
         votes = (await flow.store.votes([approval.approval_id]))[approval.approval_id]
     current = tuple(vote for vote in votes if vote.digest == approval.arguments_digest)
     voters = tuple(counted_voters(approval, votes))
+    standing = None  # only a decided approval can stand (pending ones need no lookup)
+    if approval.status != "pending":
+        standing = await flow.store.get_standing_decision(approval.approval_id)
+        standing = standing if standing is not None and standing.active else None
     can_decide = can_revoke = can_reconcile = False
     why_not: str | None = None
     if viewer is not None:
@@ -148,19 +152,24 @@ async def build_view(
         elif any(vote.voter == viewer for vote in current):
             why_not = "you already voted on these arguments"
         can_decide = why_not is None
-        can_revoke = revoke_refusal(flow.policy, verdict, approval, viewer) is None
+        can_revoke = revoke_refusal(flow.policy, verdict, approval, viewer) is None or (
+            standing is not None and may_revoke(flow.policy, verdict, approval, viewer)
+        )  # a decision that stands for the run may be ended after its own call ran
         can_reconcile = may_reconcile(flow.policy, verdict, viewer)
+    rule = flow.rule_for(approval.tool_name)
     return ApprovalView(
         approval=approval,
         votes=current,
         approvals_count=len(voters),
         required=approval.required_approvals,
         voters=voters,
-        approvers=flow.rule_for(approval.tool_name).approvers,
+        approvers=rule.approvers,
         can_decide=can_decide,
         can_revoke=can_revoke,
         can_reconcile=can_reconcile,
         why_not=why_not,
+        can_stand=can_decide and rule.allow_always and approval.required_approvals == 1,
+        standing=standing,
     )
 
 
@@ -205,6 +214,7 @@ async def pending_for(
             not_requested_by=None if self_allowed else viewer,
             tool_names=only,
             except_tool_names=excluded,
+            origin=flow.origin,
         )
         views = await views_of(flow, batch, viewer)
         for index, view in enumerate(views):

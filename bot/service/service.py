@@ -21,6 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from bot.clock import Clock, utc_now
+from bot.credentials import redact_text
 from bot.errors import (
     ApprovalsError,
     ConfigError,
@@ -40,6 +41,7 @@ from bot.service.api import (
     Notifier,
     Page,
     RunStarted,
+    Surface,
     UncertainCall,
     WaitingForApproval,
 )
@@ -48,12 +50,13 @@ from bot.service.codec import encode_state
 from bot.service.config import DEFAULT_APPROVAL_TTL
 from bot.service.execution import execute
 from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
+from bot.service.operator import cancel_run, resume_stuck
 from bot.service.reconcile import describe_uncertain, reconcile_call
 from bot.service.recovery import recover_runs
 from bot.service.tasks import TaskOwner
-from bot.service.voting import Ballot, approve_changed, cast, revoke
+from bot.service.voting import Ballot, approve_changed, cast, cast_standing, revoke
 from bot.service.workflow import Workflow
-from store.api import ApprovalRecord, AuditEvent, RunRecord, Store
+from store.api import ApprovalRecord, AuditEvent, CancelOutcome, RunRecord, Store
 
 DEFAULT_LEASE_SECONDS = 300.0
 SWEEP_SECONDS = 10.0  # an unclicked card shows "expired" within this of its expiry
@@ -66,7 +69,12 @@ class ApprovalService:
     `policy` (default: the built-in defaults with `approval_ttl` as the default lifetime;
     with a policy, `approval_ttl` is not used) and `groups` (default: no groups) decide
     who may act; the quorum and expiry of an approval are fixed when it is requested.
-    A policy naming a tool no registered agent has is a ConfigError."""
+    A policy naming a tool no registered agent has is a ConfigError.
+
+    `surface` says whom the service serves (bot.service.api.Surface): "slack" (the bot,
+    the default) and "terminal" (the demo) start runs of that origin and show and decide
+    only those; "cli" (operators) starts none and reaches every run. Decisions record it
+    as their audit `via`."""
 
     def __init__(
         self,
@@ -83,6 +91,7 @@ class ApprovalService:
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         policy: Policy | None = None,
         groups: GroupDirectory | None = None,
+        surface: Surface = "slack",
     ) -> None:
         if not worker_id.strip():
             raise ConfigError("the service needs a worker id (see installation_worker_id)")
@@ -99,6 +108,7 @@ class ApprovalService:
             policy=policy or DEFAULT_POLICY.with_default_expiry(approval_ttl),
             groups=groups or NoGroups(),
             tasks=tasks,
+            surface=surface,
         )
         self._default_agent = default_agent
         self._sweeper: ExpirySweeper | None = None
@@ -126,6 +136,9 @@ class ApprovalService:
             raise InputError("the task is empty; say what the agent should do")
         if not requester.strip():
             raise InputError("a run needs a requester")
+        origin = self._flow.origin
+        if origin is None:
+            raise InputError("operators do not start runs; use Slack or the demo")
         agent = self._flow.registry.latest(agent_name or self._default_agent)
         state = RunState(
             run_id=uuid.uuid4().hex,
@@ -146,6 +159,8 @@ class ApprovalService:
             status="running",
             channel=channel,
             requester=requester,
+            origin=origin,
+            task=redact_text(text),
         )
         thread = await self._flow.notify(RunStarted(run=run, task=text))
         if thread is not None:
@@ -166,6 +181,7 @@ class ApprovalService:
         reason: str,
         message: str | None = None,
         digest: str | None = None,
+        always: bool = False,
     ) -> DecisionResult:
         """Record one person's vote under the policy.
 
@@ -180,7 +196,12 @@ class ApprovalService:
         An approval stays `pending` until `required_approvals` distinct eligible people
         approved the current arguments; one rejection rejects. A counted vote updates
         the card (`ApprovalUpdated`); a closing one `ApprovalDecided`, and when it was
-        the run's last open approval the resume is claimed and runs in a service task."""
+        the run's last open approval the resume is claimed and runs in a service task.
+
+        `always`: the decision stands for the rest of the run (bot.service.standing):
+        every later call of the tool in this run is decided the same way, each by its own
+        approval with the same checks, until the decision is revoked. Only where the
+        policy allows it for the tool (NotAuthorizedError otherwise, audited)."""
         ballot = Ballot(
             approval_id=approval_id,
             approve=approve,
@@ -189,6 +210,8 @@ class ApprovalService:
             message=message,
             digest=digest,
         )
+        if always:
+            return await cast_standing(self._flow, ballot)
         return await cast(self._flow, ballot)
 
     async def expire_due(self) -> list[ApprovalRecord]:
@@ -237,7 +260,11 @@ class ApprovalService:
         admins (NotAuthorizedError otherwise, audited `refused`). A blank reason ->
         InputError; already executed or closed -> AlreadyDecidedError. The card is
         updated (`ApprovalDecided`, status `revoked`, `revoked_by`, `reason`), and the run
-        resumes with the call rejected when nothing else is open."""
+        resumes with the call rejected when nothing else is open.
+
+        When the approval made a decision that stands for the rest of the run, that ends
+        too (`standing_revoked`): later calls of the tool are asked again. That works
+        after the call itself ran (the approval then stays as it is)."""
         return await revoke(self._flow, approval_id, actor=actor, reason=reason)
 
     async def approval_view(self, approval_id: str, *, viewer: str) -> ApprovalView:
@@ -260,8 +287,21 @@ class ApprovalService:
         return await views_of(self._flow, rows, viewer)
 
     async def recent_decisions(self, *, limit: int = 20) -> list[ApprovalRecord]:
-        """The latest approvals and rejections, newest first."""
-        return await self._flow.store.recent_decisions(limit=limit)
+        """The latest approvals and rejections (of this surface's runs), newest first."""
+        return await self._flow.store.recent_decisions(limit=limit, origin=self._flow.origin)
+
+    # -- whole runs: cancel, resume a stuck one -------------------------------------------
+
+    async def cancel_run(self, run_id: str, *, actor: str, reason: str) -> CancelOutcome:
+        """Cancel a running, paused or stuck run: it ends `cancelled`, its open approvals
+        close (their cards updated), its thread is told (`RunCancelled`), all audited. A
+        compare-and-set on the run's version: see bot.service.operator."""
+        return await cancel_run(self._flow, run_id, actor=actor, reason=reason)
+
+    async def resume_stuck(self, run_id: str, *, actor: str) -> RunRecord:
+        """Run again the resume of a run left `resuming` (or paused with nothing left to
+        decide), in a service task; see bot.service.operator."""
+        return await resume_stuck(self._flow, run_id, actor=actor)
 
     async def approval_trail(self, approval_id: str, *, viewer: str) -> list[AuditEvent]:
         """The audit events of one approval, in order (requested, voted, refused,
@@ -297,7 +337,7 @@ class ApprovalService:
             return WaitingForApproval(run=run, pending=len(pending))
         if run.status in ("running", "resuming"):
             return Busy(run=run)
-        if run.status == "cancelled":
+        if run.status == "cancelled" or run.purged_at is not None:
             return Closed(run=run)
         if not text.strip():
             raise InputError("the message is empty")

@@ -33,6 +33,7 @@ from bot.service.authority import (
 )
 from bot.service.codec import encode_state
 from bot.service.execution import card_snapshot
+from bot.service.standing import apply_decision
 from bot.service.workflow import Workflow
 from store.api import Amendment, ApprovalRecord, RunRecord, VoteOutcome
 
@@ -71,11 +72,31 @@ async def check_ballot(flow: Workflow, ballot: Ballot) -> tuple[ApprovalRecord, 
 async def cast(flow: Workflow, ballot: Ballot) -> DecisionResult:
     """Vote (see `ApprovalService.decide`)."""
     approval, run = await check_ballot(flow, ballot)
-    outcome = await _vote(flow, ballot, approval)
+    outcome = await vote(flow, ballot, approval)
     return await settle(flow, run, ballot, outcome)
 
 
-async def _vote(
+async def cast_standing(flow: Workflow, ballot: Ballot) -> DecisionResult:
+    """A vote that, once it decides the approval, stands for the rest of the run (see
+    bot.service.standing): refused unless the policy allows it for the tool."""
+    approval, run = await check_ballot(flow, ballot)
+    rule = flow.rule_for(approval.tool_name)
+    if not rule.allow_always or approval.required_approvals != 1:
+        await refuse(flow, approval, actor=ballot.decider, why="standing_not_allowed")
+        raise NotAuthorizedError(
+            f"the policy does not let a decision on {approval.tool_name} stand for the rest "
+            "of the run (allow_always, with one required approval)"
+        )
+    outcome = await vote(flow, ballot, approval)
+    if outcome.result == "decided":
+        decision = await flow.store.add_standing_decision(approval.approval_id, via=flow.via)
+        pending = await flow.store.list_approvals(run_id=run.run_id, status="pending")
+        same_tool = [other for other in pending if other.tool_name == approval.tool_name]
+        await apply_decision(flow, run, same_tool, decision)
+    return await settle(flow, run, ballot, outcome)
+
+
+async def vote(
     flow: Workflow,
     ballot: Ballot,
     approval: ApprovalRecord,
@@ -92,6 +113,7 @@ async def _vote(
         message=None if ballot.approve else (ballot.message or "").strip() or None,
         amend=amend,
         now=flow.clock(),
+        via=flow.via,
     )
 
 
@@ -103,12 +125,14 @@ async def settle(
 ) -> DecisionResult:
     record = outcome.record
     voters = tuple(counted_voters(record, list(outcome.votes)))
+    standing = await flow.standing(run.run_id)
     if outcome.result == "decided":
-        await flow.notify(ApprovalDecided(run=run, approval=record))
+        await flow.notify(ApprovalDecided(run=run, approval=record, standing=standing))
         started = await flow.resume_if_all_decided(record.run_id)
         return _result(record, voters, resume_started=started)
     if outcome.result == "counted":
-        await flow.notify(ApprovalUpdated(run=run, view=await build_view(flow, record, None)))
+        view = await build_view(flow, record, None)
+        await flow.notify(ApprovalUpdated(run=run, view=view, standing=standing))
         return _result(record, voters, resume_started=False)
     await refuse(flow, record, actor=ballot.decider, why=outcome.result)
     if outcome.result == "expired":
@@ -168,7 +192,7 @@ async def approve_changed(
         return await cast(flow, ballot)  # nothing changed: a plain approval
     saved = await _save_arguments(flow, run, state, call.tool_call_id, new_arguments)
     amendment = Amendment(arguments_digest=snapshot.digest, snapshot=snapshot.to_json())
-    outcome = await _vote(flow, ballot, approval, amend=amendment)
+    outcome = await vote(flow, ballot, approval, amend=amendment)
     if outcome.result not in ("counted", "decided"):
         # The change did not land (closed, expired, edited meanwhile): put the state's
         # arguments back. Were this lost in a crash, the resume would find state and row
@@ -194,11 +218,16 @@ async def revoke(flow: Workflow, approval_id: str, *, actor: str, reason: str) -
         raise NotAuthorizedError(
             "only the run's requester, an approver of this tool or an admin may revoke it"
         )
+    ended = await _end_standing(flow, approval, actor=actor, reason=reason)
     if refusal == "closed":
+        if ended:
+            return approval  # the call itself already ran or closed; its standing ended
         await refuse(flow, approval, actor=actor, why=refusal, detail={"action": "revoke"})
         raise already_decided(approval)
-    outcome = await flow.store.revoke(approval_id, actor=actor, reason=reason.strip())
+    outcome = await flow.store.revoke(approval_id, actor=actor, reason=reason.strip(), via=flow.via)
     if not outcome.won:  # it closed meanwhile, or its approved call already started
+        if ended:
+            return outcome.record
         await refuse(flow, outcome.record, actor=actor, why="closed", detail={"action": "revoke"})
         if outcome.record.status == "approved":
             raise AlreadyDecidedError(
@@ -208,9 +237,27 @@ async def revoke(flow: Workflow, approval_id: str, *, actor: str, reason: str) -
                 decided_at=outcome.record.decided_at,
             )
         raise already_decided(outcome.record)
-    await flow.notify(ApprovalDecided(run=run, approval=outcome.record))
+    standing = await flow.standing(run.run_id)
+    await flow.notify(ApprovalDecided(run=run, approval=outcome.record, standing=standing))
     await flow.resume_if_all_decided(outcome.record.run_id)
     return outcome.record
+
+
+async def _end_standing(
+    flow: Workflow, approval: ApprovalRecord, *, actor: str, reason: str
+) -> bool:
+    """End the standing decision the approval made, if any is active; True when ended.
+    Its card stops saying it stands (a decided card is updated in place)."""
+    ended = await flow.store.revoke_standing_decision(
+        approval.approval_id, actor=actor, reason=reason.strip(), via=flow.via
+    )
+    if ended is None:
+        return False
+    if approval.status != "pending":
+        run = await flow.run_of(approval)
+        standing = await flow.standing(run.run_id)
+        await flow.notify(ApprovalDecided(run=run, approval=approval, standing=standing))
+    return True
 
 
 async def _save_arguments(

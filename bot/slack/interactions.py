@@ -122,7 +122,8 @@ class CardInteractions:
         context = replace(context, digest=approval.arguments_digest)  # what the modal shows
         call = snapshot_text(approval)
         if click.action != "edit":
-            return decision_modal(context=context, call=call)
+            stand = approval.tool_name if view.can_stand else None
+            return decision_modal(context=context, call=call, tool_name=stand)
         arguments = editable_arguments(ReviewSnapshot.from_json(approval.snapshot))
         if arguments is None:
             await self._refuse(click, messages.TOO_BIG_TO_EDIT_TEXT)
@@ -190,6 +191,7 @@ class CardInteractions:
                 reason=submission.reason,
                 message=submission.message,
                 digest=submission.digest,
+                always=submission.always,
             )
         except ApprovalsError as error:
             text = messages.refused_text(error)

@@ -47,6 +47,8 @@ APPROVALS_HELP = (
     "• `/approvals audit ID`: the audit trail of one approval\n"
     "• `/approvals reconcile ID result <text> | retry | abort`: settle a call whose outcome "
     "is unknown (admins and the tool's approvers)\n"
+    "• `/approvals cancel RUN [reason]`: cancel a run; its open calls never run (the run's "
+    "requester and admins)\n"
     "• `/approvals help`: this message"
 )
 
@@ -108,6 +110,12 @@ def already_decided_text(*, status: str, decider: str | None, decided_at: dateti
 
 RECONCILED_TEXT = ":white_check_mark: Reconciled; the run goes on."
 REVOKED_WITHOUT_REASON = "(revoked with /approvals; no reason given)"
+CANCELLED_WITHOUT_REASON = "(cancelled with /approvals; no reason given)"
+
+
+def cancelled_text(run_id: str, closed: int) -> str:
+    calls = "" if not closed else f"; {closed} open call(s) closed without running"
+    return f":stop_sign: Cancelled run `{escape(run_id, 100)}`{calls}."
 
 
 def vote_counted_text(*, count: int, required: int, voters: Sequence[str]) -> str:
@@ -162,6 +170,13 @@ def final_answer_text(*, final_output: str | None, status: str) -> str:
     if status == "max_turns":
         return ":warning: The run stopped after its maximum number of turns."
     return f":information_source: The run ended ({escape(status, 100)})."
+
+
+def run_cancelled_text(actor: str, reason: str) -> str:
+    return (
+        f":stop_sign: {person(actor)} cancelled this run: {escape(reason, 1000)}. "
+        "Nothing more of it runs; start a new one with `/agent`."
+    )
 
 
 def run_failed_text(error: str) -> str:
@@ -296,6 +311,11 @@ def show_text(view: ApprovalView) -> str:
         lines.append(f"Expires {slack_date(approval.expires_at)}")
     if approval.reason:
         lines.append(f"Reason: {escape(approval.reason, 500)}")
+    if view.standing is not None:
+        lines.append(
+            f"Stands for the rest of its run ({escape(view.standing.decision, 20)} for every "
+            f"later `{escape(approval.tool_name, 200)}` call); revoking it stops that."
+        )
     if may:
         lines.append(f"You may {', '.join(may)}.")
     elif view.why_not:
