@@ -108,7 +108,8 @@ async def seed(store: Store, pending: int) -> None:
 def _approval(run_id: str, requester: str, number: int, start: datetime) -> NewApproval:
     tool = "deploy_release" if number % 4 == 0 else "set_config"
     arguments = {"service": f"svc-{number}", "version": f"1.{number}.0"}
-    snapshot = review_snapshot(tool, arguments)
+    # A stand-in for the call's keyed digest (the bench measures reading, not hashing).
+    snapshot = review_snapshot(tool, arguments, digest=f"{number:064x}")
     return NewApproval(
         approval_id=uuid.uuid4().hex,
         run_id=run_id,

@@ -4,8 +4,9 @@
     python bench/review_snapshot.py --quick    # fewer samples
 
 For each argument shape, the median of repeated samples of this thread's CPU time:
-- floor: `canonical_arguments` + SHA-256 (the digest: the least any snapshot costs);
-- snapshot: `review_snapshot(...)` (digest + credential scan + redaction);
+- floor: the call's keyed digest (`call_digest`: canonical arguments + HMAC-SHA256, the
+  least any snapshot costs);
+- snapshot: the digest + `review_snapshot(...)` (credential scan + redaction);
 - render: `snapshot.render_text()` (pretty JSON, escape, fit to the Block Kit limit).
 Ratios are against the floor measured in the same run, samples interleaved. The
 `hostile` shapes are texts built to make a careless scanner quadratic.
@@ -22,7 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bot.review import arguments_digest, review_snapshot
+from bot.canonical import call_digest
+from bot.review import review_snapshot
 
 SLACK_TOKEN = "xoxb-" + "2718281828-3141592653-AbCdEfGhIjKlMnOp"
 
@@ -48,13 +50,31 @@ def per_call(action: Callable[[], Any], number: int) -> float:
     return (time.thread_time() - start) / number
 
 
+KEY = bytes(range(32))
+
+
+def digest(arguments: dict[str, Any]) -> str:
+    return call_digest(
+        KEY,
+        agent_name="ops",
+        agent_version="1",
+        tool_name="tool",
+        execution_key="0" * 32,
+        arguments=arguments,
+    )
+
+
+def snapshot_of(arguments: dict[str, Any]) -> Any:
+    return review_snapshot("tool", arguments, digest=digest(arguments))
+
+
 def measure(arguments: dict[str, Any], samples: int) -> tuple[float, float, float]:
-    snapshot = review_snapshot("tool", arguments)
-    number = max(1, int(0.02 / max(per_call(lambda: review_snapshot("tool", arguments), 1), 1e-6)))
+    snapshot = snapshot_of(arguments)
+    number = max(1, int(0.02 / max(per_call(lambda: snapshot_of(arguments), 1), 1e-6)))
     floor, snap, render = [], [], []
     for _ in range(samples):
-        floor.append(per_call(lambda: arguments_digest(arguments), number))
-        snap.append(per_call(lambda: review_snapshot("tool", arguments), number))
+        floor.append(per_call(lambda: digest(arguments), number))
+        snap.append(per_call(lambda: snapshot_of(arguments), number))
         render.append(per_call(snapshot.render_text, number))
     return statistics.median(floor), statistics.median(snap), statistics.median(render)
 

@@ -1,4 +1,4 @@
-"""The one canonical byte form of a tool call's arguments, and its SHA-256 digest.
+"""The one canonical byte form of a tool call's arguments, and the call's keyed digest.
 
 The run core (bot.runtime: journal claims, the ledger) and the review layer (bot.review:
 the card's digest, the approval row) must agree byte for byte on what "the same
@@ -6,7 +6,17 @@ arguments" means, and they may not import each other, so both use this leaf modu
 
 - `canonical_arguments`: JSON with sorted keys, compact separators (",", ":") and UTF-8
   kept as is (ensure_ascii=False), encoded as UTF-8.
-- `arguments_digest`: SHA-256 hex over those bytes.
+- `call_digest`: HMAC-SHA256 hex, keyed with the run's own random digest key, over a
+  domain tag, the agent's name and version, the tool name, the call's execution key and
+  the canonical arguments (0x1f-separated, the arguments last). A card shows it next to
+  redacted arguments; unkeyed, it would let anyone with a wordlist confirm a hidden
+  value (`Summer2024!`) from the card, an audit export or a copied database. Binding the
+  execution key makes every call's digest unique, so even someone who can start runs
+  cannot compare the digest of his own call with a victim's card.
+- `legacy_arguments_digest`: the unkeyed SHA-256 of the canonical arguments that builds
+  before keyed digests used. Only calls that a state of that time was already waiting
+  on keep it (RunState's `legacy_digest_calls`); never use it for anything new.
+- `digests_equal`: the constant-time comparison every digest check uses.
 
 Only values that survive a stored RunState unchanged are accepted, so equal bytes mean
 equal arguments and a call cannot change between approval and execution: string keys;
@@ -21,13 +31,26 @@ formats some floats differently (1e-07 vs 1e-7), which would change existing dig
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from bot.errors import InputError
 
-__all__ = ["INT_MAX", "INT_MIN", "arguments_digest", "canonical_arguments"]
+__all__ = [
+    "CALL_DIGEST_DOMAIN",
+    "DIGEST_KEY_BYTES",
+    "INT_MAX",
+    "INT_MIN",
+    "call_digest",
+    "canonical_arguments",
+    "digests_equal",
+    "legacy_arguments_digest",
+]
+
+CALL_DIGEST_DOMAIN = b"approvals-bot call digest v2"
+DIGEST_KEY_BYTES = 32
 
 INT_MIN = -(2**63)
 INT_MAX = 2**64 - 1
@@ -55,9 +78,38 @@ def canonical_arguments(arguments: Mapping[str, Any]) -> bytes:
         ) from None
 
 
-def arguments_digest(arguments: Mapping[str, Any]) -> str:
-    """SHA-256 hex of `canonical_arguments(arguments)`."""
+def call_digest(
+    key: bytes,
+    *,
+    agent_name: str,
+    agent_version: str,
+    tool_name: str,
+    execution_key: str,
+    arguments: Mapping[str, Any],
+) -> str:
+    """The call's keyed digest (64 lowercase hex; see the module doc). ValueError when an
+    identity field holds the separator (it would make two calls' messages alike)."""
+    if len(key) != DIGEST_KEY_BYTES:
+        raise ValueError(f"a digest key has {DIGEST_KEY_BYTES} bytes, not {len(key)}")
+    identity = (agent_name, agent_version, tool_name, execution_key)
+    head = "\x1f".join(identity)
+    if head.count("\x1f") != len(identity) - 1:
+        names = ("agent_name", "agent_version", "tool_name", "execution_key")
+        bad = next(name for name, value in zip(names, identity, strict=True) if "\x1f" in value)
+        raise ValueError(f"{bad} holds the digest separator 0x1f")
+    message = b"\x1f".join((CALL_DIGEST_DOMAIN, head.encode(), canonical_arguments(arguments)))
+    return hmac.digest(key, message, "sha256").hex()
+
+
+def legacy_arguments_digest(arguments: Mapping[str, Any]) -> str:
+    """SHA-256 hex of `canonical_arguments(arguments)`: the digest of builds before keyed
+    digests, kept only for the calls such a state was waiting on."""
     return hashlib.sha256(canonical_arguments(arguments)).hexdigest()
+
+
+def digests_equal(first: str, second: str) -> bool:
+    """Constant-time equality of two digests (hex text)."""
+    return hmac.compare_digest(first.encode("utf-8"), second.encode("utf-8"))
 
 
 def _check_json(value: Any, path: str) -> None:

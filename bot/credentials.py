@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -250,7 +250,8 @@ def redact_text(text: str, marker: str = REDACTED) -> str:
 _IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-def _child_path(path: str, key: object) -> str:
+def child_path(path: str, key: object) -> str:
+    """The JSON path of `key` (an index or a name) under `path`, as `redact` writes it."""
     if isinstance(key, int):
         return f"{path}[{key}]"
     text = str(key)
@@ -263,18 +264,33 @@ def _child_path(path: str, key: object) -> str:
 class _Redactor:
     """One recursive pass; collects the JSON paths of everything it replaced."""
 
-    def __init__(self, *, marker: str, by_key: bool) -> None:
+    def __init__(self, *, marker: str, by_key: bool, keep_hidden: Collection[str] = ()) -> None:
         self.marker = marker
         self.by_key = by_key
+        self.keep_hidden = frozenset(keep_hidden)
         self.paths: list[str] = []
 
     def value(self, value: Any, path: str) -> Any:
+        if path in self.keep_hidden:
+            return self._kept_hidden(value, path)
+        return self._by_rules(value, path)
+
+    def _kept_hidden(self, value: Any, path: str) -> Any:
+        """Hidden before: as the rules show it when they hide some of it, else whole."""
+        found = len(self.paths)
+        shown = self._by_rules(value, path)
+        if len(self.paths) > found:
+            return shown
+        self.paths.append(path)
+        return self.marker
+
+    def _by_rules(self, value: Any, path: str) -> Any:
         if isinstance(value, str):
             return self.string(value, path)
         if isinstance(value, Mapping):
             return self.mapping(value, path)
         if isinstance(value, list | tuple):
-            return [self.value(item, _child_path(path, index)) for index, item in enumerate(value)]
+            return [self.value(item, child_path(path, index)) for index, item in enumerate(value)]
         return value
 
     def string(self, value: str, path: str) -> str:
@@ -288,7 +304,7 @@ class _Redactor:
         result: dict[Any, Any] = {}
         for key, item in mapping.items():
             shown_key = self._key(key, path)
-            child = _child_path(path, shown_key)
+            child = child_path(path, shown_key)
             secret_by_name = isinstance(key, str) and is_secret_key(key)
             if self.by_key and item is not None and (secret_by_name or key == forced):
                 self.paths.append(child)
@@ -302,7 +318,7 @@ class _Redactor:
             return key
         redacted = redact_text(key, self.marker)
         if redacted != key:
-            self.paths.append(_child_path(path, redacted))
+            self.paths.append(child_path(path, redacted))
         return redacted
 
     @staticmethod
@@ -330,11 +346,35 @@ def find_secrets(obj: Any, *, include_secret_keys: bool = False) -> list[str]:
     return redactor.paths
 
 
-def redact(obj: Any, marker: str = REDACTED) -> tuple[Any, list[str]]:
+def redact(
+    obj: Any, marker: str = REDACTED, *, keep_hidden: Collection[str] = ()
+) -> tuple[Any, list[str]]:
     """A copy of `obj` with secrets replaced by `marker`, and the JSON paths replaced.
 
     Values under secret key names are replaced whole (unless None); credential-shaped
-    parts of any other string are replaced in place. Tuples come back as lists.
+    parts of any other string are replaced in place. Tuples come back as lists. A path
+    in `keep_hidden` (hidden in an earlier snapshot of the same call) is replaced whole
+    unless the rules already hide part of it.
     """
-    redactor = _Redactor(marker=marker, by_key=True)
+    redactor = _Redactor(marker=marker, by_key=True, keep_hidden=keep_hidden)
     return redactor.value(obj, "$"), redactor.paths
+
+
+def values_at_paths(obj: Any, paths: Collection[str]) -> dict[str, Any]:
+    """The values found in `obj` at `paths` (JSON paths as `redact` names them)."""
+    wanted = frozenset(paths)
+    found: dict[str, Any] = {}
+
+    def walk(value: Any, path: str) -> None:
+        if path in wanted:
+            found[path] = value
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                shown = redact_text(key) if isinstance(key, str) else key
+                walk(item, child_path(path, shown))
+        elif isinstance(value, list | tuple):
+            for index, item in enumerate(value):
+                walk(item, child_path(path, index))
+
+    walk(obj, "$")
+    return found

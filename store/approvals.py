@@ -9,6 +9,7 @@ names, all in one write transaction.
 
 from __future__ import annotations
 
+import hmac
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -86,7 +87,7 @@ def tally(votes: Iterable[VoteRecord], *, required: int, digest: str) -> Tally:
     approvers: list[str] = []
     rejecters: list[str] = []
     for vote in votes:
-        if vote.digest != digest:
+        if not hmac.compare_digest(vote.digest.encode(), digest.encode()):
             continue
         voters = approvers if vote.decision == "approved" else rejecters
         if vote.voter not in voters:

@@ -25,6 +25,7 @@ The SQL is the engine's (store/sqlite/ledger.py).
 
 from __future__ import annotations
 
+import hmac
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -69,7 +70,7 @@ def claim_step(row: Row, *, arguments_digest: str, lease: Lease, redispatch: boo
     """What claiming the existing ledger row does (ExecutionKeyConflict when the key was
     recorded with other arguments, LeaseHeldError while another owner's lease is live)."""
     key, state = row["execution_key"], row["state"]
-    if row["arguments_digest"] != arguments_digest:
+    if not hmac.compare_digest(row["arguments_digest"].encode(), arguments_digest.encode()):
         raise ExecutionKeyConflict(
             f"execution key {key!r} is recorded with other arguments "
             f"(digest {row['arguments_digest'][:12]}..., not {arguments_digest[:12]}...)"

@@ -53,8 +53,9 @@ store, policy and audit trail as the Slack bot. The offline model understands: d
 <service> <version>, restart <service>, set <service> <key>=<value>, status <service>,
 joined by "and"; another task is refused (exit code 2).
 
-Each call that needs approval is printed with its redacted arguments and the SHA-256
-digest of its real arguments; you approve (a, y) or reject (r, n) it with a reason (the
+Each call that needs approval is printed with its redacted arguments (characters that
+hide or reorder text shown as escapes such as \\u202e, words mixing scripts flagged)
+and the call's keyed digest; you approve (a, y) or reject (r, n) it with a reason (the
 reason is audit only; on reject, the message is what the agent sees). The run is
 requested by "demo-requester", so you, the approver, may decide (a policy that names
 approvers needs --approver with one of their ids). Ctrl-C at a prompt leaves the run
@@ -104,7 +105,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "--state",
         type=Path,
         help="write the paused run state JSON to this file (owner-only; in clear: it holds "
-        "the tool arguments but never the token or a credential from the context)",
+        "the tool arguments and the run's digest key, but never the token or a credential "
+        "from the context)",
     )
     parser.add_argument(
         "--db",
@@ -280,7 +282,8 @@ async def _reload(service: ApprovalService, run_id: str) -> RunRecord:
 
 def _write_private(path: Path, text: str) -> None:
     """Write `text` to a file only its owner may read: the state holds no credential
-    from the context or the dependencies, but it does hold the tool arguments."""
+    from the context or the dependencies, but it does hold the tool arguments in clear
+    and the run's digest key (with both, the card's digests are no secret anyway)."""
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     except OSError as error:

@@ -10,11 +10,11 @@ any of them answers.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from bot.credentials import redact_text
+from bot.review import arguments_json, visible
 from bot.service import Location, Notifier
 from bot.service.api import (
     ApprovalDecided,
@@ -70,11 +70,13 @@ def event_text(event: Event) -> str:
     """One event as the terminal shows it."""
     match event:
         case RunStarted(run=run, task=task):
-            return f"run {run.run_id} ({run.agent_name} v{run.agent_version}): {redact_text(task)}"
+            task_shown = visible(redact_text(task))
+            return f"run {run.run_id} ({run.agent_name} v{run.agent_version}): {task_shown}"
         case ApprovalRequested(approval=approval, snapshot=snapshot, standing=standing):
             lines = [
                 f"\napproval needed: {snapshot.tool_name} (approval {approval.approval_id})",
                 f"  arguments: {compact(snapshot.arguments)}",
+                *(f"  warning:   {line}" for line in snapshot.script_warnings()),
                 f"  digest:    {snapshot.digest}",
                 f"  expires:   {expiry(approval)}",
             ]
@@ -129,4 +131,5 @@ def expiry(approval: ApprovalRecord) -> str:
 
 
 def compact(arguments: Mapping[str, Any]) -> str:
-    return json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+    """Arguments on one line, characters that hide or reorder text shown as escapes."""
+    return arguments_json(arguments, indent=None)

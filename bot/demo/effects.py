@@ -3,7 +3,7 @@
 Every invocation of a tool that changes something appends exactly one line:
 
     {"time": "...Z", "tool": "deploy_release", "arguments": {...redacted...},
-     "arguments_digest": "<sha256 of the real arguments>", "execution_key": "...",
+     "arguments_digest": "<the call's digest>", "execution_key": "...",
      "result": "...", "auth": "sha256:<token fingerprint>", "duplicate": false}
 
 The file is also the downstream's memory. A tool that passes its execution key as an
@@ -11,8 +11,10 @@ idempotency key (`deploy_release`) is recognised when the key was applied before
 downstream answers with the first result and the line says `"duplicate": true`. A key
 reused with other arguments is refused, as a real idempotent API would.
 
-Arguments are stored redacted (a `set_config` value may be a password); the digest of
-the real arguments shows what was applied. Lines are written under an exclusive
+Arguments are stored redacted (a `set_config` value may be a password); the call's
+keyed digest (`current_tool_call().digest`, the one its review card showed) says which
+approved call was applied. It is never an unkeyed hash of the arguments, which would let
+a reader of this file confirm a guessed password. Lines are written under an exclusive
 `flock`, read-check-append as one step, so concurrent processes never interleave or
 both apply the same key.
 """
@@ -30,9 +32,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bot.canonical import digests_equal
 from bot.credentials import redact
 from bot.errors import InputError
-from bot.review import arguments_digest
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +44,7 @@ class Effect:
     tool: str
     arguments: Mapping[str, Any]
     execution_key: str
+    digest: str  # the call's keyed digest, as its card showed it
     idempotent: bool
     api_token: str
 
@@ -80,7 +83,7 @@ class EffectsFile:
         return list(_parse(text, self.path))
 
     def _apply(self, effect: Effect, result: str) -> Applied:
-        digest = arguments_digest(effect.arguments)
+        digest = effect.digest
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a+", encoding="utf-8") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
@@ -90,7 +93,9 @@ class EffectsFile:
                 if effect.idempotent
                 else None
             )
-            if earlier is not None and earlier.get("arguments_digest") != digest:
+            if earlier is not None and not digests_equal(
+                str(earlier.get("arguments_digest")), digest
+            ):
                 raise InputError(
                     f"idempotency key {effect.execution_key} was already used with other arguments"
                 )

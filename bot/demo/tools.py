@@ -108,6 +108,7 @@ async def _call_downstream(
             tool=call.tool_name,
             arguments=arguments,
             execution_key=call.execution_key,
+            digest=call.digest,
             idempotent=idempotent,
             api_token=ops.api_token,
         ),

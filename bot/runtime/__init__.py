@@ -16,7 +16,7 @@ Pure Python and asyncio: no Slack, no database. See docs/contracts.md. Where thi
   wire (through a serializer, never with a secret).
 """
 
-from bot.canonical import arguments_digest, canonical_arguments
+from bot.canonical import call_digest, canonical_arguments, legacy_arguments_digest
 from bot.errors import (
     AgentNotRegisteredError,
     AlreadyDecidedError,
@@ -95,8 +95,9 @@ __all__ = [
     "ToolSpec",
     "UnknownCallError",
     "VerifiedResult",
-    "arguments_digest",
+    "call_digest",
     "canonical_arguments",
     "current_tool_call",
+    "legacy_arguments_digest",
     "tool",
 ]

@@ -5,7 +5,11 @@ A context crosses into a stored RunState as a JSON object, produced by the agent
 default) anything else is refused; otherwise it is left out with a warning. Secrets
 (tokens, keys, passwords) belong in runtime `dependencies`, which are never stored: a
 serialized context holding a credential-looking value is refused with the JSON path of
-each such value (never the value itself).
+each such value (never the value itself). In strict mode a key that names a secret
+(`api_token`, `password`, `secret`, `private_key`; bot.credentials.is_secret_key) is
+refused too, whatever its value (`demo-secret-123` has no credential shape, and is one);
+a null holds nothing and passes. Without strict mode such a key is stored, with a warning
+naming its path.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import dataclasses
 import json
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -24,6 +28,7 @@ from bot.errors import ContextSerializationError
 logger = logging.getLogger(__name__)
 
 ContextSerializer = Callable[[Any], Mapping[str, Any]]
+SecretNames = Literal["refuse", "warn", "ignore"]
 ContextDeserializer = Callable[[Mapping[str, Any]], Any]
 
 
@@ -63,21 +68,42 @@ def serialize_context(
         )
         return None
     data = _json_copy(produced)
-    check_no_secrets(data)
+    check_no_secrets(data, secret_names="refuse" if strict else "warn")
     return data
 
 
-def check_no_secrets(data: Mapping[str, Any] | None) -> None:
-    """ContextSerializationError naming the path of every credential-looking value."""
+def check_no_secrets(
+    data: Mapping[str, Any] | None, *, secret_names: SecretNames = "ignore"
+) -> None:
+    """ContextSerializationError naming the path of every credential-looking value; for
+    values under secret key names, as `secret_names` says (refuse, warn, or ignore: a
+    stored state's context was checked when it was serialized)."""
     if data is None:
         return
-    paths = find_secrets(data)
-    if paths:
-        where = ", ".join(path.replace("$", "context", 1) for path in paths)
+    values = find_secrets(data)
+    named: list[str] = []
+    if secret_names != "ignore":
+        found = find_secrets(data, include_secret_keys=True)
+        named = [path for path in found if path not in values]
+    problems = []
+    if values:
+        problems.append(f"credential-looking values at {_where(values)}")
+    if named and secret_names == "refuse":
+        problems.append(f"values under secret key names at {_where(named)} (strict mode)")
+    elif named:
+        logger.warning(
+            "the run context stores values under secret key names at %s (non-strict mode)",
+            _where(named),
+        )
+    if problems:
         raise ContextSerializationError(
-            f"the run context holds credential-looking values at {where}; "
+            f"the run context holds {'; and '.join(problems)}; "
             "pass secrets as runtime dependencies, which are never stored"
         )
+
+
+def _where(paths: list[str]) -> str:
+    return ", ".join(path.replace("$", "context", 1) for path in paths)
 
 
 def deserialize_context(

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.canonical import arguments_digest
 from bot.credentials import redact_text
 from bot.errors import InputError
 from bot.runtime.journal import Fresh, Interrupted, Journal, Recorded, Uncertain
@@ -49,11 +48,19 @@ class CallSite:
 
 
 async def dispatch(
-    site: CallSite, tool: Tool, call: ToolCallItem, *, execution_key: str, redispatch: bool
+    site: CallSite,
+    tool: Tool,
+    call: ToolCallItem,
+    *,
+    execution_key: str,
+    digest: str,
+    redispatch: bool,
 ) -> Outcome:
+    """Run `call` through the journal. `digest` is the call's keyed digest (the one its
+    card showed): the journal keeps it and compares it, and the tool can read it."""
     claim_args = {
         "execution_key": execution_key,
-        "arguments_digest": arguments_digest(call["arguments"]),
+        "arguments_digest": digest,
         "run_id": site.run_id,
         "tool_call_id": call["id"],
         "tool_name": tool.name,
@@ -74,16 +81,25 @@ async def dispatch(
         return Done(content=claim.result, is_error=claim.is_error)
     if isinstance(claim, Uncertain | Interrupted):
         return Unsettled()
-    return await _run_fresh(site, tool, call, execution_key=execution_key, claim=claim)
+    return await _run_fresh(
+        site, tool, call, execution_key=execution_key, digest=digest, claim=claim
+    )
 
 
 async def _run_fresh(
-    site: CallSite, tool: Tool, call: ToolCallItem, *, execution_key: str, claim: Fresh
+    site: CallSite,
+    tool: Tool,
+    call: ToolCallItem,
+    *,
+    execution_key: str,
+    digest: str,
+    claim: Fresh,
 ) -> Done:
     scope = ToolCallContext(
         run_id=site.run_id,
         tool_call_id=call["id"],
         execution_key=execution_key,
+        digest=digest,
         tool_name=tool.name,
         attempt=claim.attempt,
         dependencies=site.dependencies,

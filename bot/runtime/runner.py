@@ -228,11 +228,18 @@ class _Run:
                 await _record_verified(site, item.execution_key, plan.result)
                 self._result(call, plan.result, False)
             elif isinstance(plan, _Execute):
+                digest = self.state.digest_of(
+                    tool_call_id=call["id"],
+                    tool_name=plan.tool.name,
+                    execution_key=item.execution_key,
+                    arguments=call["arguments"],
+                )
                 outcome = await dispatch(
                     site,
                     plan.tool,
                     call,
                     execution_key=item.execution_key,
+                    digest=digest,
                     redispatch=plan.redispatch,
                 )
                 if not isinstance(outcome, Done):

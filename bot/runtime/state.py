@@ -12,6 +12,11 @@ cross the wire: the Runner matches the state to an agent by name and version.
 
 `reason` and `approver_id` are audit only: they land in `approval_metadata` and never
 reach the model. A rejection's `message` is what the model sees.
+
+Each state carries its run's digest key (random, made with the run): `call_digest(call)`
+is the digest a review card shows and the ledger keeps (bot.canonical.call_digest). The
+key is part of the state's JSON, which the store only ever writes sealed (AES-GCM); it
+is never in the repr, a card, a log or an approval row.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from bot.canonical import canonical_arguments
+from bot.canonical import call_digest, legacy_arguments_digest
 from bot.errors import (
     AlreadyDecidedError,
     InputError,
@@ -46,7 +51,8 @@ from bot.runtime.decisions import (
     VerifiedResult,
     execution_key,
 )
-from bot.runtime.model import Item, ToolResultItem, unanswered_calls
+from bot.runtime.model import Item, ToolCallItem, ToolResultItem, unanswered_calls
+from bot.runtime.state_fields import check_consistency, read_history
 from bot.runtime.state_format import (
     CURRENT_SCHEMA_VERSION,
     DEFAULT_MAX_TURNS,
@@ -54,7 +60,7 @@ from bot.runtime.state_format import (
     StateFields,
     decisions_to_json,
     metadata_to_json,
-    read_history,
+    new_digest_key,
     read_payload,
 )
 
@@ -76,6 +82,8 @@ class RunState:
         decisions: Mapping[str, Decision] | None = None,
         always: Mapping[str, Decision] | None = None,
         approval_metadata: Mapping[str, ApprovalMetadata] | None = None,
+        digest_key: bytes | None = None,
+        legacy_digest_calls: Iterable[str] = (),
     ) -> None:
         self.run_id = run_id
         self.agent_name = agent_name
@@ -88,6 +96,8 @@ class RunState:
         self._decisions: dict[str, Decision] = dict(decisions or {})
         self._always: dict[str, Decision] = dict(always or {})
         self.approval_metadata: dict[str, ApprovalMetadata] = dict(approval_metadata or {})
+        self._digest_key = new_digest_key() if digest_key is None else bytes(digest_key)
+        self._legacy_digest_calls: set[str] = set(legacy_digest_calls)
         self._check_consistency()
 
     # -- reading ------------------------------------------------------------------------
@@ -129,6 +139,37 @@ class RunState:
             if not last["tool_calls"]:
                 return last["content"]
         return None
+
+    @property
+    def legacy_digest_calls(self) -> frozenset[str]:
+        """Tool call ids whose digest stays the unkeyed one of a 1.0 state (they were
+        pending when the state was migrated, and their approval rows carry it)."""
+        return frozenset(self._legacy_digest_calls)
+
+    def call_digest(self, call: PendingCall | str) -> str:
+        """The digest of a pending call: what its card shows and its approval must match."""
+        pending = self._find(call)
+        return self.digest_of(
+            tool_call_id=pending.tool_call_id,
+            tool_name=pending.tool_name,
+            execution_key=pending.execution_key,
+            arguments=pending.arguments,
+        )
+
+    def digest_of(
+        self, *, tool_call_id: str, tool_name: str, execution_key: str, arguments: Mapping[str, Any]
+    ) -> str:
+        """The digest of any call of this run (pending or about to run)."""
+        if tool_call_id in self._legacy_digest_calls:
+            return legacy_arguments_digest(arguments)
+        return call_digest(
+            self._digest_key,
+            agent_name=self.agent_name,
+            agent_version=self.agent_version,
+            tool_name=tool_name,
+            execution_key=execution_key,
+            arguments=arguments,
+        )
 
     # -- human decisions ----------------------------------------------------------------
 
@@ -202,6 +243,31 @@ class RunState:
         if self._pending or self.outstanding_calls():
             raise RunStateError("the run is waiting on tool calls; decide those first")
         self.history.append({"type": "user", "content": text})
+
+    def amend_arguments(self, tool_call_id: str, arguments: Mapping[str, Any]) -> None:
+        """Give a call waiting for approval new arguments (approve with changes): the
+        pending call and the model's tool call in the history both change (each its own
+        copy), any decision on it is dropped, and it gets a keyed digest from now on."""
+        pending = self._decidable(tool_call_id, action="amended")
+        asked = self._asked_call(pending.tool_call_id)
+        asked["arguments"] = orjson.loads(orjson.dumps(dict(arguments)))
+        self._pending[pending.tool_call_id] = PendingCall(
+            tool_call_id=pending.tool_call_id,
+            tool_name=pending.tool_name,
+            arguments=orjson.loads(orjson.dumps(dict(arguments))),
+            execution_key=pending.execution_key,
+            status=pending.status,
+        )
+        self._legacy_digest_calls.discard(pending.tool_call_id)
+
+    def _asked_call(self, tool_call_id: str) -> ToolCallItem:
+        _, unanswered = unanswered_calls(self.history)
+        for call in unanswered:
+            if call["id"] == tool_call_id:
+                return call
+        raise UnknownCallError(
+            f"run {self.run_id} has no unanswered tool call {tool_call_id!r} in its last turn"
+        )
 
     def _find(self, call: PendingCall | str) -> PendingCall:
         key = call.tool_call_id if isinstance(call, PendingCall) else call
@@ -301,6 +367,8 @@ class RunState:
         self.history.append(item)
         self._pending.pop(tool_call_id, None)
         self._decisions.pop(tool_call_id, None)
+        # A later turn may reuse the provider's call id: it gets a keyed digest.
+        self._legacy_digest_calls.discard(tool_call_id)
 
     # -- serialization ------------------------------------------------------------------
 
@@ -325,6 +393,8 @@ class RunState:
             "approval_metadata": (
                 metadata_to_json(self.approval_metadata) if self.approval_metadata else {}
             ),
+            "digest_key": self._digest_key.hex(),
+            "legacy_digest_calls": sorted(self._legacy_digest_calls),
         }
         try:
             return orjson.dumps(payload).decode()
@@ -372,43 +442,20 @@ class RunState:
         state._decisions = fields.decisions
         state._always = fields.always
         state.approval_metadata = fields.approval_metadata
+        state._digest_key = fields.digest_key
+        state._legacy_digest_calls = fields.legacy_digest_calls
         state._check_consistency()
         return state
 
     def _check_consistency(self) -> None:
-        """Pending calls must be unanswered calls of the last turn, with the same tool,
-        arguments and execution key; decisions must fit their call's status."""
-        if not self._pending and not self._decisions and not self._always:
-            return
-        turn, unanswered = unanswered_calls(self.history)
-        by_id = {call["id"]: call for call in unanswered}
-        for call in self._pending.values():
-            asked = by_id.get(call.tool_call_id)
-            if asked is None:
-                raise RunStateError(
-                    f"pending call {call.tool_call_id} is not an unanswered call of the "
-                    "run's last model turn"
-                )
-            if (
-                asked["name"] != call.tool_name
-                or not _same_arguments(asked["arguments"], call.arguments)
-                or execution_key(self.run_id, turn, call.tool_call_id) != call.execution_key
-            ):
-                raise RunStateError(
-                    f"pending call {call.tool_call_id} does not match the model turn that "
-                    "asked for it (tool, arguments or execution key differ)"
-                )
-        for call_id, decision in self._decisions.items():
-            target = self._pending.get(call_id)
-            if target is None:
-                raise RunStateError(f"a decision names {call_id}, which is not pending")
-            if isinstance(decision, ApprovedCall | RejectedCall) != (target.status == "approval"):
-                raise RunStateError(
-                    f"decision {decision.kind!r} does not fit call {call_id} ({target.status})"
-                )
-        for tool_name, rule in self._always.items():
-            if not isinstance(rule, ApprovedCall | RejectedCall):
-                raise RunStateError(f"always-rule of {tool_name} must be approved or rejected")
+        check_consistency(
+            run_id=self.run_id,
+            history=self.history,
+            pending=self._pending,
+            decisions=self._decisions,
+            always=self._always,
+            legacy_digest_calls=self._legacy_digest_calls,
+        )
 
     def __repr__(self) -> str:
         return (
@@ -421,14 +468,3 @@ class RunState:
 def _check_aware(moment: datetime | None) -> None:
     if moment is not None and moment.utcoffset() is None:
         raise InputError("a decision time must be timezone-aware")
-
-
-def _same_arguments(asked: dict[str, Any], pending: dict[str, Any]) -> bool:
-    """Equal as canonical JSON, the form the approver's digest covers: Python's `==`
-    alone takes 1, 1.0 and True for the same value."""
-    if asked != pending:
-        return False
-    try:
-        return canonical_arguments(asked) == canonical_arguments(pending)
-    except InputError:
-        return False

@@ -9,9 +9,8 @@ A payload is a JSON object. `$schemaVersion` says which shape it has:
   it is upgraded to the current form first, every field read by name with a safe
   default, unknown keys ignored.
 
-So every payload is checked by one reader, `read_payload`. Loading is the hot path of
-resuming: each check is a plain type test made once, and the check that fails raises
-the RunStateError naming the field (`history[3].tool_calls[0].id`).
+So every payload is checked by one reader, `read_payload`, field by field with the
+checks of bot.runtime.state_fields.
 
 Bump `CURRENT_SCHEMA_VERSION` (and add its summary, and a migration from the previous
 one) whenever a serialized field is added or changes meaning. Released fixtures under
@@ -20,31 +19,41 @@ tests/fixtures/run_state/ are never edited.
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import itemgetter
 from types import MappingProxyType
-from typing import Any, NoReturn, cast
+from typing import Any
 
+from bot.canonical import DIGEST_KEY_BYTES
 from bot.errors import RunStateError, SchemaVersionError
 from bot.runtime.decisions import (
     DEFAULT_REJECTION_MESSAGE,
-    AbortCall,
     ApprovalMetadata,
-    ApprovedCall,
     Decision,
     PendingCall,
     RejectedCall,
-    RetryCall,
     VerifiedResult,
     execution_key,
 )
-from bot.runtime.model import Item, last_turn_index
+from bot.runtime.model import Item, last_turn_index, unanswered_calls
+from bot.runtime.state_fields import (
+    count,
+    optional_str,
+    read_decisions,
+    read_digest_key,
+    read_history,
+    read_legacy_calls,
+    read_metadata,
+    read_pending,
+    typed,
+)
 
 SCHEMA_VERSION_KEY = "$schemaVersion"
-CURRENT_SCHEMA_VERSION = "1.0"
+CURRENT_SCHEMA_VERSION = "1.1"
 SUPPORTED_SCHEMA_VERSIONS: Mapping[str, str] = MappingProxyType(
     {
         "1.0": (
@@ -52,18 +61,50 @@ SUPPORTED_SCHEMA_VERSIONS: Mapping[str, str] = MappingProxyType(
             "history items, pending calls with execution keys and status, decisions, "
             "always-rules per tool, approval audit metadata, serialized context."
         ),
+        "1.1": (
+            "Adds the run's digest key (32 random bytes, hex) that keys every call digest "
+            "(HMAC-SHA256 over agent, tool, execution key and arguments), and "
+            "legacy_digest_calls: calls a 1.0 state was waiting on, whose digest stays "
+            "the unkeyed SHA-256 of their arguments so their approvals still match."
+        ),
     }
 )
 # Older supported version -> (the version it upgrades to, the upgrade). Each step is a
 # pure function on the payload dict; chains run until CURRENT_SCHEMA_VERSION.
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
-MIGRATIONS: dict[str, tuple[str, Migration]] = {}
+
+
+def _add_digest_key(payload: dict[str, Any]) -> dict[str, Any]:
+    """1.0 -> 1.1: a fresh digest key; the calls the state waits on keep their digest."""
+    return {
+        **payload,
+        "digest_key": new_digest_key().hex(),
+        "legacy_digest_calls": _unanswered_ids(payload.get("history")),
+    }
+
+
+def _unanswered_ids(history: Any) -> list[str]:
+    """Ids of the last turn's unanswered calls in a payload not yet checked (the reader
+    checks the history right after, and names what is wrong there)."""
+    if type(history) is not list:
+        return []
+    try:
+        _, calls = unanswered_calls(history)
+        return [call["id"] for call in calls if type(call.get("id")) is str]
+    except (KeyError, TypeError, AttributeError):
+        return []
+
+
+MIGRATIONS: dict[str, tuple[str, Migration]] = {"1.0": ("1.1", _add_digest_key)}
 
 DEFAULT_MAX_TURNS = 10
 _LEGACY_EPOCH = datetime(1970, 1, 1, tzinfo=UTC).isoformat()  # "unknown" decision time
 _NO_VERSION = object()
-_TYPE_NAMES = {str: "a string", int: "an integer", list: "an array", dict: "an object"}
-_STATUSES = ("approval", "uncertain")  # a tuple: `in` on an unhashable value is just False
+
+
+def new_digest_key() -> bytes:
+    """A run's digest key: random, never shown, kept only inside the sealed state."""
+    return secrets.token_bytes(DIGEST_KEY_BYTES)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -81,6 +122,8 @@ class StateFields:
     decisions: dict[str, Decision]
     always: dict[str, Decision]
     approval_metadata: dict[str, ApprovalMetadata]
+    digest_key: bytes
+    legacy_digest_calls: set[str]
 
 
 def read_payload(payload: Any) -> StateFields:
@@ -89,7 +132,7 @@ def read_payload(payload: Any) -> StateFields:
         raise RunStateError(f"a RunState payload is a JSON object, got {type(payload).__name__}")
     version = payload.get(SCHEMA_VERSION_KEY, _NO_VERSION)
     if version is _NO_VERSION:
-        payload = _from_legacy(payload)
+        payload = _migrate(_from_legacy(payload), "1.0")
     elif version != CURRENT_SCHEMA_VERSION:
         payload = _migrate(payload, version)
     return _read_current(payload)
@@ -116,36 +159,12 @@ def _migrate(payload: dict[str, Any], version: Any) -> dict[str, Any]:
     return payload
 
 
-# -- field checks ---------------------------------------------------------------------
-
-
-def _refuse(path: str, expected: str, value: Any) -> NoReturn:
-    raise RunStateError(f"RunState field {path!r} must be {expected}, got {type(value).__name__}")
-
-
-def _typed(value: Any, kind: type, path: str) -> Any:
-    if type(value) is not kind:
-        _refuse(path, _TYPE_NAMES[kind], value)
-    return value
-
-
-def _count(value: Any, path: str, *, minimum: int) -> int:
-    if type(value) is not int:
-        _refuse(path, "an integer", value)
-    if value < minimum:
-        raise RunStateError(f"RunState field {path!r} must be at least {minimum}, got {value}")
-    return value
-
-
-def _optional_str(value: Any, path: str) -> str | None:
-    return None if value is None else cast(str, _typed(value, str, path))
-
-
 # -- the current version --------------------------------------------------------------
 
 _TOP_LEVEL = itemgetter(
     "run_id", "agent_name", "agent_version", "current_turn", "max_turns", "history",
-    "context", "pending_calls", "decisions", "always", "approval_metadata",
+    "context", "pending_calls", "decisions", "always", "approval_metadata", "digest_key",
+    "legacy_digest_calls",
 )  # fmt: skip
 
 
@@ -156,161 +175,25 @@ def _read_current(payload: dict[str, Any]) -> StateFields:
         raise RunStateError(
             f"RunState payload lacks the required field {missing.args[0]!r}"
         ) from None
-    run_id, name, version, turn, max_turns, history, context, pending, decisions, always, notes = (
-        values
-    )
+    (
+        run_id, name, version, turn, max_turns, history, context, pending, decisions, always,
+        notes, digest_key, legacy,
+    ) = values  # fmt: skip
     return StateFields(
-        run_id=_typed(run_id, str, "run_id"),
-        agent_name=_typed(name, str, "agent_name"),
-        agent_version=_typed(version, str, "agent_version"),
-        current_turn=_count(turn, "current_turn", minimum=0),
-        max_turns=_count(max_turns, "max_turns", minimum=1),
+        run_id=typed(run_id, str, "run_id"),
+        agent_name=typed(name, str, "agent_name"),
+        agent_version=typed(version, str, "agent_version"),
+        current_turn=count(turn, "current_turn", minimum=0),
+        max_turns=count(max_turns, "max_turns", minimum=1),
         history=read_history(history),
-        context=None if context is None else _typed(context, dict, "context"),
-        pending=_read_pending(_typed(pending, list, "pending_calls")),
-        decisions=_read_decisions(decisions, "decisions"),
-        always=_read_decisions(always, "always"),
-        approval_metadata=_read_metadata(notes),
+        context=None if context is None else typed(context, dict, "context"),
+        pending=read_pending(typed(pending, list, "pending_calls")),
+        decisions=read_decisions(decisions, "decisions"),
+        always=read_decisions(always, "always"),
+        approval_metadata=read_metadata(notes),
+        digest_key=read_digest_key(digest_key),
+        legacy_digest_calls=read_legacy_calls(legacy),
     )
-
-
-class _BadItem(Exception):
-    """A history item failed a check: the field (relative to the item) and what it must be."""
-
-    def __init__(self, field: str, expected: str, value: Any) -> None:
-        super().__init__(field)
-        self.field, self.expected, self.value = field, expected, value
-
-
-def read_history(value: Any, path: str = "history") -> list[Item]:
-    """The history items, checked in one pass without copies; the first bad field is
-    named by its path."""
-    items = _typed(value, list, path)
-    item: Any = None
-    try:
-        for item in items:
-            kind = item["type"]
-            if kind == "tool_result":
-                if type(item["tool_call_id"]) is not str:
-                    raise _BadItem("tool_call_id", "a string", item["tool_call_id"])
-                if type(item["name"]) is not str:
-                    raise _BadItem("name", "a string", item["name"])
-                if type(item["content"]) is not str:
-                    raise _BadItem("content", "a string", item["content"])
-                if type(item["is_error"]) is not bool:
-                    raise _BadItem("is_error", "a boolean", item["is_error"])
-            elif kind == "assistant":
-                content = item["content"]
-                if content is not None and type(content) is not str:
-                    raise _BadItem("content", "a string or null", content)
-                calls = item["tool_calls"]
-                if type(calls) is not list:
-                    raise _BadItem("tool_calls", "an array", calls)
-                for call in calls:
-                    if (
-                        type(call) is not dict
-                        or type(call.get("id")) is not str
-                        or type(call.get("name")) is not str
-                        or type(call.get("arguments")) is not dict
-                    ):
-                        raise _BadItem(
-                            f"tool_calls[{_index(calls, call)}]",
-                            "an object with a string id and name and an object of arguments",
-                            call,
-                        )
-            elif kind != "user":
-                raise _BadItem("type", "user, assistant or tool_result", kind)
-            elif type(item["content"]) is not str:
-                raise _BadItem("content", "a string", item["content"])
-    except _BadItem as bad:
-        _refuse(f"{path}[{_index(items, item)}].{bad.field}", bad.expected, bad.value)
-    except TypeError:  # item["type"] of something that is not an object
-        _refuse(f"{path}[{_index(items, item)}]", "an object", item)
-    except KeyError as missing:
-        where = f"{path}[{_index(items, item)}].{missing.args[0]}"
-        raise RunStateError(f"RunState field {where!r} is missing") from None
-    return cast(list[Item], items)
-
-
-def _index(items: list[Any], item: Any) -> int:
-    return next(index for index, candidate in enumerate(items) if candidate is item)
-
-
-def _read_pending(items: list[Any]) -> dict[str, PendingCall]:
-    """Pending calls by tool call id, in the model's order."""
-    calls: dict[str, PendingCall] = {}
-    for index, data in enumerate(items):
-        if type(data) is not dict:
-            _refuse(f"pending_calls[{index}]", "an object", data)
-        call_id, name, arguments, key, status = (
-            data.get("tool_call_id"),
-            data.get("tool_name"),
-            data.get("arguments"),
-            data.get("execution_key"),
-            data.get("status"),
-        )
-        if type(call_id) is not str:
-            _refuse(f"pending_calls[{index}].tool_call_id", "a string", call_id)
-        if status not in _STATUSES:
-            _refuse(f"pending_calls[{index}].status", "approval or uncertain", status)
-        if type(name) is not str:
-            _refuse(f"pending_calls[{index}].tool_name", "a string", name)
-        if type(arguments) is not dict:
-            _refuse(f"pending_calls[{index}].arguments", "an object", arguments)
-        if type(key) is not str:
-            _refuse(f"pending_calls[{index}].execution_key", "a string", key)
-        calls[call_id] = PendingCall(
-            tool_call_id=call_id,
-            tool_name=name,
-            arguments=arguments,
-            execution_key=key,
-            status=status,
-        )
-    return calls
-
-
-def _read_decisions(value: Any, path: str) -> dict[str, Decision]:
-    items = _typed(value, dict, path)
-    return {key: _read_decision(item, f"{path}.{key}") for key, item in items.items()}
-
-
-def _read_decision(value: Any, path: str) -> Decision:
-    data = _typed(value, dict, path)
-    kind = data.get("kind")
-    if kind == "approved":
-        return ApprovedCall()
-    if kind == "rejected":
-        return RejectedCall(message=_typed(data.get("message"), str, f"{path}.message"))
-    if kind == "verified_result":
-        return VerifiedResult(result=_typed(data.get("result"), str, f"{path}.result"))
-    if kind == "retry":
-        return RetryCall()
-    if kind == "abort":
-        return AbortCall()
-    raise RunStateError(f"RunState field '{path}.kind' is not a known decision: {kind!r}")
-
-
-def _read_metadata(value: Any) -> dict[str, ApprovalMetadata]:
-    items = _typed(value, dict, "approval_metadata")
-    metadata: dict[str, ApprovalMetadata] = {}
-    for key, item in items.items():
-        path = f"approval_metadata.{key}"
-        data = _typed(item, dict, path)
-        metadata[key] = ApprovalMetadata(
-            approver_id=_optional_str(data.get("approver_id"), f"{path}.approver_id"),
-            reason=_optional_str(data.get("reason"), f"{path}.reason"),
-            timestamp=_read_timestamp(data.get("timestamp"), f"{path}.timestamp"),
-        )
-    return metadata
-
-
-def _read_timestamp(value: Any, path: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(_typed(value, str, path))
-    except ValueError as error:
-        raise RunStateError(f"RunState field {path!r} is not an ISO timestamp") from error
-    # Naive timestamps only come from legacy builds, which wrote UTC.
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 # -- writing --------------------------------------------------------------------------
@@ -345,7 +228,7 @@ def metadata_to_json(metadata: Mapping[str, ApprovalMetadata]) -> dict[str, Any]
 
 
 def _from_legacy(old: dict[str, Any]) -> dict[str, Any]:
-    """The current form of a bare dict from a build before versioning.
+    """The 1.0 form of a bare dict from a build before versioning.
 
     Such builds wrote pending calls as `interruptions` (or `pending_calls`) without a
     status (approval) or execution key (derived from the last turn), and decisions as
@@ -398,15 +281,15 @@ def _legacy_note(item: Any) -> Any:
 
 def _legacy_decisions(old: dict[str, Any]) -> dict[str, Any]:
     decisions: dict[str, Any] = {}
-    for call_id in _typed(old.get("approved_tools", []), list, "approved_tools"):
-        decisions[_typed(call_id, str, "approved_tools[]")] = {"kind": "approved"}
+    for call_id in typed(old.get("approved_tools", []), list, "approved_tools"):
+        decisions[typed(call_id, str, "approved_tools[]")] = {"kind": "approved"}
     rejected = old.get("rejected_tools", [])
     if type(rejected) is dict:
         for call_id, message in rejected.items():
-            text = _optional_str(message, f"rejected_tools.{call_id}")
+            text = optional_str(message, f"rejected_tools.{call_id}")
             decisions[call_id] = {"kind": "rejected", "message": text or DEFAULT_REJECTION_MESSAGE}
         return decisions
-    for call_id in _typed(rejected, list, "rejected_tools"):
-        key = _typed(call_id, str, "rejected_tools[]")
+    for call_id in typed(rejected, list, "rejected_tools"):
+        key = typed(call_id, str, "rejected_tools[]")
         decisions[key] = {"kind": "rejected", "message": DEFAULT_REJECTION_MESSAGE}
     return decisions

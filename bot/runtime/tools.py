@@ -48,13 +48,15 @@ def invalid_arguments(tool_name: str, problem: object) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class ToolCallContext:
-    """What a running tool may know about its call. `dependencies` are the runtime
-    dependencies given to `Runner.arun` (clients, tokens): never serialized.
-    `context` is the run's live context object."""
+    """What a running tool may know about its call. `digest` is the call's keyed digest,
+    the one its review card showed (record it downstream, never a hash of the arguments).
+    `dependencies` are the runtime dependencies given to `Runner.arun` (clients, tokens):
+    never serialized. `context` is the run's live context object."""
 
     run_id: str
     tool_call_id: str
     execution_key: str
+    digest: str
     tool_name: str
     attempt: int
     dependencies: Mapping[str, Any]

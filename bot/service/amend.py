@@ -6,8 +6,9 @@ field left out, a value equal to the redaction marker, or a value equal to the r
 form of the stored one keeps the stored value; anything else replaces it. A marker left
 anywhere else is refused: it would run with the placeholder text.
 
-`amend_call` puts the new arguments into the paused run's state (the model's tool call
-in the history and the pending call, which must agree), and `noted_agent` gives the
+`amend_call` puts the new arguments into the paused run's state (RunState.amend_arguments:
+the model's tool call in the history and the pending call, which must agree; from then
+on the call has a keyed digest even if it had a legacy one), and `noted_agent` gives the
 resumed run an agent whose tool prefixes the result of an amended call with a note, so
 that the model knows the call ran with arguments an approver changed.
 """
@@ -21,11 +22,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from bot.canonical import canonical_arguments
 from bot.credentials import redact
 from bot.errors import InputError, UnknownCallError
-from bot.review import REDACTED, review_snapshot
+from bot.review import REDACTED
 from bot.runtime import Agent, PendingCall, RunState, Tool, current_tool_call
-from bot.runtime.model import ToolCallItem
 from store.api import ApprovalRecord
 
 
@@ -69,7 +70,7 @@ def edited_arguments(
         tool.validate(merged)
     except InputError as error:
         raise InputError(f"the changed arguments do not fit {tool.name}: {error}") from None
-    review_snapshot(tool.name, merged)  # refuses what has no canonical form (NaN, ...)
+    canonical_arguments(merged)  # refuses what has no canonical form (NaN, ...)
     return dict(merged)
 
 
@@ -81,30 +82,8 @@ def pending_call(state: RunState, tool_call_id: str) -> PendingCall:
 
 
 def amend_call(state: RunState, tool_call_id: str, arguments: dict[str, Any]) -> None:
-    """Give the pending call, and the model's tool call in the history, new arguments
-    (each its own copy: the two must agree, and nothing may share them)."""
-    asked = _asked_call(state, tool_call_id)
-    asked["arguments"] = json.loads(json.dumps(arguments))
-    state.set_pending(
-        replace(call, arguments=json.loads(json.dumps(arguments)))
-        if call.tool_call_id == tool_call_id
-        else call
-        for call in state.pending_calls()
-    )
-
-
-def _asked_call(state: RunState, tool_call_id: str) -> ToolCallItem:
-    """The model's tool call with this id in its latest turn."""
-    for item in reversed(state.history):
-        if item["type"] == "assistant":
-            calls: list[ToolCallItem] = item["tool_calls"]
-            for call in calls:
-                if call["id"] == tool_call_id:
-                    return call
-            break
-    raise UnknownCallError(
-        f"run {state.run_id} has no tool call {tool_call_id!r} in the model's last turn"
-    )
+    """Give the pending call, and the model's tool call in the history, new arguments."""
+    state.amend_arguments(tool_call_id, arguments)
 
 
 def change_note(approval: ApprovalRecord) -> str:

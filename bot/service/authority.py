@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from bot.canonical import digests_equal
 from bot.errors import InputError, NotAuthorizedError
 from bot.policy import Eligibility, Eligible, NotEligible, Policy, ToolRule, is_eligible
 from bot.service.api import ApprovalView, Page, decode_cursor, encode_cursor
@@ -68,7 +69,7 @@ def counted_voters(approval: ApprovalRecord, votes: list[VoteRecord]) -> list[st
     return [
         vote.voter
         for vote in votes
-        if vote.digest == approval.arguments_digest and vote.decision == "approved"
+        if vote.decision == "approved" and digests_equal(vote.digest, approval.arguments_digest)
     ]
 
 
@@ -135,7 +136,7 @@ async def build_view(
     """The approval as `viewer` sees it (None: no particular viewer, nothing allowed)."""
     if votes is None:
         votes = (await flow.store.votes([approval.approval_id]))[approval.approval_id]
-    current = tuple(vote for vote in votes if vote.digest == approval.arguments_digest)
+    current = tuple(v for v in votes if digests_equal(v.digest, approval.arguments_digest))
     voters = tuple(counted_voters(approval, votes))
     standing = None  # only a decided approval can stand (pending ones need no lookup)
     if approval.status != "pending":

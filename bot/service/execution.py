@@ -5,7 +5,7 @@ follow-up message, a reconciliation): run the agent with the store-backed journa
 persist the outcome by compare-and-set on the run's version and tell the notifier:
 
 - paused: the encrypted state (status `paused`), one approval row per call waiting for a
-  decision (redacted review snapshot + argument digest) with its card, and a
+  decision (redacted review snapshot + the call's keyed digest) with its card, and a
   `CallUncertain` notice per call whose outcome a human must reconcile;
 - completed / max_turns: the final state (status `completed`) and the answer;
 - an error: status `failed`, a `failed` audit event and one clear line for people.
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from functools import partial
-from typing import Any
 
+from bot.canonical import digests_equal
 from bot.errors import ApprovalsError, RunStateError
 from bot.review import ReviewSnapshot, review_snapshot
 from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, PendingCall, Runner, RunResult, RunState
@@ -68,6 +68,7 @@ async def execute(
         approvals=approvals,
         authorize=partial(execution_check, flow),
         on_refused=partial(_tell_refused, flow, run),
+        clock=flow.clock,
     )
     try:
         result = await Runner.arun(
@@ -107,7 +108,7 @@ async def persist_outcome(
             RunFinished(run=saved, final_output=result.final_output, status=result.outcome)
         )
         return saved
-    await request_approvals(flow, saved, result.interruptions, requester=requester)
+    await request_approvals(flow, saved, result.state, result.interruptions, requester=requester)
     for call in result.interruptions:
         if call.status == "uncertain":
             await flow.notify(CallUncertain(run=saved, call=UncertainCall.of(saved.run_id, call)))
@@ -117,11 +118,12 @@ async def persist_outcome(
 async def request_approvals(
     flow: Workflow,
     run: RunRecord,
+    state: RunState,
     calls: Sequence[PendingCall],
     *,
     requester: str | None = None,
 ) -> list[ApprovalRecord]:
-    """Approval rows (and cards) for the calls waiting for a decision.
+    """Approval rows (and cards) for the calls of `state` waiting for a decision.
 
     Idempotent: a call that already has its pending row keeps it (its card is posted only
     if it never was). A row that exists for the same tool call id but is decided or was
@@ -135,7 +137,7 @@ async def request_approvals(
     planned: list[NewApproval] = []
     agent = flow.registry.get(run.agent_name, run.agent_version)
     for approval_id, call in zip(approval_ids(len(waiting)), waiting, strict=True):
-        snapshot = card_snapshot(agent, call.tool_name, call.arguments)
+        snapshot = card_snapshot(agent, state, call)
         snapshots[call.tool_call_id] = snapshot
         rule = flow.rule_for(call.tool_name)
         expires_at = now + rule.expires_after if rule.expires_after is not None else None
@@ -157,7 +159,9 @@ async def request_approvals(
     records = await flow.store.add_approvals(planned)
     for record in records:
         snapshot = snapshots[record.tool_call_id]
-        if record.status != "pending" or record.arguments_digest != snapshot.digest:
+        if record.status != "pending" or not digests_equal(
+            record.arguments_digest, snapshot.digest
+        ):
             raise RunStateError(
                 f"tool call id {record.tool_call_id!r} of run {run.run_id} already has a "
                 f"{record.status} approval for other arguments or an earlier turn; "
@@ -197,12 +201,21 @@ def _base32(number: int) -> str:
             return digits
 
 
-def card_snapshot(agent: Agent, tool_name: str, arguments: dict[str, Any]) -> ReviewSnapshot:
-    """The review card's snapshot: redacted, limited to the tool's `review_fields`; the
-    digest always covers every argument."""
-    tool = agent.tool_named(tool_name)
+def card_snapshot(
+    agent: Agent, state: RunState, call: PendingCall, *, keep_hidden: Collection[str] = ()
+) -> ReviewSnapshot:
+    """The review card's snapshot of a pending call of `state`: redacted (and what an
+    earlier snapshot hid, `keep_hidden`), limited to the tool's `review_fields`, with the
+    call's keyed digest, which always covers every argument."""
+    tool = agent.tool_named(call.tool_name)
     shown = tool.review_fields if tool is not None else None
-    return review_snapshot(tool_name, arguments, shown_fields=shown)
+    return review_snapshot(
+        call.tool_name,
+        call.arguments,
+        digest=state.call_digest(call),
+        shown_fields=shown,
+        keep_hidden=keep_hidden,
+    )
 
 
 async def _post_card(

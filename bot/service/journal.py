@@ -2,16 +2,20 @@
 
 1. The last check before an approved call runs. The runner claims an execution key
    right before it invokes a tool; for a call that was approved, this journal first
-   re-reads the approval row and recompares the argument digest the runner is about to
-   execute with the approved one. A call whose approval is no longer `approved` (revoked
-   or expired since) or whose arguments moved is not run: the claim answers with a
-   refusal result the model sees, an `execution_refused` audit event is written,
-   `on_refused` tells the people in the run's thread (the model may not mention it), and
-   the ledger is left untouched. The same holds when `authorize` (the policy's check
-   that every counted voter is still eligible) names a reason. A revocation may land
-   between that check and the ledger claim, so the approval is read once more after a
-   fresh claim (a revocation can no longer win then); refused there, the refusal is
-   recorded as the call's result in the ledger.
+   re-reads the approval row and compares, in constant time, the call's keyed digest
+   (which binds agent, tool, execution key and arguments) with the approved one, and
+   the tool name with the approved tool. A call of another tool than the approved one,
+   or whose digest moved, is not run and is audited `digest_mismatch`; a call whose
+   approval is no longer `approved` (revoked since) or is past its `expires_at` (an
+   approval granted in time but run later, after a resume delayed by recovery) is not
+   run and is audited `execution_refused`. Either way the claim answers with a refusal
+   result the model sees ("Not run: ..."), `on_refused` tells the people in the run's
+   thread (the model may not mention it), and the ledger is left untouched. The same
+   holds when `authorize` (the policy's check that every counted voter is still
+   eligible) names a reason. A revocation may land between that check and the ledger
+   claim, so the approval is read once more after a fresh claim (a revocation can no
+   longer win then); refused there, the refusal is recorded as the call's result in
+   the ledger.
 2. The audit trail of effects: `executed` after a result is recorded (so the trail says
    which worker ran what, with which key and attempt) and `uncertain` when an
    interrupted call is parked for reconciliation.
@@ -25,7 +29,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 
+from bot.canonical import digests_equal
+from bot.clock import Clock, utc_now
 from bot.runtime.journal import Claim, Fresh, Journal, Recorded
 from store.api import ApprovalRecord, Store
 
@@ -40,14 +47,32 @@ class _Dispatch:
     approval_id: str | None
 
 
-def refusal_reason(approval: ApprovalRecord | None, arguments_digest: str) -> str | None:
+@dataclass(frozen=True, kw_only=True)
+class Refusal:
+    """Why an approved call must not run now, and the audit event that says so."""
+
+    why: str
+    kind: str = "execution_refused"  # or digest_mismatch: not the call that was approved
+
+
+def refusal(
+    approval: ApprovalRecord | None, *, tool_name: str, arguments_digest: str, now: datetime
+) -> Refusal | None:
     """Why an approved call must not run now, or None when it may."""
     if approval is None:
-        return "its approval record is gone"
+        return Refusal(why="its approval record is gone")
+    if approval.tool_name != tool_name:
+        return Refusal(
+            why=f"it was approved for {approval.tool_name}, not {tool_name}",
+            kind="digest_mismatch",
+        )
     if approval.status != "approved":
-        return f"its approval is {approval.status}"
-    if approval.arguments_digest != arguments_digest:
-        return "its arguments differ from the approved ones"
+        return Refusal(why=f"its approval is {approval.status}")
+    if not digests_equal(approval.arguments_digest, arguments_digest):
+        return Refusal(why="its arguments differ from the approved ones", kind="digest_mismatch")
+    if approval.expires_at is not None and approval.expires_at <= now:
+        expired = approval.expires_at.isoformat(timespec="seconds")
+        return Refusal(why=f"its approval expired at {expired} before the call ran")
     return None
 
 
@@ -64,6 +89,7 @@ class ServiceJournal:
         approvals: dict[str, ApprovalRecord],
         authorize: Callable[[ApprovalRecord], Awaitable[str | None]] | None = None,
         on_refused: Callable[[ApprovalRecord, str], Awaitable[None]] | None = None,
+        clock: Clock = utc_now,
     ) -> None:
         self._inner = inner
         self._store = store
@@ -72,6 +98,7 @@ class ServiceJournal:
         self._approvals = approvals  # approved calls of this execution, by tool_call_id
         self._authorize = authorize
         self._on_refused = on_refused  # must not raise: the refusal stands either way
+        self._clock = clock
         self._dispatches: dict[str, _Dispatch] = {}
 
     async def claim(
@@ -92,12 +119,13 @@ class ServiceJournal:
         approved = self._approvals.get(tool_call_id)
         if approved is not None:
             current = await self._store.get_approval(approved.approval_id)
-            reason = refusal_reason(current, arguments_digest)
-            if reason is None and current is not None and self._authorize is not None:
-                reason = await self._authorize(current)
-            if reason is not None:
-                await self._refused(approved, current, tool_name, tool_call_id, reason)
-                return Recorded(result=f"Not run: {reason}.", is_error=True)
+            refused = self._check(current, tool_name, arguments_digest)
+            if refused is None and current is not None and self._authorize is not None:
+                why = await self._authorize(current)
+                refused = Refusal(why=why) if why is not None else None
+            if refused is not None:
+                await self._refused(approved, current, tool_name, tool_call_id, refused)
+                return Recorded(result=f"Not run: {refused.why}.", is_error=True)
         claim = await self._inner.claim(
             execution_key=execution_key,
             arguments_digest=arguments_digest,
@@ -112,16 +140,16 @@ class ServiceJournal:
             # A revocation could land between the check above and this claim; from now
             # on it cannot (Store.revoke refuses a call with a ledger row): look again.
             current = await self._store.get_approval(approved.approval_id)
-            reason = refusal_reason(current, arguments_digest)
-            if reason is not None:
-                result = f"Not run: {reason}."
+            refused = self._check(current, tool_name, arguments_digest)
+            if refused is not None:
+                result = f"Not run: {refused.why}."
                 await self._inner.record_result(
                     execution_key=execution_key,
                     lease_token=claim.lease_token,
                     result=result,
                     is_error=True,
                 )
-                await self._refused(approved, current, tool_name, tool_call_id, reason)
+                await self._refused(approved, current, tool_name, tool_call_id, refused)
                 return Recorded(result=result, is_error=True)
         self._dispatches[execution_key] = _Dispatch(
             tool_call_id=tool_call_id,
@@ -131,21 +159,31 @@ class ServiceJournal:
         )
         return claim
 
+    def _check(
+        self, current: ApprovalRecord | None, tool_name: str, arguments_digest: str
+    ) -> Refusal | None:
+        return refusal(
+            current, tool_name=tool_name, arguments_digest=arguments_digest, now=self._clock()
+        )
+
     async def _refused(
         self,
         approved: ApprovalRecord,
         current: ApprovalRecord | None,
         tool_name: str,
         tool_call_id: str,
-        reason: str,
+        refused: Refusal,
     ) -> None:
-        await self._audit(
-            "execution_refused",
-            approved.approval_id,
-            {"tool": tool_name, "tool_call_id": tool_call_id, "why": reason},
-        )
+        detail: dict[str, object] = {
+            "tool": tool_name,
+            "tool_call_id": tool_call_id,
+            "why": refused.why,
+        }
+        if refused.kind == "digest_mismatch":
+            detail["approved_tool"] = (current or approved).tool_name
+        await self._audit(refused.kind, approved.approval_id, detail)
         if self._on_refused is not None:
-            await self._on_refused(current or approved, reason)
+            await self._on_refused(current or approved, refused.why)
 
     async def record_result(
         self, *, execution_key: str, lease_token: int, result: str, is_error: bool

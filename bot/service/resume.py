@@ -5,10 +5,11 @@ worker gets here per claim. Before anything runs, the worker
 
 1. reloads and decrypts the state from the store (never trusts a copy in memory),
 2. matches each pending call with the latest approval row for its tool call id,
-3. recomputes each approved call's argument digest from the persisted arguments and
-   compares it with the digest the human approved; a mismatch voids that approval
-   (`revoked`, audit `digest_mismatch`), asks again with the new digest and runs
-   nothing,
+3. recomputes each approved call's keyed digest from the persisted state (it binds
+   agent, tool, execution key and arguments) and compares it, in constant time, with
+   the digest the human approved, and the call's tool with the approved tool; a
+   mismatch voids that approval (`revoked`, audit `digest_mismatch`), asks again for
+   the call as it would really run and runs nothing,
 4. applies the decisions into the RunState (approver, reason and the time the person
    decided into the approval metadata; a rejection's message, never its reason, to the
    model; an expired or revoked approval becomes a rejection the model sees),
@@ -23,8 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from bot.canonical import digests_equal
 from bot.errors import ApprovalsError
-from bot.review import arguments_digest
 from bot.runtime import PendingCall, RunState
 from bot.service.api import ApprovalDecided
 from bot.service.execution import execute, fail_run, request_approvals
@@ -81,7 +82,9 @@ def apply_decisions(state: RunState, rows: dict[str, ApprovalRecord]) -> Applied
                 decided_at=decided_at(row),
             )
             rejected.append(call.tool_call_id)
-        elif arguments_digest(call.arguments) != row.arguments_digest:
+        elif row.tool_name != call.tool_name or not digests_equal(
+            state.call_digest(call), row.arguments_digest
+        ):
             mismatched.append((call, row))
         else:
             state.approve(
@@ -123,9 +126,9 @@ async def resume_run(flow: Workflow, run: RunRecord) -> RunRecord:
     applied = apply_decisions(state, current_rows(rows))
     requester = stretch_requester(rows)
     if applied.mismatched:
-        return await _void_and_ask_again(flow, run, applied, requester=requester)
+        return await _void_and_ask_again(flow, run, state, applied, requester=requester)
     if applied.undecided:
-        return await _back_to_paused(flow, run, applied.undecided, requester=requester)
+        return await _back_to_paused(flow, run, state, applied.undecided, requester=requester)
     await flow.store.append_audit(
         "resumed",
         actor=flow.actor,
@@ -145,7 +148,12 @@ def stretch_requester(rows: Iterable[ApprovalRecord]) -> str | None:
 
 
 async def _back_to_paused(
-    flow: Workflow, run: RunRecord, waiting: list[PendingCall], *, requester: str | None
+    flow: Workflow,
+    run: RunRecord,
+    state: RunState,
+    waiting: list[PendingCall],
+    *,
+    requester: str | None,
 ) -> RunRecord:
     """Some call still waits for a decision (or lost its row in a crash): pause again
     first, then (re)request, so that the last decision can claim the resume."""
@@ -155,14 +163,19 @@ async def _back_to_paused(
     if paused is None:
         return await flow.store.get_run(run.run_id) or run
     try:
-        await request_approvals(flow, paused, waiting, requester=requester)
+        await request_approvals(flow, paused, state, waiting, requester=requester)
     except ApprovalsError as error:
         return await fail_run(flow, paused, f"cannot request approval: {error}")
     return paused
 
 
 async def _void_and_ask_again(
-    flow: Workflow, run: RunRecord, applied: AppliedDecisions, *, requester: str | None
+    flow: Workflow,
+    run: RunRecord,
+    state: RunState,
+    applied: AppliedDecisions,
+    *,
+    requester: str | None,
 ) -> RunRecord:
     for call, row in applied.mismatched:
         await flow.store.append_audit(
@@ -172,9 +185,10 @@ async def _void_and_ask_again(
             approval_id=row.approval_id,
             detail={
                 "tool": call.tool_name,
+                "approved_tool": row.tool_name,
                 "tool_call_id": call.tool_call_id,
                 "approved_digest": row.arguments_digest,
-                "state_digest": arguments_digest(call.arguments),
+                "state_digest": state.call_digest(call),
             },
         )
         voided = await flow.store.revoke(
@@ -184,4 +198,4 @@ async def _void_and_ask_again(
         )
         await flow.notify(ApprovalDecided(run=run, approval=voided.record))
     again = [call for call, _ in applied.mismatched]
-    return await _back_to_paused(flow, run, again + applied.undecided, requester=requester)
+    return await _back_to_paused(flow, run, state, again + applied.undecided, requester=requester)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.canonical import canonical_arguments, digests_equal
 from bot.errors import (
     AlreadyDecidedError,
     ConflictError,
@@ -20,6 +21,7 @@ from bot.errors import (
     NotAuthorizedError,
     ResolutionError,
 )
+from bot.review import ReviewSnapshot, carried_redactions
 from bot.runtime import CURRENT_SCHEMA_VERSION, RunState
 from bot.service.amend import amend_call, edited_arguments, pending_call
 from bot.service.api import ApprovalDecided, ApprovalExpired, ApprovalUpdated, DecisionResult
@@ -62,7 +64,7 @@ async def check_ballot(flow: Workflow, ballot: Ballot) -> tuple[ApprovalRecord, 
     if rule.require_reason and not ballot.reason.strip():
         await refuse(flow, approval, actor=ballot.decider, why="reason_required")
         raise InputError("a reason is required for this decision")
-    if ballot.digest is not None and ballot.digest != approval.arguments_digest:
+    if ballot.digest is not None and not digests_equal(ballot.digest, approval.arguments_digest):
         # Checked again in the store's vote; refused here before an edit writes anything.
         await refuse(flow, approval, actor=ballot.decider, why="stale_digest")
         raise stale_digest(approval)
@@ -187,18 +189,26 @@ async def approve_changed(
     if tool is None:
         raise InputError(f"the agent has no tool {call.tool_name!r}")
     new_arguments = edited_arguments(tool, call.arguments, arguments)
-    snapshot = card_snapshot(agent, call.tool_name, new_arguments)
-    if snapshot.digest == approval.arguments_digest:
+    if canonical_arguments(new_arguments) == canonical_arguments(call.arguments):
         return await cast(flow, ballot)  # nothing changed: a plain approval
-    saved = await _save_arguments(flow, run, state, call.tool_call_id, new_arguments)
+    amended = RunState.from_json(state.to_json())  # `state` stays as it was, to undo
+    amend_call(amended, call.tool_call_id, new_arguments)
+    # What the card hid before stays hidden (the approver may not have seen it either).
+    hidden = carried_redactions(
+        ReviewSnapshot.from_json(approval.snapshot), call.arguments, new_arguments
+    )
+    snapshot = card_snapshot(
+        agent, amended, pending_call(amended, call.tool_call_id), keep_hidden=hidden
+    )
+    saved = await _save_state(flow, run, amended)
     amendment = Amendment(arguments_digest=snapshot.digest, snapshot=snapshot.to_json())
     outcome = await vote(flow, ballot, approval, amend=amendment)
     if outcome.result not in ("counted", "decided"):
-        # The change did not land (closed, expired, edited meanwhile): put the state's
-        # arguments back. Were this lost in a crash, the resume would find state and row
+        # The change did not land (closed, expired, edited meanwhile): put the state
+        # back. Were this lost in a crash, the resume would find state and row
         # disagreeing and ask again rather than run either version (fail closed).
         try:
-            saved = await _save_arguments(flow, saved, state, call.tool_call_id, call.arguments)
+            saved = await _save_state(flow, saved, state)
         except ResolutionError:
             log.warning("run %s moved on before an unlanded edit was undone", run.run_id)
     return await settle(flow, saved, ballot, outcome)
@@ -260,14 +270,7 @@ async def _end_standing(
     return True
 
 
-async def _save_arguments(
-    flow: Workflow,
-    run: RunRecord,
-    state: RunState,
-    tool_call_id: str,
-    arguments: dict[str, Any],
-) -> RunRecord:
-    amend_call(state, tool_call_id, arguments)
+async def _save_state(flow: Workflow, run: RunRecord, state: RunState) -> RunRecord:
     try:
         return await flow.store.save_run_state(
             run.run_id,

@@ -23,6 +23,7 @@ SECTION_TEXT_LIMIT = 3000  # Block Kit: section text
 CONTEXT_TEXT_LIMIT = 2000  # Block Kit: context element text
 MESSAGE_TEXT_LIMIT = 3900  # chat.postMessage `text`: Slack truncates past 40k; keep it readable
 ARGUMENTS_LIMIT = SECTION_TEXT_LIMIT - 400  # arguments inside the call block (tool + digest around)
+WARNINGS_LIMIT = 300  # mixed-script warnings under the arguments (taken from the arguments')
 TRUNCATED = "… (truncated)"
 CALL_BLOCK_ID = "call"  # the call block of a card, and of the modal a card's button opens
 
@@ -75,12 +76,14 @@ def slack_date(moment: datetime) -> str:
     return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
 
 
-def call_text(*, tool_name: str, arguments: str, digest: str) -> str:
-    """The call as people review it: tool, redacted arguments (already escaped and fitted
-    by bot.review), and the full SHA-256 digest of the real arguments."""
+def call_text(*, tool_name: str, arguments: str, digest: str, warnings: str = "") -> str:
+    """The call as people review it: tool, redacted arguments and warnings (already
+    escaped and fitted by bot.review, hiding characters shown as escapes), and the
+    call's full keyed digest (HMAC-SHA256 over the real call: tool, agent, arguments)."""
+    warning = f":warning: *Mixed scripts:* {warnings}\n" if warnings else ""
     return (
-        f"*Tool:* `{escape(tool_name, 200)}`\n```\n{arguments}\n```\n"
-        f"*Arguments digest (SHA-256):* `{escape(digest, 100)}`"
+        f"*Tool:* `{escape(tool_name, 200)}`\n```\n{arguments}\n```\n{warning}"
+        f"*Call digest (HMAC-SHA256):* `{escape(digest, 100)}`"
     )
 
 
@@ -88,11 +91,18 @@ def snapshot_text(approval: ApprovalRecord) -> str:
     """The call block for a stored (already redacted) snapshot; one we cannot read is
     shown as such, never raw."""
     try:
-        arguments = ReviewSnapshot.from_json(approval.snapshot).render_text(limit=ARGUMENTS_LIMIT)
+        snapshot = ReviewSnapshot.from_json(approval.snapshot)
     except InputError:
-        arguments = "(snapshot unreadable)"
+        arguments, warnings = "(snapshot unreadable)", ""
+    else:
+        warnings = snapshot.render_warnings(limit=WARNINGS_LIMIT)
+        room = ARGUMENTS_LIMIT - (len(warnings) + 40 if warnings else 0)
+        arguments = snapshot.render_text(limit=room)
     return call_text(
-        tool_name=approval.tool_name, arguments=arguments, digest=approval.arguments_digest
+        tool_name=approval.tool_name,
+        arguments=arguments,
+        digest=approval.arguments_digest,
+        warnings=warnings,
     )
 
 

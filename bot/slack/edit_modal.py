@@ -1,9 +1,12 @@
 """The "Approve with changes" modal: build it from the stored (redacted) snapshot, parse
 what comes back.
 
-The arguments are shown as pretty JSON in a multiline input. Redacted values appear as
-the marker (bot.review.REDACTED); the service keeps the real value wherever the marker
-is left in place, so nobody edits a secret blind and none reaches Slack. Syntax errors
+The arguments are shown as pretty JSON in a multiline input (bot.review.arguments_json:
+characters that hide or reorder text appear as JSON escapes such as `\u202e`, so what
+comes back parses to exactly the same arguments unless the approver changed them).
+Redacted values appear as the marker (bot.review.REDACTED); the service keeps the real
+value wherever the marker is left in place, so nobody edits a secret blind and none
+reaches Slack. Syntax errors
 (not JSON, not an object) are answered inline here, without I/O; schema errors come from
 the service and are answered inline by the listener.
 """
@@ -15,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.review import REDACTED, ReviewSnapshot
+from bot.review import REDACTED, ReviewSnapshot, arguments_json
 from bot.slack.blocks import CALL_BLOCK_ID, text_input
 from bot.slack.messages import (
     ARGUMENTS_NOT_AN_OBJECT,
@@ -59,7 +62,7 @@ def editable_arguments(snapshot: ReviewSnapshot) -> str | None:
     Slack's input (the call cannot be edited from Slack then)."""
     if snapshot.omitted_fields:
         return None  # fields the card does not show cannot be edited blind either
-    text = json.dumps(snapshot.arguments, indent=2, ensure_ascii=False, sort_keys=True)
+    text = arguments_json(snapshot.arguments)
     return text if len(text) <= MAX_ARGUMENTS_CHARS else None
 
 

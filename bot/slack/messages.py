@@ -305,7 +305,7 @@ def show_text(view: ApprovalView) -> str:
         f"Requested by {person(approval.requester) if approval.requester else 'nobody known'}"
         f" on {slack_date(approval.created_at)}",
         f"Approvers: {approvers}",
-        f"Arguments digest: `{escape(approval.arguments_digest, 100)}`",
+        f"Call digest: `{escape(approval.arguments_digest, 100)}`",
     ]
     if approval.expires_at and approval.status == "pending":
         lines.append(f"Expires {slack_date(approval.expires_at)}")

@@ -13,6 +13,7 @@ audited `voted`; the closing one is the `decided` event, which lists every count
 
 from __future__ import annotations
 
+import hmac
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -107,9 +108,11 @@ class _Ballot:
         if record.expires_at is not None and record.expires_at <= self.at:
             expired = expire_one(connection, self.approval_id, self.at)
             return self._outcome(connection, "expired", expired or record)
-        if record.arguments_digest != self.digest:
+        if not _same(record.arguments_digest, self.digest):
             return self._outcome(connection, "stale_digest", record)
-        if self.amend is not None and self.amend.arguments_digest != record.arguments_digest:
+        if self.amend is not None and not _same(
+            self.amend.arguments_digest, record.arguments_digest
+        ):
             # An "amendment" to the arguments already under review changes nothing: it is
             # a plain approval, and must not drop the other approvers' votes.
             record = self._apply_amendment(connection, record, self.amend)
@@ -266,3 +269,8 @@ def _votes_on(
         (approval_id, digest),
     )
     return tuple(row_to_vote(row) for row in rows)
+
+
+def _same(first: str, second: str) -> bool:
+    """Digests compared in constant time."""
+    return hmac.compare_digest(first.encode(), second.encode())

@@ -159,3 +159,15 @@ def test_a_state_file_in_a_missing_directory_is_refused_before_anything_runs(dem
     assert line.startswith("approvals-bot: error: --state")
     assert not (demo.home / "approvals.db").exists()
     assert demo.effect_lines() == []
+
+
+def test_hiding_characters_are_escaped_and_look_alikes_flagged_in_the_terminal(
+    demo: Demo,
+) -> None:
+    done = demo.run("deploy pay\u202emnets 1.2.3 and restart p\u0430yments", "--reject")
+    assert done.returncode == 0, done.stderr
+    card = done.stdout.split("answer:", 1)[0]  # the model's answer is its own text
+    assert "\u202e" not in card
+    assert '"pay\\u202emnets"' in card  # the card's arguments, as JSON escapes
+    assert "pay\\u202emnets" in done.stdout.splitlines()[0]  # and the echoed task
+    assert "warning:   $.service: p\\u0430yments mixes Cyrillic and Latin letters" in card

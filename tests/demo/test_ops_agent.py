@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from ops_harness import OPS_TOKEN, Ops
 
+from bot.canonical import legacy_arguments_digest
 from bot.demo import ops_dependencies, token_fingerprint
-from bot.review import REDACTED, arguments_digest, review_snapshot
+from bot.review import REDACTED, review_snapshot
 from bot.runtime import DEFAULT_REJECTION_MESSAGE, Runner, RunState
 from bot.runtime.journal import InMemoryJournal
 
@@ -108,9 +109,12 @@ async def test_a_secret_config_value_is_redacted_for_review_and_applied_for_real
 ) -> None:
     paused = await ops.run("set payments db_password=hunter2-very-secret")
     [call] = paused.interruptions
-    snapshot = review_snapshot(call.tool_name, call.arguments)
+    snapshot = review_snapshot(
+        call.tool_name, call.arguments, digest=paused.state.call_digest(call)
+    )
     assert snapshot.arguments == {"service": "payments", "key": "db_password", "value": REDACTED}
-    assert snapshot.digest == arguments_digest(
+    # The card's digest is keyed: nobody can test guesses of the hidden value against it.
+    assert snapshot.digest != legacy_arguments_digest(
         {"service": "payments", "key": "db_password", "value": "hunter2-very-secret"}
     )
 
@@ -119,7 +123,7 @@ async def test_a_secret_config_value_is_redacted_for_review_and_applied_for_real
 
     [effect] = ops.effect_lines()
     assert effect["arguments"]["value"] == REDACTED  # the effects file holds no secret
-    assert effect["arguments_digest"] == snapshot.digest  # ... but the real value was applied
+    assert effect["arguments_digest"] == snapshot.digest  # the call the card showed ran
     assert done.final_output is not None
     assert "hunter2" not in done.final_output
     assert "set payments db_password: set db_password on payments" in done.final_output

@@ -4,6 +4,7 @@ file as a downstream (dedupe, refusal, concurrent appends) and the model choice.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -84,10 +85,13 @@ def test_a_bad_latency_is_a_config_error_naming_the_variable(latency: str) -> No
 
 
 def effect(key: str, version: str = "1.0", *, idempotent: bool = True) -> Effect:
+    # Stands in for the call's keyed digest: one per (key, arguments), as the run's is.
+    digest = hashlib.sha256(f"{key}/{version}".encode()).hexdigest()
     return Effect(
         tool="deploy_release",
         arguments={"service": "api", "version": version},
         execution_key=key,
+        digest=digest,
         idempotent=idempotent,
         api_token="t",
     )

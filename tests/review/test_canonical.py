@@ -16,14 +16,18 @@ from hypothesis import strategies as st
 
 import bot.review
 import bot.runtime
-from bot.canonical import INT_MAX, INT_MIN, arguments_digest, canonical_arguments
+from bot.canonical import INT_MAX, INT_MIN, call_digest, canonical_arguments
+from bot.canonical import legacy_arguments_digest as arguments_digest
 from bot.errors import InputError
 
 
 def test_the_runtime_and_the_review_layer_use_this_one_implementation() -> None:
     for module in (bot.review, bot.runtime):
         assert module.canonical_arguments is canonical_arguments
-        assert module.arguments_digest is arguments_digest
+    assert bot.runtime.call_digest is call_digest
+    # No unkeyed digest is offered where cards are made: it would be a password oracle.
+    assert not hasattr(bot.review, "arguments_digest")
+    assert not hasattr(bot.runtime, "arguments_digest")
 
 
 def test_canonical_form_sorts_keys_compacts_and_keeps_utf8() -> None:

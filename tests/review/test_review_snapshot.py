@@ -16,31 +16,29 @@ from bot.review import (
     REDACTED,
     SECTION_TEXT_LIMIT,
     ReviewSnapshot,
-    arguments_digest,
     review_snapshot,
 )
 
 SLACK_TOKEN = "xoxb-" + "2718281828-3141592653-AbCdEfGhIjKlMnOp"
+DIGEST = "ab" * 32  # review_snapshot shows the digest it is given (the run's keyed one)
 
 
-def test_the_snapshot_is_redacted_but_the_digest_covers_the_real_value() -> None:
+def snap(tool_name: str, arguments: dict[str, Any], **options: Any) -> ReviewSnapshot:
+    return review_snapshot(tool_name, arguments, digest=DIGEST, **options)
+
+
+def test_the_snapshot_is_redacted_and_shows_the_digest_it_is_given() -> None:
     real = {"service": "payments", "key": "db_password", "value": "hunter2"}
-    other = {**real, "value": "hunter3"}
-
-    first = review_snapshot("set_config", real)
-    second = review_snapshot("set_config", other)
-
+    first = review_snapshot("set_config", real, digest="12" * 32)
     assert first.arguments == {"service": "payments", "key": "db_password", "value": REDACTED}
-    assert first.arguments == second.arguments  # a reviewer sees the same card ...
-    assert first.digest != second.digest  # ... but approves a different digest
-    assert first.digest == arguments_digest(real)
+    assert first.digest == "12" * 32
     assert first.redacted_paths == ["$.value"]
     assert "hunter2" not in first.to_json()
     assert "hunter2" not in first.render_text()
 
 
 def test_nested_and_embedded_secrets_are_redacted_in_place() -> None:
-    snapshot = review_snapshot(
+    snapshot = snap(
         "notify",
         {
             "channel": "#ops",
@@ -55,19 +53,15 @@ def test_nested_and_embedded_secrets_are_redacted_in_place() -> None:
 
 def test_a_tool_can_narrow_what_is_shown() -> None:
     arguments = {"service": "payments", "version": "1.2.3", "changelog": "long text"}
-    snapshot = review_snapshot(
-        "deploy_release", arguments, shown_fields=["service", "version", "dry_run"]
-    )
+    snapshot = snap("deploy_release", arguments, shown_fields=["service", "version", "dry_run"])
     assert snapshot.arguments == {"service": "payments", "version": "1.2.3"}
     assert snapshot.omitted_fields == ["changelog"]
-    assert snapshot.digest == arguments_digest(arguments)  # the digest still covers everything
+    assert snapshot.digest == DIGEST
     assert "not shown: changelog" in snapshot.render_text()
 
 
 def test_the_snapshot_round_trips_through_json() -> None:
-    snapshot = review_snapshot(
-        "set_config", {"key": "token", "value": "abc"}, shown_fields=["key", "value"]
-    )
+    snapshot = snap("set_config", {"key": "token", "value": "abc"}, shown_fields=["key", "value"])
     assert ReviewSnapshot.from_json(snapshot.to_json()) == snapshot
     with pytest.raises(InputError, match="not a review snapshot"):
         ReviewSnapshot.from_json('{"tool_name": "x"}')
@@ -76,19 +70,20 @@ def test_the_snapshot_round_trips_through_json() -> None:
 
 
 def test_rendering_escapes_slack_markup_and_cannot_close_the_code_block() -> None:
-    snapshot = review_snapshot("say", {"text": "<!channel> & <@U123> ```*bold*```"})
+    snapshot = snap("say", {"text": "<!channel> & <@U123> ```*bold*```"})
     text = snapshot.render_text()
     assert "<" not in text
     assert ">" not in text
     assert "&lt;!channel&gt; &amp; &lt;@U123&gt;" in text
     assert "```" not in text
-    assert json.loads(
-        text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&").replace("\u200b", "")
-    ) == {"text": "<!channel> & <@U123> ```*bold*```"}
+    # The fence is broken with a JSON escape: the text still means exactly the value.
+    assert json.loads(text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")) == {
+        "text": "<!channel> & <@U123> ```*bold*```"
+    }
 
 
 def test_a_long_value_is_cut_with_a_visible_marker_that_says_how_much() -> None:
-    snapshot = review_snapshot("say", {"text": "x" * 10_000})
+    snapshot = snap("say", {"text": "x" * 10_000})
     text = snapshot.render_text(limit=1000)
     assert len(text) <= 1000
     match = re.search(r"… \(truncated, (\d+) more characters\)$", text)
@@ -98,7 +93,7 @@ def test_a_long_value_is_cut_with_a_visible_marker_that_says_how_much() -> None:
 
 
 def test_the_cut_never_splits_an_escape_sequence() -> None:
-    snapshot = review_snapshot("say", {"text": "&" * 5000})
+    snapshot = snap("say", {"text": "&" * 5000})
     for limit in range(400, 460):
         text = snapshot.render_text(limit=limit)
         assert len(text) <= limit
@@ -107,7 +102,7 @@ def test_the_cut_never_splits_an_escape_sequence() -> None:
 
 
 def test_characters_outside_the_bmp_count_twice_and_are_never_split() -> None:
-    snapshot = review_snapshot("say", {"text": "😀" * 3000})
+    snapshot = snap("say", {"text": "😀" * 3000})
     text = snapshot.render_text()
     assert len(text.encode("utf-16-le")) // 2 <= SECTION_TEXT_LIMIT - 100
     text.encode("utf-8")  # no lone surrogate
@@ -115,7 +110,7 @@ def test_characters_outside_the_bmp_count_twice_and_are_never_split() -> None:
 
 
 def test_a_combining_accent_stays_with_its_letter() -> None:
-    snapshot = review_snapshot("say", {"text": "e\u0301" * 2000})
+    snapshot = snap("say", {"text": "e\u0301" * 2000})
     for limit in range(300, 320):
         body = snapshot.render_text(limit=limit).split("\n… (truncated")[0]
         assert body.endswith("e\u0301") or body.endswith('"')
@@ -123,7 +118,7 @@ def test_a_combining_accent_stays_with_its_letter() -> None:
 
 def test_a_limit_too_small_to_be_useful_is_refused() -> None:
     with pytest.raises(InputError, match="minimum"):
-        review_snapshot("x", {}).render_text(limit=50)
+        snap("x", {}).render_text(limit=50)
 
 
 # Short pieces repeated up to 600 times: long texts (that must be cut) without the cost
@@ -151,7 +146,7 @@ BROKEN_ESCAPE = re.compile(r"&(?!amp;|lt;|gt;)")
 def test_rendered_text_always_fits_and_never_breaks_an_escape(
     args: dict[str, Any], limit: int
 ) -> None:
-    text = review_snapshot("tool", args).render_text(limit=limit)
+    text = snap("tool", args).render_text(limit=limit)
     assert len(text.encode("utf-16-le")) // 2 <= limit
     assert "<" not in text
     assert ">" not in text

@@ -128,3 +128,41 @@ async def test_a_secret_put_into_state_context_directly_is_refused_on_save(ops: 
     state.context = {"token": SECRETS["slack"]}
     with pytest.raises(ContextSerializationError, match=r"context\.token"):
         state.to_json()
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        {"api_token": "demo-secret-123"},
+        {"password": "correct horse"},
+        {"secret": "s"},
+        {"private_key": "k"},
+        {"db": {"clientSecret": 42}},
+        {"env": [{"name": "DB_PASSWORD", "value": "plain words"}]},
+    ],
+)
+async def test_strict_mode_refuses_a_secret_key_name_whatever_its_value(
+    ops: Ops, context: dict[str, Any]
+) -> None:
+    with pytest.raises(ContextSerializationError, match="secret key names") as caught:
+        await Runner.arun(ops.agent([[DEPLOY], "ok"]), "go", context=context)
+    message = str(caught.value)
+    for value in ("demo-secret-123", "correct horse", "plain words"):
+        assert value not in message
+    assert ops.effects == []
+
+
+async def test_names_about_a_secret_and_empty_secret_fields_are_fine(ops: Ops) -> None:
+    context = {"token_budget": 500, "password_length": 12, "secret_name": "db", "api_key": None}
+    result = await Runner.arun(ops.agent([[DEPLOY], "ok"]), "go", context=context)
+    assert result.state.context == context
+
+
+async def test_non_strict_mode_stores_a_secret_key_name_with_a_warning(
+    ops: Ops, caplog: pytest.LogCaptureFixture
+) -> None:
+    agent = ops.agent([[DEPLOY], "ok"], strict_context=False)
+    result = await Runner.arun(agent, "go", context={"api_token": "demo-secret-123"})
+    assert result.state.context == {"api_token": "demo-secret-123"}
+    assert "context.api_token" in caplog.text
+    assert "demo-secret-123" not in caplog.text

@@ -18,6 +18,7 @@ FIXTURES = Path(__file__).parent.parent / "fixtures" / "run_state"
 FROZEN = {
     "v1.0_paused.json": "53f12525c27e800198ec8f8cdb5bf65608f12e27a1095892d57792f6d14733c7",
     "legacy_unversioned.json": "d07194b351702bbd2142eb7b24d1a668d20cf1ffad7eb3d301c190dc8f898ccf",
+    "v1.1_paused.json": "7296ab3d346bb0704729ee6a402c0eb9de3364e9ae06c13afad2601799daf37b",
 }
 
 
@@ -78,4 +79,18 @@ async def test_legacy_fixture_loads_and_resumes_to_completion(ops: Ops) -> None:
         ("deploy_release", {"service": "billing", "version": "3.0.1"})
     ]
     assert results_by_call(result.state.history)["call_1"] == ("Pool changes need a ticket.", True)
-    assert RunState.from_json(result.state.to_json()).to_dict()["$schemaVersion"] == "1.0"
+    assert RunState.from_json(result.state.to_json()).to_dict()["$schemaVersion"] == "1.1"
+
+
+def test_v1_1_fixture_keeps_the_digests_its_cards_showed() -> None:
+    """A change to the digest's message or key handling would void every pending
+    approval of every deployment: these digests are frozen with the fixture."""
+    state = RunState.from_json((FIXTURES / "v1.1_paused.json").read_text())
+    deploy, restart = state.pending_calls()
+    assert state.legacy_digest_calls == frozenset()
+    assert state.call_digest(deploy) == (
+        "ae5dcee486dd49ddc6b000d771399de90876d8d37cd41ecba088e3c4073326ad"
+    )
+    assert state.call_digest(restart) == (
+        "76294e3d0da597a6300acaea1436e9e69a6047e965486a62929271b7aa023314"
+    )

@@ -16,7 +16,6 @@ from bot.runtime import (
     Runner,
     RunState,
     VerifiedResult,
-    arguments_digest,
 )
 from bot.runtime.decisions import ABORTED_MESSAGE
 from bot.runtime.journal import Recorded
@@ -27,11 +26,18 @@ SET = ("set_config", {"service": "api", "key": "pool_size", "value": "20"})
 STATUS = ("get_status", {"service": "api"})
 
 
-async def crashed_mid_dispatch(journal: InMemoryJournal, call: PendingCall) -> None:
+async def crashed_mid_dispatch(
+    journal: InMemoryJournal, state: RunState, call: PendingCall
+) -> None:
     """What a process that died inside the tool leaves behind: intent, no result."""
     await journal.claim(
         execution_key=call.execution_key,
-        arguments_digest=arguments_digest(call.arguments),
+        arguments_digest=state.digest_of(
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            execution_key=call.execution_key,
+            arguments=call.arguments,
+        ),
         run_id="run-that-died",
         tool_call_id=call.tool_call_id,
         tool_name=call.tool_name,
@@ -46,7 +52,7 @@ async def approved_after_crash(
     call = state.get_interruptions()[0]
     state.approve(call)
     journal = InMemoryJournal()
-    await crashed_mid_dispatch(journal, call)
+    await crashed_mid_dispatch(journal, state, call)
     return state, journal
 
 
@@ -109,7 +115,7 @@ async def test_a_call_needing_no_approval_also_follows_manual_replay(ops: Ops) -
         execution_key=outstanding.execution_key,
         status="approval",
     )
-    await crashed_mid_dispatch(journal, status_call)
+    await crashed_mid_dispatch(journal, state, status_call)
     result = await Runner.arun(agent, state, journal=journal)
     assert [(c.tool_name, c.status) for c in result.interruptions] == [("get_status", "uncertain")]
     # The approved deploy keeps its approval while the run waits.
@@ -142,7 +148,7 @@ async def test_resolve_with_a_verified_result_uses_it(ops: Ops) -> None:
     )
     claim = await journal.claim(
         execution_key=call.execution_key,
-        arguments_digest=arguments_digest(call.arguments),
+        arguments_digest=state.call_digest(call),
         run_id="x",
         tool_call_id=call.tool_call_id,
         tool_name=call.tool_name,

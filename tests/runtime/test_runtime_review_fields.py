@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from bot.errors import ConfigError
-from bot.review import arguments_digest, review_snapshot
+from bot.review import review_snapshot
 from bot.runtime import Agent, ScriptedModel, Tool, tool
 
 
@@ -36,11 +36,13 @@ def test_the_agent_hands_the_service_the_tool_and_the_card_shows_only_those_fiel
     assert isinstance(found, Tool)
     arguments = {"service": "billing", "query": "DELETE FROM t", "options": {"timeout": "5"}}
 
-    snapshot = review_snapshot("run_sql", arguments, shown_fields=found.review_fields)
+    snapshot = review_snapshot(
+        "run_sql", arguments, digest="0" * 64, shown_fields=found.review_fields
+    )
 
     assert snapshot.arguments == {"service": "billing", "query": "DELETE FROM t"}
     assert snapshot.omitted_fields == ["options"]
-    assert snapshot.digest == arguments_digest(arguments)  # the digest covers every field
+    assert snapshot.digest == "0" * 64  # the call's digest, which covers every field
     assert agent.tool_named("no_such_tool") is None
 
 
@@ -72,7 +74,10 @@ def test_an_empty_list_shows_no_argument_but_names_them_all() -> None:
         return "rotated"
 
     snapshot = review_snapshot(
-        "rotate_secret", {"name": "db", "value": "x"}, shown_fields=rotate_secret.review_fields
+        "rotate_secret",
+        {"name": "db", "value": "x"},
+        digest="0" * 64,
+        shown_fields=rotate_secret.review_fields,
     )
     assert snapshot.arguments == {}
     assert snapshot.omitted_fields == ["name", "value"]

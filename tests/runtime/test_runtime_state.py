@@ -31,7 +31,7 @@ async def paused_payload(ops: Ops) -> dict[str, Any]:
 
 
 def test_every_supported_version_has_a_one_line_summary() -> None:
-    assert CURRENT_SCHEMA_VERSION == "1.0"
+    assert CURRENT_SCHEMA_VERSION == "1.1"
     assert CURRENT_SCHEMA_VERSION in SUPPORTED_SCHEMA_VERSIONS
     for version, summary in SUPPORTED_SCHEMA_VERSIONS.items():
         assert summary.strip(), version
@@ -46,7 +46,7 @@ async def test_to_json_stamps_the_current_version_and_round_trips(ops: Ops) -> N
     assert RunState.from_json(state.to_json()).to_json() == state.to_json()
 
 
-@pytest.mark.parametrize("version", ["1.1", "2.0", "0.1", "", 1.0, None])
+@pytest.mark.parametrize("version", ["1.2", "2.0", "0.1", "", 1.0, None])
 async def test_newer_or_unknown_versions_are_refused_naming_both(ops: Ops, version: Any) -> None:
     payload = {**await paused_payload(ops), "$schemaVersion": version}
     with pytest.raises(SchemaVersionError) as caught:
@@ -70,7 +70,7 @@ async def test_an_older_supported_version_is_migrated_deliberately(
     monkeypatch.setattr(
         state_format, "SUPPORTED_SCHEMA_VERSIONS", {**SUPPORTED_SCHEMA_VERSIONS, "0.9": "older"}
     )
-    monkeypatch.setitem(state_format.MIGRATIONS, "0.9", ("1.0", from_0_9))
+    monkeypatch.setitem(state_format.MIGRATIONS, "0.9", (CURRENT_SCHEMA_VERSION, from_0_9))
     assert RunState.from_json(json.dumps(old)).to_dict() == payload
 
 
@@ -78,8 +78,8 @@ async def test_a_supported_version_without_migration_fails_clearly(
     ops: Ops, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     payload = {**await paused_payload(ops), "$schemaVersion": "0.8"}
-    monkeypatch.setattr(state_format, "SUPPORTED_SCHEMA_VERSIONS", {"0.8": "x", "1.0": "y"})
-    with pytest.raises(RunStateError, match=r"no migration from \$schemaVersion '0.8' to '1.0'"):
+    monkeypatch.setattr(state_format, "SUPPORTED_SCHEMA_VERSIONS", {"0.8": "x", "1.1": "y"})
+    with pytest.raises(RunStateError, match=r"no migration from \$schemaVersion '0.8' to '1.1'"):
         RunState.from_dict(payload)
 
 

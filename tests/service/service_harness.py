@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from bot.demo import default_registry, ops_dependencies
 from bot.review import ReviewSnapshot
-from bot.runtime import AgentRegistry, arguments_digest
+from bot.runtime import AgentRegistry
 from bot.service import ApprovalService, ApprovalView, Location, TaskOwner, UncertainCall
 from bot.service.api import (
     ApprovalDecided,
@@ -175,10 +175,11 @@ async def paused_with_an_uncertain_restart(harness: Harness, approver: str = APP
     key is claimed in the ledger directly (what the dead worker did before it died)."""
     run = await start(harness, "restart api")
     [approval] = await harness.pending(run.run_id)
-    [call] = (await harness.service.load_state(run.run_id)).get_interruptions()
+    state = await harness.service.load_state(run.run_id)
+    [call] = state.get_interruptions()
     await harness.store.ledger_claim(
         execution_key=call.execution_key,
-        arguments_digest=arguments_digest(call.arguments),
+        arguments_digest=state.call_digest(call),
         run_id=run.run_id,
         tool_call_id=call.tool_call_id,
         tool_name=call.tool_name,

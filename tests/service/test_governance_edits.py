@@ -27,7 +27,7 @@ from service_harness import (
 )
 
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
-from bot.review import REDACTED, arguments_digest
+from bot.review import REDACTED
 from bot.runtime import AbortCall, RetryCall, VerifiedResult
 from bot.runtime.decisions import ABORTED_MESSAGE
 
@@ -71,8 +71,11 @@ async def test_changed_arguments_get_a_new_digest_drop_earlier_votes_and_run(
     changed = await harness.service.approve_with_changes(
         approval.approval_id, decider=BOB, reason="use the hotfix", arguments={"version": "1.2.4"}
     )
-    new_digest = arguments_digest({"service": "payments", "version": "1.2.4"})
-    assert changed.approval.arguments_digest == new_digest
+    state = await harness.service.load_state(run.run_id)
+    [call] = state.pending_calls()
+    assert call.arguments == {"service": "payments", "version": "1.2.4"}
+    new_digest = state.call_digest(call)
+    assert changed.approval.arguments_digest == new_digest != approval.arguments_digest
     assert (changed.approval.status, changed.approvals_count, changed.voters) == (
         "pending",
         1,
@@ -217,10 +220,11 @@ async def test_the_author_of_a_thread_reply_may_not_reconcile_the_call_it_led_to
     )
     [approval] = await harness.pending(run.run_id)
     assert approval.requester == BOB
-    [call] = (await harness.service.load_state(run.run_id)).get_interruptions()
+    state = await harness.service.load_state(run.run_id)
+    [call] = state.get_interruptions()
     await harness.store.ledger_claim(  # a worker dispatched it and died
         execution_key=call.execution_key,
-        arguments_digest=arguments_digest(call.arguments),
+        arguments_digest=state.call_digest(call),
         run_id=run.run_id,
         tool_call_id=call.tool_call_id,
         tool_name=call.tool_name,

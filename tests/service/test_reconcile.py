@@ -11,7 +11,7 @@ import pytest
 from service_harness import APPROVER, Harness, kinds, paused_with_an_uncertain_restart, start
 
 from bot.errors import InputError, ResolutionError, UnknownCallError
-from bot.runtime import AbortCall, RetryCall, arguments_digest
+from bot.runtime import AbortCall, RetryCall
 from bot.runtime.decisions import ABORTED_MESSAGE
 from bot.runtime.journal import InMemoryJournal, Recorded
 from bot.service.journal import ServiceJournal
@@ -86,10 +86,11 @@ async def test_a_call_revoked_after_the_resume_began_is_not_run(harness: Harness
     )
     await harness.store.revoke(approval.approval_id, actor="U-security", reason="incident")
 
-    [call] = (await harness.service.load_state(run.run_id)).get_interruptions()
+    state = await harness.service.load_state(run.run_id)
+    [call] = state.get_interruptions()
     claim = await journal.claim(
         execution_key=call.execution_key,
-        arguments_digest=arguments_digest(call.arguments),
+        arguments_digest=state.call_digest(call),
         run_id=run.run_id,
         tool_call_id=call.tool_call_id,
         tool_name=call.tool_name,
@@ -99,7 +100,7 @@ async def test_a_call_revoked_after_the_resume_began_is_not_run(harness: Harness
     assert (
         await inner.claim(  # nothing was journaled for the key
             execution_key=call.execution_key,
-            arguments_digest=arguments_digest(call.arguments),
+            arguments_digest=state.call_digest(call),
             run_id=run.run_id,
             tool_call_id=call.tool_call_id,
             tool_name=call.tool_name,

@@ -188,11 +188,12 @@ async def start_bot(
     *,
     policy: Policy | None = None,
     clock: FakeClock | None = None,
+    agents: Callable[[Effects], tuple[AgentRegistry, dict[str, ScriptedModel]]] = build_registry,
 ) -> tuple[Bot, web.AppRunner, aiohttp.ClientSession]:
     """The bot over `database`; with `policy`, governed by it, with approver groups read
-    from the fake Slack (cached 60 s on `clock`)."""
+    from the fake Slack (cached 60 s on `clock`); `agents` builds the agents it runs."""
     effects = Effects()
-    registry, models = build_registry(effects)
+    registry, models = agents(effects)
     store = await open_store(str(database), keyring=keyring, environ={})
 
     def make_service(slack: SlackGateway, tasks: TaskOwner) -> ApprovalService:

@@ -33,7 +33,9 @@ RUN = RunRecord(
 
 
 def approval(**fields: Any) -> ApprovalRecord:
-    snapshot = review_snapshot("deploy_release", {"service": "payments", "version": "1.2.3"})
+    snapshot = review_snapshot(
+        "deploy_release", {"service": "payments", "version": "1.2.3"}, digest="d1" * 32
+    )
     base = ApprovalRecord(
         approval_id="ap1",
         run_id="r1",

@@ -22,7 +22,7 @@ from slack_harness import (
     start_run,
 )
 
-from bot.runtime import arguments_digest
+from bot.canonical import legacy_arguments_digest
 
 
 async def test_approve_from_the_card_resumes_and_answers_in_the_thread(bot: Bot) -> None:
@@ -33,7 +33,7 @@ async def test_approve_from_the_card_resumes_and_answers_in_the_thread(bot: Bot)
     buttons = [e["text"]["text"] for e in card.args["blocks"][-1]["elements"]]
     assert buttons == ["Approve", "Approve with changes", "Reject", "Revoke"]
     assert {e["value"] for e in card.args["blocks"][-1]["elements"]} == {approval_id}
-    digest = arguments_digest({"service": "payments", "version": "1.2.3"})
+    digest = await card_digest(bot, approval_id)
     assert digest in card.text
     assert "deploy_release" in card.text
     assert "payments" in card.text
@@ -157,8 +157,9 @@ async def test_a_secret_argument_is_redacted_on_the_card_but_covered_by_the_dige
     assert SECRET_VALUE not in card.text
     assert "redacted" in card.text
     real = {"service": "payments", "key": "slack_token", "value": SECRET_VALUE}
-    assert arguments_digest(real) in card.text
     approval_id = card.args["blocks"][-1]["elements"][0]["value"]
+    assert await card_digest(bot, approval_id) in card.text
+    assert legacy_arguments_digest(real) not in card.text  # keyed: no oracle for guesses
     record = await bot.service.store.get_approval(approval_id)
     assert record is not None
     assert SECRET_VALUE not in record.snapshot
@@ -190,3 +191,13 @@ async def test_long_and_hostile_arguments_fit_the_card_escaped(bot: Bot) -> None
     assert "truncated" in call_block["text"]["text"] or "…" in call_block["text"]["text"]
     (root,) = [c for c in bot.fake.calls_to("chat.postMessage") if "thread_ts" not in c.args]
     assert "<!channel>" not in root.text
+
+
+async def card_digest(bot: Bot, approval_id: str) -> str:
+    """The digest a card must show: its call's keyed digest, from the run's own state."""
+    record = await bot.service.store.get_approval(approval_id)
+    assert record is not None
+    state = await bot.service.load_state(record.run_id)
+    digest = state.call_digest(record.tool_call_id)
+    assert digest == record.arguments_digest
+    return digest

@@ -34,7 +34,6 @@ from slack_harness import (
 )
 
 from bot.review import REDACTED
-from bot.runtime import arguments_digest
 
 __all__ = ["clock", "governed"]
 
@@ -162,14 +161,17 @@ async def test_approve_with_changes(governed: Bot) -> None:
     assert governed.fake.calls_to("chat.update") == []
 
     changed = {"service": "payments", "version": "1.2.4"}
+    old = await governed.service.store.get_approval(approval_id_of(card))
+    assert old is not None
     ok = await governed.driver.submit(
         view, user=APPROVER, reason="hotfix is 1.2.4", message=json.dumps(changed)
     )
     assert (ok.status, ok.text) == (200, "")
-    new_digest = arguments_digest(changed)
-    (updated,) = await governed.fake.wait_for("chat.update", card_update(card, new_digest))
-    assert "1 of 2 approvals" in updated.text
-    assert arguments_digest({"service": "payments", "version": "1.2.3"}) not in updated.text
+    (updated,) = await governed.fake.wait_for("chat.update", card_update(card, "1 of 2"))
+    new_digest = await current_digest(governed, approval_id_of(card))
+    assert new_digest in updated.text
+    assert new_digest != old.arguments_digest
+    assert old.arguments_digest not in updated.text
 
     await vote(governed, card, OTHER_APPROVER)
     await governed.fake.wait_for("chat.update", card_update(card, "Approved"))
@@ -301,8 +303,21 @@ async def test_a_vote_counts_only_for_the_arguments_its_form_showed(governed: Bo
     assert len(told_other) == 2
     record = await governed.service.store.get_approval(approval_id_of(card))
     assert record is not None
-    assert (record.status, record.arguments_digest) == ("pending", arguments_digest(changed))
+    assert (record.status, record.arguments_digest) == (
+        "pending",
+        await current_digest(governed, approval_id_of(card)),
+    )
+    state = await governed.service.load_state(record.run_id)
+    assert state.pending_calls()[0].arguments == changed
     assert governed.effects.deploys == []
     assert not [
         c for c in governed.fake.calls_to("chat.postMessage") if in_thread(root, "Deployed")(c)
     ]
+
+
+async def current_digest(bot: Bot, approval_id: str) -> str:
+    """The keyed digest of the approval's call as the run's state holds it now."""
+    record = await bot.service.store.get_approval(approval_id)
+    assert record is not None
+    state = await bot.service.load_state(record.run_id)
+    return state.call_digest(record.tool_call_id)

@@ -230,11 +230,13 @@ def test_edit_submission_mistakes_are_inline(
 
 
 def test_editable_arguments_show_redactions_and_refuse_what_does_not_fit() -> None:
-    snapshot = review_snapshot("set_config", {"key": "token", "value": "xoxb-" + "1" * 40})
+    snapshot = review_snapshot(
+        "set_config", {"key": "token", "value": "xoxb-" + "1" * 40}, digest="d2" * 32
+    )
     shown = editable_arguments(snapshot)
     assert shown is not None
     assert json.loads(shown)["value"] == REDACTED
-    big = review_snapshot("echo", {"text": "x" * 4000})
+    big = review_snapshot("echo", {"text": "x" * 4000}, digest="d3" * 32)
     assert editable_arguments(big) is None
     partial = ReviewSnapshot.from_dict({**snapshot.to_dict(), "omitted_fields": ["extra"]})
     assert editable_arguments(partial) is None
