@@ -144,10 +144,12 @@ def approvals_show(args: argparse.Namespace) -> int:
 def render_view(view: ApprovalView, *, viewer: str | None) -> str:
     """The call as its card shows it (redacted arguments, digest), for a terminal."""
     approval = view.approval
+    warnings: list[str] = []
     try:
         snapshot = ReviewSnapshot.from_json(approval.snapshot)
         arguments = compact(snapshot.arguments)
         hidden = snapshot.redacted_paths + snapshot.omitted_fields
+        warnings = snapshot.script_warnings()
     except InputError:
         arguments, hidden = "(snapshot unreadable)", []
     approvers = ", ".join(view.approvers) or "anyone but the requester"
@@ -157,6 +159,7 @@ def render_view(view: ApprovalView, *, viewer: str | None) -> str:
         f"  requester: {approval.requester or '-'}",
         f"  arguments: {arguments}",
         *([f"  hidden:    {', '.join(hidden)}"] if hidden else []),
+        *(f"  warning:   {line}" for line in warnings),
         f"  digest:    {approval.arguments_digest}",
         f"  expires:   {expiry(approval)}",
         f"  quorum:    {view.approvals_count} of {view.required} "

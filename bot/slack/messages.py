@@ -138,7 +138,10 @@ BUSY_TEXT = (
     ":hourglass_flowing_sand: The agent is still working on this run; send your message "
     "again once it has answered."
 )
-CLOSED_TEXT = ":no_entry_sign: This run was cancelled; start a new one with `/agent`."
+CLOSED_TEXT = (
+    ":no_entry_sign: This run is closed (cancelled, or its content removed by retention); "
+    "start a new one with `/agent`."
+)
 
 
 def waiting_for_approval_text(pending: int) -> str:

@@ -4,10 +4,14 @@ shown and checked again, the audit saying `via: cli`."""
 
 from __future__ import annotations
 
+import os
+import pty
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
-from operator_support import Home
+from operator_support import Home, subprocess_env
 
 
 def _digest_of(home: Home, approval_id: str) -> str:
@@ -127,3 +131,58 @@ def test_decide_refuses_bad_input_before_anything(home: Home) -> None:
     assert code == 2
     assert "--message goes with --reject" in err
     assert home.audit("refused") == []
+
+
+def test_decide_at_a_terminal_confirms_the_digest_shown(home: Home) -> None:
+    """With no --digest, a person at a terminal confirms the call shown (a real pty)."""
+    _, [approval] = home.paused("restart api")
+    env = subprocess_env(home.path)
+    main_fd, child_fd = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "bot", "approvals", "decide", approval.approval_id,
+             "--approve", "--as", "U0ALICE", "--reason", "at the desk"],
+            cwd=home.path, env=env, stdin=child_fd, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )  # fmt: skip
+        os.close(child_fd)
+        assert process.stdout is not None
+        shown = b""
+        while b"[y/N]" not in shown:
+            chunk = os.read(process.stdout.fileno(), 4096)
+            assert chunk, shown
+            shown += chunk
+        os.write(main_fd, b"y\n")
+        out, err = process.communicate(timeout=60)
+    finally:
+        os.close(main_fd)
+    assert process.returncode == 0, err.decode()
+    assert f"digest {approval.arguments_digest[:16]}" in shown.decode()
+    assert "restarted api" in out.decode()
+    [decided] = home.audit("decided")
+    assert decided["digest"] == approval.arguments_digest
+
+
+def test_decide_for_the_rest_of_the_run_from_the_cli(home: Home) -> None:
+    policy = home.path / "policy.toml"
+    policy.write_text("[tools.restart_service]\nallow_always = true\n", encoding="utf-8")
+    home.monkeypatch.setenv("APPROVALS_POLICY", str(policy))
+    _, [first, _] = home.paused("restart api and restart web")
+
+    code, out, err = home.cli(
+        "approvals", "decide", first.approval_id, "--approve", "--as", "U0ALICE",
+        "--reason", "rolling restart", "--digest", first.arguments_digest, "--always",
+    )  # fmt: skip
+
+    assert code == 0, err
+    assert "it stands for the rest of the run" in out
+    assert len(home.effect_lines()) == 2
+    [standing] = home.audit("standing_set")
+    assert (standing["actor"], standing["via"]) == ("U0ALICE", "cli")
+    decided = home.audit("decided")
+    assert [d.get("via") for d in decided] == ["cli", "standing"]
+    code, _, err = home.cli(
+        "approvals", "revoke", first.approval_id, "--as", "U0ALICE", "--reason", "done"
+    )
+    assert code == 0, err
+    assert len(home.audit("standing_revoked")) == 1
