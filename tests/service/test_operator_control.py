@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -16,6 +16,7 @@ from service_harness import APPROVER, REQUESTER, Harness, kinds, start
 
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, tool
+from bot.service import Closed
 from bot.service.api import ApprovalRequested, RunCancelled, RunFailed
 from bot.service.execution import approval_ids
 
@@ -389,3 +390,24 @@ async def test_approval_metadata_records_when_the_person_decided(
     state = await harness.service.load_state(run.run_id)
     stamps = {m.approver_id: m.timestamp for m in state.approval_metadata.values()}
     assert stamps == {APPROVER: decided_first, "U-other": decided_first + timedelta(minutes=30)}
+
+
+async def test_a_purged_run_takes_no_more_input(harness: Harness) -> None:
+    run = await start(harness, "restart api")
+    [approval] = await harness.pending(run.run_id)
+    await harness.service.decide(approval.approval_id, approve=True, decider=APPROVER, reason="ok")
+    await harness.service.drain(timeout=10)
+    report = await harness.store.purge_finished_runs(
+        finished_before=datetime.now(UTC) + timedelta(seconds=1), actor="U-ops"
+    )
+    assert report.runs == 1
+    current = await harness.store.get_run(run.run_id)
+    assert current is not None
+    assert current.thread_ts is not None
+
+    outcome = await harness.service.follow_up(
+        channel="C-ops", thread_ts=current.thread_ts, user=REQUESTER, text="restart db"
+    )
+
+    assert isinstance(outcome, Closed)
+    assert len(harness.effect_lines()) == 1
