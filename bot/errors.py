@@ -17,6 +17,7 @@ so every layer (runtime, review, policy, store, service, slack) may import it.
     │   ├── NotAuthorizedError        this person may not decide this call
     │   └── AlreadyDecidedError       lost a race / terminal state (says who won, when)
     ├── ModelError                the model failed or timed out
+    ├── LimitError                a run went past a limit of the policy ([limits]); it stops
     ├── StoreError                persistence failed
     │   ├── ConflictError             compare-and-set lost (expected state/version moved)
     │   ├── TamperError               a blob failed to decrypt/verify (fails closed)
@@ -95,6 +96,11 @@ class AlreadyDecidedError(DecisionError):
 
 class ModelError(ApprovalsError):
     """The model call failed, timed out or answered something unusable."""
+
+
+class LimitError(ApprovalsError):
+    """A run asked for more than a limit allows (tool calls in one model turn, approvals
+    at once); nothing of what it asked for ran, and the run stops."""
 
 
 class StoreError(ApprovalsError):

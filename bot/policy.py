@@ -23,6 +23,20 @@ sets. Example:
     [tools.get_status]
     allow_always = true         # "approve this tool for the rest of the run" (default false)
 
+    [limits]                    # what one request may set in motion (defaults shown)
+    tool_calls_per_turn = 20    # calls in one model turn; more and none of them runs
+    pending_approvals_per_run = 20   # cards a run may wait on at once
+    task_chars = 4000           # a task (or a thread reply) in characters
+
+The limits stop one request from flooding a channel: a single /agent command of
+thousands of "and"-joined clauses once posted thousands of review cards. 20 calls per
+turn is well above what a real operations task asks for in one step (a handful of
+deploys or restarts) and posts at most 20 cards, which Slack's one-message-a-second
+pace for a channel sends in about 20 s. 4000 characters is the length Slack advises for
+a message's text, and the bot reposts the task as its thread's root message. Past a
+limit a run fails with one clear line in its thread; a task that is too long is refused
+before any run starts.
+
 Everything is checked at start-up: an unknown key, a bad duration or an impossible rule
 (fewer listed approvers than required approvals, with no group listed; `allow_always`
 with `required_approvals` > 1, since a standing decision is one person's) is a
@@ -68,7 +82,15 @@ _RULE_KEYS = frozenset(
         "allow_always",
     }
 )
-_TOP_KEYS = frozenset({"admins", "defaults", "tools"})
+_TOP_KEYS = frozenset({"admins", "defaults", "tools", "limits"})
+# The highest value a limit may have. Approvals: the service reads at most 10,000 rows of
+# a run, so every pending approval of a run must fit well inside that. Task: Slack cuts
+# a message's text at 40,000 characters, and the task is reposted as the root message.
+_LIMIT_CEILINGS = {
+    "tool_calls_per_turn": 1000,
+    "pending_approvals_per_run": 1000,
+    "task_chars": 40_000,
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,10 +126,20 @@ class ToolRule:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Limits:
+    """What one request may set in motion (see the module doc for the defaults' why)."""
+
+    tool_calls_per_turn: int = 20
+    pending_approvals_per_run: int = 20
+    task_chars: int = 4000
+
+
+@dataclass(frozen=True, kw_only=True)
 class Policy:
     defaults: ToolRule = field(default_factory=ToolRule)
     tools: Mapping[str, ToolRule] = field(default_factory=dict)
     admins: frozenset[str] = frozenset()
+    limits: Limits = field(default_factory=Limits)
     source: str = BUILTIN
 
     def rule_for(self, tool_name: str) -> ToolRule:
@@ -307,8 +339,26 @@ class _Parser:
             if self.known_tools is not None and name not in self.known_tools:
                 self.fail(prefix, _no_such_tool(name, self.known_tools))
             tools[name] = self.rule(self.table(table, prefix), defaults, prefix)
-        policy = Policy(defaults=defaults, tools=tools, admins=admins, source=self.source)
+        limits = self.limits(self.table(data.get("limits", {}), "limits"))
+        policy = Policy(
+            defaults=defaults, tools=tools, admins=admins, limits=limits, source=self.source
+        )
         return self.finish(policy)
+
+    def limits(self, table: Mapping[str, Any]) -> Limits:
+        self.unknown(table, frozenset(_LIMIT_CEILINGS), "limits")
+        values: dict[str, int] = {}
+        for key, ceiling in _LIMIT_CEILINGS.items():
+            if key not in table:
+                continue
+            value = table[key]
+            if type(value) is not int or value < 1:
+                self.fail(f"limits.{key}", "must be a whole number >= 1")
+            elif value > ceiling:
+                self.fail(f"limits.{key}", f"must be at most {ceiling}")
+            else:
+                values[key] = value
+        return Limits(**values)
 
     def rule(self, table: Mapping[str, Any], base: ToolRule, prefix: str) -> ToolRule:
         self.unknown(table, _RULE_KEYS, prefix)

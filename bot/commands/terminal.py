@@ -25,6 +25,7 @@ from bot.service.api import (
     CallUncertain,
     Event,
     ExecutionRefused,
+    ResumeStalled,
     RunCancelled,
     RunFailed,
     RunFinished,
@@ -117,6 +118,10 @@ def event_text(event: Event) -> str:
             return f"\nrun failed: {error}"
         case RunCancelled(run=run, actor=actor, reason=reason):
             return f"\nrun {run.run_id} cancelled by {actor}: {reason}"
+        case ResumeStalled(attempts=attempts):
+            return (
+                f"the database failed {attempts} times while resuming; retrying in the background"
+            )
 
 
 def standing_text(decision: StandingDecision) -> str:

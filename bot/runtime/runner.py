@@ -25,6 +25,7 @@ from bot.canonical import canonical_arguments
 from bot.errors import (
     AgentNotRegisteredError,
     InputError,
+    LimitError,
     ModelError,
     RunStateError,
     UnknownCallError,
@@ -112,15 +113,22 @@ class Runner:
         journal: Journal | None = None,
         dependencies: Mapping[str, Any] | None = None,
         registry: AgentRegistry | None = None,
+        max_tool_calls_per_turn: int | None = None,
     ) -> RunResult:
         """Run `agent` on new input, or resume a RunState (the agent must match the
         state's name and version; with a registry, it may be looked up there).
 
         `max_turns` defaults to 10 for a new run and to the state's limit on resume.
+        A model turn asking for more than `max_tool_calls_per_turn` calls (default: no
+        limit) raises LimitError before any of its calls runs or pauses.
         `dependencies` reach tools through `current_tool_call().dependencies` and are
         never stored. The given RunState is not modified: `result.state` is a copy."""
         if max_turns is not None and max_turns < 1:
             raise InputError(f"max_turns must be at least 1, got {max_turns}")
+        if max_tool_calls_per_turn is not None and max_tool_calls_per_turn < 1:
+            raise InputError(
+                f"max_tool_calls_per_turn must be at least 1, got {max_tool_calls_per_turn}"
+            )
         if isinstance(input_or_state, RunState):
             run = _Run.resume(agent, input_or_state, context=context, registry=registry)
             if max_turns is not None:
@@ -140,6 +148,7 @@ class Runner:
             dependencies=MappingProxyType(dict(dependencies or {})),
             context=run.live_context,
         )
+        run.calls_per_turn = max_tool_calls_per_turn
         return await run.loop(site)
 
 
@@ -148,6 +157,7 @@ class _Run:
     agent: Agent
     state: RunState
     live_context: Any
+    calls_per_turn: int | None = None  # the most tool calls one model turn may ask for
 
     @classmethod
     def start(cls, agent: Agent, task: str, *, context: Any, max_turns: int | None) -> _Run:
@@ -194,11 +204,20 @@ class _Run:
                 history=list(state.history),
                 tools=self.agent.tool_specs(),
             )
+            self._check_calls(response)
             state.current_turn += 1
             assistant, refused = _assistant_item(response)
             state.history.append(assistant)
             for call, problem in refused:
                 self._result(call, invalid_arguments(call["name"], problem), True)
+
+    def _check_calls(self, response: ModelResponse) -> None:
+        asked, limit = len(response.tool_calls), self.calls_per_turn
+        if limit is not None and asked > limit:
+            raise LimitError(
+                f"the model asked for {asked} tool calls in one turn; the limit is {limit} "
+                "per turn, so none of them ran"
+            )
 
     def _finish(self, outcome: RunOutcome) -> RunResult:
         self.state.context = serialize_context(

@@ -20,6 +20,8 @@ from bot.service.api import (
     NotARunThread,
     Notifier,
     Page,
+    Recorded,
+    Retrying,
     UncertainCall,
     WaitingForApproval,
 )
@@ -40,6 +42,8 @@ __all__ = [
     "NotARunThread",
     "Notifier",
     "Page",
+    "Recorded",
+    "Retrying",
     "TaskOwner",
     "UncertainCall",
     "WaitingForApproval",

@@ -20,7 +20,8 @@ arguments never reach a notifier.
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Generic, Literal, Protocol, TypeVar
 
@@ -59,6 +60,18 @@ class DecisionResult:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Recorded(Generic[T]):
+    """A decision the store has committed (a vote, an edit, a revocation): durable, so a
+    person may be told it is taken. `approval` is the record as the commit left it.
+    `finish()` does what follows (update the card, resume the run, or raise the refusal
+    the store's answer means, as `decide` would) and answers what `decide` would; call
+    it once, after telling the person."""
+
+    approval: ApprovalRecord
+    finish: Callable[[], Awaitable[T]] = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True, kw_only=True)
 class NotARunThread:
     """The thread belongs to no run: the message is not for the bot."""
 
@@ -83,6 +96,15 @@ class Busy:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Retrying:
+    """The run's resume keeps failing on the database and is being retried (in the
+    background until it goes through); the input was not taken."""
+
+    run: RunRecord
+    kind: Literal["retrying"] = "retrying"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Continued:
     """The input reached the agent; the run's outcome went to the notifier."""
 
@@ -98,7 +120,7 @@ class Closed:
     kind: Literal["closed"] = "closed"
 
 
-FollowUpOutcome = NotARunThread | WaitingForApproval | Busy | Closed | Continued
+FollowUpOutcome = NotARunThread | WaitingForApproval | Busy | Retrying | Closed | Continued
 
 # -- read models ---------------------------------------------------------------------
 
@@ -307,6 +329,17 @@ class RunCancelled:
     kind: Literal["run_cancelled"] = "run_cancelled"
 
 
+@dataclass(frozen=True, kw_only=True)
+class ResumeStalled:
+    """Resuming the run failed `attempts` times in a row on the database; the bot gave
+    up for now and keeps trying in the background (the run is neither failed nor lost).
+    Said once per stretch of failures; the run's answer follows when a try goes through."""
+
+    run: RunRecord
+    attempts: int
+    kind: Literal["resume_stalled"] = "resume_stalled"
+
+
 Posting = RunStarted | ApprovalRequested
 """The events whose answer is where the message went (a `Location`, or None)."""
 
@@ -322,6 +355,7 @@ Event = (
     | RunFinished
     | RunFailed
     | RunCancelled
+    | ResumeStalled
 )
 
 

@@ -9,6 +9,9 @@ persist the outcome by compare-and-set on the run's version and tell the notifie
   `CallUncertain` notice per call whose outcome a human must reconcile;
 - completed / max_turns: the final state (status `completed`) and the answer;
 - an error: status `failed`, a `failed` audit event and one clear line for people.
+
+The policy's limits on calls per turn and approvals per run apply here
+(bot.service.limits): past one, the run fails with one line that names the limit.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Collection, Sequence
 from functools import partial
 
 from bot.canonical import digests_equal
-from bot.errors import ApprovalsError, RunStateError
+from bot.errors import ApprovalsError, LimitError, RunStateError
 from bot.review import ReviewSnapshot, review_snapshot
 from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, PendingCall, Runner, RunResult, RunState
 from bot.service.amend import noted_agent
@@ -34,6 +37,8 @@ from bot.service.api import (
 from bot.service.authority import execution_check
 from bot.service.codec import encode_state
 from bot.service.journal import ServiceJournal
+from bot.service.limits import calls_per_turn_exceeded, check_pending
+from bot.service.retry import transient
 from bot.service.standing import apply_standing
 from bot.service.workflow import Workflow
 from store.api import ApprovalRecord, NewApproval, RunRecord, StandingDecision
@@ -52,9 +57,12 @@ async def execute(
     *,
     approved: dict[str, ApprovalRecord] | None = None,
     requester: str | None = None,
+    raise_transient: bool = False,
 ) -> RunRecord:
     """Run `agent` from `state` for `run` (status running or resuming) and persist the
-    outcome. Never raises for a failed run: the run is marked failed and people told.
+    outcome. Never raises for a failed run: the run is marked failed and people told;
+    with `raise_transient`, a database failure that may pass (bot.service.retry) is
+    raised instead, for the caller to try again.
 
     `requester` is whoever asked for this stretch of the run (default the run's
     requester; a thread reply's author for a follow-up): the calls it pauses on are
@@ -71,19 +79,34 @@ async def execute(
         clock=flow.clock,
     )
     try:
-        result = await Runner.arun(
-            noted_agent(agent, approvals),
-            state,
-            journal=journal,
-            dependencies=flow.dependencies,
-            registry=flow.registry,
-        )
+        result = await _run_agent(flow, noted_agent(agent, approvals), state, journal)
+        check_pending(flow.policy.limits, result)
         return await persist_outcome(flow, run, result, requester=requester)
+    except LimitError as error:
+        return await fail_run(flow, run, str(error))
     except ApprovalsError as error:
+        if raise_transient and transient(error):
+            raise
         return await fail_run(flow, run, f"{type(error).__name__}: {error}")
     except Exception:
         log.exception("run %s failed unexpectedly", run.run_id)
         return await fail_run(flow, run, "internal error (details in the bot's log)")
+
+
+async def _run_agent(
+    flow: Workflow, agent: Agent, state: RunState, journal: ServiceJournal
+) -> RunResult:
+    try:
+        return await Runner.arun(
+            agent,
+            state,
+            journal=journal,
+            dependencies=flow.dependencies,
+            registry=flow.registry,
+            max_tool_calls_per_turn=flow.policy.limits.tool_calls_per_turn,
+        )
+    except LimitError as error:
+        raise calls_per_turn_exceeded(error) from None
 
 
 async def _tell_refused(

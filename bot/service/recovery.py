@@ -8,8 +8,11 @@ Runs are found by status:
   runs again with the same execution key, `manual` becomes an uncertain call that a
   human reconciles, and the notifier is told).
 - `paused` with no open approval and no uncertain call: the process died after the last
-  decision and before claiming the resume, or before the approval rows of a pause were
-  written. The resume is claimed (it re-requests any missing approval).
+  decision and before claiming the resume (a decision is committed before the person is
+  told, and the card update and the resume follow it), or before the approval rows of a
+  pause were written. The decided cards are shown again as they stand (an update that
+  was lost with the process), then the resume is claimed (it re-requests any missing
+  approval).
 - `running`: the process died during a model turn. The model is not deterministic, so
   running the turn again could ask for other calls with other keys and repeat effects;
   the run is marked `failed` and its thread is told to start it again.
@@ -26,9 +29,11 @@ from __future__ import annotations
 import logging
 
 from bot.errors import ApprovalsError
+from bot.service.api import ApprovalDecided
 from bot.service.execution import fail_run
+from bot.service.resume import current_rows, stalled_pause
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
-from store.api import RunRecord
+from store.api import TERMINAL_APPROVAL_STATUSES, RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -53,20 +58,21 @@ async def recover_runs(flow: Workflow) -> int:
         acted += 1
     for run in await flow.store.list_runs(status="paused", limit=RUNS_PER_STATUS_LIMIT):
         try:
-            stalled = await _stalled(flow, run)
+            stalled = await stalled_pause(flow, run)
         except ApprovalsError:
             log.exception("cannot inspect paused run %s; leaving it", run.run_id)
             continue
+        if stalled:
+            await _show_decisions(flow, run)
         if stalled and await flow.claim_resume(run.run_id):
             log.info("resuming run %s left paused with every decision taken", run.run_id)
             acted += 1
     return acted
 
 
-async def _stalled(flow: Workflow, run: RunRecord) -> bool:
-    """Paused with nothing to wait for: no pending approval and no uncertain call."""
+async def _show_decisions(flow: Workflow, run: RunRecord) -> None:
+    """Update each decided card of the run in place (idempotent: it shows what is)."""
     rows = await flow.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
-    if any(row.status == "pending" for row in rows):
-        return False
-    state = await flow.load_state(run.run_id)
-    return not any(call.status == "uncertain" for call in state.get_interruptions())
+    for row in current_rows(rows).values():
+        if row.status in TERMINAL_APPROVAL_STATUSES:
+            await flow.notify(ApprovalDecided(run=run, approval=row))

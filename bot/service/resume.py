@@ -16,10 +16,20 @@ worker gets here per claim. Before anything runs, the worker
 
 and then runs the agent. `ServiceJournal` repeats the validity check for each approved
 call right before it runs.
+
+A resume the database fails (locked, disk full: `bot.service.retry.transient`) is tried
+again in-process with backoff, from the stored state as a restart's recovery would: the
+run is looked at afresh (`resuming`: resume it; `paused` with nothing to wait for, a
+pause that was half written: claim it and resume), and a ledger row our failed try left
+`executing` follows the tool's replay policy (`safe` and `idempotent` run again with the
+same execution key, `manual` becomes an uncertain call for a human). After the last try
+the run is parked and its thread told (`ResumeStalled`); the sweeper tries it again on
+each pass (`retry_parked`), and a thread reply meanwhile hears why it waits.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,10 +37,13 @@ from datetime import datetime
 from bot.canonical import digests_equal
 from bot.errors import ApprovalsError
 from bot.runtime import PendingCall, RunState
-from bot.service.api import ApprovalDecided
+from bot.service.api import ApprovalDecided, ResumeStalled
 from bot.service.execution import execute, fail_run, request_approvals
+from bot.service.retry import transient
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
 from store.api import ApprovalRecord, RunRecord
+
+log = logging.getLogger(__name__)
 
 EXPIRED_MESSAGE = "Not run: nobody decided before the approval expired."
 REVOKED_MESSAGE = "Not run: the approval was revoked."
@@ -114,13 +127,88 @@ def _model_message(row: ApprovalRecord) -> str | None:
     return row.message  # rejected: the reviewer's message (None -> the runtime's default)
 
 
-async def resume_run(flow: Workflow, run: RunRecord) -> RunRecord:
+async def resume_run(flow: Workflow, run: RunRecord) -> RunRecord | None:
     """Finish a claimed (`resuming`) run; see the module doc. Never raises for a run
-    that fails: it is marked failed and people are told."""
+    that fails: it is marked failed and people are told. A database failure is retried
+    (`flow.retry`); None when this process gave up on it for now (parked)."""
+    return await _with_retries(flow, run.run_id, first=run, attempts=flow.retry.attempts)
+
+
+def retry_parked(flow: Workflow) -> list[str]:
+    """Try each parked resume once more, in a task (the sweeper calls this)."""
+    parked = flow.stalled.take_parked()
+    for run_id in parked:
+        flow.tasks.spawn(_with_retries(flow, run_id, attempts=1), name=f"resume:{run_id}")
+    return parked
+
+
+async def _with_retries(
+    flow: Workflow, run_id: str, *, attempts: int, first: RunRecord | None = None
+) -> RunRecord | None:
+    failures = 0
+    while True:
+        try:
+            done = await _advance(flow, run_id, first)
+        except ApprovalsError as error:
+            if not transient(error):
+                flow.stalled.cleared(run_id)
+                raise
+            failures += 1
+            flow.stalled.failing(run_id)
+            if failures >= attempts:
+                await _give_up(flow, run_id, failures, error)
+                return None
+            delay = flow.retry.delay(failures)
+            log.warning(
+                "resume of run %s failed (%s); try %d of %d in %.1f s",
+                run_id, error, failures + 1, attempts, delay,
+            )  # fmt: skip
+            await flow.retry.sleep(delay)
+            first = None
+        else:
+            flow.stalled.cleared(run_id)
+            return done
+
+
+async def _advance(flow: Workflow, run_id: str, run: RunRecord | None) -> RunRecord | None:
+    """One try: resume the run if it is (still, or again) ours to resume."""
+    run = run or await flow.require_run(run_id)
+    if run.status == "paused" and await stalled_pause(flow, run):
+        run = await flow.store.transition_run(
+            run_id, expected_status="paused", new_status="resuming"
+        )
+    if run is None or run.status != "resuming":
+        return run  # finished, failed, or waiting for people: nothing to retry
+    return await _resume_once(flow, run)
+
+
+async def _give_up(flow: Workflow, run_id: str, failures: int, error: ApprovalsError) -> None:
+    log.error(
+        "resume of run %s failed %d times (%s); parked, the sweeper tries it again",
+        run_id, failures, error,
+    )  # fmt: skip
+    if flow.stalled.park(run_id):
+        run = await flow.store.get_run(run_id)
+        if run is not None:
+            await flow.notify(ResumeStalled(run=run, attempts=failures))
+
+
+async def stalled_pause(flow: Workflow, run: RunRecord) -> bool:
+    """Paused with nothing to wait for: no pending approval and no uncertain call."""
+    rows = await flow.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
+    if any(row.status == "pending" for row in rows):
+        return False
+    state = await flow.load_state(run.run_id)
+    return not any(call.status == "uncertain" for call in state.get_interruptions())
+
+
+async def _resume_once(flow: Workflow, run: RunRecord) -> RunRecord:
     try:
         state = await flow.load_state(run.run_id)
         agent = flow.registry.get(state.agent_name, state.agent_version)
     except ApprovalsError as error:
+        if transient(error):
+            raise  # retried: the state could not be read just now
         return await fail_run(flow, run, f"cannot resume: {error}")
     rows = await flow.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
     applied = apply_decisions(state, current_rows(rows))
@@ -135,7 +223,15 @@ async def resume_run(flow: Workflow, run: RunRecord) -> RunRecord:
         run_id=run.run_id,
         detail={"approved": sorted(applied.approved), "rejected": sorted(applied.rejected)},
     )
-    return await execute(flow, run, agent, state, approved=applied.approved, requester=requester)
+    return await execute(
+        flow,
+        run,
+        agent,
+        state,
+        approved=applied.approved,
+        requester=requester,
+        raise_transient=True,
+    )
 
 
 def stretch_requester(rows: Iterable[ApprovalRecord]) -> str | None:
@@ -165,6 +261,8 @@ async def _back_to_paused(
     try:
         await request_approvals(flow, paused, state, waiting, requester=requester)
     except ApprovalsError as error:
+        if transient(error):
+            raise  # retried: the run is paused with nothing to wait for yet
         return await fail_run(flow, paused, f"cannot request approval: {error}")
     return paused
 

@@ -40,6 +40,8 @@ from bot.service.api import (
     NotARunThread,
     Notifier,
     Page,
+    Recorded,
+    Retrying,
     RunStarted,
     Surface,
     UncertainCall,
@@ -50,11 +52,20 @@ from bot.service.codec import encode_state
 from bot.service.config import DEFAULT_APPROVAL_TTL
 from bot.service.execution import execute
 from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
+from bot.service.limits import checked_task
 from bot.service.operator import cancel_run, resume_stuck
 from bot.service.reconcile import describe_uncertain, reconcile_call
 from bot.service.recovery import recover_runs
+from bot.service.resume import retry_parked
+from bot.service.retry import DEFAULT_RETRY, RetryPolicy
 from bot.service.tasks import TaskOwner
-from bot.service.voting import Ballot, approve_changed, cast, cast_standing, revoke
+from bot.service.voting import (
+    Ballot,
+    record_change,
+    record_revocation,
+    record_standing_vote,
+    record_vote,
+)
 from bot.service.workflow import Workflow
 from store.api import ApprovalRecord, AuditEvent, CancelOutcome, RunRecord, Store
 
@@ -69,7 +80,8 @@ class ApprovalService:
     `policy` (default: the built-in defaults with `approval_ttl` as the default lifetime;
     with a policy, `approval_ttl` is not used) and `groups` (default: no groups) decide
     who may act; the quorum and expiry of an approval are fixed when it is requested.
-    A policy naming a tool no registered agent has is a ConfigError.
+    A policy naming a tool no registered agent has is a ConfigError. `resume_retry`
+    says how a resume the database failed is tried again (bot.service.retry).
 
     `surface` says whom the service serves (bot.service.api.Surface): "slack" (the bot,
     the default) and "terminal" (the demo) start runs of that origin and show and decide
@@ -91,6 +103,7 @@ class ApprovalService:
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         policy: Policy | None = None,
         groups: GroupDirectory | None = None,
+        resume_retry: RetryPolicy = DEFAULT_RETRY,
         surface: Surface = "slack",
     ) -> None:
         if not worker_id.strip():
@@ -108,6 +121,7 @@ class ApprovalService:
             policy=policy or DEFAULT_POLICY.with_default_expiry(approval_ttl),
             groups=groups or NoGroups(),
             tasks=tasks,
+            retry=resume_retry,
             surface=surface,
         )
         self._default_agent = default_agent
@@ -130,10 +144,9 @@ class ApprovalService:
     ) -> RunRecord:
         """Run `task` with the agent (the latest version of `agent_name`, or the default
         agent) until it completes, fails or pauses for decisions; returns the run as it
-        stands then. A context holding a secret is refused before anything is stored."""
-        text = task.strip()
-        if not text:
-            raise InputError("the task is empty; say what the agent should do")
+        stands then. A context holding a secret, or a task longer than the policy's
+        `limits.task_chars`, is refused before anything is stored."""
+        text = self.check_task(task)
         if not requester.strip():
             raise InputError("a run needs a requester")
         origin = self._flow.origin
@@ -170,6 +183,11 @@ class ApprovalService:
             run = await self._flow.require_run(run.run_id)
         return await execute(self._flow, run, agent, state)
 
+    def check_task(self, task: str) -> str:
+        """The task, stripped; InputError when it is empty or longer than the policy's
+        `limits.task_chars` (no I/O: a Slack listener asks before it acknowledges)."""
+        return checked_task(self._flow.policy.limits, task)
+
     # -- deciding ------------------------------------------------------------------------
 
     async def decide(
@@ -202,6 +220,31 @@ class ApprovalService:
         every later call of the tool in this run is decided the same way, each by its own
         approval with the same checks, until the decision is revoked. Only where the
         policy allows it for the tool (NotAuthorizedError otherwise, audited)."""
+        recorded = await self.record_decision(
+            approval_id,
+            approve=approve,
+            decider=decider,
+            reason=reason,
+            message=message,
+            digest=digest,
+            always=always,
+        )
+        return await recorded.finish()
+
+    async def record_decision(
+        self,
+        approval_id: str,
+        *,
+        approve: bool,
+        decider: str,
+        reason: str,
+        message: str | None = None,
+        digest: str | None = None,
+        always: bool = False,
+    ) -> Recorded[DecisionResult]:
+        """`decide` in two steps: this commits the vote (refusals found before the store
+        raise here) and `finish()` does the rest (card, resume; refusals from the
+        store's answer raise there). Tell the person in between: the vote is durable."""
         ballot = Ballot(
             approval_id=approval_id,
             approve=approve,
@@ -211,8 +254,8 @@ class ApprovalService:
             digest=digest,
         )
         if always:
-            return await cast_standing(self._flow, ballot)
-        return await cast(self._flow, ballot)
+            return await record_standing_vote(self._flow, ballot)
+        return await record_vote(self._flow, ballot)
 
     async def expire_due(self) -> list[ApprovalRecord]:
         """Expire every pending approval past its expiry, update its card, and resume the
@@ -248,10 +291,25 @@ class ApprovalService:
         model is told the call ran with arguments an approver changed, and the audit keeps
         both digests (`arguments_changed`). Eligibility as for `decide`; the run must be
         paused (ResolutionError otherwise)."""
+        recorded = await self.record_changes(
+            approval_id, decider=decider, reason=reason, arguments=arguments, digest=digest
+        )
+        return await recorded.finish()
+
+    async def record_changes(
+        self,
+        approval_id: str,
+        *,
+        decider: str,
+        reason: str,
+        arguments: Mapping[str, Any],
+        digest: str | None = None,
+    ) -> Recorded[DecisionResult]:
+        """`approve_with_changes` in two steps, as `record_decision` splits `decide`."""
         ballot = Ballot(
             approval_id=approval_id, approve=True, decider=decider, reason=reason, digest=digest
         )
-        return await approve_changed(self._flow, ballot, arguments)
+        return await record_change(self._flow, ballot, arguments)
 
     async def revoke(self, approval_id: str, *, actor: str, reason: str) -> ApprovalRecord:
         """Withdraw a pending, or approved but not yet executed, call: it never runs.
@@ -265,7 +323,14 @@ class ApprovalService:
         When the approval made a decision that stands for the rest of the run, that ends
         too (`standing_revoked`): later calls of the tool are asked again. That works
         after the call itself ran (the approval then stays as it is)."""
-        return await revoke(self._flow, approval_id, actor=actor, reason=reason)
+        recorded = await self.record_revocation(approval_id, actor=actor, reason=reason)
+        return await recorded.finish()
+
+    async def record_revocation(
+        self, approval_id: str, *, actor: str, reason: str
+    ) -> Recorded[ApprovalRecord]:
+        """`revoke` in two steps, as `record_decision` splits `decide`."""
+        return await record_revocation(self._flow, approval_id, actor=actor, reason=reason)
 
     async def approval_view(self, approval_id: str, *, viewer: str) -> ApprovalView:
         """The approval, its votes and quorum, and what `viewer` may do (InputError if
@@ -318,7 +383,9 @@ class ApprovalService:
         return await remind_due(self._flow)
 
     async def sweep(self) -> list[ApprovalRecord]:
-        """One sweeper pass: expire what is overdue, then send due reminders."""
+        """One sweeper pass: try parked resumes again (bot.service.retry), expire what is
+        overdue, then send due reminders."""
+        retry_parked(self._flow)
         expired = await self.expire_due()
         await self.send_reminders()
         return expired
@@ -332,6 +399,8 @@ class ApprovalService:
         run = await self._flow.store.find_run_by_thread(channel, thread_ts)
         if run is None:
             return NotARunThread()
+        if self._flow.stalled.troubled(run.run_id):
+            return Retrying(run=run)
         if run.status == "paused":
             pending = await self._flow.store.list_approvals(run_id=run.run_id, status="pending")
             return WaitingForApproval(run=run, pending=len(pending))
@@ -341,6 +410,7 @@ class ApprovalService:
             return Closed(run=run)
         if not text.strip():
             raise InputError("the message is empty")
+        self.check_task(text)
         claimed = await self._flow.store.transition_run(
             run.run_id, expected_status=run.status, new_status="running"
         )

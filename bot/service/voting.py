@@ -4,6 +4,10 @@ Each operation checks the person against the policy (bot.service.authority; refu
 are audited), then asks the store for one conditional transaction (`Store.vote` /
 `Store.revoke`), updates the card, and resumes the run when its last open approval
 closed (in a task the workflow owns).
+
+Each comes in two steps: `record_*` ends with the commit and answers a `Recorded`,
+whose `finish()` does the rest (card, resume). A Slack submission is answered between
+the two, so a person is told "done" only for a decision the database already has.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from bot.canonical import canonical_arguments, digests_equal
@@ -24,7 +29,13 @@ from bot.errors import (
 from bot.review import ReviewSnapshot, carried_redactions
 from bot.runtime import CURRENT_SCHEMA_VERSION, RunState
 from bot.service.amend import amend_call, edited_arguments, pending_call
-from bot.service.api import ApprovalDecided, ApprovalExpired, ApprovalUpdated, DecisionResult
+from bot.service.api import (
+    ApprovalDecided,
+    ApprovalExpired,
+    ApprovalUpdated,
+    DecisionResult,
+    Recorded,
+)
 from bot.service.authority import (
     build_view,
     counted_voters,
@@ -71,16 +82,19 @@ async def check_ballot(flow: Workflow, ballot: Ballot) -> tuple[ApprovalRecord, 
     return approval, run
 
 
-async def cast(flow: Workflow, ballot: Ballot) -> DecisionResult:
-    """Vote (see `ApprovalService.decide`)."""
+async def record_vote(flow: Workflow, ballot: Ballot) -> Recorded[DecisionResult]:
+    """Vote (see `ApprovalService.decide`): committed here; `finish()` settles it (card,
+    resume, or the refusal the store's answer means)."""
     approval, run = await check_ballot(flow, ballot)
-    outcome = await vote(flow, ballot, approval)
-    return await settle(flow, run, ballot, outcome)
+    outcome = await _vote(flow, ballot, approval)
+    return _recorded(flow, run, ballot, outcome)
 
 
-async def cast_standing(flow: Workflow, ballot: Ballot) -> DecisionResult:
+async def record_standing_vote(flow: Workflow, ballot: Ballot) -> Recorded[DecisionResult]:
     """A vote that, once it decides the approval, stands for the rest of the run (see
-    bot.service.standing): refused unless the policy allows it for the tool."""
+    bot.service.standing): refused unless the policy allows it for the tool. The
+    standing decision, and its votes on the run's other pending calls of the tool, are
+    committed here too."""
     approval, run = await check_ballot(flow, ballot)
     rule = flow.rule_for(approval.tool_name)
     if not rule.allow_always or approval.required_approvals != 1:
@@ -89,16 +103,22 @@ async def cast_standing(flow: Workflow, ballot: Ballot) -> DecisionResult:
             f"the policy does not let a decision on {approval.tool_name} stand for the rest "
             "of the run (allow_always, with one required approval)"
         )
-    outcome = await vote(flow, ballot, approval)
+    outcome = await _vote(flow, ballot, approval)
     if outcome.result == "decided":
         decision = await flow.store.add_standing_decision(approval.approval_id, via=flow.via)
         pending = await flow.store.list_approvals(run_id=run.run_id, status="pending")
         same_tool = [other for other in pending if other.tool_name == approval.tool_name]
         await apply_decision(flow, run, same_tool, decision)
-    return await settle(flow, run, ballot, outcome)
+    return _recorded(flow, run, ballot, outcome)
 
 
-async def vote(
+def _recorded(
+    flow: Workflow, run: RunRecord, ballot: Ballot, outcome: VoteOutcome
+) -> Recorded[DecisionResult]:
+    return Recorded(approval=outcome.record, finish=partial(settle, flow, run, ballot, outcome))
+
+
+async def _vote(
     flow: Workflow,
     ballot: Ballot,
     approval: ApprovalRecord,
@@ -173,12 +193,13 @@ def _result(
     )
 
 
-async def approve_changed(
+async def record_change(
     flow: Workflow,
     ballot: Ballot,
     arguments: Mapping[str, Any],
-) -> DecisionResult:
-    """Approve with changes (see `ApprovalService.approve_with_changes`)."""
+) -> Recorded[DecisionResult]:
+    """Approve with changes (see `ApprovalService.approve_with_changes`): the changed
+    arguments and the approval of them, committed; `finish()` settles."""
     approval, run = await check_ballot(flow, ballot)
     if run.status != "paused":
         raise ResolutionError(f"run {run.run_id} is {run.status}; try again when it is paused")
@@ -190,7 +211,7 @@ async def approve_changed(
         raise InputError(f"the agent has no tool {call.tool_name!r}")
     new_arguments = edited_arguments(tool, call.arguments, arguments)
     if canonical_arguments(new_arguments) == canonical_arguments(call.arguments):
-        return await cast(flow, ballot)  # nothing changed: a plain approval
+        return await record_vote(flow, ballot)  # nothing changed: a plain approval
     amended = RunState.from_json(state.to_json())  # `state` stays as it was, to undo
     amend_call(amended, call.tool_call_id, new_arguments)
     # What the card hid before stays hidden (the approver may not have seen it either).
@@ -202,7 +223,7 @@ async def approve_changed(
     )
     saved = await _save_state(flow, run, amended)
     amendment = Amendment(arguments_digest=snapshot.digest, snapshot=snapshot.to_json())
-    outcome = await vote(flow, ballot, approval, amend=amendment)
+    outcome = await _vote(flow, ballot, approval, amend=amendment)
     if outcome.result not in ("counted", "decided"):
         # The change did not land (closed, expired, edited meanwhile): put the state
         # back. Were this lost in a crash, the resume would find state and row
@@ -211,11 +232,14 @@ async def approve_changed(
             saved = await _save_state(flow, saved, state)
         except ResolutionError:
             log.warning("run %s moved on before an unlanded edit was undone", run.run_id)
-    return await settle(flow, saved, ballot, outcome)
+    return _recorded(flow, saved, ballot, outcome)
 
 
-async def revoke(flow: Workflow, approval_id: str, *, actor: str, reason: str) -> ApprovalRecord:
-    """Revoke (see `ApprovalService.revoke`)."""
+async def record_revocation(
+    flow: Workflow, approval_id: str, *, actor: str, reason: str
+) -> Recorded[ApprovalRecord]:
+    """Revoke (see `ApprovalService.revoke`): committed here (refusals raised here);
+    `finish()` updates the card and resumes the run when nothing else is open."""
     if not actor.strip():
         raise InputError("a revocation needs the actor's id")
     if not reason.strip():
@@ -228,16 +252,21 @@ async def revoke(flow: Workflow, approval_id: str, *, actor: str, reason: str) -
         raise NotAuthorizedError(
             "only the run's requester, an approver of this tool or an admin may revoke it"
         )
-    ended = await _end_standing(flow, approval, actor=actor, reason=reason)
+    # A decision that stands for the rest of the run ends first: that works even after
+    # the approval's own call ran (then the approval itself stays as it is).
+    ended = await flow.store.revoke_standing_decision(
+        approval_id, actor=actor, reason=reason.strip(), via=flow.via
+    )
     if refusal == "closed":
-        if ended:
-            return approval  # the call itself already ran or closed; its standing ended
+        if ended is not None:
+            return Recorded(approval=approval, finish=partial(_standing_ended, flow, run, approval))
         await refuse(flow, approval, actor=actor, why=refusal, detail={"action": "revoke"})
         raise already_decided(approval)
     outcome = await flow.store.revoke(approval_id, actor=actor, reason=reason.strip(), via=flow.via)
+    if not outcome.won and ended is not None:
+        record = outcome.record
+        return Recorded(approval=record, finish=partial(_standing_ended, flow, run, record))
     if not outcome.won:  # it closed meanwhile, or its approved call already started
-        if ended:
-            return outcome.record
         await refuse(flow, outcome.record, actor=actor, why="closed", detail={"action": "revoke"})
         if outcome.record.status == "approved":
             raise AlreadyDecidedError(
@@ -247,27 +276,21 @@ async def revoke(flow: Workflow, approval_id: str, *, actor: str, reason: str) -
                 decided_at=outcome.record.decided_at,
             )
         raise already_decided(outcome.record)
+    return Recorded(approval=outcome.record, finish=partial(_revoked, flow, run, outcome.record))
+
+
+async def _revoked(flow: Workflow, run: RunRecord, record: ApprovalRecord) -> ApprovalRecord:
     standing = await flow.standing(run.run_id)
-    await flow.notify(ApprovalDecided(run=run, approval=outcome.record, standing=standing))
-    await flow.resume_if_all_decided(outcome.record.run_id)
-    return outcome.record
+    await flow.notify(ApprovalDecided(run=run, approval=record, standing=standing))
+    await flow.resume_if_all_decided(record.run_id)
+    return record
 
 
-async def _end_standing(
-    flow: Workflow, approval: ApprovalRecord, *, actor: str, reason: str
-) -> bool:
-    """End the standing decision the approval made, if any is active; True when ended.
-    Its card stops saying it stands (a decided card is updated in place)."""
-    ended = await flow.store.revoke_standing_decision(
-        approval.approval_id, actor=actor, reason=reason.strip(), via=flow.via
-    )
-    if ended is None:
-        return False
-    if approval.status != "pending":
-        run = await flow.run_of(approval)
-        standing = await flow.standing(run.run_id)
-        await flow.notify(ApprovalDecided(run=run, approval=approval, standing=standing))
-    return True
+async def _standing_ended(flow: Workflow, run: RunRecord, record: ApprovalRecord) -> ApprovalRecord:
+    """Its card stops saying the decision stands (it is updated in place)."""
+    standing = await flow.standing(run.run_id)
+    await flow.notify(ApprovalDecided(run=run, approval=record, standing=standing))
+    return record
 
 
 async def _save_state(flow: Workflow, run: RunRecord, state: RunState) -> RunRecord:

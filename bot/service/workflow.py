@@ -6,18 +6,18 @@ small functions over one explicit context instead of a growing class. It holds t
 store, the agents, the notifier, the policy, the clock and the TaskOwner, and the steps
 they all share: look up a run or an approval, load a run's state, tell people (a failed
 message is logged, never raised), and resume a run whose decisions are all taken, in a
-task the service owns.
+task the service owns (retried when the database fails it: `retry`, `stalled`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bot.clock import Clock
-from bot.errors import InputError
+from bot.errors import InputError, StoreError
 from bot.policy import GroupDirectory, Policy, ToolRule
 from bot.runtime import AgentRegistry, RunState
 from bot.service.api import (
@@ -25,6 +25,7 @@ from bot.service.api import (
     Event,
     Location,
     Notifier,
+    ResumeStalled,
     RunCancelled,
     RunFailed,
     RunFinished,
@@ -32,6 +33,7 @@ from bot.service.api import (
     Surface,
 )
 from bot.service.codec import decode_state
+from bot.service.retry import DEFAULT_RETRY, RetryPolicy, StalledResumes, transient
 from bot.service.tasks import TaskOwner
 from store.api import (
     TERMINAL_APPROVAL_STATUSES,
@@ -59,6 +61,8 @@ class Workflow:
     policy: Policy
     groups: GroupDirectory
     tasks: TaskOwner
+    retry: RetryPolicy = DEFAULT_RETRY  # a resume the database failed (bot.service.retry)
+    stalled: StalledResumes = field(default_factory=StalledResumes)
     surface: Surface = "slack"
 
     @property
@@ -149,10 +153,19 @@ class Workflow:
         return await self.claim_resume(run_id)
 
     async def claim_resume(self, run_id: str) -> bool:
-        """Claim the run's resume (paused -> resuming); the winner resumes it in a task."""
-        claimed = await self.store.transition_run(
-            run_id, expected_status="paused", new_status="resuming"
-        )
+        """Claim the run's resume (paused -> resuming); the winner resumes it in a task.
+        A claim the database failed is left to the sweeper (bot.service.retry): the
+        decisions are recorded, and the run waits paused with nothing to wait for."""
+        try:
+            claimed = await self.store.transition_run(
+                run_id, expected_status="paused", new_status="resuming"
+            )
+        except StoreError as error:
+            if not transient(error):
+                raise
+            log.warning("cannot claim the resume of run %s (%s); retrying later", run_id, error)
+            self.stalled.retry_later(run_id)
+            return False
         if claimed is None:
             return False
         self.resume(claimed)
@@ -166,6 +179,7 @@ class Workflow:
 
 
 def _subject(event: Event) -> str:
-    if isinstance(event, RunStarted | CallUncertain | RunFinished | RunFailed | RunCancelled):
+    run_events = RunStarted | CallUncertain | RunFinished | RunFailed | RunCancelled
+    if isinstance(event, run_events | ResumeStalled):
         return f"run {event.run.run_id}"
     return event.approval.approval_id

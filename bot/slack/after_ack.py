@@ -1,7 +1,9 @@
 """After the acknowledgement: a listener's slow part, and how it answers the person.
 
 Every request is acknowledged at once; the slow part (the service, the database, the
-model, other Web API calls) must not delay the HTTP answer. Spawning it as a task right
+model, other Web API calls) must not delay the HTTP answer. (One exception: a decision's
+modal is answered only once the decision is committed, within a budget; what follows
+the commit is deferred like the rest. See bot.slack.interactions.) Spawning it as a task right
 away is not enough: the task's synchronous start (building a Web API request, say)
 would run in the next loop iteration, before aiohttp has written the answer. So over
 HTTP the server opens a collector for the request (`collecting`), listeners `defer`

@@ -3,7 +3,8 @@ tasks.
 
 Every listener parses its payload (pure parsers: bot.slack.commands, bot.slack.cards,
 the modal modules), answers Slack's 3-second ack with only what it can know without I/O
-(help text, inline validation errors), and defers the slow part (the service, the
+(help text, inline validation errors; a decision's modal also waits for the decision's
+commit, see bot.slack.interactions), and defers the slow part (the service, the
 database, the model, other Web API calls) with `Responder.later`: it starts, in the
 TaskOwner shared with the service and drained on shutdown, once the answer has been
 written (bot.slack.after_ack). The app runs with `process_before_response=True`, so Bolt
@@ -26,7 +27,14 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.errors import ApprovalsError, InputError
-from bot.service import ApprovalService, Busy, Closed, TaskOwner, WaitingForApproval
+from bot.service import (
+    ApprovalService,
+    Busy,
+    Closed,
+    Retrying,
+    TaskOwner,
+    WaitingForApproval,
+)
 from bot.slack import commands, messages
 from bot.slack.after_ack import Ack, Responder
 from bot.slack.cards import CARD_ACTIONS
@@ -123,6 +131,11 @@ class SlackListeners:
         if isinstance(parsed, commands.AgentHelp):
             await ack(text=messages.AGENT_HELP)
             return
+        try:
+            self._r.service.check_task(parsed.task)  # too long: refused before any run
+        except InputError as error:
+            await ack(text=messages.warning(error))
+            return
         await ack()
         say = partial(self._r.reply, command)
         self._r.later(
@@ -166,6 +179,8 @@ class SlackListeners:
         )
         if isinstance(outcome, WaitingForApproval):
             return messages.waiting_for_approval_text(outcome.pending)
+        if isinstance(outcome, Retrying):
+            return messages.RETRYING_TEXT
         if isinstance(outcome, Busy):
             return messages.BUSY_TEXT
         if isinstance(outcome, Closed):

@@ -3,24 +3,33 @@ reconcile an uncertain call.
 
 A click is acknowledged at once; the modal opens after the ack (a decide/edit/revoke
 click first asks the service what the person may do, so a refusal is an ephemeral line,
-not a form that cannot succeed). Submissions with bad input are answered inline; the
-decision itself runs after the ack, except "Approve with changes", whose schema errors
-must be shown inline: it waits up to EDIT_INLINE_SECONDS for the service before
-answering, and past that answers and reports later.
+not a form that cannot succeed). Submissions with bad input are answered inline.
+
+A decision (approve, reject, revoke, approve with changes) is committed before the
+submission is answered: Slack closes the modal on our answer, and a person must not see
+"done" for a decision a crash could still lose. The commit (`record_*`, ~1 ms on SQLite)
+gets SUBMISSION_BUDGET_SECONDS; what follows it (the card update, the resume) runs after
+the answer, in owned tasks. When the database does not answer in time, the modal stays
+open with an inline error; the commit goes on in its task, and the person is told
+privately when it lands (then the follow-ups run) or fails. An error of the database
+itself keeps the modal open too ("not recorded; submit again"). A refusal (closed,
+not an approver) closes the modal and is told privately, as before; an edit whose
+arguments do not fit the tool is answered inline and logged as the person's error (one
+line, without the values they typed).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 
-from bot.errors import ApprovalsError, InputError
+from bot.errors import ApprovalsError, InputError, StoreError
 from bot.review import ReviewSnapshot
-from bot.service import DecisionResult
+from bot.service import DecisionResult, Recorded
 from bot.slack import messages
 from bot.slack.after_ack import Ack, Responder
 from bot.slack.blocks import escape, snapshot_text
@@ -30,9 +39,15 @@ from bot.slack.decision_modal import (
     decision_modal,
     parse_decision_submission,
 )
-from bot.slack.edit_modal import edit_modal, editable_arguments, parse_edit_submission
+from bot.slack.edit_modal import (
+    ARGUMENTS_BLOCK_ID,
+    edit_modal,
+    editable_arguments,
+    parse_edit_submission,
+)
 from bot.slack.home import publish_home
-from bot.slack.modals import InvalidSubmission, ModalContext, notice_modal
+from bot.slack.messages import NOT_RECORDED_TEXT, NOT_RECORDED_YET_TEXT
+from bot.slack.modals import REASON_BLOCK_ID, InvalidSubmission, ModalContext, notice_modal
 from bot.slack.reconcile_modal import (
     ReconcileSubmission,
     parse_reconcile_submission,
@@ -41,8 +56,9 @@ from bot.slack.reconcile_modal import (
 
 log = logging.getLogger(__name__)
 Submission = TypeVar("Submission")
+T = TypeVar("T")
 
-EDIT_INLINE_SECONDS = 2.0  # Slack waits 3 s for a view_submission answer
+SUBMISSION_BUDGET_SECONDS = 2.0  # for the commit; Slack waits 3 s for the answer
 UNKNOWN_TOOL = "the call"  # what the reconcile form names when the call is no longer found
 
 
@@ -158,6 +174,75 @@ class CardInteractions:
         if channel is None:
             await publish_home(self._r, user)
 
+    # -- committing a submission's decision before the answer -----------------------------
+
+    async def _commit(
+        self, ack: Ack, record: Awaitable[Recorded[Any]], *, what: str, late: Settle
+    ) -> Recorded[Any] | ApprovalsError | None:
+        """`record` (the decision's commit) within the budget: its outcome, a recorded
+        decision or why it was refused; None when Slack has been answered already (the
+        database failed, or did not answer in time: `late` gets the outcome after the
+        answer, whenever the commit ends)."""
+        task = self._r.tasks.spawn(_captured(record), name=f"slack:record:{what}")
+        done, _ = await asyncio.wait({task}, timeout=SUBMISSION_BUDGET_SECONDS)
+        if not done:
+            log.warning("%s: the database did not answer in time; the modal stays open", what)
+            await ack(response_action="errors", errors={REASON_BLOCK_ID: NOT_RECORDED_YET_TEXT})
+            self._r.later(partial(_when_done, task, late), name=f"slack:late:{what}")
+            return None
+        outcome = task.result()
+        if isinstance(outcome, StoreError):
+            log.warning("%s not recorded: %s", what, outcome)
+            await ack(response_action="errors", errors={REASON_BLOCK_ID: NOT_RECORDED_TEXT})
+            return None
+        return outcome
+
+    async def _settle(
+        self, channel: str | None, user: str, outcome: Recorded[Any] | ApprovalsError
+    ) -> None:
+        """After the answer: say why nothing changed, or finish the recorded decision
+        (card, resume) and say where the count stands."""
+        if isinstance(outcome, ApprovalsError):
+            await self._r.tell(channel, user, messages.refused_text(outcome))
+        else:
+            try:
+                result = await outcome.finish()
+            except ApprovalsError as error:
+                await self._r.tell(channel, user, messages.refused_text(error))
+            else:
+                if isinstance(result, DecisionResult):
+                    await self._counted(channel, user, result)
+        await self._after(channel, user)
+
+    async def _settle_late(
+        self,
+        approval_id: str,
+        channel: str | None,
+        user: str,
+        outcome: Recorded[Any] | ApprovalsError,
+    ) -> None:
+        """The commit ended after the modal was told "not recorded yet"."""
+        if isinstance(outcome, StoreError):
+            log.warning("decision on %s by %s not recorded: %s", approval_id, user, outcome)
+            await self._r.tell(channel, user, messages.not_recorded_late_text(approval_id))
+            return
+        if isinstance(outcome, Recorded):
+            await self._r.tell(channel, user, messages.recorded_late_text(approval_id))
+        await self._settle(channel, user, outcome)
+
+    def _settle_later(
+        self,
+        approval_id: str,
+        channel: str | None,
+        user: str,
+        outcome: Recorded[Any] | ApprovalsError,
+    ) -> None:
+        self._r.later(
+            partial(self._settle, channel, user, outcome),
+            name=f"slack:decided:{approval_id}",
+            on_failure=partial(self._r.tell, channel, user),
+        )
+
     # -- the reason modal: approve, reject, revoke --------------------------------------
 
     async def on_decision_submission(self, ack: Ack, body: Mapping[str, Any]) -> None:
@@ -166,38 +251,33 @@ class CardInteractions:
         )
         if parsed is None:
             return
-        await ack()
-        self._r.later(
-            partial(self._decide, parsed),
-            name=f"slack:decide:{parsed.approval_id}",
-            on_failure=partial(self._r.tell, parsed.channel_id, parsed.user_id),
+        where = (parsed.approval_id, parsed.channel_id, parsed.user_id)
+        outcome = await self._commit(
+            ack,
+            self._record(parsed),
+            what=f"{parsed.action} of {parsed.approval_id} by {parsed.user_id}",
+            late=partial(self._settle_late, *where),
         )
-
-    async def _decide(self, submission: DecisionSubmission) -> None:
-        await self._decision(submission)
-        await self._after(submission.channel_id, submission.user_id)
-
-    async def _decision(self, submission: DecisionSubmission) -> None:
-        try:
-            if submission.action == "revoke":
-                await self._r.service.revoke(
-                    submission.approval_id, actor=submission.user_id, reason=submission.reason
-                )
-                return
-            result = await self._r.service.decide(
-                submission.approval_id,
-                approve=submission.action == "approve",
-                decider=submission.user_id,
-                reason=submission.reason,
-                message=submission.message,
-                digest=submission.digest,
-                always=submission.always,
-            )
-        except ApprovalsError as error:
-            text = messages.refused_text(error)
-            await self._r.tell(submission.channel_id, submission.user_id, text)
+        if outcome is None:
             return
-        await self._counted(submission.channel_id, submission.user_id, result)
+        await ack()
+        self._settle_later(*where, outcome)
+
+    def _record(self, submission: DecisionSubmission) -> Awaitable[Recorded[Any]]:
+        service = self._r.service
+        if submission.action == "revoke":
+            return service.record_revocation(
+                submission.approval_id, actor=submission.user_id, reason=submission.reason
+            )
+        return service.record_decision(
+            submission.approval_id,
+            approve=submission.action == "approve",
+            decider=submission.user_id,
+            reason=submission.reason,
+            message=submission.message,
+            digest=submission.digest,
+            always=submission.always,
+        )
 
     async def _counted(self, channel: str | None, user: str, result: DecisionResult) -> None:
         """A vote that did not close the approval: say where the count stands."""
@@ -213,37 +293,27 @@ class CardInteractions:
         parsed = await _valid_submission(ack, parse_edit_submission, body, what="edit submission")
         if parsed is None:
             return
-        edit = self._r.tasks.spawn(
-            self._r.service.approve_with_changes(
-                parsed.approval_id,
-                decider=parsed.user_id,
-                reason=parsed.reason,
-                arguments=parsed.arguments,
-                digest=parsed.digest,
-            ),
-            name=f"slack:edit:{parsed.approval_id}",
+        what = f"approve with changes of {parsed.approval_id} by {parsed.user_id}"
+        where = (parsed.approval_id, parsed.channel_id, parsed.user_id)
+        record = self._r.service.record_changes(
+            parsed.approval_id,
+            decider=parsed.user_id,
+            reason=parsed.reason,
+            arguments=parsed.arguments,
+            digest=parsed.digest,
         )
-        done, _ = await asyncio.wait({edit}, timeout=EDIT_INLINE_SECONDS)
-        if done and isinstance(edit.exception(), InputError):
-            text = escape(str(edit.exception()), 1900)
-            await ack(response_action="errors", errors={"arguments": text})
+        outcome = await self._commit(
+            ack, record, what=what, late=partial(self._settle_late, *where)
+        )
+        if outcome is None:
+            return
+        if isinstance(outcome, InputError):  # the person's error: theirs to fix, in place
+            log.info("%s: not accepted (%s), answered in the modal", what, type(outcome).__name__)
+            errors = {ARGUMENTS_BLOCK_ID: escape(str(outcome), 1900)}
+            await ack(response_action="errors", errors=errors)
             return
         await ack()
-        self._r.later(
-            partial(self._report_edit, edit, parsed.channel_id, parsed.user_id),
-            name=f"slack:edit-report:{parsed.approval_id}",
-        )
-
-    async def _report_edit(
-        self, edit: asyncio.Task[DecisionResult], channel: str | None, user: str
-    ) -> None:
-        try:
-            result = await asyncio.shield(edit)
-        except ApprovalsError as error:
-            await self._r.tell(channel, user, messages.refused_text(error))
-        else:
-            await self._counted(channel, user, result)
-        await self._after(channel, user)
+        self._settle_later(*where, outcome)
 
     # -- reconcile an uncertain call ---------------------------------------------------
 
@@ -274,3 +344,19 @@ class CardInteractions:
             await self._r.tell(submission.channel_id, submission.user_id, text)
             return
         await self._r.tell(submission.channel_id, submission.user_id, messages.RECONCILED_TEXT)
+
+
+Settle = Callable[["Recorded[Any] | ApprovalsError"], Awaitable[None]]
+
+
+async def _captured(work: Awaitable[T]) -> T | ApprovalsError:
+    """`work`'s result, or the error of ours it raised (a refusal is an answer, not a
+    failed task: nothing to log with a traceback)."""
+    try:
+        return await work
+    except ApprovalsError as error:
+        return error
+
+
+async def _when_done(task: asyncio.Task[Recorded[Any] | ApprovalsError], then: Settle) -> None:
+    await then(await asyncio.shield(task))

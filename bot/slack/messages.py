@@ -142,6 +142,19 @@ CLOSED_TEXT = (
     ":no_entry_sign: This run is closed (cancelled, or its content removed by retention); "
     "start a new one with `/agent`."
 )
+RETRYING_TEXT = (
+    ":hourglass_flowing_sand: This run is waiting for the bot's database, which failed "
+    "while the run resumed; the bot keeps trying. Your message was not passed on; send it "
+    "again once the run has answered."
+)
+
+
+def resume_stalled_text(attempts: int) -> str:
+    return (
+        f":warning: This run could not go on: the bot's database failed {attempts} times in "
+        "a row while it resumed. The bot keeps trying in the background; the answer will "
+        "come here when it goes through."
+    )
 
 
 def waiting_for_approval_text(pending: int) -> str:
@@ -357,3 +370,26 @@ def keep_under(what: str, limit: int) -> str:
 
 def not_json_text(problem: str, line: int, column: int) -> str:
     return f"Not valid JSON: {problem} (line {line}, column {column})."
+
+
+# -- a decision the database did not take in time ----------------------------------------
+
+NOT_RECORDED_YET_TEXT = (
+    "Not recorded yet: the database did not answer in time. You will get a message if it "
+    "records this later; if you do not, submit again."
+)
+NOT_RECORDED_TEXT = "Not recorded: the database failed. Nothing changed; submit again shortly."
+
+
+def recorded_late_text(approval_id: str) -> str:
+    return (
+        f":white_check_mark: Your decision on `{escape(approval_id, 100)}` was recorded after "
+        "all (the database answered late)."
+    )
+
+
+def not_recorded_late_text(approval_id: str) -> str:
+    return (
+        f":x: Your decision on `{escape(approval_id, 100)}` could not be recorded (the "
+        "database failed); nothing changed. Submit it again."
+    )

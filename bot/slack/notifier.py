@@ -21,6 +21,7 @@ from bot.service.api import (
     Event,
     ExecutionRefused,
     Location,
+    ResumeStalled,
     RunCancelled,
     RunFailed,
     RunFinished,
@@ -68,6 +69,8 @@ class SlackNotifier:
                 await self._post_in_thread(run, messages.run_failed_text(error))
             case RunCancelled(run=run, actor=actor, reason=reason):
                 await self._post_in_thread(run, messages.run_cancelled_text(actor, reason))
+            case ResumeStalled(run=run, attempts=attempts):
+                await self._post_in_thread(run, messages.resume_stalled_text(attempts))
         return None
 
     async def _run_started(self, run: RunRecord, task: str) -> Location | None:

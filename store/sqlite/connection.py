@@ -179,9 +179,15 @@ class Database:
         return result
 
     async def read(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
-        """Rows of one query on the reader (its own snapshot of the last commit)."""
-        reader = self._reader
-        return await self._reader_thread.run(lambda: reader.execute(sql, params).fetchall())
+        """Rows of one query on the reader (its own snapshot of the last commit); a
+        sqlite3 error (an I/O error, say) becomes StoreError, as for writes."""
+        return await self._reader_thread.run(lambda: self._query(sql, params))
+
+    def _query(self, sql: str, params: Params) -> list[sqlite3.Row]:
+        try:
+            return self._reader.execute(sql, params).fetchall()
+        except sqlite3.Error as error:
+            raise StoreError(f"read failed on {self.path}: {error}") from error
 
     async def read_one(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
         rows = await self.read(sql, params)

@@ -17,7 +17,7 @@ from store.engine import EngineStore
 from store.keys import KEYS_ENV, resolve_keyring
 from store.sqlite.approvals import SqliteApprovals
 from store.sqlite.audit import SqliteAudit
-from store.sqlite.connection import Database, Synchronous
+from store.sqlite.connection import DEFAULT_BUSY_TIMEOUT_MS, Database, Synchronous
 from store.sqlite.ledger import SqliteLedger
 from store.sqlite.migrations import migrate
 from store.sqlite.rotation import SqliteKeyRotation
@@ -63,6 +63,7 @@ async def open_store(
     clock: Clock | None = None,
     synchronous: Synchronous | None = None,
     environ: Mapping[str, str] | None = None,
+    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
 ) -> SqliteStore:
     """Open (creating if needed) the database at `url` and migrate it.
 
@@ -70,6 +71,8 @@ async def open_store(
     ./approvals.db. `keyring`: default APPROVALS_KEYS, else the key file beside the
     database (created on first run). `synchronous`: default
     APPROVALS_SQLITE_SYNCHRONOUS, else FULL (see store.sqlite.connection).
+    `busy_timeout_ms`: how long a write waits for another connection's lock before it
+    fails with StoreError.
     """
     env = os.environ if environ is None else environ
     location = parse_database_url(url if url is not None else database_url_from_env(env))
@@ -81,7 +84,7 @@ async def open_store(
     )
     now = clock or utc_now
     _create_private(path)
-    database = await Database.open(path, synchronous=sync)
+    database = await Database.open(path, synchronous=sync, busy_timeout_ms=busy_timeout_ms)
     try:
         report = await migrate(database, now=now())
         ring = keyring or resolve_keyring(

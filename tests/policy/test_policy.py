@@ -13,6 +13,7 @@ from bot.policy import (
     SLACK_GROUP_ID,
     SLACK_USER_ID,
     Eligible,
+    Limits,
     NoGroups,
     NotEligible,
     PolicyError,
@@ -148,6 +149,16 @@ def test_slack_ids_are_matched_whole_within_one_bound(text: str, user: bool, gro
         ("[defaults]\napprovers = ['UALICE', 'UALICE']", "defaults.approvers", "twice"),
         (f"[defaults]\napprovers = ['U{'A' * 31}']", "defaults.approvers", "not a Slack id"),
         ("admins = ['SGROUP']", "admins", "not a Slack id"),
+        ('admins = ["U0ADMIN\\n"]', "admins", "'U0ADMIN\\n' is not a Slack id"),
+        ('[defaults]\napprovers = ["U0ALICE\\n"]', "defaults.approvers", "not a Slack id"),
+        ("[limits]\ntool_calls_per_turn = 0", "limits.tool_calls_per_turn", ">= 1"),
+        ("[limits]\ntool_calls_per_turn = '20'", "limits.tool_calls_per_turn", ">= 1"),
+        ("[limits]\npending_approvals_per_run = 2.5", "limits.pending_approvals_per_run", ">= 1"),
+        ("[limits]\npending_approvals_per_run = 1001", "limits.pending_approvals_per_run", "1000"),
+        ("[limits]\ntool_calls_per_turn = true", "limits.tool_calls_per_turn", ">= 1"),
+        ("[limits]\ntask_chars = 40001", "limits.task_chars", "40000"),
+        ("[limits]\ntask_characters = 10", "limits.task_characters", "unknown key"),
+        ("limits = 3", "limits", "must be a table"),
         ("defaults = 3", "defaults", "must be a table"),
         (
             "[tools.deploy_release]\napprovers = ['UALICE']\nrequired_approvals = 2",
@@ -171,6 +182,17 @@ def test_bad_files_name_the_file_the_key_and_the_problem(
     message = str(raised.value)
     assert message.startswith(f"policy file {path}: {key}: ")
     assert problem in message
+    assert "\n" not in message  # one line, whatever the file holds
+
+
+def test_limits_have_defaults_and_the_file_may_change_each() -> None:
+    assert DEFAULT_POLICY.limits == Limits()
+    assert (Limits().tool_calls_per_turn, Limits().pending_approvals_per_run) == (20, 20)
+    assert Limits().task_chars == 4000
+    policy = parse_policy("[limits]\ntool_calls_per_turn = 5\ntask_chars = 100")
+    assert policy.limits == Limits(
+        tool_calls_per_turn=5, pending_approvals_per_run=20, task_chars=100
+    )
 
 
 def test_a_group_makes_a_larger_quorum_possible() -> None:

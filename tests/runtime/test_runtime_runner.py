@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from runtime_support import Ops, results_by_call
 
-from bot.errors import AgentNotRegisteredError, InputError, ModelError
+from bot.errors import AgentNotRegisteredError, InputError, LimitError, ModelError
 from bot.runtime import (
     DEFAULT_REJECTION_MESSAGE,
     Agent,
@@ -251,6 +251,22 @@ async def test_max_turns_stops_with_a_clear_state(ops: Ops) -> None:
     # A larger limit on resume lets it finish.
     resumed = await Runner.arun(agent, result.state, max_turns=5)
     assert (resumed.outcome, resumed.final_output) == ("completed", "never reached")
+
+
+async def test_a_turn_with_more_calls_than_the_limit_runs_none_of_them(ops: Ops) -> None:
+    statuses = [("get_status", {"service": f"s{i}"}) for i in range(3)]
+    agent = ops.agent([statuses, "all healthy"])
+    with pytest.raises(LimitError) as raised:
+        await Runner.arun(agent, "status of all", max_tool_calls_per_turn=2)
+    assert str(raised.value) == (
+        "the model asked for 3 tool calls in one turn; the limit is 2 per turn, so none of them ran"
+    )
+    assert ops.effects == []  # not even the calls that need no approval
+    done = await Runner.arun(ops.agent([statuses, "ok"]), "status", max_tool_calls_per_turn=3)
+    assert done.outcome == "completed"
+    assert len(ops.effects) == 3
+    with pytest.raises(InputError, match="max_tool_calls_per_turn must be at least 1"):
+        await Runner.arun(agent, "hi", max_tool_calls_per_turn=0)
 
 
 async def test_an_exhausted_script_is_a_model_error(ops: Ops) -> None:

@@ -126,10 +126,12 @@ async def open_service(
     notifier: RecordingNotifier | None = None,
     dependencies: Mapping[str, Any] | None = None,
     worker_id: str = WORKER_ID,
+    busy_timeout_ms: int = 5000,
     **service_options: Any,
 ) -> Harness:
-    """The real store on `db_path` and a service over it with the ops agent."""
-    store = await open_store(str(db_path), environ={})
+    """The real store on `db_path` and a service over it with the ops agent; its writes
+    wait `busy_timeout_ms` for another connection's lock."""
+    store = await open_store(str(db_path), environ={}, busy_timeout_ms=busy_timeout_ms)
     recorder = notifier or RecordingNotifier()
     try:
         service = ApprovalService(

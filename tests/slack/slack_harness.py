@@ -24,6 +24,7 @@ from slack_driver import SlackDriver
 from bot.policy import Policy
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, current_tool_call, tool
 from bot.service import ApprovalService
+from bot.service.retry import DEFAULT_RETRY, RetryPolicy
 from bot.service.tasks import TaskOwner
 from bot.slack.gateway import SlackGateway
 from bot.slack.groups import SlackGroupDirectory
@@ -55,9 +56,14 @@ class Effects:
     # process "dies" (its task is cancelled): the window where the outcome is unknown.
     hang: bool = False
     applied: asyncio.Event = field(default_factory=asyncio.Event)
+    # When set, called once right after the next effect (e.g. to lock the database).
+    then: Callable[[], None] | None = None
 
     async def after_effect(self) -> None:
         self.applied.set()
+        then, self.then = self.then, None
+        if then is not None:
+            then()
         if self.hang:
             await asyncio.Event().wait()
 
@@ -188,13 +194,18 @@ async def start_bot(
     *,
     policy: Policy | None = None,
     clock: FakeClock | None = None,
+    busy_timeout_ms: int = 5000,
+    resume_retry: RetryPolicy = DEFAULT_RETRY,
     agents: Callable[[Effects], tuple[AgentRegistry, dict[str, ScriptedModel]]] = build_registry,
 ) -> tuple[Bot, web.AppRunner, aiohttp.ClientSession]:
     """The bot over `database`; with `policy`, governed by it, with approver groups read
-    from the fake Slack (cached 60 s on `clock`); `agents` builds the agents it runs."""
+    from the fake Slack (cached 60 s on `clock`); `agents` builds the agents it runs; its
+    writes wait `busy_timeout_ms` for another connection's lock."""
     effects = Effects()
     registry, models = agents(effects)
-    store = await open_store(str(database), keyring=keyring, environ={})
+    store = await open_store(
+        str(database), keyring=keyring, environ={}, busy_timeout_ms=busy_timeout_ms
+    )
 
     def make_service(slack: SlackGateway, tasks: TaskOwner) -> ApprovalService:
         timing: dict[str, Any] = {}
@@ -213,6 +224,7 @@ async def start_bot(
                 slack.client,
                 clock=clock.monotonic if clock is not None else time.monotonic,
             ),
+            resume_retry=resume_retry,
             **timing,
         )
 

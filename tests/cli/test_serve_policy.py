@@ -1,0 +1,42 @@
+"""`approvals-bot serve` refuses a policy file that could not mean what it says, with one
+line and before it opens anything: an id with a trailing newline would match nobody
+(an admin who is no admin), a limit of zero would stop every run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+
+
+@pytest.mark.parametrize(
+    ("policy", "line"),
+    [
+        ('admins = ["U0ADMIN\\n"]\n', "admins: 'U0ADMIN\\n' is not a Slack id"),
+        (
+            '[tools.deploy_release]\napprovers = ["S0OPS\\n"]\n',
+            "tools.deploy_release.approvers: 'S0OPS\\n' is not a Slack id",
+        ),
+        ("[limits]\ntool_calls_per_turn = 0\n", "limits.tool_calls_per_turn: must be"),
+    ],
+)
+def test_serve_stops_on_a_policy_that_cannot_mean_what_it_says(
+    policy: str,
+    line: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "policy.toml"
+    path.write_text(policy, encoding="utf-8")
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "s")
+    monkeypatch.setenv("APPROVALS_DATABASE_URL", str(tmp_path / "a.db"))
+    monkeypatch.setenv("APPROVALS_POLICY", str(path))
+    assert main(["serve"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert f"policy file {path}: {line}" in err[0]
+    assert not (tmp_path / "a.db").exists()
