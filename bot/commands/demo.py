@@ -36,7 +36,7 @@ from bot.commands.session import Session, prompt
 from bot.commands.terminal import TerminalNotifier
 from bot.demo import OfflineOpsModel, default_registry, ops_dependencies, parse_task
 from bot.demo.offline_model import help_text
-from bot.errors import InputError, RunStateError
+from bot.errors import AlreadyDecidedError, InputError, RunStateError
 from bot.policy import POLICY_ENV, load_policy
 from bot.runtime import Agent
 from bot.service import ApprovalService, TaskOwner, approval_ttl_from_env, installation_worker_id
@@ -215,16 +215,19 @@ def _demo(
         progress.waiting = [approval.approval_id for approval in pending]
         for approval in pending:
             choice = _flag_choice(args) or _ask(approval)
-            session.run(
-                service.decide(
-                    approval.approval_id,
-                    approve=choice.approve,
-                    decider=approver,
-                    reason=choice.reason,
-                    message=choice.message,
-                    digest=approval.arguments_digest,  # the digest shown above
+            try:
+                session.run(
+                    service.decide(
+                        approval.approval_id,
+                        approve=choice.approve,
+                        decider=approver,
+                        reason=choice.reason,
+                        message=choice.message,
+                        digest=approval.arguments_digest,  # the digest shown above
+                    )
                 )
-            )
+            except AlreadyDecidedError as error:  # expired at the prompt: the run goes on
+                print(f"approvals-bot: {error}", file=sys.stderr, flush=True)
             progress.waiting.remove(approval.approval_id)
     return 0 if run.status == "completed" else 1
 

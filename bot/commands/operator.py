@@ -34,6 +34,7 @@ from bot.service import ApprovalService, Notifier, TaskOwner, approval_ttl_from_
 from bot.slack.config import web_api_from_env
 
 _NOT_IN_ID = re.compile(r"[^A-Za-z0-9._-]+")
+CLOSE_SECONDS = 60.0
 
 
 def os_user() -> str:
@@ -58,8 +59,8 @@ async def operator_service(
     out: TextIO | None = None,
 ) -> AsyncIterator[ApprovalService]:
     """The service over the existing database (see the module doc); every configuration
-    problem is a ConfigError before the database is opened. Closed on the way out (work
-    still running is cancelled: callers `drain` what they started)."""
+    problem is a ConfigError before the database is opened. Closed on the way out, after
+    the work it started (resumes) finished, for up to CLOSE_SECONDS."""
     env = os.environ if environ is None else environ
     policy = load_policy(environ=env) if env.get(POLICY_ENV, "").strip() else None
     approval_ttl = approval_ttl_from_env(env)
@@ -86,7 +87,10 @@ async def operator_service(
             policy=policy,
             surface="cli",
         )
-        stack.push_async_callback(service.aclose, timeout=0)
+        # A resume this command started (its decision completed a run, or an expired
+        # approval let the run go on) finishes before the command exits, even when the
+        # command ends in an error; a second Ctrl-C stops waiting.
+        stack.push_async_callback(service.aclose, timeout=CLOSE_SECONDS)
         yield service
 
 

@@ -184,3 +184,12 @@ def test_policy_check_lists_every_problem_at_once(home: Home) -> None:
         "tools.restart_service.allow_always",
         "tools.nope",
     ]
+
+
+def test_an_approval_that_expires_at_the_prompt_lets_the_run_go_on(home: Home) -> None:
+    home.monkeypatch.setenv("APPROVALS_APPROVAL_TTL_SECONDS", "0.001")  # gone before any answer
+    code, out, err = home.cli("demo", "restart api", stdin="y\ntoo late\n")
+    assert code == 0, err
+    assert "already expired" in err
+    assert "Not run: nobody decided before the approval expired." in out
+    assert home.effect_lines() == []

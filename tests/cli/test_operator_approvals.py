@@ -7,11 +7,21 @@ from __future__ import annotations
 import os
 import pty
 import shlex
+import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 from operator_support import Home, subprocess_env
+
+
+@contextmanager
+def raw_database(path: Path) -> Iterator[sqlite3.Connection]:
+    """The database file as an operator with shell access has it."""
+    with closing(sqlite3.connect(path, isolation_level=None)) as connection:
+        yield connection
 
 
 def _digest_of(home: Home, approval_id: str) -> str:
@@ -186,3 +196,26 @@ def test_decide_for_the_rest_of_the_run_from_the_cli(home: Home) -> None:
     )
     assert code == 0, err
     assert len(home.audit("standing_revoked")) == 1
+
+
+def test_deciding_an_expired_approval_lets_the_run_go_on_before_the_command_exits(
+    home: Home,
+) -> None:
+    run_id, [approval] = home.paused("restart api")
+    with raw_database(home.db) as connection:  # the approval's time ran out meanwhile
+        connection.execute(
+            "UPDATE approvals SET expires_at = '2020-01-01T00:00:00.000000Z' WHERE approval_id = ?",
+            (approval.approval_id,),
+        )
+
+    code, _, err = home.cli(
+        "approvals", "decide", approval.approval_id, "--approve", "--as", "U0ALICE",
+        "--reason", "late", "--digest", approval.arguments_digest,
+    )  # fmt: skip
+
+    assert code == 2
+    assert "already expired" in err
+    run = home.store(lambda store: store.get_run(run_id))
+    assert run is not None
+    assert run.status == "completed"  # resumed with the call not run, not left resuming
+    assert home.effect_lines() == []
