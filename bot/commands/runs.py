@@ -33,6 +33,7 @@ from bot.commands.audit import parse_since
 from bot.commands.database import command_group, db_command, existing_store, positive_int
 from bot.credentials import redact
 from bot.errors import InputError
+from bot.review import visible
 from bot.service.api import decode_cursor, encode_cursor
 from store.api import ApprovalRecord, LedgerEntry, RunFilter, RunRecord
 
@@ -224,7 +225,7 @@ def render_runs_table(runs: Sequence[RunRecord]) -> str:
 def _task_cell(run: RunRecord) -> str:
     if run.purged_at is not None:
         return "(purged)"
-    task = run.task or "-"
+    task = visible(run.task) if run.task else "-"  # characters that hide text as escapes
     return task if len(task) <= TASK_CELL else task[: TASK_CELL - 1] + "…"
 
 
@@ -236,7 +237,7 @@ def render_run_detail(detail: dict[str, Any]) -> str:
         f"  agent {run['agent_name']}@{run['agent_version']}, state schema "
         f"{run['schema_version']}, key {run['key_id']}, digest {run['blob_digest'][:16]}...",
         f"  requester {run['requester'] or '-'}, origin {run['origin']}, thread {thread}",
-        f"  task: {run['task'] or '-'}",
+        f"  task: {visible(run['task']) if run['task'] else '-'}",
         f"  created {run['created_at']}, updated {run['updated_at']}",
         *([f"  purged {run['purged_at']} (retention)"] if run["purged_at"] else []),
         f"approvals ({len(detail['approvals'])}):",

@@ -25,6 +25,13 @@ async def _many_runs(store: SqliteStore, count: int) -> None:
         )
 
 
+async def _hiding_task(store: SqliteStore) -> None:
+    await store.create_run(
+        run_id="hider-run", agent_name="hider", agent_version="1", schema_version="1.0",
+        state_json="{}", status="completed", task="deploy \u202eevil",
+    )  # fmt: skip
+
+
 def test_runs_list_pages_beyond_a_hundred_with_a_more_line(home: Home) -> None:
     home.cli("db", "migrate")
     home.store(lambda store: _many_runs(store, 105))
@@ -53,6 +60,10 @@ def test_runs_list_filters_and_shows_the_task_redacted(home: Home) -> None:
     assert "TASK" in header
     assert "db_password=«redacted»" in row
     assert "hunter2" not in out
+    home.store(lambda store: _hiding_task(store))
+    code, out, _ = home.cli("runs", "list", "--agent", "hider")
+    assert "\\u202e" in out  # a right-to-left override shown, not obeyed
+    assert "\u202e" not in out
     code, out, _ = home.cli("runs", "list", "--requester", "U0ALICE", "--agent", "billing")
     assert [line.split()[0] for line in out.splitlines()[1:]] == [
         f"run-{index:04d}" for index in (8, 6, 4, 2, 0)
