@@ -22,6 +22,8 @@ COMMAND_MODULES = (
     "bot.commands.keys",
     "bot.commands.audit",
     "bot.commands.runs",
+    "bot.commands.approvals",
+    "bot.commands.policy",
     "bot.commands.database",
     "bot.commands.serve",
 )

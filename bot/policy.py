@@ -21,6 +21,9 @@ sets. Example:
     required_approvals = 2
     expires_after = "2h"
 
+    [tools.get_status]
+    allow_always = true         # "approve this tool for the rest of the run" (default false)
+
     [limits]                    # what one request may set in motion (defaults shown)
     tool_calls_per_turn = 20    # calls in one model turn; more and none of them runs
     pending_approvals_per_run = 20   # cards a run may wait on at once
@@ -36,12 +39,14 @@ limit a run fails with one clear line in its thread; a task that is too long is 
 before any run starts.
 
 Everything is checked at start-up: an unknown key, a bad duration or an impossible rule
-(fewer listed approvers than required approvals, with no group listed) is a ConfigError
-naming the file, the key and the problem. Parsing is pure; group membership is asked of
-a `GroupDirectory` (Slack's `usergroups.users.list` in bot/slack) only when a person's
-eligibility is checked, and channel membership of a `ChannelDirectory` (Slack's
-`conversations.members`): a call is decided only by members of the channel it was asked
-in (bot.service.authority applies it).
+(fewer listed approvers than required approvals, with no group listed; `allow_always`
+with `required_approvals` > 1, since a standing decision is one person's) is a
+ConfigError naming the file, the key and the problem; every problem of the file is
+reported at once (`PolicyError.problems`; `approvals-bot policy check FILE`). Parsing
+is pure; group membership is asked of a `GroupDirectory` (Slack's
+`usergroups.users.list` in bot/slack) only when a person's eligibility is checked, and
+channel membership of a `ChannelDirectory` (Slack's `conversations.members`): a call is
+decided only by members of the channel it was asked in (bot.service.authority applies it).
 """
 
 from __future__ import annotations
@@ -77,6 +82,7 @@ _RULE_KEYS = frozenset(
         "require_reason",
         "expires_after",
         "remind_before",
+        "allow_always",
     }
 )
 _TOP_KEYS = frozenset({"admins", "allow_external_users", "defaults", "tools", "limits"})
@@ -100,6 +106,7 @@ class ToolRule:
     require_reason: bool = True
     expires_after: timedelta | None = timedelta(hours=24)  # None: never (not from TOML)
     remind_before: timedelta = timedelta(hours=1)  # zero: no reminder
+    allow_always: bool = False  # may one decision stand for the rest of the run?
 
     @property
     def user_approvers(self) -> frozenset[str]:
@@ -153,12 +160,13 @@ class Policy:
         """Refuse a `[tools.<name>]` table for a tool no agent has: a misspelt name
         would silently leave that tool under the (looser) defaults."""
         names = set(known)
-        for name in sorted(self.tools):
-            if name not in names:
-                raise ConfigError(
-                    f"policy file {self.source}: tools.{name}: no agent has a tool named "
-                    f"{name!r} (tools: {', '.join(sorted(names)) or 'none'})"
-                )
+        problems = [
+            f"tools.{name}: {_no_such_tool(name, names)}"
+            for name in sorted(self.tools)
+            if name not in names
+        ]
+        if problems:
+            raise PolicyError(self.source, problems)
 
     def with_default_expiry(self, expires_after: timedelta | None) -> Policy:
         """The policy with another default lifetime (None: approvals never expire), as the
@@ -167,6 +175,25 @@ class Policy:
 
 
 DEFAULT_POLICY = Policy()
+
+
+def _no_such_tool(name: str, known: Iterable[str]) -> str:
+    return f"no agent has a tool named {name!r} (tools: {', '.join(sorted(known)) or 'none'})"
+
+
+class PolicyError(ConfigError):
+    """A policy file with problems: all of them, each naming its key (`problems`). One
+    problem reads "policy file <path>: <key>: <problem>"; several, one per line."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = tuple(problems)
+        if len(problems) == 1:
+            text = f"policy file {source}: {problems[0]}"
+        else:
+            listed = "\n".join(f"  {problem}" for problem in problems)
+            text = f"policy file {source}: {len(problems)} problems:\n{listed}"
+        super().__init__(text)
 
 
 # -- eligibility -----------------------------------------------------------------------
@@ -236,8 +263,14 @@ async def is_eligible(
 # -- loading ---------------------------------------------------------------------------
 
 
-def load_policy(path: str | None = None, *, environ: Mapping[str, str] | None = None) -> Policy:
-    """The policy in `path`, else in `$APPROVALS_POLICY`, else the built-in defaults."""
+def load_policy(
+    path: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    known_tools: Iterable[str] | None = None,
+) -> Policy:
+    """The policy in `path`, else in `$APPROVALS_POLICY`, else the built-in defaults.
+    With `known_tools`, a `[tools.<name>]` table for any other tool is a problem too."""
     env = os.environ if environ is None else environ
     chosen = path if path is not None else env.get(POLICY_ENV, "").strip() or None
     if chosen is None:
@@ -247,16 +280,29 @@ def load_policy(path: str | None = None, *, environ: Mapping[str, str] | None = 
         text = file.read_text(encoding="utf-8")
     except OSError as error:
         raise ConfigError(f"policy file {chosen}: cannot read it ({error.strerror})") from None
-    return parse_policy(text, source=str(file))
+    return parse_policy(text, source=str(file), known_tools=known_tools)
 
 
-def parse_policy(text: str, *, source: str = "<policy>") -> Policy:
-    """Parse policy TOML; ConfigError names `source`, the key and the problem."""
+def parse_policy(
+    text: str, *, source: str = "<policy>", known_tools: Iterable[str] | None = None
+) -> Policy:
+    """Parse policy TOML; PolicyError (a ConfigError) names `source` and, for every
+    problem, the key and the problem."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"policy file {source}: not valid TOML: {error}") from None
-    return _Parser(source).policy(data)
+        raise PolicyError(source, [f"not valid TOML: {error}"]) from None
+    known = None if known_tools is None else frozenset(known_tools)
+    return _Parser(source, known).policy(data)
+
+
+def format_duration(duration: timedelta) -> str:
+    """A duration as the policy writes it: "2h", "90m", "1d", "0s"."""
+    seconds = int(duration.total_seconds())
+    for unit in ("d", "h", "m"):
+        if seconds and seconds % _UNIT_SECONDS[unit] == 0:
+            return f"{seconds // _UNIT_SECONDS[unit]}{unit}"
+    return f"{seconds}s"
 
 
 def parse_duration(
@@ -279,12 +325,23 @@ def parse_duration(
     return duration
 
 
-@dataclass(frozen=True)
 class _Parser:
-    source: str
+    """Reads a policy table by table, collecting every problem instead of stopping at the
+    first; a problem leaves the value it concerns at its default so that reading goes on
+    (a file with problems is never used: `finish` raises them all)."""
 
-    def fail(self, key: str, problem: str) -> ConfigError:
-        return ConfigError(f"policy file {self.source}: {key}: {problem}")
+    def __init__(self, source: str, known_tools: frozenset[str] | None = None) -> None:
+        self.source = source
+        self.known_tools = known_tools
+        self.problems: list[str] = []
+
+    def fail(self, key: str, problem: str) -> None:
+        self.problems.append(f"{key}: {problem}")
+
+    def finish(self, policy: Policy) -> Policy:
+        if self.problems:
+            raise PolicyError(self.source, self.problems)
+        return policy
 
     def policy(self, data: Mapping[str, Any]) -> Policy:
         self.unknown(data, _TOP_KEYS, "")
@@ -294,12 +351,15 @@ class _Parser:
         tools: dict[str, ToolRule] = {}
         for name, table in self.table(data.get("tools", {}), "tools").items():
             prefix = f"tools.{name}"
+            if self.known_tools is not None and name not in self.known_tools:
+                self.fail(prefix, _no_such_tool(name, self.known_tools))
             tools[name] = self.rule(self.table(table, prefix), defaults, prefix)
         external = data.get("allow_external_users", False)
         if type(external) is not bool:
-            raise self.fail("allow_external_users", "must be true or false")
+            self.fail("allow_external_users", "must be true or false")
+            external = False
         limits = self.limits(self.table(data.get("limits", {}), "limits"))
-        return Policy(
+        policy = Policy(
             defaults=defaults,
             tools=tools,
             admins=admins,
@@ -307,6 +367,7 @@ class _Parser:
             limits=limits,
             source=self.source,
         )
+        return self.finish(policy)
 
     def limits(self, table: Mapping[str, Any]) -> Limits:
         self.unknown(table, frozenset(_LIMIT_CEILINGS), "limits")
@@ -316,10 +377,11 @@ class _Parser:
                 continue
             value = table[key]
             if type(value) is not int or value < 1:
-                raise self.fail(f"limits.{key}", "must be a whole number >= 1")
-            if value > ceiling:
-                raise self.fail(f"limits.{key}", f"must be at most {ceiling}")
-            values[key] = value
+                self.fail(f"limits.{key}", "must be a whole number >= 1")
+            elif value > ceiling:
+                self.fail(f"limits.{key}", f"must be at most {ceiling}")
+            else:
+                values[key] = value
         return Limits(**values)
 
     def rule(self, table: Mapping[str, Any], base: ToolRule, prefix: str) -> ToolRule:
@@ -331,54 +393,75 @@ class _Parser:
         if "required_approvals" in table:
             value = table["required_approvals"]
             if type(value) is not int or value < 1:
-                raise self.fail(f"{prefix}.required_approvals", "must be a whole number >= 1")
-            rule = replace(rule, required_approvals=value)
-        for flag in ("allow_self_approval", "require_reason"):
+                self.fail(f"{prefix}.required_approvals", "must be a whole number >= 1")
+            else:
+                rule = replace(rule, required_approvals=value)
+        for flag in ("allow_self_approval", "require_reason", "allow_always"):
             if flag in table:
                 if type(table[flag]) is not bool:
-                    raise self.fail(f"{prefix}.{flag}", "must be true or false")
-                rule = replace(rule, **{flag: table[flag]})
+                    self.fail(f"{prefix}.{flag}", "must be true or false")
+                else:
+                    rule = replace(rule, **{flag: table[flag]})
         if "expires_after" in table:
-            rule = replace(rule, expires_after=self.duration(table, "expires_after", prefix))
+            expires = self.duration(table, "expires_after", prefix)
+            rule = rule if expires is None else replace(rule, expires_after=expires)
         if "remind_before" in table:
-            rule = replace(rule, remind_before=self.duration(table, "remind_before", prefix))
-        self.possible(rule, prefix)
+            remind = self.duration(table, "remind_before", prefix)
+            rule = rule if remind is None else replace(rule, remind_before=remind)
+        self.possible(rule, table, prefix)
         return rule
 
-    def duration(self, table: Mapping[str, Any], key: str, prefix: str) -> timedelta:
+    def duration(self, table: Mapping[str, Any], key: str, prefix: str) -> timedelta | None:
         try:
             return parse_duration(table[key], allow_zero=key == "remind_before")
         except ValueError as error:
-            raise self.fail(f"{prefix}.{key}", str(error)) from None
+            self.fail(f"{prefix}.{key}", str(error))
+            return None
 
-    def possible(self, rule: ToolRule, prefix: str) -> None:
-        if rule.approvers and not rule.group_approvers:
+    def possible(self, rule: ToolRule, table: Mapping[str, Any], prefix: str) -> None:
+        """Rules that could never work as written. Reported where the rule is written
+        (a table that changes neither key inherits a problem already reported)."""
+        quorum_set = "required_approvals" in table or "approvers" in table
+        if rule.approvers and not rule.group_approvers and quorum_set:
             listed = len(rule.user_approvers)
             if rule.required_approvals > listed:
-                raise self.fail(
+                self.fail(
                     f"{prefix}.required_approvals",
                     f"{rule.required_approvals} approvals required but only {listed} "
                     "approver(s) listed and no group: it could never be approved",
                 )
+        written = "allow_always" in table or "required_approvals" in table
+        if rule.allow_always and rule.required_approvals > 1 and written:
+            self.fail(
+                f"{prefix}.allow_always",
+                f"a decision for the rest of the run is one person's decision, but this "
+                f"tool needs {rule.required_approvals} approvals; allow it only where "
+                "required_approvals = 1",
+            )
 
     def ids(self, value: object, key: str, *, groups: bool) -> list[str]:
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            raise self.fail(key, "must be a list of Slack ids (strings)")
+            self.fail(key, "must be a list of Slack ids (strings)")
+            return []
+        good: list[str] = []
         for item in value:
             if not (SLACK_USER_ID.fullmatch(item) or (groups and SLACK_GROUP_ID.fullmatch(item))):
                 kinds = "user ids (U…, W…) or user group ids (S…)" if groups else "user ids"
-                raise self.fail(key, f"{item!r} is not a Slack id; use {kinds}")
-        if len(set(value)) != len(value):
-            raise self.fail(key, "lists an id twice")
-        return list(value)
+                self.fail(key, f"{item!r} is not a Slack id; use {kinds}")
+            elif item in good:
+                self.fail(key, f"lists {item} twice")
+            else:
+                good.append(item)
+        return good
 
     def table(self, value: object, key: str) -> dict[str, Any]:
         if not isinstance(value, dict):
-            raise self.fail(key, "must be a table")
+            self.fail(key, "must be a table")
+            return {}
         return value
 
     def unknown(self, table: Mapping[str, Any], known: frozenset[str], prefix: str) -> None:
         for key in table:
             if key not in known:
                 where = f"{prefix}.{key}" if prefix else key
-                raise self.fail(where, f"unknown key (known: {', '.join(sorted(known))})")
+                self.fail(where, f"unknown key (known: {', '.join(sorted(known))})")

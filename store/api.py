@@ -23,6 +23,12 @@ Verdict = Literal["approved", "rejected"]  # how a decision or a vote went
 TERMINAL_APPROVAL_STATUSES: frozenset[str] = frozenset(
     {"approved", "rejected", "expired", "revoked"}
 )
+FINISHED_RUN_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+RunOrigin = Literal["slack", "terminal"]
+"""Where a run was started: from Slack (the bot; also runs started from code) or at the
+terminal (`approvals-bot demo`). Each surface shows and decides only its own runs;
+operators (the CLI) reach every run."""
+TASK_SUMMARY_CHARS = 200  # how much of a run's (redacted) task its row keeps
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +46,75 @@ class RunRecord:
     requester: str | None
     created_at: datetime
     updated_at: datetime
+    origin: RunOrigin = "slack"
+    task: str | None = None  # the task as people may see it: redacted, clipped (None: not kept)
+    purged_at: datetime | None = None  # retention removed its state, results and snapshots
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED_RUN_STATUSES
+
+
+RunCursor = tuple[datetime, str]
+"""Keyset position in the runs list: (updated_at, run_id) of the last run seen (the list
+runs newest first)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFilter:
+    """Which runs `list_runs` returns (every field optional; all given must hold)."""
+
+    status: RunStatus | None = None
+    requester: str | None = None
+    agent_name: str | None = None
+    updated_since: datetime | None = None
+    origin: RunOrigin | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CancelOutcome:
+    """What `cancel_run` did. `won`: this call cancelled the run (else nothing changed and
+    `run` shows where it is now). `closed`: the approvals it closed (revoked, with the
+    cancel's reason), in order; `standing`: the standing decisions it ended."""
+
+    won: bool
+    run: RunRecord
+    closed: tuple[ApprovalRecord, ...] = ()
+    standing: tuple[StandingDecision, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class PurgeReport:
+    """What `purge_finished_runs` removed (runs, and per kind of content)."""
+
+    finished_before: datetime
+    runs: int = 0
+    state_blobs: int = 0
+    ledger_results: int = 0
+    snapshots: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class StandingDecision:
+    """A decision made to stand for the rest of its run: every later call of `tool_name`
+    in the run is decided the same way (by its own approval row, voted for by `decider`)
+    until it is revoked. Keyed by the approval that made it."""
+
+    approval_id: str
+    run_id: str
+    tool_name: str
+    decision: Verdict
+    decider: str
+    reason: str | None
+    message: str | None
+    created_at: datetime
+    revoked_at: datetime | None = None
+    revoked_by: str | None = None
+    revoke_reason: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -208,7 +283,12 @@ class RunStore(Protocol):
         channel: str | None = None,
         thread_ts: str | None = None,
         requester: str | None = None,
-    ) -> RunRecord: ...
+        origin: RunOrigin = "slack",
+        task: str | None = None,
+    ) -> RunRecord:
+        """A new run with its sealed state. `task` is the task as people may see it (the
+        caller redacts it; the row keeps its first TASK_SUMMARY_CHARS characters)."""
+        ...
 
     async def save_run_state(
         self,
@@ -236,8 +316,43 @@ class RunStore(Protocol):
     async def find_run_by_thread(self, channel: str, thread_ts: str) -> RunRecord | None: ...
     async def set_run_thread(self, run_id: str, *, channel: str, thread_ts: str) -> None: ...
     async def list_runs(
-        self, *, status: RunStatus | None = None, limit: int = 100
-    ) -> list[RunRecord]: ...
+        self,
+        *,
+        status: RunStatus | None = None,
+        limit: int = 100,
+        where: RunFilter | None = None,
+        after: RunCursor | None = None,
+    ) -> list[RunRecord]:
+        """Runs newest first (by `updated_at`, then run id), those matching `status` and
+        `where`, after the keyset cursor `after` (the last run of the previous page)."""
+        ...
+
+    async def cancel_run(
+        self,
+        run_id: str,
+        *,
+        expected_version: int,
+        actor: str,
+        reason: str,
+        via: str | None = None,
+    ) -> CancelOutcome:
+        """In one transaction: the run (at `expected_version`, not finished) becomes
+        `cancelled`; its pending approvals, and its approved ones whose call has not
+        started, become `revoked` (by `actor`, reason "run cancelled: <reason>"); its
+        active standing decisions end; audited `cancelled` (with `via`) and `revoked` per
+        approval. A run that moved (another version) or finished changes nothing
+        (`won` False). Unknown run -> InputError."""
+        ...
+
+    async def purge_finished_runs(
+        self, *, finished_before: datetime, actor: str, batch_size: int = 200
+    ) -> PurgeReport:
+        """Retention: for every run completed, failed or cancelled before
+        `finished_before` (by `updated_at`) and not purged yet, delete its sealed state,
+        its ledger results and its approvals' review snapshots (the argument digests stay),
+        clear its task, and set `purged_at`. Run, approval, vote and ledger rows stay, and
+        the audit log is untouched but for one `purged` event per batch naming its runs."""
+        ...
 
 
 class ApprovalStore(Protocol):
@@ -278,8 +393,11 @@ class ApprovalStore(Protocol):
         """Expire every pending approval past its expiry; returns those it expired."""
         ...
 
-    async def revoke(self, approval_id: str, *, actor: str, reason: str | None) -> DecisionOutcome:
-        """pending|approved -> revoked (approved only while the call has not executed)."""
+    async def revoke(
+        self, approval_id: str, *, actor: str, reason: str | None, via: str | None = None
+    ) -> DecisionOutcome:
+        """pending|approved -> revoked (approved only while the call has not executed).
+        `via` (where the revocation came from: "cli", ...) goes into the audit event."""
         ...
 
     async def set_approval_message(self, approval_id: str, *, channel: str, ts: str) -> None: ...
@@ -298,9 +416,11 @@ class ApprovalStore(Protocol):
         not_requested_by: str | None = None,
         tool_names: Sequence[str] | None = None,
         except_tool_names: Sequence[str] = (),
+        origin: RunOrigin | None = None,
     ) -> list[ApprovalRecord]:
         """Pending approvals in (created_at, approval_id) order after the cursor, by an
-        index (keyset pagination: constant cost per page however many are pending)."""
+        index (keyset pagination: constant cost per page however many are pending);
+        with `origin`, only those of runs started there."""
         ...
 
     async def approvals_requested_by(
@@ -309,8 +429,39 @@ class ApprovalStore(Protocol):
         """The requester's approvals, newest first."""
         ...
 
-    async def recent_decisions(self, *, limit: int = 20) -> list[ApprovalRecord]:
-        """Approvals by decision time, newest first (approved or rejected)."""
+    async def recent_decisions(
+        self, *, limit: int = 20, origin: RunOrigin | None = None
+    ) -> list[ApprovalRecord]:
+        """Approvals by decision time, newest first (approved or rejected); with `origin`,
+        only those of runs started there."""
+        ...
+
+
+class StandingStore(Protocol):
+    """Standing decisions: a decided approval made to stand for the rest of its run."""
+
+    async def add_standing_decision(
+        self, approval_id: str, *, via: str | None = None
+    ) -> StandingDecision:
+        """Make the decided (approved or rejected) approval stand for the rest of its run;
+        an active standing decision for the same run and tool is revoked (superseded).
+        Audited `standing_set`. InputError unless the approval is decided and its run is
+        not finished."""
+        ...
+
+    async def standing_decisions(
+        self, run_id: str, *, active_only: bool = True
+    ) -> list[StandingDecision]:
+        """The run's standing decisions, oldest first."""
+        ...
+
+    async def get_standing_decision(self, approval_id: str) -> StandingDecision | None: ...
+
+    async def revoke_standing_decision(
+        self, approval_id: str, *, actor: str, reason: str, via: str | None = None
+    ) -> StandingDecision | None:
+        """End the standing decision the approval made (audited `standing_revoked`); None
+        when there is none or it already ended."""
         ...
 
 
@@ -328,12 +479,14 @@ class VoteStore(Protocol):
         message: str | None = None,
         amend: Amendment | None = None,
         now: datetime | None = None,
+        via: str | None = None,
     ) -> VoteOutcome:
         """Record one vote and, when it completes the quorum (`required_approvals`
         distinct approvals on the current digest) or rejects, the transition, in ONE
         write transaction with conditional updates: of two racing final votes exactly
         one makes the transition. `digest` is the digest the voter saw (or, with `amend`,
-        the digest being replaced). Audited: `voted`, `decided`, `arguments_changed`,
+        the digest being replaced). `via` (where the vote came from: "cli", "standing"
+        ...) goes into its audit events. Audited: `voted`, `decided`, `arguments_changed`,
         `expired`. Unknown id -> InputError."""
         ...
 
@@ -443,6 +596,13 @@ class MaintenanceStore(Protocol):
 
 
 class Store(
-    RunStore, ApprovalStore, VoteStore, AuditStore, LedgerStore, MaintenanceStore, Protocol
+    RunStore,
+    ApprovalStore,
+    VoteStore,
+    StandingStore,
+    AuditStore,
+    LedgerStore,
+    MaintenanceStore,
+    Protocol,
 ):
     """The whole store: every concept's operations on one database."""

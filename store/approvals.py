@@ -10,6 +10,7 @@ names, all in one write transaction.
 from __future__ import annotations
 
 import hmac
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import get_args
@@ -97,3 +98,22 @@ def tally(votes: Iterable[VoteRecord], *, required: int, digest: str) -> Tally:
     elif len(approvers) >= required:
         verdict = "approved"
     return Tally(verdict=verdict, approvers=tuple(approvers), rejecters=tuple(rejecters))
+
+
+PURGED_NOTE = "(purged by retention)"
+
+
+def purged_snapshot(tool_name: str, arguments_digest: str) -> str:
+    """The review snapshot JSON an approval keeps once retention purged its run: the
+    tool and the digest, no arguments (it still reads as a review snapshot)."""
+    return json.dumps(
+        {
+            "tool_name": tool_name,
+            "arguments": {},
+            "redacted_paths": [],
+            "omitted_fields": [PURGED_NOTE],
+            "digest": arguments_digest,
+            "purged": True,
+        },
+        sort_keys=True,
+    )

@@ -33,6 +33,12 @@ GENESIS_HASH = "0" * 64
 VERIFY_PAGE = 2000
 
 
+def with_via(detail: Mapping[str, Any], via: str | None) -> dict[str, Any]:
+    """`detail` plus where the action came from (`via`: "cli", "terminal", "standing"
+    ...), when that was said."""
+    return {**detail, "via": via} if via is not None else dict(detail)
+
+
 def canonical_detail(detail: Mapping[str, Any] | None) -> str:
     """The detail as stored and hashed; InputError when it is not JSON."""
     try:

@@ -10,7 +10,14 @@ opening, key rotation and closing (the maintenance protocol).
 
 from __future__ import annotations
 
-from store.api import ApprovalStore, AuditStore, LedgerStore, RunStore, VoteStore
+from store.api import (
+    ApprovalStore,
+    AuditStore,
+    LedgerStore,
+    RunStore,
+    StandingStore,
+    VoteStore,
+)
 
 
 class EngineStore:
@@ -22,6 +29,7 @@ class EngineStore:
         runs: RunStore,
         approvals: ApprovalStore,
         votes: VoteStore,
+        standing: StandingStore,
         audit: AuditStore,
         ledger: LedgerStore,
     ) -> None:
@@ -33,6 +41,8 @@ class EngineStore:
         self.find_run_by_thread = runs.find_run_by_thread
         self.set_run_thread = runs.set_run_thread
         self.list_runs = runs.list_runs
+        self.cancel_run = runs.cancel_run
+        self.purge_finished_runs = runs.purge_finished_runs
 
         self.add_approvals = approvals.add_approvals
         self.get_approval = approvals.get_approval
@@ -50,6 +60,11 @@ class EngineStore:
         self.votes = votes.votes
         self.record_full_read = votes.record_full_read
         self.has_read_in_full = votes.has_read_in_full
+
+        self.add_standing_decision = standing.add_standing_decision
+        self.standing_decisions = standing.standing_decisions
+        self.get_standing_decision = standing.get_standing_decision
+        self.revoke_standing_decision = standing.revoke_standing_decision
 
         self.append_audit = audit.append_audit
         self.audit_events = audit.audit_events

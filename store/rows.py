@@ -19,8 +19,10 @@ from store.api import (
     ApprovalStatus,
     AuditEvent,
     LedgerEntry,
+    RunOrigin,
     RunRecord,
     RunStatus,
+    StandingDecision,
     Verdict,
     VoteRecord,
 )
@@ -34,7 +36,8 @@ class Row(Protocol):
 
 RUN_COLUMNS = (
     "run_id, agent_name, agent_version, schema_version, status, version, key_id, "
-    "blob_digest, channel, thread_ts, requester, created_at, updated_at"
+    "blob_digest, channel, thread_ts, requester, created_at, updated_at, origin, task, "
+    "purged_at"
 )
 APPROVAL_COLUMNS = (
     "approval_id, run_id, tool_call_id, tool_name, arguments_digest, snapshot, status, "
@@ -43,6 +46,10 @@ APPROVAL_COLUMNS = (
     "revoke_reason, amended_by"
 )
 VOTE_COLUMNS = "approval_id, voter, decision, digest, reason, at"
+STANDING_COLUMNS = (
+    "approval_id, run_id, tool_name, decision, decider, reason, message, created_at, "
+    "revoked_at, revoked_by, revoke_reason"
+)
 EVENT_COLUMNS = "seq, kind, actor, run_id, approval_id, detail, at, prev_hash, hash"
 
 
@@ -80,6 +87,9 @@ def row_to_run(row: Row) -> RunRecord:
         requester=row["requester"],
         created_at=from_db(row["created_at"]),
         updated_at=from_db(row["updated_at"]),
+        origin=cast(RunOrigin, row["origin"]),
+        task=row["task"],
+        purged_at=from_db_optional(row["purged_at"]),
     )
 
 
@@ -108,6 +118,22 @@ def row_to_approval(row: Row) -> ApprovalRecord:
         reminded_at=from_db_optional(row["reminded_at"]),
         revoke_reason=row["revoke_reason"],
         amended_by=row["amended_by"],
+    )
+
+
+def row_to_standing(row: Row) -> StandingDecision:
+    return StandingDecision(
+        approval_id=row["approval_id"],
+        run_id=row["run_id"],
+        tool_name=row["tool_name"],
+        decision=cast(Verdict, row["decision"]),
+        decider=row["decider"],
+        reason=row["reason"],
+        message=row["message"],
+        created_at=from_db(row["created_at"]),
+        revoked_at=from_db_optional(row["revoked_at"]),
+        revoked_by=row["revoked_by"],
+        revoke_reason=row["revoke_reason"],
     )
 
 

@@ -12,18 +12,50 @@ from __future__ import annotations
 import hashlib
 from typing import get_args
 
-from bot.errors import ConflictError, InputError, TamperError
+from bot.errors import ConflictError, InputError, RunStateError, TamperError
 from bot.off_loop import off_loop_if_large
-from store.api import RunStatus
+from store.api import TASK_SUMMARY_CHARS, RunOrigin, RunStatus
 from store.crypto import AadValue, Sealed, Sealer
 
 STATE_PURPOSE = "run-state"
 RUN_STATUSES: frozenset[str] = frozenset(get_args(RunStatus))
+RUN_ORIGINS: frozenset[str] = frozenset(get_args(RunOrigin))
+CANCELLABLE_STATUSES: frozenset[str] = frozenset({"running", "paused", "resuming"})
 
 
 def check_status(status: str) -> None:
     if status not in RUN_STATUSES:
         raise InputError(f"run status {status!r} is not one of {sorted(RUN_STATUSES)}")
+
+
+def check_origin(origin: str) -> None:
+    if origin not in RUN_ORIGINS:
+        raise InputError(f"run origin {origin!r} is not one of {sorted(RUN_ORIGINS)}")
+
+
+def task_summary(task: str | None) -> str | None:
+    """What a run's row keeps of its (already redacted) task: one line, clipped."""
+    if task is None:
+        return None
+    line = " ".join(task.split())
+    if len(line) <= TASK_SUMMARY_CHARS:
+        return line
+    return line[: TASK_SUMMARY_CHARS - 1] + "…"
+
+
+def check_cancel(*, actor: str, reason: str) -> None:
+    if not actor.strip():
+        raise InputError("a cancellation needs the actor's id")
+    if not reason.strip():
+        raise InputError("say why the run is cancelled")
+
+
+def purged_state(run_id: str, purged_at: str) -> RunStateError:
+    """The error for reading the state of a run retention has purged."""
+    return RunStateError(
+        f"run {run_id} finished and its state was purged at {purged_at} (retention); "
+        "its audit trail and approvals remain"
+    )
 
 
 def state_fields(run_id: str, state_version: int, schema_version: str) -> dict[str, AadValue]:

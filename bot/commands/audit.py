@@ -35,8 +35,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
 
 
-def parse_since(text: str, *, now: datetime | None = None) -> datetime:
-    """ISO 8601 (a naive time is UTC; a date means its midnight UTC) or an age: 30m, 24h, 7d."""
+def parse_since(text: str, *, now: datetime | None = None, flag: str = "--since") -> datetime:
+    """ISO 8601 (a naive time is UTC; a date means its midnight UTC) or an age: 30m, 24h, 7d.
+    Errors name `flag`."""
     value = text.strip()
     try:
         age = parse_duration(value, allow_zero=True, longest=None)
@@ -46,12 +47,12 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
         try:
             return (now or datetime.now(UTC)) - age
         except OverflowError:
-            raise InputError(f"--since {text!r} reaches back before the year 1") from None
+            raise InputError(f"{flag} {text!r} reaches back before the year 1") from None
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         raise InputError(
-            f"--since {text!r} is neither an ISO 8601 time (2026-11-29T12:00Z) "
+            f"{flag} {text!r} is neither an ISO 8601 time (2026-11-29T12:00Z) "
             "nor an age like 30m, 24h or 7d"
         ) from None
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

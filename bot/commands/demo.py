@@ -1,46 +1,45 @@
-"""`approvals-bot demo "<task>"`: the ops agent in the terminal, through the real service.
+"""`approvals-bot demo "<task>"`: an agent in the terminal, through the real service.
 
 The demo is the bot without Slack: the same ApprovalService, store (runs, approvals,
-audit events and ledger in `./approvals.db` by default), runtime and ops agent, with a
+audit events and ledger in `./approvals.db` by default), runtime and agents (the ops
+agent, or `--agent NAME` from APPROVALS_AGENTS), under the same policy
+(APPROVALS_POLICY, else the defaults with APPROVALS_APPROVAL_TTL_SECONDS), with a
 notifier that prints to the terminal. Each pending call is shown redacted with its
-argument digest; the decision is asked at the prompt, or given by flags for scripts.
-The run's requester is `demo-requester`, so the default approver (you) may decide.
+argument digest; the decision is asked at the prompt (a/approve/y/yes, r/reject/n/no),
+or given by flags for scripts. The run's requester is `demo-requester`, so the default
+approver (you) may decide.
+
+Its runs are terminal runs (origin "terminal"): the Slack bot on the same database
+neither lists nor decides them. Ctrl-C at a prompt quits at once, leaving the run
+paused, with one line saying how to finish it: `approvals-bot approvals decide`.
+Prompts are read between the service's steps, outside the event loop
+(bot.commands.session), which is what lets Ctrl-C through.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
-import getpass
 import json
 import os
+import shlex
 import sys
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from bot.agents import close_model, model_from_env
-from bot.credentials import redact_text
-from bot.demo import default_registry, ops_dependencies
-from bot.errors import InputError, RunStateError
-from bot.review import arguments_json, visible
-from bot.service import ApprovalService, Location, TaskOwner, installation_worker_id
-from bot.service.api import (
-    ApprovalDecided,
-    ApprovalExpired,
-    ApprovalReminder,
-    ApprovalRequested,
-    ApprovalUpdated,
-    CallUncertain,
-    Event,
-    ExecutionRefused,
-    ResumeStalled,
-    RunFailed,
-    RunFinished,
-    RunStarted,
-)
+from bot.agents import AGENTS_ENV, close_model, load_agent_registry, model_from_env
+from bot.commands.operator import os_user
+from bot.commands.session import Session, prompt
+from bot.commands.terminal import TerminalNotifier
+from bot.demo import OfflineOpsModel, default_registry, ops_dependencies, parse_task
+from bot.demo.offline_model import help_text
+from bot.errors import AlreadyDecidedError, InputError, RunStateError
+from bot.policy import POLICY_ENV, load_policy
+from bot.runtime import Agent
+from bot.service import ApprovalService, TaskOwner, approval_ttl_from_env, installation_worker_id
 from store import open_store
 from store.api import ApprovalRecord, RunRecord
 from store.config import database_url_from_env
@@ -49,22 +48,26 @@ DEMO_REQUESTER = "demo-requester"
 DEFAULT_REASON = "decided in the approvals-bot terminal demo"
 
 HELP = """\
-Run the ops agent on TASK in the terminal, through the same service, store and audit
-trail as the Slack bot. The offline model understands: deploy <service> <version>,
-restart <service>, set <service> <key>=<value>, status <service>, joined by "and".
+Run the ops agent (or --agent NAME) on TASK in the terminal, through the same service,
+store, policy and audit trail as the Slack bot. The offline model understands: deploy
+<service> <version>, restart <service>, set <service> <key>=<value>, status <service>,
+joined by "and"; another task is refused (exit code 2).
 
 Each call that needs approval is printed with its redacted arguments (characters that
 hide or reorder text shown as escapes such as \\u202e, words mixing scripts flagged)
-and the call's keyed digest; you approve or reject it with a reason (the reason is
-audit only; on reject, the message is what the agent sees). The run is requested by
-"demo-requester", so you, the approver, may decide.
+and the call's keyed digest; you approve (a, y) or reject (r, n) it with a reason (the
+reason is audit only; on reject, the message is what the agent sees). The run is
+requested by "demo-requester", so you, the approver, may decide (a policy that names
+approvers needs --approver with one of their ids). Ctrl-C at a prompt leaves the run
+paused and prints the `approvals-bot approvals decide` command that finishes it.
 
 Secrets never enter the stored state: the ops tools read OPS_API_TOKEN as a runtime
 dependency, and a run context (--context-json) holding a credential-looking value is
 refused (exit code 2) with the path of the offending field.
 
 Environment: APPROVALS_DATABASE_URL (default ./approvals.db), APPROVALS_KEYS (default a
-key file beside the database), APPROVALS_DEMO_EFFECTS (effects file, default
+key file beside the database), APPROVALS_POLICY, APPROVALS_AGENTS,
+APPROVALS_APPROVAL_TTL_SECONDS, APPROVALS_DEMO_EFFECTS (effects file, default
 ./demo-effects.jsonl), OPS_API_TOKEN, OPS_DEMO_LATENCY, APPROVALS_MODEL (offline, the
 default, or openai with OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL).
 
@@ -74,17 +77,22 @@ examples:
   approvals-bot demo "restart api" --reject --message "not during business hours" \\
       --reason "change freeze"
   approvals-bot demo "status api" --context-json '{"tenant": "acme"}'
+  PYTHONPATH=. APPROVALS_AGENTS=examples.billing:registry \\
+      approvals-bot demo --agent billing "refund order 1042 2500"
 """
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser = subparsers.add_parser(
         "demo",
-        help="run the ops agent in the terminal, with approvals at the prompt",
+        help="run an agent in the terminal, with approvals at the prompt",
         description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("task", help='what the agent should do, e.g. "deploy payments 1.2.3"')
+    parser.add_argument(
+        "--agent", default=None, help="the agent to run (default: ops; see APPROVALS_AGENTS)"
+    )
     choice = parser.add_mutually_exclusive_group()
     choice.add_argument("--approve", action="store_true", help="approve every pending call")
     choice.add_argument("--reject", action="store_true", help="reject every pending call")
@@ -96,8 +104,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument(
         "--state",
         type=Path,
-        help="write the paused run state JSON here (owner-only; it holds the tool "
-        "arguments in clear and the run's digest key, but never the token or a credential "
+        help="write the paused run state JSON to this file (owner-only; in clear: it holds "
+        "the tool arguments and the run's digest key, but never the token or a credential "
         "from the context)",
     )
     parser.add_argument(
@@ -121,13 +129,34 @@ class Choice:
     message: str | None
 
 
+@dataclass(kw_only=True)
+class Progress:
+    """Where the demo is, for the line Ctrl-C prints."""
+
+    run: RunRecord | None = None
+    waiting: list[str] = field(default_factory=list)  # approval ids at the prompt
+
+
 def run_demo(args: argparse.Namespace) -> int:
     if args.message is not None and args.approve:
         raise InputError("--message goes with --reject (it is what the agent is told)")
-    if args.state is not None and not args.state.parent.is_dir():
-        raise InputError(f"--state {args.state}: the directory {args.state.parent} does not exist")
+    if args.state is not None:
+        _check_state_path(args.state)
     context = parse_context(args.context_json)
-    return asyncio.run(_demo(args, context))
+    progress = Progress()
+    try:
+        with Session() as session:
+            return _demo(session, args, context, progress)
+    except KeyboardInterrupt:
+        print(interrupted_line(progress, args), file=sys.stderr, flush=True)
+        return 130
+
+
+def _check_state_path(path: Path) -> None:
+    if path.is_dir():
+        raise InputError(f"--state {path} is a directory; name the file to write")
+    if not path.parent.is_dir():
+        raise InputError(f"--state {path}: the directory {path.parent} does not exist")
 
 
 def parse_context(text: str | None) -> dict[str, Any] | None:
@@ -142,64 +171,115 @@ def parse_context(text: str | None) -> dict[str, Any] | None:
     return value
 
 
-async def _demo(args: argparse.Namespace, context: dict[str, Any] | None) -> int:
-    url = args.db if args.db is not None else database_url_from_env()
-    async with contextlib.AsyncExitStack() as stack:  # each part closed by whoever opened it
-        model = model_from_env()  # first: a bad APPROVALS_MODEL leaves no database behind
-        stack.push_async_callback(close_model, model)
-        store = await open_store(url)
-        stack.push_async_callback(store.close)
-        service = ApprovalService(
-            store=store,
-            registry=default_registry(model),
-            notifier=TerminalNotifier(sys.stdout),
-            dependencies=ops_dependencies(),
-            tasks=TaskOwner(),
-            worker_id=installation_worker_id(url),
-        )
-        # drained already when the run ends; on Ctrl-C, stop at once
-        stack.push_async_callback(partial(service.aclose, timeout=0))
-        run = await service.start_run(
-            agent_name="ops",
+def interrupted_line(progress: Progress, args: argparse.Namespace) -> str:
+    """What Ctrl-C leaves behind, and how to finish it, in one line."""
+    run = progress.run
+    if run is None:
+        return "approvals-bot: interrupted before the run started; nothing was stored"
+    if not progress.waiting:
+        return f"approvals-bot: interrupted; run {run.run_id} was left {run.status}"
+    first, more = progress.waiting[0], len(progress.waiting) - 1
+    db = f" --db {shlex.quote(str(args.db))}" if args.db is not None else ""
+    others = f" ({more} more: approvals-bot approvals list --run {run.run_id}{db})" if more else ""
+    return (
+        f"approvals-bot: interrupted; run {run.run_id} stays paused. Decide it later: "
+        f"approvals-bot approvals decide {first} --approve|--reject --as YOU --reason TEXT"
+        f"{db}{others}"
+    )
+
+
+def _demo(
+    session: Session, args: argparse.Namespace, context: dict[str, Any] | None, progress: Progress
+) -> int:
+    service, agent_name = session.enter(_open_service(args))
+    progress.run = session.run(
+        service.start_run(
+            agent_name=agent_name,
             task=args.task,
             requester=DEMO_REQUESTER,
             channel=None,
             context=context,
         )
-        run = await _decide_until_done(service, run, args)
+    )
+    approver = args.approver or os_user()
+    while True:
+        session.run(service.drain())
+        run = progress.run = session.run(_reload(service, progress.run.run_id))
+        pending = session.run(service.store.list_approvals(run_id=run.run_id, status="pending"))
+        if run.status != "paused" or not pending:
+            break  # finished, or uncertain calls wait for reconciliation (the notifier said)
+        if args.state is not None:
+            state = session.run(service.load_state(run.run_id))
+            _write_private(args.state, state.to_json())
+            print(f"paused state written to {args.state}")
+        progress.waiting = [approval.approval_id for approval in pending]
+        for approval in pending:
+            choice = _flag_choice(args) or _ask(approval)
+            try:
+                session.run(
+                    service.decide(
+                        approval.approval_id,
+                        approve=choice.approve,
+                        decider=approver,
+                        reason=choice.reason,
+                        message=choice.message,
+                        digest=approval.arguments_digest,  # the digest shown above
+                    )
+                )
+            except AlreadyDecidedError as error:  # expired at the prompt: the run goes on
+                print(f"approvals-bot: {error}", file=sys.stderr, flush=True)
+            progress.waiting.remove(approval.approval_id)
     return 0 if run.status == "completed" else 1
 
 
-async def _decide_until_done(
-    service: ApprovalService, run: RunRecord, args: argparse.Namespace
-) -> RunRecord:
-    approver = args.approver or _os_user()
-    while run.status == "paused":
-        pending = await service.store.list_approvals(run_id=run.run_id, status="pending")
-        if not pending:
-            break  # uncertain calls wait for reconciliation; the notifier said so
-        if args.state is not None:
-            state = await service.load_state(run.run_id)
-            _write_private(args.state, state.to_json())
-            print(f"paused state written to {args.state}")
-        for approval in pending:
-            choice = _flag_choice(args) or _ask(approval)
-            await service.decide(
-                approval.approval_id,
-                approve=choice.approve,
-                decider=approver,
-                reason=choice.reason,
-                message=choice.message,
-            )
-        await service.drain()
-        run = await _reload(service, run)
-    return run
+@contextlib.asynccontextmanager
+async def _open_service(args: argparse.Namespace) -> AsyncIterator[tuple[ApprovalService, str]]:
+    """The service for the demo and the agent to run. Every configuration problem (the
+    model, the agents module, the policy, an agent name, a task the offline model cannot
+    do) is refused before the database is opened."""
+    env = os.environ
+    url = args.db if args.db is not None else database_url_from_env()
+    policy = load_policy(environ=env) if env.get(POLICY_ENV, "").strip() else None
+    approval_ttl = approval_ttl_from_env(env)
+    async with contextlib.AsyncExitStack() as stack:  # each part closed by whoever opened it
+        model = model_from_env()
+        stack.push_async_callback(close_model, model)
+        spec = env.get(AGENTS_ENV, "").strip() or None
+        registry = load_agent_registry(spec, default=default_registry(model))
+        agent = registry.latest(args.agent) if args.agent else registry.default()
+        _refuse_unknown_task(agent, args.task)
+        store = await open_store(url)
+        stack.push_async_callback(store.close)
+        service = ApprovalService(
+            store=store,
+            registry=registry,
+            notifier=TerminalNotifier(sys.stdout),
+            dependencies=ops_dependencies(),
+            tasks=TaskOwner(),
+            worker_id=installation_worker_id(url),
+            default_agent=agent.name,
+            approval_ttl=approval_ttl,
+            policy=policy,
+            surface="terminal",
+        )
+        # drained already when the run ends; on Ctrl-C, stop at once
+        stack.push_async_callback(partial(service.aclose, timeout=0))
+        yield service, agent.name
 
 
-async def _reload(service: ApprovalService, run: RunRecord) -> RunRecord:
-    current = await service.store.get_run(run.run_id)
+def _refuse_unknown_task(agent: Agent, task: str) -> None:
+    """The offline ops model answers a task it does not understand with help text; here
+    that is a mistake to say at once (exit 2), before a run is stored."""
+    if isinstance(agent.model, OfflineOpsModel):
+        parsed = parse_task(task)
+        if isinstance(parsed, str):
+            raise InputError(help_text(parsed))
+
+
+async def _reload(service: ApprovalService, run_id: str) -> RunRecord:
+    current = await service.store.get_run(run_id)
     if current is None:
-        raise RunStateError(f"run {run.run_id} disappeared from the database")
+        raise RunStateError(f"run {run_id} disappeared from the database")
     return current
 
 
@@ -226,11 +306,15 @@ def _flag_choice(args: argparse.Namespace) -> Choice | None:
     )
 
 
+APPROVE_WORDS = ("a", "approve", "y", "yes")
+REJECT_WORDS = ("r", "reject", "n", "no")
+
+
 def _ask(approval: ApprovalRecord) -> Choice:
     answer = _prompt(f"approve or reject {approval.tool_name}? [a/r] ").lower()
-    while answer not in ("a", "approve", "r", "reject"):
-        answer = _prompt("please answer a (approve) or r (reject): ").lower()
-    approve = answer.startswith("a")
+    while answer not in APPROVE_WORDS + REJECT_WORDS:
+        answer = _prompt("please answer a or y (approve), r or n (reject): ").lower()
+    approve = answer in APPROVE_WORDS
     reason = _prompt("reason (audit only): ")
     while not reason:
         reason = _prompt("a reason is required: ")
@@ -239,79 +323,8 @@ def _ask(approval: ApprovalRecord) -> Choice:
 
 
 def _prompt(question: str) -> str:
-    try:
-        return input(question).strip()
-    except EOFError:
-        raise InputError(
-            "no decision on standard input; pass --approve or --reject for a non-interactive run"
-        ) from None
-
-
-def _os_user() -> str:
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):
-        return os.environ.get("USER", "") or "demo-approver"
-
-
-class TerminalNotifier:
-    """The service's notifier for a terminal: plain lines on `out`."""
-
-    def __init__(self, out: TextIO) -> None:
-        self._out = out
-
-    async def notify(self, event: Event) -> Location | None:
-        print(_line(event), file=self._out, flush=True)
-        return None  # no thread, no card: nothing to update later
-
-
-def _line(event: Event) -> str:
-    match event:
-        case RunStarted(run=run, task=task):
-            task_shown = visible(redact_text(task))
-            return f"run {run.run_id} ({run.agent_name} v{run.agent_version}): {task_shown}"
-        case ApprovalRequested(approval=approval, snapshot=snapshot):
-            warnings = "".join(f"  warning:   {line}\n" for line in snapshot.script_warnings())
-            return (
-                f"\napproval needed: {snapshot.tool_name} (approval {approval.approval_id})\n"
-                f"  arguments: {arguments_json(snapshot.arguments, indent=None)}\n"
-                f"{warnings}"
-                f"  digest:    {snapshot.digest}\n"
-                f"  expires:   {_expiry(approval)}"
-            )
-        case ApprovalDecided(approval=approval):
-            who = approval.decider or approval.revoked_by or "the service"
-            return f"{approval.tool_name}: {approval.status} by {who}"
-        case ApprovalUpdated(view=view):
-            voters = ", ".join(view.voters) or "nobody yet"
-            return (
-                f"{view.approval.tool_name}: {view.approvals_count} of {view.required} "
-                f"approvals ({voters}); digest {view.approval.arguments_digest}"
-            )
-        case ApprovalReminder(approval=approval):
-            return (
-                f"reminder: {approval.tool_name} ({approval.approval_id}) expires "
-                f"{_expiry(approval)}"
-            )
-        case ApprovalExpired(approval=approval):
-            return f"{approval.tool_name} ({approval.approval_id}) expired: nobody decided in time"
-        case ExecutionRefused(approval=approval, reason=reason):
-            return f"{approval.tool_name} ({approval.approval_id}) was not run: {reason}"
-        case CallUncertain(call=call):
-            return (
-                f"uncertain: {call.tool_name} (execution key {call.execution_key}) may or may "
-                "not have taken effect; check the downstream system and reconcile it"
-            )
-        case RunFinished(final_output=final_output, status=status):
-            suffix = "" if status == "completed" else f" ({status})"
-            return f"\nanswer{suffix}:\n{final_output or '(no answer)'}"
-        case RunFailed(error=error):
-            return f"\nrun failed: {error}"
-        case ResumeStalled(attempts=attempts):
-            return (
-                f"the database failed {attempts} times while resuming; retrying in the background"
-            )
-
-
-def _expiry(approval: ApprovalRecord) -> str:
-    return approval.expires_at.isoformat() if approval.expires_at else "never"
+    return prompt(
+        question,
+        missing="no decision on standard input; pass --approve or --reject for a "
+        "non-interactive run",
+    )

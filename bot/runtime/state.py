@@ -22,6 +22,7 @@ is never in the repr, a card, a log or an approval row.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -179,12 +180,15 @@ class RunState:
         always: bool = False,
         approver_id: str | None = None,
         reason: str | None = None,
+        decided_at: datetime | None = None,
     ) -> None:
         """Approve a call waiting for approval; `always` approves its tool for the rest
-        of the run. `approver_id` and `reason` are audit only."""
+        of the run. `approver_id` and `reason` are audit only; `decided_at` is when the
+        person decided (default now), recorded with them."""
+        _check_aware(decided_at)
         pending = self._decidable(call, action="approved")
         self._decide(pending, ApprovedCall(), always=always)
-        self._note(pending, approver_id=approver_id, reason=reason)
+        self._note(pending, approver_id=approver_id, reason=reason, at=decided_at)
 
     def reject(
         self,
@@ -194,15 +198,17 @@ class RunState:
         always: bool = False,
         approver_id: str | None = None,
         reason: str | None = None,
+        decided_at: datetime | None = None,
     ) -> None:
         """Reject a call: the model sees `message` (or a neutral default) as its result,
-        never `reason` or `approver_id`."""
+        never `reason` or `approver_id` (nor `decided_at`, as for `approve`)."""
         if message is not None and not isinstance(message, str):
             raise InputError("a rejection message must be a string")
+        _check_aware(decided_at)
         pending = self._decidable(call, action="rejected")
         decision = RejectedCall(message=message or DEFAULT_REJECTION_MESSAGE)
         self._decide(pending, decision, always=always)
-        self._note(pending, approver_id=approver_id, reason=reason)
+        self._note(pending, approver_id=approver_id, reason=reason, at=decided_at)
 
     def resolve(
         self,
@@ -306,11 +312,20 @@ class RunState:
         if always:
             self._always[pending.tool_name] = decision
 
-    def _note(self, pending: PendingCall, *, approver_id: str | None, reason: str | None) -> None:
+    def _note(
+        self,
+        pending: PendingCall,
+        *,
+        approver_id: str | None,
+        reason: str | None,
+        at: datetime | None = None,
+    ) -> None:
         if approver_id is None and reason is None:
             return
-        self.approval_metadata[pending.tool_call_id] = ApprovalMetadata.now(
-            approver_id=approver_id, reason=reason
+        self.approval_metadata[pending.tool_call_id] = ApprovalMetadata(
+            approver_id=approver_id,
+            reason=reason,
+            timestamp=(at or datetime.now(UTC)).astimezone(UTC),
         )
 
     # -- used by the Runner -------------------------------------------------------------
@@ -448,3 +463,8 @@ class RunState:
             f"v{self.agent_version}, turn={self.current_turn}/{self.max_turns}, "
             f"items={len(self.history)}, pending={list(self._pending)})"
         )
+
+
+def _check_aware(moment: datetime | None) -> None:
+    if moment is not None and moment.utcoffset() is None:
+        raise InputError("a decision time must be timezone-aware")

@@ -28,9 +28,15 @@ from typing import Generic, Literal, Protocol, TypeVar
 from bot.errors import InputError
 from bot.review import ReviewSnapshot
 from bot.runtime import PendingCall
-from store.api import ApprovalRecord, PendingCursor, RunRecord, VoteRecord
+from store.api import ApprovalRecord, PendingCursor, RunRecord, StandingDecision, VoteRecord
 
 T = TypeVar("T")
+
+Surface = Literal["slack", "terminal", "cli"]
+"""Whom a service serves: the Slack bot, the terminal demo, or operators at the CLI.
+Runs remember where they were started (`RunRecord.origin`): the bot and the demo each
+show and decide only their own runs; operators reach every run. Every decision records
+the surface it came through (audit detail `via`)."""
 
 # -- what the operations answer ------------------------------------------------------
 
@@ -145,6 +151,8 @@ class ApprovalView:
     why_not: str | None
     must_read: bool = False
     has_read: bool = False
+    can_stand: bool = False  # the viewer may decide it for the rest of the run (policy)
+    standing: StandingDecision | None = None  # the active standing decision it made
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -218,6 +226,7 @@ class ApprovalRequested:
     run: RunRecord
     approval: ApprovalRecord
     snapshot: ReviewSnapshot
+    standing: tuple[StandingDecision, ...] = ()  # the run's active standing decisions
     kind: Literal["approval_requested"] = "approval_requested"
 
 
@@ -230,6 +239,7 @@ class ApprovalUpdated:
 
     run: RunRecord
     view: ApprovalView
+    standing: tuple[StandingDecision, ...] = ()  # the run's active standing decisions
     kind: Literal["approval_updated"] = "approval_updated"
 
     @property
@@ -244,6 +254,7 @@ class ApprovalDecided:
 
     run: RunRecord
     approval: ApprovalRecord
+    standing: tuple[StandingDecision, ...] = ()  # the run's active standing decisions
     kind: Literal["approval_decided"] = "approval_decided"
 
 
@@ -312,6 +323,17 @@ class RunFailed:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RunCancelled:
+    """An operator or the requester cancelled the run: say so in its thread (its open
+    cards were closed with `ApprovalDecided`, status `revoked`)."""
+
+    run: RunRecord
+    actor: str
+    reason: str
+    kind: Literal["run_cancelled"] = "run_cancelled"
+
+
+@dataclass(frozen=True, kw_only=True)
 class ResumeStalled:
     """Resuming the run failed `attempts` times in a row on the database; the bot gave
     up for now and keeps trying in the background (the run is neither failed nor lost).
@@ -336,6 +358,7 @@ Event = (
     | CallUncertain
     | RunFinished
     | RunFailed
+    | RunCancelled
     | ResumeStalled
 )
 

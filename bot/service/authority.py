@@ -133,7 +133,7 @@ async def refuse(
         actor=actor,
         run_id=approval.run_id,
         approval_id=approval.approval_id,
-        detail={"why": why, "tool": approval.tool_name, **(detail or {})},
+        detail={"why": why, "tool": approval.tool_name, "via": flow.via, **(detail or {})},
     )
 
 
@@ -249,6 +249,10 @@ async def visible_view(
         votes = (await flow.store.votes([approval.approval_id]))[approval.approval_id]
     current = tuple(v for v in votes if digests_equal(v.digest, approval.arguments_digest))
     voters = tuple(counted_voters(approval, votes))
+    standing = None  # only a decided approval can stand (pending ones need no lookup)
+    if approval.status != "pending":
+        standing = await flow.store.get_standing_decision(approval.approval_id)
+        standing = standing if standing is not None and standing.active else None
     can_decide = can_revoke = can_reconcile = has_read = False
     why_not: str | None = None
     must_read = not reading.card_shows_all(approval.snapshot)
@@ -262,21 +266,26 @@ async def visible_view(
         elif any(vote.voter == viewer for vote in current):
             why_not = "you already voted on these arguments"
         can_decide = why_not is None
-        can_revoke = revoke_refusal(flow.policy, verdict, approval, viewer) is None
+        can_revoke = revoke_refusal(flow.policy, verdict, approval, viewer) is None or (
+            standing is not None and may_revoke(flow.policy, verdict, approval, viewer)
+        )  # a decision that stands for the run may be ended after its own call ran
         can_reconcile = may_reconcile(flow.policy, verdict, viewer)
+    rule = flow.rule_for(approval.tool_name)
     return ApprovalView(
         approval=approval,
         votes=current,
         approvals_count=len(voters),
         required=approval.required_approvals,
         voters=voters,
-        approvers=flow.rule_for(approval.tool_name).approvers,
+        approvers=rule.approvers,
         can_decide=can_decide,
         can_revoke=can_revoke,
         can_reconcile=can_reconcile,
         why_not=why_not,
         must_read=must_read,
         has_read=has_read,
+        can_stand=can_decide and rule.allow_always and approval.required_approvals == 1,
+        standing=standing,
     )
 
 
@@ -286,9 +295,10 @@ async def recent_decisions(
     """The latest decisions; with a `viewer`, the first `limit` they may see among the
     latest RECENT_SCAN_FACTOR x `limit`."""
     if viewer is None:
-        return await flow.store.recent_decisions(limit=limit)
+        return await flow.store.recent_decisions(limit=limit, origin=flow.origin)
     shown: list[ApprovalRecord] = []
-    for approval in await flow.store.recent_decisions(limit=limit * RECENT_SCAN_FACTOR):
+    latest = await flow.store.recent_decisions(limit=limit * RECENT_SCAN_FACTOR, origin=flow.origin)
+    for approval in latest:
         if len(shown) == limit:
             break
         if may_see(flow.policy, approval, viewer, member=await membership(flow, approval, viewer)):
@@ -339,6 +349,7 @@ async def pending_for(
             not_requested_by=None if self_allowed else viewer,
             tool_names=only,
             except_tool_names=excluded,
+            origin=flow.origin,
         )
         votes = await flow.store.votes([approval.approval_id for approval in batch])
         for index, approval in enumerate(batch):

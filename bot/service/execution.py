@@ -17,7 +17,7 @@ The policy's limits on calls per turn and approvals per run apply here
 from __future__ import annotations
 
 import logging
-import uuid
+import secrets
 from collections.abc import Collection, Sequence
 from functools import partial
 
@@ -40,8 +40,9 @@ from bot.service.codec import encode_state
 from bot.service.journal import ServiceJournal
 from bot.service.limits import calls_per_turn_exceeded, check_pending
 from bot.service.retry import transient
+from bot.service.standing import apply_standing
 from bot.service.workflow import Workflow
-from store.api import ApprovalRecord, NewApproval, RunRecord
+from store.api import ApprovalRecord, NewApproval, RunRecord, StandingDecision
 from store.journal import StoreJournal
 
 log = logging.getLogger(__name__)
@@ -158,9 +159,8 @@ async def request_approvals(
     now = flow.clock()
     snapshots: dict[str, ReviewSnapshot] = {}
     planned: list[NewApproval] = []
-    batch = uuid.uuid4().hex[:24]  # ids share a random prefix and sort in the model's order
     agent = flow.registry.get(run.agent_name, run.agent_version)
-    for index, call in enumerate(waiting):
+    for approval_id, call in zip(approval_ids(len(waiting)), waiting, strict=True):
         snapshot = card_snapshot(agent, state, call)
         snapshots[call.tool_call_id] = snapshot
         rule = flow.rule_for(call.tool_name)
@@ -168,7 +168,7 @@ async def request_approvals(
         remind_at = expires_at - rule.remind_before if expires_at and rule.reminds else None
         planned.append(
             NewApproval(
-                approval_id=f"{batch}{index:08x}",
+                approval_id=approval_id,
                 run_id=run.run_id,
                 tool_call_id=call.tool_call_id,
                 tool_name=call.tool_name,
@@ -191,9 +191,38 @@ async def request_approvals(
                 f"{record.status} approval for other arguments or an earlier turn; "
                 "refusing to reuse it"
             )
+    standing = await flow.standing(run.run_id)
+    for record in records:
         if record.slack_ts is None:
-            await _post_card(flow, run, record, snapshot)
+            await _post_card(flow, run, record, snapshots[record.tool_call_id], standing)
+    if standing and await apply_standing(flow, run, records):
+        await flow.resume_if_all_decided(run.run_id)
     return records
+
+
+def approval_ids(count: int) -> list[str]:
+    """Ids for the approvals of one pause: random (50 bits each, so two ids differ all
+    along, not in a last digit), readable (Crockford's base32: no i, l, o or u), and in
+    the model's order when sorted (a fixed-width index comes first), e.g. `00k7qm-3xfap9`.
+    """
+    width = max(2, len(_base32(max(count - 1, 0))))
+    ids = []
+    for index in range(count):
+        random = "".join(secrets.choice(_ID_ALPHABET) for _ in range(10))
+        ids.append(f"{_base32(index).rjust(width, '0')}{random[:4]}-{random[4:]}")
+    return ids
+
+
+_ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+def _base32(number: int) -> str:
+    digits = ""
+    while True:
+        number, digit = divmod(number, 32)
+        digits = _ID_ALPHABET[digit] + digits
+        if not number:
+            return digits
 
 
 def card_snapshot(
@@ -214,9 +243,15 @@ def card_snapshot(
 
 
 async def _post_card(
-    flow: Workflow, run: RunRecord, approval: ApprovalRecord, snapshot: ReviewSnapshot
+    flow: Workflow,
+    run: RunRecord,
+    approval: ApprovalRecord,
+    snapshot: ReviewSnapshot,
+    standing: tuple[StandingDecision, ...],
 ) -> None:
-    location = await flow.notify(ApprovalRequested(run=run, approval=approval, snapshot=snapshot))
+    location = await flow.notify(
+        ApprovalRequested(run=run, approval=approval, snapshot=snapshot, standing=standing)
+    )
     if location is not None:
         channel, ts = location
         await flow.store.set_approval_message(approval.approval_id, channel=channel, ts=ts)
@@ -225,9 +260,15 @@ async def _post_card(
 async def fail_run(flow: Workflow, run: RunRecord, message: str) -> RunRecord:
     """Mark the run failed (from whatever status it is in now) and tell people why. The
     error is audited and told with its credentials redacted (an error from a client may
-    quote the header it sent)."""
+    quote the header it sent). A run cancelled meanwhile stays cancelled, quietly:
+    whatever this worker was doing for it (its save lost the compare-and-set) is dropped,
+    and its thread was told already."""
     message = redact_text(message)
     current = await flow.store.get_run(run.run_id) or run
+    if current.status == "cancelled":
+        log.info("run %s was cancelled while it worked (%s); dropping its outcome",
+                 run.run_id, message)  # fmt: skip
+        return current
     failed = None
     if current.status not in FINAL_RUN_STATUSES:
         failed = await flow.store.transition_run(

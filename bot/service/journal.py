@@ -19,6 +19,10 @@
 2. The audit trail of effects: `executed` after a result is recorded (so the trail says
    which worker ran what, with which key and attempt) and `uncertain` when an
    interrupted call is parked for reconciliation.
+
+Before either, a run cancelled while this execution went on (by an operator, perhaps
+in another process) runs nothing more: every later claim answers "Not run: the run was
+cancelled." without touching the ledger.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from bot.canonical import digests_equal
 from bot.clock import Clock, utc_now
 from bot.runtime.journal import Claim, Fresh, Journal, Recorded
 from store.api import ApprovalRecord, Store
+
+CANCELLED_RESULT = "Not run: the run was cancelled."
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,6 +111,11 @@ class ServiceJournal:
         tool_name: str,
         redispatch: bool = False,
     ) -> Claim:
+        run = await self._store.get_run(self._run_id)
+        if run is None or run.status == "cancelled":
+            # Cancelled while this execution went on (in this process or another):
+            # nothing more of the run runs; the ledger is left untouched.
+            return Recorded(result=CANCELLED_RESULT, is_error=True)
         approved = self._approvals.get(tool_call_id)
         if approved is not None:
             current = await self._store.get_approval(approved.approval_id)

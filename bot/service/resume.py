@@ -10,9 +10,9 @@ worker gets here per claim. Before anything runs, the worker
    the digest the human approved, and the call's tool with the approved tool; a
    mismatch voids that approval (`revoked`, audit `digest_mismatch`), asks again for
    the call as it would really run and runs nothing,
-4. applies the decisions into the RunState (approver and reason into the approval
-   metadata; a rejection's message, never its reason, to the model; an expired or
-   revoked approval becomes a rejection the model sees),
+4. applies the decisions into the RunState (approver, reason and the time the person
+   decided into the approval metadata; a rejection's message, never its reason, to the
+   model; an expired or revoked approval becomes a rejection the model sees),
 
 and then runs the agent. `ServiceJournal` repeats the validity check for each approved
 call right before it runs.
@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from bot.canonical import digests_equal
 from bot.errors import ApprovalsError
@@ -87,7 +88,11 @@ def apply_decisions(state: RunState, rows: dict[str, ApprovalRecord]) -> Applied
             undecided.append(call)
         elif row.status != "approved":
             state.reject(
-                call, message=_model_message(row), approver_id=row.decider, reason=row.reason
+                call,
+                message=_model_message(row),
+                approver_id=row.decider,
+                reason=row.reason,
+                decided_at=decided_at(row),
             )
             rejected.append(call.tool_call_id)
         elif row.tool_name != call.tool_name or not digests_equal(
@@ -95,11 +100,23 @@ def apply_decisions(state: RunState, rows: dict[str, ApprovalRecord]) -> Applied
         ):
             mismatched.append((call, row))
         else:
-            state.approve(call, approver_id=row.decider, reason=row.reason)
+            state.approve(
+                call, approver_id=row.decider, reason=row.reason, decided_at=decided_at(row)
+            )
             approved[call.tool_call_id] = row
     return AppliedDecisions(
         approved=approved, rejected=rejected, mismatched=mismatched, undecided=undecided
     )
+
+
+def decided_at(row: ApprovalRecord) -> datetime | None:
+    """When the decision on the call was taken: when the person decided (or revoked),
+    when it expired; not when the run resumed."""
+    if row.status == "revoked":
+        return row.revoked_at
+    if row.status == "expired":
+        return row.expires_at
+    return row.decided_at
 
 
 def _model_message(row: ApprovalRecord) -> str | None:

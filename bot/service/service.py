@@ -21,6 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from bot.clock import Clock, utc_now
+from bot.credentials import redact_text
 from bot.errors import (
     ApprovalsError,
     ConfigError,
@@ -48,6 +49,7 @@ from bot.service.api import (
     Recorded,
     Retrying,
     RunStarted,
+    Surface,
     UncertainCall,
     WaitingForApproval,
 )
@@ -64,15 +66,22 @@ from bot.service.config import DEFAULT_APPROVAL_TTL
 from bot.service.execution import execute
 from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
 from bot.service.limits import checked_task
+from bot.service.operator import cancel_run, resume_stuck
 from bot.service.reading import record_read
 from bot.service.reconcile import describe_uncertain, reconcile_call
 from bot.service.recovery import recover_runs
 from bot.service.resume import retry_parked
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy
 from bot.service.tasks import TaskOwner
-from bot.service.voting import Ballot, record_change, record_revocation, record_vote
+from bot.service.voting import (
+    Ballot,
+    record_change,
+    record_revocation,
+    record_standing_vote,
+    record_vote,
+)
 from bot.service.workflow import Workflow
-from store.api import ApprovalRecord, AuditEvent, RunRecord, Store
+from store.api import ApprovalRecord, AuditEvent, CancelOutcome, RunRecord, Store
 
 DEFAULT_LEASE_SECONDS = 300.0
 SWEEP_SECONDS = 10.0  # an unclicked card shows "expired" within this of its expiry
@@ -88,7 +97,12 @@ class ApprovalService:
     who may see and act; the quorum and expiry of an approval are fixed when it is
     requested. A policy naming a tool no registered agent has is a ConfigError.
     `resume_retry` says how a resume the database failed is tried again
-    (bot.service.retry)."""
+    (bot.service.retry).
+
+    `surface` says whom the service serves (bot.service.api.Surface): "slack" (the bot,
+    the default) and "terminal" (the demo) start runs of that origin and show and decide
+    only those; "cli" (operators) starts none and reaches every run. Decisions record it
+    as their audit `via`."""
 
     def __init__(
         self,
@@ -107,6 +121,7 @@ class ApprovalService:
         groups: GroupDirectory | None = None,
         channels: ChannelDirectory | None = None,
         resume_retry: RetryPolicy = DEFAULT_RETRY,
+        surface: Surface = "slack",
     ) -> None:
         if not worker_id.strip():
             raise ConfigError("the service needs a worker id (see installation_worker_id)")
@@ -125,6 +140,7 @@ class ApprovalService:
             tasks=tasks,
             channels=channels,
             retry=resume_retry,
+            surface=surface,
         )
         self._default_agent = default_agent
         self._sweeper: ExpirySweeper | None = None
@@ -156,6 +172,9 @@ class ApprovalService:
         text = self.check_task(task)
         if not requester.strip():
             raise InputError("a run needs a requester")
+        origin = self._flow.origin
+        if origin is None:
+            raise InputError("operators do not start runs; use Slack or the demo")
         agent = self._flow.registry.latest(agent_name or self._default_agent)
         state = RunState(
             run_id=uuid.uuid4().hex,
@@ -176,6 +195,8 @@ class ApprovalService:
             status="running",
             channel=channel,
             requester=requester,
+            origin=origin,
+            task=redact_text(text),
         )
         thread = await self._flow.notify(RunStarted(run=run, task=text))
         if thread is not None:
@@ -201,6 +222,7 @@ class ApprovalService:
         reason: str,
         message: str | None = None,
         digest: str | None = None,
+        always: bool = False,
     ) -> DecisionResult:
         """Record one person's vote under the policy.
 
@@ -218,7 +240,12 @@ class ApprovalService:
         An approval stays `pending` until `required_approvals` distinct eligible people
         approved the current arguments; one rejection rejects. A counted vote updates
         the card (`ApprovalUpdated`); a closing one `ApprovalDecided`, and when it was
-        the run's last open approval the resume is claimed and runs in a service task."""
+        the run's last open approval the resume is claimed and runs in a service task.
+
+        `always`: the decision stands for the rest of the run (bot.service.standing):
+        every later call of the tool in this run is decided the same way, each by its own
+        approval with the same checks, until the decision is revoked. Only where the
+        policy allows it for the tool (NotAuthorizedError otherwise, audited)."""
         recorded = await self.record_decision(
             approval_id,
             approve=approve,
@@ -226,6 +253,7 @@ class ApprovalService:
             reason=reason,
             message=message,
             digest=digest,
+            always=always,
         )
         return await recorded.finish()
 
@@ -238,6 +266,7 @@ class ApprovalService:
         reason: str,
         message: str | None = None,
         digest: str | None = None,
+        always: bool = False,
     ) -> Recorded[DecisionResult]:
         """`decide` in two steps: this commits the vote (refusals found before the store
         raise here) and `finish()` does the rest (card, resume; refusals from the
@@ -250,6 +279,8 @@ class ApprovalService:
             message=message,
             digest=digest,
         )
+        if always:
+            return await record_standing_vote(self._flow, ballot)
         return await record_vote(self._flow, ballot)
 
     async def expire_due(self) -> list[ApprovalRecord]:
@@ -313,7 +344,11 @@ class ApprovalService:
         admins (NotAuthorizedError otherwise, audited `refused`). A blank reason ->
         InputError; already executed or closed -> AlreadyDecidedError. The card is
         updated (`ApprovalDecided`, status `revoked`, `revoked_by`, `reason`), and the run
-        resumes with the call rejected when nothing else is open."""
+        resumes with the call rejected when nothing else is open.
+
+        When the approval made a decision that stands for the rest of the run, that ends
+        too (`standing_revoked`): later calls of the tool are asked again. That works
+        after the call itself ran (the approval then stays as it is)."""
         recorded = await self.record_revocation(approval_id, actor=actor, reason=reason)
         return await recorded.finish()
 
@@ -367,9 +402,22 @@ class ApprovalService:
     async def recent_decisions(
         self, *, limit: int = 20, viewer: str | None = None
     ) -> list[ApprovalRecord]:
-        """The latest approvals and rejections, newest first (with a `viewer`: only those
-        they may see)."""
+        """The latest approvals and rejections of this surface's runs, newest first (with a
+        `viewer`: only those they may see)."""
         return await recent_decisions(self._flow, limit=limit, viewer=viewer)
+
+    # -- whole runs: cancel, resume a stuck one -------------------------------------------
+
+    async def cancel_run(self, run_id: str, *, actor: str, reason: str) -> CancelOutcome:
+        """Cancel a running, paused or stuck run: it ends `cancelled`, its open approvals
+        close (their cards updated), its thread is told (`RunCancelled`), all audited. A
+        compare-and-set on the run's version: see bot.service.operator."""
+        return await cancel_run(self._flow, run_id, actor=actor, reason=reason)
+
+    async def resume_stuck(self, run_id: str, *, actor: str) -> RunRecord:
+        """Run again the resume of a run left `resuming` (or paused with nothing left to
+        decide), in a service task; see bot.service.operator."""
+        return await resume_stuck(self._flow, run_id, actor=actor)
 
     async def approval_trail(self, approval_id: str, *, viewer: str) -> list[AuditEvent]:
         """The audit events of one approval, in order (requested, voted, refused,
@@ -410,7 +458,7 @@ class ApprovalService:
             return WaitingForApproval(run=run, pending=len(pending))
         if run.status in ("running", "resuming"):
             return Busy(run=run)
-        if run.status == "cancelled":
+        if run.status == "cancelled" or run.purged_at is not None:
             return Closed(run=run)
         if not text.strip():
             raise InputError("the message is empty")

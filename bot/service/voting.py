@@ -48,6 +48,7 @@ from bot.service.authority import (
 from bot.service.codec import encode_state
 from bot.service.execution import card_snapshot
 from bot.service.reading import has_seen_all, unread
+from bot.service.standing import apply_decision
 from bot.service.workflow import Workflow
 from store.api import Amendment, ApprovalRecord, RunRecord, VoteOutcome
 
@@ -94,6 +95,28 @@ async def record_vote(flow: Workflow, ballot: Ballot) -> Recorded[DecisionResult
     return _recorded(flow, run, ballot, outcome)
 
 
+async def record_standing_vote(flow: Workflow, ballot: Ballot) -> Recorded[DecisionResult]:
+    """A vote that, once it decides the approval, stands for the rest of the run (see
+    bot.service.standing): refused unless the policy allows it for the tool. The
+    standing decision, and its votes on the run's other pending calls of the tool, are
+    committed here too."""
+    approval, run = await check_ballot(flow, ballot)
+    rule = flow.rule_for(approval.tool_name)
+    if not rule.allow_always or approval.required_approvals != 1:
+        await refuse(flow, approval, actor=ballot.decider, why="standing_not_allowed")
+        raise NotAuthorizedError(
+            f"the policy does not let a decision on {approval.tool_name} stand for the rest "
+            "of the run (allow_always, with one required approval)"
+        )
+    outcome = await _vote(flow, ballot, approval)
+    if outcome.result == "decided":
+        decision = await flow.store.add_standing_decision(approval.approval_id, via=flow.via)
+        pending = await flow.store.list_approvals(run_id=run.run_id, status="pending")
+        same_tool = [other for other in pending if other.tool_name == approval.tool_name]
+        await apply_decision(flow, run, same_tool, decision)
+    return _recorded(flow, run, ballot, outcome)
+
+
 def _recorded(
     flow: Workflow, run: RunRecord, ballot: Ballot, outcome: VoteOutcome
 ) -> Recorded[DecisionResult]:
@@ -117,6 +140,7 @@ async def _vote(
         message=None if ballot.approve else (ballot.message or "").strip() or None,
         amend=amend,
         now=flow.clock(),
+        via=flow.via,
     )
 
 
@@ -128,12 +152,14 @@ async def settle(
 ) -> DecisionResult:
     record = outcome.record
     voters = tuple(counted_voters(record, list(outcome.votes)))
+    standing = await flow.standing(run.run_id)
     if outcome.result == "decided":
-        await flow.notify(ApprovalDecided(run=run, approval=record))
+        await flow.notify(ApprovalDecided(run=run, approval=record, standing=standing))
         started = await flow.resume_if_all_decided(record.run_id)
         return _result(record, voters, resume_started=started)
     if outcome.result == "counted":
-        await flow.notify(ApprovalUpdated(run=run, view=await build_view(flow, record, None)))
+        view = await build_view(flow, record, None)
+        await flow.notify(ApprovalUpdated(run=run, view=view, standing=standing))
         return _result(record, voters, resume_started=False)
     await refuse(flow, record, actor=ballot.decider, why=outcome.result)
     if outcome.result == "expired":
@@ -231,10 +257,20 @@ async def record_revocation(
         raise NotAuthorizedError(
             "only the run's requester, an approver of this tool or an admin may revoke it"
         )
+    # A decision that stands for the rest of the run ends first: that works even after
+    # the approval's own call ran (then the approval itself stays as it is).
+    ended = await flow.store.revoke_standing_decision(
+        approval_id, actor=actor, reason=reason.strip(), via=flow.via
+    )
     if refusal == "closed":
+        if ended is not None:
+            return Recorded(approval=approval, finish=partial(_standing_ended, flow, run, approval))
         await refuse(flow, approval, actor=actor, why=refusal, detail={"action": "revoke"})
         raise already_decided(approval)
-    outcome = await flow.store.revoke(approval_id, actor=actor, reason=reason.strip())
+    outcome = await flow.store.revoke(approval_id, actor=actor, reason=reason.strip(), via=flow.via)
+    if not outcome.won and ended is not None:
+        record = outcome.record
+        return Recorded(approval=record, finish=partial(_standing_ended, flow, run, record))
     if not outcome.won:  # it closed meanwhile, or its approved call already started
         await refuse(flow, outcome.record, actor=actor, why="closed", detail={"action": "revoke"})
         if outcome.record.status == "approved":
@@ -249,8 +285,16 @@ async def record_revocation(
 
 
 async def _revoked(flow: Workflow, run: RunRecord, record: ApprovalRecord) -> ApprovalRecord:
-    await flow.notify(ApprovalDecided(run=run, approval=record))
+    standing = await flow.standing(run.run_id)
+    await flow.notify(ApprovalDecided(run=run, approval=record, standing=standing))
     await flow.resume_if_all_decided(record.run_id)
+    return record
+
+
+async def _standing_ended(flow: Workflow, run: RunRecord, record: ApprovalRecord) -> ApprovalRecord:
+    """Its card stops saying the decision stands (it is updated in place)."""
+    standing = await flow.standing(run.run_id)
+    await flow.notify(ApprovalDecided(run=run, approval=record, standing=standing))
     return record
 
 

@@ -27,14 +27,23 @@ from bot.service.api import (
     Location,
     Notifier,
     ResumeStalled,
+    RunCancelled,
     RunFailed,
     RunFinished,
     RunStarted,
+    Surface,
 )
 from bot.service.codec import decode_state
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy, StalledResumes, transient
 from bot.service.tasks import TaskOwner
-from store.api import TERMINAL_APPROVAL_STATUSES, ApprovalRecord, RunRecord, Store
+from store.api import (
+    TERMINAL_APPROVAL_STATUSES,
+    ApprovalRecord,
+    RunOrigin,
+    RunRecord,
+    StandingDecision,
+    Store,
+)
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +65,39 @@ class Workflow:
     channels: ChannelDirectory | None = None  # None: calls are not scoped to their channel
     retry: RetryPolicy = DEFAULT_RETRY  # a resume the database failed (bot.service.retry)
     stalled: StalledResumes = field(default_factory=StalledResumes)
+    surface: Surface = "slack"
 
     @property
     def actor(self) -> str:
         """How the service itself appears in the audit log."""
         return f"service:{self.worker_id}"
+
+    @property
+    def via(self) -> str:
+        """Where people's decisions through this service come from (audit `via`)."""
+        return self.surface
+
+    @property
+    def origin(self) -> RunOrigin | None:
+        """The runs this service shows and decides (None: every run, for operators)."""
+        return None if self.surface == "cli" else self.surface
+
+    def check_reach(self, run: RunRecord, subject: str) -> None:
+        """InputError when people of this surface may not see or act on `run`: a run the
+        terminal demo started is decided at the terminal, a Slack run in Slack."""
+        origin = self.origin
+        if origin is None or run.origin == origin:
+            return
+        if run.origin == "terminal":
+            raise InputError(
+                f"{subject} belongs to a run started at the terminal (approvals-bot demo); "
+                "it is decided there: approvals-bot approvals decide ID"
+            )
+        raise InputError(f"{subject} belongs to a run started in Slack; it is decided there")
+
+    async def standing(self, run_id: str) -> tuple[StandingDecision, ...]:
+        """The run's active standing decisions (what later cards of the run show)."""
+        return tuple(await self.store.standing_decisions(run_id))
 
     def rule_for(self, tool_name: str) -> ToolRule:
         return self.policy.rule_for(tool_name)
@@ -72,14 +109,18 @@ class Workflow:
         run = await self.store.get_run(run_id)
         if run is None:
             raise InputError(f"there is no run with id {run_id!r}")
+        self.check_reach(run, f"run {run_id}")
         return run
 
     async def require_approval(self, approval_id: str) -> tuple[ApprovalRecord, RunRecord]:
-        """The approval and its run (InputError when either is missing)."""
+        """The approval and its run (InputError when either is missing, or when the run is
+        not this surface's to show: see `check_reach`)."""
         approval = await self.store.get_approval(approval_id)
         if approval is None:
             raise InputError(f"there is no approval with id {approval_id!r}")
-        return approval, await self.run_of(approval)
+        run = await self.run_of(approval)
+        self.check_reach(run, f"approval {approval_id}")
+        return approval, run
 
     async def run_of(self, approval: ApprovalRecord) -> RunRecord:
         run = await self.store.get_run(approval.run_id)
@@ -140,6 +181,7 @@ class Workflow:
 
 
 def _subject(event: Event) -> str:
-    if isinstance(event, RunStarted | CallUncertain | RunFinished | RunFailed | ResumeStalled):
+    run_events = RunStarted | CallUncertain | RunFinished | RunFailed | RunCancelled
+    if isinstance(event, run_events | ResumeStalled):
         return f"run {event.run.run_id}"
     return event.approval.approval_id

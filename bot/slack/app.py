@@ -264,6 +264,10 @@ class SlackListeners:
             return messages.revoked_text(record.approval_id)
         if isinstance(parsed, commands.ApprovalsReconcile):
             return await self._reconcile(user, parsed)
+        if isinstance(parsed, commands.ApprovalsCancel):
+            reason = parsed.reason or messages.CANCELLED_WITHOUT_REASON
+            outcome = await service.cancel_run(parsed.run_id, actor=user, reason=reason)
+            return messages.cancelled_text(outcome.run.run_id, len(outcome.closed))
         raise InputError("unknown /approvals sub-command")
 
     async def _reconcile(self, user: str, parsed: commands.ApprovalsReconcile) -> str:

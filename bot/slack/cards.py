@@ -27,6 +27,7 @@ from bot.slack.blocks import (
     CONTEXT_TEXT_LIMIT,
     Block,
     escape,
+    escape_join,
     mrkdwn_context,
     mrkdwn_section,
     person,
@@ -42,7 +43,7 @@ from bot.slack.modals import (
     submitter,
     text_field,
 )
-from store.api import ApprovalRecord, RunRecord
+from store.api import ApprovalRecord, RunRecord, StandingDecision
 
 APPROVE_ACTION_ID = "approval_approve"
 REJECT_ACTION_ID = "approval_reject"
@@ -64,6 +65,7 @@ CARD_ACTIONS: Mapping[str, CardAction] = {
     ABORT_ACTION_ID: "abort",
 }
 RECONCILE_ACTIONS = frozenset({"result", "retry", "abort"})
+MAX_STANDING_SHOWN = 5  # each line at most ~300 characters
 
 _TITLES = {
     "approved": ":white_check_mark: *Approved*",
@@ -80,10 +82,13 @@ def approval_card_blocks(
     approval: ApprovalRecord,
     voters: Sequence[str] | None,
     not_run: str | None = None,
+    standing: Sequence[StandingDecision] = (),
 ) -> list[Block]:
     """The card for an approval in any state, from its record and the voters on its
     current digest (None: not known here, the quorum line is left out). `not_run` is why
-    an approved call was stopped right before it ran: said on the card, no buttons."""
+    an approved call was stopped right before it ran: said on the card, no buttons.
+    `standing`: the run's active standing decisions; the card that made one says it
+    stands, a pending card names those of its run."""
     status = approval.status
     title = f"{_TITLES.get(status, f'*{escape(status, 50)}*')}: `{escape(approval.tool_name, 200)}`"
     if status in ("approved", "rejected") and approval.decider:
@@ -108,10 +113,34 @@ def approval_card_blocks(
         blocks.append(mrkdwn_context(closing))
     if not_run is not None:
         blocks.append(mrkdwn_context(f"*Not run:* {escape(not_run, CONTEXT_TEXT_LIMIT - 100)}"))
+    stands = standing_line(approval, standing)
+    if stands is not None:
+        blocks.append(mrkdwn_context(stands))
     buttons = card_buttons(approval, cut=cut) if not_run is None else []
     if buttons:
         blocks.append({"type": "actions", "block_id": "decision", "elements": buttons})
     return blocks
+
+
+def standing_line(approval: ApprovalRecord, standing: Sequence[StandingDecision]) -> str | None:
+    """What the card says of the run's standing decisions: on the card that made one,
+    that it stands and how to stop it; on a pending card, which ones hold in its run."""
+    own = next((d for d in standing if d.approval_id == approval.approval_id), None)
+    if own is not None:
+        verb = "approved" if own.decision == "approved" else "rejected"
+        return (
+            f":pushpin: Stands for the rest of this run: every later "
+            f"`{escape(own.tool_name, 200)}` call is {verb} in {person(own.decider)}'s name. "
+            f"Stop it: `/approvals revoke {escape(own.approval_id, 100)}`"
+        )
+    if approval.status != "pending" or not standing:
+        return None
+    held = [
+        f"`{escape(d.tool_name, 100)}` {d.decision} by {person(d.decider)} "
+        f"(`{escape(d.approval_id, 100)}`)"
+        for d in standing[:MAX_STANDING_SHOWN]
+    ]
+    return escape_join([":pushpin: Standing in this run:", *held], CONTEXT_TEXT_LIMIT)
 
 
 def approval_card_text(approval: ApprovalRecord) -> str:

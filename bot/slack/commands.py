@@ -8,6 +8,7 @@
     /approvals revoke ID [reason]
     /approvals audit ID
     /approvals reconcile ID result <text> | retry | abort
+    /approvals cancel RUN [reason]
 
 Bad syntax raises InputError naming what is wrong; the listener answers it (with the
 help) before touching the service. `/approvals reconcile` parses into the runtime's
@@ -102,6 +103,7 @@ USAGE = {
     "revoke": "`/approvals revoke ID [reason]`",
     "audit": "`/approvals audit ID`",
     "reconcile": "`/approvals reconcile ID result <text> | retry | abort`",
+    "cancel": "`/approvals cancel RUN [reason]`",
 }
 
 
@@ -132,6 +134,12 @@ class ApprovalsAudit:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ApprovalsCancel:
+    run_id: str
+    reason: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class ApprovalsReconcile:
     approval_id: str
     resolution: Resolution
@@ -144,6 +152,7 @@ ApprovalsCommand = (
     | ApprovalsRevoke
     | ApprovalsAudit
     | ApprovalsReconcile
+    | ApprovalsCancel
 )
 
 
@@ -166,9 +175,11 @@ def parse_approvals_command(text: str) -> ApprovalsCommand:
     if verb == "audit":
         _nothing_more(verb, tail)
         return ApprovalsAudit(approval_id=approval_id)
-    if verb == "revoke":
+    if verb in ("revoke", "cancel"):
         if len(tail) > MAX_REVOKE_REASON_CHARS:
             raise InputError(f"keep the reason under {MAX_REVOKE_REASON_CHARS} characters")
+        if verb == "cancel":
+            return ApprovalsCancel(run_id=approval_id, reason=tail or None)
         return ApprovalsRevoke(approval_id=approval_id, reason=tail or None)
     return ApprovalsReconcile(approval_id=approval_id, resolution=parse_resolution(tail))
 
@@ -209,7 +220,8 @@ def _page(text: str) -> int:
 
 def _approval_id(verb: str, value: str) -> str:
     if not value:
-        raise InputError(f"`{verb}` needs an approval id; usage: {USAGE[verb]}")
+        what = "a run id" if verb == "cancel" else "an approval id"
+        raise InputError(f"`{verb}` needs {what}; usage: {USAGE[verb]}")
     return check_approval_id(value)
 
 

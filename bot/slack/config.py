@@ -49,7 +49,13 @@ class SlackSettings:
 def load_settings(env: Mapping[str, str], *, mode: Mode = "http") -> SlackSettings:
     """Read and check the Slack settings from `env` (usually `os.environ`)."""
     bot_token = _required_token(env, "SLACK_BOT_TOKEN", prefix="xoxb-")
-    signing_secret = _required(env, "SLACK_SIGNING_SECRET")
+    # Socket Mode delivers over a WebSocket the app opens with its app-level token;
+    # Slack signs nothing there, so only HTTP mode needs the signing secret.
+    signing_secret = (
+        _required(env, "SLACK_SIGNING_SECRET")
+        if mode == "http"
+        else _optional(env, "SLACK_SIGNING_SECRET") or ""
+    )
     app_token = (
         _required_token(env, "SLACK_APP_TOKEN", prefix="xapp-")
         if mode == "socket"
@@ -65,6 +71,15 @@ def load_settings(env: Mapping[str, str], *, mode: Mode = "http") -> SlackSettin
         database_url=_optional(env, "APPROVALS_DATABASE_URL"),
         agents=_agents_spec(_optional(env, "APPROVALS_AGENTS")),
     )
+
+
+def web_api_from_env(env: Mapping[str, str]) -> tuple[str, str] | None:
+    """(bot token, Web API URL) when SLACK_BOT_TOKEN is set (operator commands then tell
+    the run's Slack thread too), else None. A malformed value is a ConfigError."""
+    if _optional(env, "SLACK_BOT_TOKEN") is None:
+        return None
+    token = _required_token(env, "SLACK_BOT_TOKEN", prefix="xoxb-")
+    return token, _api_url(env.get("SLACK_API_URL", "").strip() or DEFAULT_SLACK_API_URL)
 
 
 def _optional(env: Mapping[str, str], name: str) -> str | None:

@@ -31,6 +31,9 @@ from bot.slack.modals import (
 )
 
 DECISION_CALLBACK_ID = "approval_decision"
+STANDING_BLOCK_ID = "standing"
+STANDING_ACTION_ID = "standing_input"
+STANDING_VALUE = "rest_of_run"
 MESSAGE_BLOCK_ID = "message_to_agent"
 MESSAGE_ACTION_ID = "message_input"
 MAX_MESSAGE_CHARS = 2000
@@ -49,13 +52,20 @@ class DecisionSubmission:
     reason: str
     message: str | None
     digest: str | None = None  # the arguments digest the modal showed
+    always: bool = False  # the decision stands for the rest of the run
 
 
-def decision_modal(*, context: ModalContext, call: str | None) -> dict[str, Any]:
+def decision_modal(
+    *, context: ModalContext, call: str | None, tool_name: str | None = None
+) -> dict[str, Any]:
     """The reason modal. `call` is the card's own (escaped, redacted) call block: tool,
-    arguments and digest, so the person sees what they decide on."""
+    arguments and digest, so the person sees what they decide on. With `tool_name` (the
+    policy lets a decision on it stand for the run), approve and reject offer "for the
+    rest of this run"."""
     verb = _VERBS.get(context.action, context.action.capitalize())
     blocks: list[Block] = [call_section(call, CALL_BLOCK_ID), reason_input(optional=False)]
+    if tool_name is not None and context.action in ("approve", "reject"):
+        blocks.append(_standing_choice(verb, tool_name))
     if context.action == "reject":
         blocks.append(
             text_input(
@@ -74,6 +84,34 @@ def decision_modal(*, context: ModalContext, call: str | None) -> dict[str, Any]
         submit=verb,
         blocks=blocks,
     )
+
+
+def _standing_choice(verb: str, tool_name: str) -> Block:
+    text = f"{verb} every later {tool_name[:100]} call of this run too"
+    option = {
+        "text": {"type": "plain_text", "text": text[:75]},
+        "description": {
+            "type": "mrkdwn",
+            "text": "Each call still gets its own card and checks. Revoke this approval to stop.",
+        },
+        "value": STANDING_VALUE,
+    }
+    return {
+        "type": "input",
+        "block_id": STANDING_BLOCK_ID,
+        "optional": True,
+        "label": {"type": "plain_text", "text": "For the rest of the run"},
+        "element": {"type": "checkboxes", "action_id": STANDING_ACTION_ID, "options": [option]},
+    }
+
+
+def _chose_standing(values: Mapping[str, Any]) -> bool:
+    block = values.get(STANDING_BLOCK_ID)
+    element = block.get(STANDING_ACTION_ID) if isinstance(block, Mapping) else None
+    selected = element.get("selected_options") if isinstance(element, Mapping) else None
+    if not isinstance(selected, list):
+        return False
+    return any(isinstance(o, Mapping) and o.get("value") == STANDING_VALUE for o in selected)
 
 
 def parse_decision_submission(body: Mapping[str, Any]) -> DecisionSubmission | InvalidSubmission:
@@ -100,4 +138,5 @@ def parse_decision_submission(body: Mapping[str, Any]) -> DecisionSubmission | I
         reason=reason,
         message=message if action == "reject" and message else None,
         digest=context.digest,
+        always=action != "revoke" and _chose_standing(values),
     )

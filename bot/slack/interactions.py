@@ -148,7 +148,8 @@ class CardInteractions:
         context = replace(context, digest=approval.arguments_digest)  # what the modal shows
         call = snapshot_text(approval)
         if click.action != "edit":
-            return decision_modal(context=context, call=call)
+            stand = approval.tool_name if view.can_stand else None
+            return decision_modal(context=context, call=call, tool_name=stand)
         arguments = editable_arguments(ReviewSnapshot.from_json(approval.snapshot))
         if arguments is None:
             await self._refuse(click, messages.TOO_BIG_TO_EDIT_TEXT)
@@ -285,6 +286,7 @@ class CardInteractions:
             reason=submission.reason,
             message=submission.message,
             digest=submission.digest,
+            always=submission.always,
         )
 
     async def _tell_refused(self, channel: str | None, user: str, error: ApprovalsError) -> None:

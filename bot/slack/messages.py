@@ -47,6 +47,8 @@ APPROVALS_HELP = (
     "• `/approvals audit ID`: the audit trail of one approval\n"
     "• `/approvals reconcile ID result <text> | retry | abort`: settle a call whose outcome "
     "is unknown (admins and the tool's approvers)\n"
+    "• `/approvals cancel RUN [reason]`: cancel a run; its open calls never run (the run's "
+    "requester and admins)\n"
     "• `/approvals help`: this message"
 )
 
@@ -112,6 +114,12 @@ def already_decided_text(*, status: str, decider: str | None, decided_at: dateti
 
 RECONCILED_TEXT = ":white_check_mark: Reconciled; the run goes on."
 REVOKED_WITHOUT_REASON = "(revoked with /approvals; no reason given)"
+CANCELLED_WITHOUT_REASON = "(cancelled with /approvals; no reason given)"
+
+
+def cancelled_text(run_id: str, closed: int) -> str:
+    calls = "" if not closed else f"; {closed} open call(s) closed without running"
+    return f":stop_sign: Cancelled run `{escape(run_id, 100)}`{calls}."
 
 
 def vote_counted_text(*, count: int, required: int, voters: Sequence[str]) -> str:
@@ -134,7 +142,10 @@ BUSY_TEXT = (
     ":hourglass_flowing_sand: The agent is still working on this run; send your message "
     "again once it has answered."
 )
-CLOSED_TEXT = ":no_entry_sign: This run was cancelled; start a new one with `/agent`."
+CLOSED_TEXT = (
+    ":no_entry_sign: This run is closed (cancelled, or its content removed by retention); "
+    "start a new one with `/agent`."
+)
 RETRYING_TEXT = (
     ":hourglass_flowing_sand: This run is waiting for the bot's database, which failed "
     "while the run resumed; the bot keeps trying. Your message was not passed on; send it "
@@ -179,6 +190,13 @@ def final_answer_text(*, final_output: str | None, status: str) -> str:
     if status == "max_turns":
         return ":warning: The run stopped after its maximum number of turns."
     return f":information_source: The run ended ({escape(status, 100)})."
+
+
+def run_cancelled_text(actor: str, reason: str) -> str:
+    return (
+        f":stop_sign: {person(actor)} cancelled this run: {escape(reason, 1000)}. "
+        "Nothing more of it runs; start a new one with `/agent`."
+    )
 
 
 def run_failed_text(error: str) -> str:
@@ -318,6 +336,11 @@ def show_text(view: ApprovalView) -> str:
         lines.append(
             f"The arguments are too long for the card: an approval counts only after "
             f"*{READ_ALL_LABEL}* on the card ({done})."
+        )
+    if view.standing is not None:
+        lines.append(
+            f"Stands for the rest of its run ({escape(view.standing.decision, 20)} for every "
+            f"later `{escape(approval.tool_name, 200)}` call); revoking it stops that."
         )
     if may:
         lines.append(f"You may {', '.join(may)}.")

@@ -1,7 +1,8 @@
 """SlackNotifier: the service's notifier, rendered in Slack.
 
-A run's root message roots its thread; review cards, reminders, notices and the answer
-go into that thread; a decided or changed approval updates its card in place. A run
+A run's root message roots its thread; review cards, reminders, notices, the answer and
+a cancellation go into that thread; a decided or changed approval updates its card in
+place, with the run's standing decisions (bot.service.standing) named on it. A run
 without a channel (started from code) is told nothing; that is logged.
 """
 
@@ -21,6 +22,7 @@ from bot.service.api import (
     ExecutionRefused,
     Location,
     ResumeStalled,
+    RunCancelled,
     RunFailed,
     RunFinished,
     RunStarted,
@@ -29,7 +31,7 @@ from bot.service.api import (
 from bot.slack import cards, messages
 from bot.slack.blocks import Block, mrkdwn_context, mrkdwn_section
 from bot.slack.gateway import SlackGateway
-from store.api import ApprovalRecord, RunRecord
+from store.api import ApprovalRecord, RunRecord, StandingDecision
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +46,12 @@ class SlackNotifier:
         match event:
             case RunStarted(run=run, task=task):
                 return await self._run_started(run, task)
-            case ApprovalRequested(run=run, approval=approval):
-                return await self._post_card(run, approval)
-            case ApprovalDecided(run=run, approval=approval):
-                await self._update_card(run, approval, voters=None)
-            case ApprovalUpdated(run=run, view=view):
-                await self._update_card(run, view.approval, voters=view.voters)
+            case ApprovalRequested(run=run, approval=approval, standing=standing):
+                return await self._post_card(run, approval, standing)
+            case ApprovalDecided(run=run, approval=approval, standing=standing):
+                await self._update_card(run, approval, voters=None, standing=standing)
+            case ApprovalUpdated(run=run, view=view, standing=standing):
+                await self._update_card(run, view.approval, voters=view.voters, standing=standing)
             case ApprovalReminder(run=run, approval=approval, approvers=approvers):
                 await self._post_in_thread(run, messages.reminder_text(approval, approvers))
             case ApprovalExpired(run=run, approval=approval):
@@ -65,6 +67,8 @@ class SlackNotifier:
                 await self._post_in_thread(run, text)
             case RunFailed(run=run, error=error):
                 await self._post_in_thread(run, messages.run_failed_text(error))
+            case RunCancelled(run=run, actor=actor, reason=reason):
+                await self._post_in_thread(run, messages.run_cancelled_text(actor, reason))
             case ResumeStalled(run=run, attempts=attempts):
                 await self._post_in_thread(run, messages.resume_stalled_text(attempts))
         return None
@@ -79,14 +83,18 @@ class SlackNotifier:
         ]
         return (run.channel, await self._slack.post(channel=run.channel, text=text, blocks=root))
 
-    async def _post_card(self, run: RunRecord, approval: ApprovalRecord) -> Location | None:
+    async def _post_card(
+        self, run: RunRecord, approval: ApprovalRecord, standing: Sequence[StandingDecision]
+    ) -> Location | None:
         if run.channel is None:
             return None
         ts = await self._slack.post(
             channel=run.channel,
             thread_ts=run.thread_ts,
             text=cards.approval_card_text(approval),
-            blocks=cards.approval_card_blocks(run=run, approval=approval, voters=()),
+            blocks=cards.approval_card_blocks(
+                run=run, approval=approval, voters=(), standing=standing
+            ),
         )
         return (run.channel, ts)
 
@@ -108,6 +116,7 @@ class SlackNotifier:
         *,
         voters: Sequence[str] | None,
         not_run: str | None = None,
+        standing: Sequence[StandingDecision] = (),
     ) -> None:
         if approval.slack_channel is None or approval.slack_ts is None:
             return
@@ -116,7 +125,7 @@ class SlackNotifier:
             ts=approval.slack_ts,
             text=cards.approval_card_text(approval),
             blocks=cards.approval_card_blocks(
-                run=run, approval=approval, voters=voters, not_run=not_run
+                run=run, approval=approval, voters=voters, not_run=not_run, standing=standing
             ),
         )
 

@@ -31,13 +31,27 @@ from store.api import (
     DecisionOutcome,
     NewApproval,
     PendingCursor,
+    RunOrigin,
     Verdict,
 )
+from store.audit import with_via
 from store.rows import APPROVAL_COLUMNS, row_to_approval, to_db, to_db_optional
 from store.sqlite import audit
 from store.sqlite.connection import Database, fetch_all, fetch_one, where_all
 
 SELECT_ONE = f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE approval_id = ?"
+REVOCABLE = (
+    "(status = 'pending' OR (status = 'approved' "
+    "AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.run_id = approvals.run_id "
+    "AND l.tool_call_id = approvals.tool_call_id "
+    # a call id reused from an earlier turn: that turn's row is older
+    "AND l.tool_name = approvals.tool_name "
+    "AND l.created_at >= approvals.created_at)))"
+)
+"""An approval that may still be revoked: pending, or approved while its call has not
+started (no ledger row from its turn)."""
+# Approvals of runs of one origin: per candidate row, one primary-key lookup of its run.
+OF_ORIGIN = "EXISTS (SELECT 1 FROM runs r WHERE r.run_id = approvals.run_id AND r.origin = ?)"
 EXPIRE_ONE = (
     "UPDATE approvals SET status = 'expired' WHERE approval_id = ? AND status = 'pending' "
     f"AND expires_at IS NOT NULL AND expires_at <= ? RETURNING {APPROVAL_COLUMNS}"
@@ -139,7 +153,9 @@ class SqliteApprovals:
 
         return await self._db.transaction(body)
 
-    async def revoke(self, approval_id: str, *, actor: str, reason: str | None) -> DecisionOutcome:
+    async def revoke(
+        self, approval_id: str, *, actor: str, reason: str | None, via: str | None = None
+    ) -> DecisionOutcome:
         rules.check_revocation(actor=actor)
         at = self._clock()
 
@@ -148,13 +164,7 @@ class SqliteApprovals:
                 connection,
                 "UPDATE approvals SET status = 'revoked', revoked_at = ?, revoked_by = ?, "
                 "revoke_reason = ? "
-                "WHERE approval_id = ? AND (status = 'pending' OR (status = 'approved' "
-                "AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.run_id = approvals.run_id "
-                "AND l.tool_call_id = approvals.tool_call_id "
-                # a call id reused from an earlier turn: that turn's row is older
-                "AND l.tool_name = approvals.tool_name "
-                "AND l.created_at >= approvals.created_at))) "
-                f"RETURNING {APPROVAL_COLUMNS}",
+                f"WHERE approval_id = ? AND {REVOCABLE} RETURNING {APPROVAL_COLUMNS}",
                 (to_db(at), actor, reason, approval_id),
             )
             if row is None:
@@ -167,7 +177,7 @@ class SqliteApprovals:
                 actor=actor,
                 run_id=record.run_id,
                 approval_id=approval_id,
-                detail={"reason": reason},
+                detail=with_via({"reason": reason}, via),
             )
             return DecisionOutcome(won=True, record=record)
 
@@ -221,6 +231,7 @@ class SqliteApprovals:
         not_requested_by: str | None = None,
         tool_names: Sequence[str] | None = None,
         except_tool_names: Sequence[str] = (),
+        origin: RunOrigin | None = None,
     ) -> list[ApprovalRecord]:
         rules.check_page(limit)
         clauses = ["status = 'pending'"]
@@ -239,6 +250,9 @@ class SqliteApprovals:
         if except_tool_names:
             clauses.append(f"tool_name NOT IN ({', '.join('?' * len(except_tool_names))})")
             params += list(except_tool_names)
+        if origin is not None:
+            clauses.append(OF_ORIGIN)
+            params.append(origin)
         rows = await self._db.read(
             f"SELECT {APPROVAL_COLUMNS} FROM approvals INDEXED BY approvals_pending_page "
             f"WHERE {' AND '.join(clauses)} ORDER BY created_at, approval_id LIMIT ?",
@@ -257,12 +271,15 @@ class SqliteApprovals:
         )
         return [row_to_approval(row) for row in rows]
 
-    async def recent_decisions(self, *, limit: int = 20) -> list[ApprovalRecord]:
+    async def recent_decisions(
+        self, *, limit: int = 20, origin: RunOrigin | None = None
+    ) -> list[ApprovalRecord]:
         rules.check_page(limit)
+        where = "decided_at IS NOT NULL" + (f" AND {OF_ORIGIN}" if origin is not None else "")
         rows = await self._db.read(
             f"SELECT {APPROVAL_COLUMNS} FROM approvals INDEXED BY approvals_by_decision "
-            "WHERE decided_at IS NOT NULL ORDER BY decided_at DESC LIMIT ?",
-            (limit,),
+            f"WHERE {where} ORDER BY decided_at DESC LIMIT ?",
+            (limit,) if origin is None else (origin, limit),
         )
         return [row_to_approval(row) for row in rows]
 

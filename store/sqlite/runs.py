@@ -11,11 +11,21 @@ import sqlite3
 
 from bot.clock import Clock
 from bot.errors import ConflictError, InputError
-from store.api import RunRecord, RunStatus
+from store.api import RunCursor, RunFilter, RunOrigin, RunRecord, RunStatus
 from store.crypto import Sealed, Sealer
-from store.rows import RUN_COLUMNS, row_to_run, to_db
-from store.runs import check_status, open_state, seal_state, version_conflict
-from store.sqlite.connection import Database, fetch_all, fetch_one
+from store.rows import RUN_COLUMNS, row_to_run, to_db, to_db_optional
+from store.runs import (
+    check_origin,
+    check_status,
+    open_state,
+    purged_state,
+    seal_state,
+    task_summary,
+    version_conflict,
+)
+from store.sqlite.cancel import SqliteCancel
+from store.sqlite.connection import Database, fetch_all, fetch_one, where_all
+from store.sqlite.retention import SqliteRetention
 
 
 class SqliteRuns:
@@ -25,6 +35,8 @@ class SqliteRuns:
         self._db = database
         self._sealer = sealer
         self._clock = clock
+        self.cancel_run = SqliteCancel(database, clock).cancel_run
+        self.purge_finished_runs = SqliteRetention(database, clock).purge_finished_runs
 
     async def create_run(
         self,
@@ -38,8 +50,11 @@ class SqliteRuns:
         channel: str | None = None,
         thread_ts: str | None = None,
         requester: str | None = None,
+        origin: RunOrigin = "slack",
+        task: str | None = None,
     ) -> RunRecord:
         check_status(status)
+        check_origin(origin)
         if not run_id:
             raise InputError("run id is empty")
         sealed, digest = await seal_state(
@@ -54,10 +69,12 @@ class SqliteRuns:
                     connection,
                     "INSERT INTO runs (run_id, agent_name, agent_version, schema_version, "
                     "status, version, state_version, key_id, blob_digest, channel, thread_ts, "
-                    "requester, created_at, updated_at) "
-                    f"VALUES (?, ?, ?, ?, ?, 1, 1, ?, ?, ?, ?, ?, ?, ?) RETURNING {RUN_COLUMNS}",
+                    "requester, created_at, updated_at, origin, task) "
+                    "VALUES (?, ?, ?, ?, ?, 1, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    f"RETURNING {RUN_COLUMNS}",
                     (run_id, agent_name, agent_version, schema_version, status, sealed.key_id,
-                     digest, channel, thread_ts, requester, now, now),
+                     digest, channel, thread_ts, requester, now, now, origin,
+                     task_summary(task)),
                 )  # fmt: skip
             except sqlite3.IntegrityError:
                 raise ConflictError(f"run {run_id!r} already exists") from None
@@ -125,13 +142,15 @@ class SqliteRuns:
 
     async def load_run_state(self, run_id: str) -> str:
         row = await self._db.read_one(
-            "SELECT r.state_version, r.schema_version, r.blob_digest, "
+            "SELECT r.state_version, r.schema_version, r.blob_digest, r.purged_at, "
             "b.key_id, CAST(b.nonce AS BLOB) AS nonce, CAST(b.ciphertext AS BLOB) AS ciphertext "
             "FROM runs r LEFT JOIN run_blobs b ON b.run_id = r.run_id WHERE r.run_id = ?",
             (run_id,),
         )
         if row is None:
             raise InputError(f"no run {run_id!r}")
+        if row["purged_at"] is not None:
+            raise purged_state(run_id, row["purged_at"])
         sealed = None
         if row["ciphertext"] is not None:
             sealed = Sealed(key_id=row["key_id"], nonce=row["nonce"], ciphertext=row["ciphertext"])
@@ -168,21 +187,46 @@ class SqliteRuns:
         await self._db.transaction(body)
 
     async def list_runs(
-        self, *, status: RunStatus | None = None, limit: int = 100
+        self,
+        *,
+        status: RunStatus | None = None,
+        limit: int = 100,
+        where: RunFilter | None = None,
+        after: RunCursor | None = None,
     ) -> list[RunRecord]:
-        if status is not None:
-            check_status(status)
-            rows = await self._db.read(
-                f"SELECT {RUN_COLUMNS} FROM runs WHERE status = ? "
-                "ORDER BY updated_at DESC, run_id LIMIT ?",
-                (status, limit),
-            )
-        else:
-            rows = await self._db.read(
-                f"SELECT {RUN_COLUMNS} FROM runs ORDER BY updated_at DESC, run_id LIMIT ?",
-                (limit,),
-            )
+        clause, params = run_filter_sql(status, where or RunFilter(), after)
+        rows = await self._db.read(
+            f"SELECT {RUN_COLUMNS} FROM runs {clause} "
+            "ORDER BY updated_at DESC, run_id DESC LIMIT ?",
+            (*params, limit),
+        )
         return [row_to_run(row) for row in rows]
+
+
+def run_filter_sql(
+    status: RunStatus | None, where: RunFilter, after: RunCursor | None
+) -> tuple[str, list[object]]:
+    """The WHERE clause (and its parameters) of a runs list, newest first after `after`."""
+    if status is not None and where.status is not None and status != where.status:
+        raise InputError(f"two statuses asked for: {status!r} and {where.status!r}")
+    wanted = status or where.status
+    if wanted is not None:
+        check_status(wanted)
+    clause, params = where_all(
+        {
+            "status = ?": wanted,
+            "requester = ?": where.requester,
+            "agent_name = ?": where.agent_name,
+            "updated_at >= ?": to_db_optional(where.updated_since),
+            "origin = ?": where.origin,
+        }
+    )
+    if after is None:
+        return clause, params
+    keyset = "(updated_at < ? OR (updated_at = ? AND run_id < ?))"
+    moment = to_db(after[0])
+    joined = f"{clause} AND {keyset}" if clause else f"WHERE {keyset}"
+    return joined, [*params, moment, moment, after[1]]
 
 
 def _write_blob(

@@ -22,6 +22,7 @@ from store.sqlite.ledger import SqliteLedger
 from store.sqlite.migrations import migrate
 from store.sqlite.rotation import SqliteKeyRotation
 from store.sqlite.runs import SqliteRuns
+from store.sqlite.standing import SqliteStanding
 from store.sqlite.votes import SqliteVotes
 
 
@@ -42,6 +43,7 @@ class SqliteStore(EngineStore):
             runs=SqliteRuns(database, sealer, clock),
             approvals=SqliteApprovals(database, clock),
             votes=SqliteVotes(database, clock),
+            standing=SqliteStanding(database, clock),
             audit=audit,
             ledger=SqliteLedger(database, sealer, clock),
         )

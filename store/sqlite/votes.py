@@ -24,6 +24,7 @@ from bot.clock import Clock
 from bot.errors import InputError
 from store.api import Amendment, ApprovalRecord, Verdict, VoteOutcome, VoteRecord, VoteResult
 from store.approvals import Tally, check_vote, tally
+from store.audit import with_via
 from store.rows import APPROVAL_COLUMNS, VOTE_COLUMNS, from_db, row_to_approval, row_to_vote, to_db
 from store.sqlite import audit
 from store.sqlite.approvals import SELECT_ONE, expire_one
@@ -50,6 +51,7 @@ class SqliteVotes:
         message: str | None = None,
         amend: Amendment | None = None,
         now: datetime | None = None,
+        via: str | None = None,
     ) -> VoteOutcome:
         check_vote(decision, voter=voter, amend=amend)
         at = now or self._clock()
@@ -63,6 +65,7 @@ class SqliteVotes:
             at=at,
             at_text=to_db(at),
             amend=amend,
+            via=via,
         )
         return await self._db.transaction(ballot.cast_in)
 
@@ -129,6 +132,7 @@ class _Ballot:
     at: datetime
     at_text: str
     amend: Amendment | None
+    via: str | None
 
     def cast_in(self, connection: sqlite3.Connection) -> VoteOutcome:
         row = fetch_one(connection, SELECT_ONE, (self.approval_id,))
@@ -177,11 +181,14 @@ class _Ballot:
             actor=self.voter,
             run_id=record.run_id,
             approval_id=self.approval_id,
-            detail={
-                "old_digest": record.arguments_digest,
-                "new_digest": amend.arguments_digest,
-                "reason": self.reason,
-            },
+            detail=with_via(
+                {
+                    "old_digest": record.arguments_digest,
+                    "new_digest": amend.arguments_digest,
+                    "reason": self.reason,
+                },
+                self.via,
+            ),
         )
         return row_to_approval(row)
 
@@ -220,13 +227,16 @@ class _Ballot:
             actor=self.voter,
             run_id=record.run_id,
             approval_id=self.approval_id,
-            detail={
-                "decision": self.decision,
-                "digest": record.arguments_digest,
-                "reason": self.reason,
-                "approvals": len(counted.approvers),
-                "required": record.required_approvals,
-            },
+            detail=with_via(
+                {
+                    "decision": self.decision,
+                    "digest": record.arguments_digest,
+                    "reason": self.reason,
+                    "approvals": len(counted.approvers),
+                    "required": record.required_approvals,
+                },
+                self.via,
+            ),
         )
 
     def _close(
@@ -251,13 +261,18 @@ class _Ballot:
             actor=self.voter,
             run_id=decided.run_id,
             approval_id=self.approval_id,
-            detail={
-                "decision": verdict,
-                "reason": self.reason,
-                "message": decided.message,
-                "digest": decided.arguments_digest,
-                "voters": list(counted.approvers if verdict == "approved" else counted.rejecters),
-            },
+            detail=with_via(
+                {
+                    "decision": verdict,
+                    "reason": self.reason,
+                    "message": decided.message,
+                    "digest": decided.arguments_digest,
+                    "voters": list(
+                        counted.approvers if verdict == "approved" else counted.rejecters
+                    ),
+                },
+                self.via,
+            ),
         )
         return decided
 

@@ -16,6 +16,7 @@ from bot.policy import (
     Limits,
     NoGroups,
     NotEligible,
+    PolicyError,
     ToolRule,
     is_eligible,
     load_policy,
@@ -252,3 +253,50 @@ def test_a_tool_no_agent_has_is_refused_at_start_up() -> None:
         "policy file p.toml: tools.deploy_relase: no agent has a tool named 'deploy_relase' "
         "(tools: deploy_release, restart_service)"
     )
+
+
+def test_every_problem_of_a_file_is_reported_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "many.toml"
+    path.write_text(
+        "surprise = 1\n"
+        "admins = ['SGROUP', 'UOK']\n"
+        "[defaults]\nexpires_after = '90 minutes'\nrequired_approvals = 0\n"
+        "[tools.deploy_release]\napprovers = ['alice', 'UALICE']\nrequire_reason = 'yes'\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(PolicyError) as raised:
+        load_policy(str(path))
+    keys = [problem.split(":", 1)[0] for problem in raised.value.problems]
+    assert keys == [
+        "surprise",
+        "admins",
+        "defaults.required_approvals",
+        "defaults.expires_after",
+        "tools.deploy_release.approvers",
+        "tools.deploy_release.require_reason",
+    ]
+    lines = str(raised.value).splitlines()
+    assert lines[0] == f"policy file {path}: 6 problems:"
+    assert len(lines) == 7
+
+
+def test_allow_always_is_per_tool_and_only_with_a_quorum_of_one() -> None:
+    policy = parse_policy("[tools.get_status]\nallow_always = true")
+    assert policy.rule_for("get_status").allow_always
+    assert not policy.rule_for("deploy_release").allow_always  # default false
+    with pytest.raises(PolicyError) as raised:
+        parse_policy(
+            "[defaults]\nallow_always = true\n[tools.deploy_release]\nrequired_approvals = 2\n"
+            "approvers = ['UALICE', 'UBOB']",
+            source="p.toml",
+        )
+    [problem] = raised.value.problems
+    assert problem.startswith("tools.deploy_release.allow_always: ")
+    assert "required_approvals = 1" in problem
+
+
+def test_unknown_tools_are_all_named_at_once() -> None:
+    policy = parse_policy("[tools.a]\n[tools.b]", source="p.toml")
+    with pytest.raises(PolicyError) as raised:
+        policy.check_tools(["c"])
+    assert [p.split(":", 1)[0] for p in raised.value.problems] == ["tools.a", "tools.b"]

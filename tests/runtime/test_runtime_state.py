@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 from runtime_support import Ops
 
-from bot.errors import RunStateError, SchemaVersionError
+from bot.errors import InputError, RunStateError, SchemaVersionError
 from bot.runtime import (
     CURRENT_SCHEMA_VERSION,
     SUPPORTED_SCHEMA_VERSIONS,
@@ -257,6 +257,21 @@ async def test_approval_metadata_is_audit_only_utc_and_absent_without_details(op
     assert reloaded.decision_for(deploy) == ApprovedCall()
     assert reloaded.decision_for(restart) == RejectedCall(message="not today")
     assert reloaded.get_interruptions() == []
+
+
+async def test_approval_metadata_records_when_the_person_decided(ops: Ops) -> None:
+    """A decision applied later (when the run resumes) keeps the time it was taken."""
+    state = RunState.from_dict(await paused_payload(ops))
+    deploy, restart = state.get_interruptions()
+    decided = datetime(2026, 11, 29, 9, 30, tzinfo=timezone(timedelta(hours=2)))
+    state.approve(deploy, approver_id="U1", reason="ok", decided_at=decided)
+    assert state.approval_metadata[deploy.tool_call_id].timestamp == decided
+    assert state.approval_metadata[deploy.tool_call_id].timestamp.utcoffset() == timedelta(0)
+    with pytest.raises(InputError, match="timezone-aware"):
+        state.reject(restart, approver_id="U2", reason="no", decided_at=datetime(2026, 1, 1))
+    assert state.decision_for(restart) is None  # refused before anything was recorded
+    reloaded = RunState.from_json(state.to_json())
+    assert reloaded.approval_metadata[deploy.tool_call_id].timestamp == decided
 
 
 async def test_follow_up_input_is_refused_while_calls_wait(ops: Ops) -> None:

@@ -11,7 +11,7 @@ from bot.errors import ConfigError, InputError
 from bot.runtime import AbortCall, RetryCall, VerifiedResult
 from bot.slack import app, cards, decision_modal, modals
 from bot.slack import commands as cmd
-from bot.slack.config import load_settings
+from bot.slack.config import load_settings, web_api_from_env
 from bot.slack.dedupe import EventDeduplicator
 from bot.slack.signature import compute_signature, verify_signature
 
@@ -96,6 +96,8 @@ def test_agent_command_mistakes(text: str, problem: str) -> None:
         ("show ap_1", cmd.ApprovalsShow(approval_id="ap_1")),
         ("audit ap_1", cmd.ApprovalsAudit(approval_id="ap_1")),
         ("revoke ap_1", cmd.ApprovalsRevoke(approval_id="ap_1", reason=None)),
+        ("cancel 9f2c", cmd.ApprovalsCancel(run_id="9f2c", reason=None)),
+        ("cancel 9f2c  wrong  task ", cmd.ApprovalsCancel(run_id="9f2c", reason="wrong  task")),
         (
             "revoke ap_1  wrong  target ",
             cmd.ApprovalsRevoke(approval_id="ap_1", reason="wrong  target"),
@@ -134,6 +136,8 @@ def test_approvals_command_text(text: str, expected: cmd.ApprovalsCommand) -> No
         ("reconcile ap_1 result", "say what the call really did"),
         ("reconcile ap_1 retry now", "`retry` takes nothing after it"),
         ("revoke ap_1 " + "x" * 2001, "keep the reason under 2000"),
+        ("cancel", "`cancel` needs a run id"),
+        ("cancel 9f2c " + "x" * 2001, "keep the reason under 2000"),
     ],
 )
 def test_approvals_command_mistakes_name_the_problem(text: str, problem: str) -> None:
@@ -347,3 +351,23 @@ def test_the_modal_context_carries_the_digest_the_modal_showed() -> None:
     assert (legacy.channel_id, legacy.digest) == ("C1", None)
     with pytest.raises(InputError, match="no valid digest"):
         modals.decode_modal_context("approve|ap_1|C1|not-a-digest")
+
+
+def test_socket_mode_needs_the_app_token_but_no_signing_secret() -> None:
+    """Slack signs nothing over Socket Mode: the app-level token authenticates it."""
+    settings = load_settings(
+        {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"}, mode="socket"
+    )
+    assert settings.app_token == "xapp-1"
+    with pytest.raises(ConfigError, match="SLACK_APP_TOKEN must start with 'xapp-'"):
+        load_settings({"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xoxb-2"}, mode="socket")
+
+
+def test_operator_commands_reach_slack_only_with_a_bot_token() -> None:
+    assert web_api_from_env({}) is None
+    assert web_api_from_env({"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_API_URL": "http://h/api"}) == (
+        "xoxb-1",
+        "http://h/api/",
+    )
+    with pytest.raises(ConfigError, match="SLACK_BOT_TOKEN must start with 'xoxb-'"):
+        web_api_from_env({"SLACK_BOT_TOKEN": "xapp-1"})

@@ -1,0 +1,106 @@
+"""The approval service as operators use it from the CLI (surface "cli").
+
+`approvals decide`, `approvals revoke`, `runs cancel` and `runs resume` act through the
+same ApprovalService as the bot, with the same rules (policy, self approval, quorum,
+expiry, the digest shown and checked again), on the existing database. A decision that
+completes a run's approvals resumes the run here, in this process, so the command is run
+with the bot's environment: the same APPROVALS_* settings and the agents' own secrets
+(OPS_API_TOKEN ...). Its worker id is its own (`cli:<user>:<pid>`), never the bot's: it
+cannot take over a live process's leases.
+
+People are told here (the terminal) and, when SLACK_BOT_TOKEN is set, in the run's Slack
+thread as the bot would (cards updated in place, the answer, the cancellation). Without
+a token nothing reaches Slack: the audit log records the action with `via: cli`, and a
+card left showing buttons answers any click with what happened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import getpass
+import os
+import re
+import sys
+from collections.abc import AsyncIterator, Mapping
+from typing import TextIO
+
+from bot.agents import AGENTS_ENV, close_model, load_agent_registry, model_from_env
+from bot.commands.database import existing_store
+from bot.commands.terminal import Fanout, TerminalNotifier
+from bot.demo import default_registry, ops_dependencies
+from bot.policy import POLICY_ENV, load_policy
+from bot.service import ApprovalService, Notifier, TaskOwner, approval_ttl_from_env
+from bot.slack.config import web_api_from_env
+
+_NOT_IN_ID = re.compile(r"[^A-Za-z0-9._-]+")
+CLOSE_SECONDS = 60.0
+
+
+def os_user() -> str:
+    """Who runs this command, by the operating system (the default actor)."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return os.environ.get("USER", "") or "operator"
+
+
+def cli_worker_id() -> str:
+    """This command's own worker id (see the module doc)."""
+    user = _NOT_IN_ID.sub("-", os_user())[:40].strip("-") or "operator"
+    return f"cli:{user}:{os.getpid()}"
+
+
+@contextlib.asynccontextmanager
+async def operator_service(
+    args: argparse.Namespace,
+    *,
+    environ: Mapping[str, str] | None = None,
+    out: TextIO | None = None,
+) -> AsyncIterator[ApprovalService]:
+    """The service over the existing database (see the module doc); every configuration
+    problem is a ConfigError before the database is opened. Closed on the way out, after
+    the work it started (resumes) finished, for up to CLOSE_SECONDS."""
+    env = os.environ if environ is None else environ
+    policy = load_policy(environ=env) if env.get(POLICY_ENV, "").strip() else None
+    approval_ttl = approval_ttl_from_env(env)
+    dependencies = ops_dependencies(env)
+    slack = web_api_from_env(env)
+    async with contextlib.AsyncExitStack() as stack:
+        model = model_from_env(env)
+        stack.push_async_callback(close_model, model)
+        spec = env.get(AGENTS_ENV, "").strip() or None
+        registry = load_agent_registry(spec, default=default_registry(model))
+        store = await stack.enter_async_context(existing_store(args))
+        notifiers: list[Notifier] = [TerminalNotifier(out or sys.stdout)]
+        if slack is not None:
+            notifiers.append(await stack.enter_async_context(_slack_notifier(*slack)))
+        service = ApprovalService(
+            store=store,
+            registry=registry,
+            notifier=Fanout(notifiers),
+            dependencies=dependencies,
+            tasks=TaskOwner(),
+            worker_id=cli_worker_id(),
+            default_agent=registry.default().name,
+            approval_ttl=approval_ttl,
+            policy=policy,
+            surface="cli",
+        )
+        # A resume this command started (its decision completed a run, or an expired
+        # approval let the run go on) finishes before the command exits, even when the
+        # command ends in an error; a second Ctrl-C stops waiting.
+        stack.push_async_callback(service.aclose, timeout=CLOSE_SECONDS)
+        yield service
+
+
+@contextlib.asynccontextmanager
+async def _slack_notifier(token: str, api_url: str) -> AsyncIterator[Notifier]:
+    # Imported here: Slack's libraries are half of the CLI's start-up time.
+    import aiohttp
+
+    from bot.slack.gateway import SlackGateway
+    from bot.slack.notifier import SlackNotifier
+
+    async with aiohttp.ClientSession() as session:
+        yield SlackNotifier(SlackGateway.open(token=token, api_url=api_url, session=session))

@@ -1,0 +1,71 @@
+"""`approvals-bot policy check FILE`: read an approval policy and report every problem.
+
+All problems at once, one per line, each naming its key (not the first one only, as a
+start-up that stops at once would), including `[tools.<name>]` tables for tools no agent
+has: the agents are those the deployment runs (the ops agent, and APPROVALS_AGENTS).
+A good file prints the effective rule of each tool it names and of the defaults; exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from bot.agents import AGENTS_ENV, load_agent_registry
+from bot.demo import OfflineOpsModel, default_registry
+from bot.policy import Policy, ToolRule, format_duration, load_policy
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    parser = subparsers.add_parser(
+        "policy", help="check an approval policy file", description="approval policy files"
+    )
+    group = parser.add_subparsers(dest="policy_command", metavar="COMMAND")
+    check = group.add_parser(
+        "check",
+        help="report every problem of a policy file at once",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    )
+    check.add_argument("file", metavar="FILE", help="the policy TOML file")
+    check.set_defaults(func=policy_check)
+    parser.set_defaults(func=lambda _args: _usage(parser))
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def policy_check(args: argparse.Namespace) -> int:
+    spec = os.environ.get(AGENTS_ENV, "").strip() or None
+    registry = load_agent_registry(spec, default=default_registry(OfflineOpsModel()))
+    tools = sorted({tool.name for agent in registry for tool in agent.tools})
+    policy = load_policy(args.file, known_tools=tools)  # PolicyError: every problem
+    print(render_policy(policy, tools))
+    return 0
+
+
+def render_policy(policy: Policy, tools: list[str]) -> str:
+    lines = [
+        f"policy file {policy.source}: OK",
+        f"admins: {', '.join(sorted(policy.admins)) or 'none'}",
+        f"defaults: {describe(policy.defaults)}",
+    ]
+    lines += [f"tools.{name}: {describe(rule)}" for name, rule in sorted(policy.tools.items())]
+    under_defaults = [name for name in tools if name not in policy.tools]
+    if under_defaults:
+        lines.append(f"under the defaults: {', '.join(under_defaults)}")
+    return "\n".join(lines)
+
+
+def describe(rule: ToolRule) -> str:
+    expires = "never" if rule.expires_after is None else format_duration(rule.expires_after)
+    return (
+        f"approvers {', '.join(rule.approvers) or 'anyone'}; "
+        f"{rule.required_approvals} approval(s); "
+        f"self approval {'allowed' if rule.allow_self_approval else 'not allowed'}; "
+        f"reason {'required' if rule.require_reason else 'optional'}; "
+        f"expires after {expires}; remind {format_duration(rule.remind_before)} before; "
+        f"for the rest of the run {'allowed' if rule.allow_always else 'not allowed'}"
+    )

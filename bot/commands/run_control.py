@@ -1,0 +1,98 @@
+"""`approvals-bot runs cancel | resume | purge`: control whole runs.
+
+    approvals-bot runs cancel RUN_ID [--reason TEXT] [--as USER]
+        A running, paused or stuck run ends `cancelled`; its open approvals close (their
+        cards say "run cancelled: <reason>"), its thread is told, all audited `via: cli`.
+    approvals-bot runs resume RUN_ID [--as USER]
+        Run again, here, the resume of a run left `resuming` by a process that died (what
+        the bot's start-up recovery would do), or of a paused run with nothing left to
+        decide.
+    approvals-bot runs purge --finished-before AGE|TIME [--as USER]
+        Retention: finished runs (completed, failed, cancelled) last updated before the
+        cut lose their sealed state, ledger results and review snapshots; rows and the
+        audit chain stay, and the purge is audited.
+
+Cancel and resume go through the ApprovalService as operators use it (see
+bot.commands.operator: the bot's environment, and Slack when SLACK_BOT_TOKEN is set).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from bot.commands.audit import parse_since
+from bot.commands.database import db_command, existing_store
+from bot.commands.operator import operator_service, os_user
+from bot.commands.session import Session
+from bot.errors import InputError
+
+DEFAULT_CANCEL_REASON = "cancelled by an operator (approvals-bot runs cancel)"
+
+
+def register(group: argparse._SubParsersAction[Any]) -> None:
+    cancel = db_command(group, "cancel", "cancel a running, paused or stuck run", runs_cancel)
+    cancel.add_argument("run_id", metavar="RUN_ID")
+    cancel.add_argument("--reason", default=DEFAULT_CANCEL_REASON, help="why (audit, thread)")
+    _actor(cancel)
+    resume = db_command(
+        group, "resume", "resume, here, a run left resuming by a dead process", runs_resume
+    )
+    resume.add_argument("run_id", metavar="RUN_ID")
+    _actor(resume)
+    purge = db_command(
+        group, "purge", "remove the content of old finished runs (retention)", runs_purge
+    )
+    purge.add_argument(
+        "--finished-before",
+        required=True,
+        metavar="WHEN",
+        help="runs finished before WHEN: an age (90d, 12h) or an ISO 8601 time",
+    )
+    _actor(purge)
+
+
+def _actor(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--as", dest="actor", default=None, metavar="USER", help="who acts (default: OS user)"
+    )
+
+
+def runs_cancel(args: argparse.Namespace) -> int:
+    if not args.reason.strip():
+        raise InputError("--reason is empty; say why the run is cancelled")
+    with Session() as session:
+        service = session.enter(operator_service(args))
+        outcome = session.run(
+            service.cancel_run(args.run_id, actor=args.actor or os_user(), reason=args.reason)
+        )
+    closed = ", ".join(a.approval_id for a in outcome.closed) or "none"
+    print(f"run {outcome.run.run_id} is cancelled; approvals closed: {closed}")
+    return 0
+
+
+def runs_resume(args: argparse.Namespace) -> int:
+    with Session() as session:
+        service = session.enter(operator_service(args))
+        session.run(service.resume_stuck(args.run_id, actor=args.actor or os_user()))
+        print(f"resuming run {args.run_id} here ...", flush=True)
+        session.run(service.drain())
+        run = session.run(service.store.get_run(args.run_id))
+    status = run.status if run is not None else "gone"
+    print(f"run {args.run_id} is {status}")
+    return 0 if status in ("completed", "paused") else 1
+
+
+def runs_purge(args: argparse.Namespace) -> int:
+    cut = parse_since(args.finished_before, flag="--finished-before")
+    with Session() as session:
+        store = session.enter(existing_store(args))
+        report = session.run(
+            store.purge_finished_runs(finished_before=cut, actor=args.actor or os_user())
+        )
+    print(
+        f"purged {report.runs} run(s) finished before {cut.isoformat()}: "
+        f"{report.state_blobs} state blob(s), {report.ledger_results} ledger result(s), "
+        f"{report.snapshots} review snapshot(s); the audit log records it"
+    )
+    return 0

@@ -1,0 +1,140 @@
+"""The service's notifier at a terminal, and a notifier that tells several audiences.
+
+`TerminalNotifier` prints one plain block per event (the demo, and operator commands
+that decide, cancel or resume): review cards with the redacted arguments and the digest,
+votes, decisions, the answer. Arguments shown are the redacted review snapshot, never
+the raw ones. `Fanout` tells each notifier in turn (the terminal and, when the CLI is
+given a Slack token, the run's Slack thread); a posting's location is the first one
+any of them answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
+
+from bot.credentials import redact_text
+from bot.review import arguments_json, visible
+from bot.service import Location, Notifier
+from bot.service.api import (
+    ApprovalDecided,
+    ApprovalExpired,
+    ApprovalReminder,
+    ApprovalRequested,
+    ApprovalUpdated,
+    CallUncertain,
+    Event,
+    ExecutionRefused,
+    ResumeStalled,
+    RunCancelled,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+)
+from store.api import ApprovalRecord, StandingDecision
+
+
+class TerminalNotifier:
+    """The service's notifier for a terminal: plain lines on `out`."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+
+    async def notify(self, event: Event) -> Location | None:
+        print(event_text(event), file=self._out, flush=True)
+        return None  # no thread, no card: nothing to update later
+
+
+class Fanout:
+    """Tells every notifier; a failing one does not stop the others (the service logs
+    what the first failure was)."""
+
+    def __init__(self, notifiers: Sequence[Notifier]) -> None:
+        self._notifiers = tuple(notifiers)
+
+    async def notify(self, event: Event) -> Location | None:
+        location: Location | None = None
+        failure: Exception | None = None
+        for notifier in self._notifiers:
+            try:
+                answer = await notifier.notify(event)
+            except Exception as error:
+                failure = failure or error
+                continue
+            location = location or answer
+        if failure is not None and location is None:
+            raise failure
+        return location
+
+
+def event_text(event: Event) -> str:
+    """One event as the terminal shows it."""
+    match event:
+        case RunStarted(run=run, task=task):
+            task_shown = visible(redact_text(task))
+            return f"run {run.run_id} ({run.agent_name} v{run.agent_version}): {task_shown}"
+        case ApprovalRequested(approval=approval, snapshot=snapshot, standing=standing):
+            lines = [
+                f"\napproval needed: {snapshot.tool_name} (approval {approval.approval_id})",
+                f"  arguments: {compact(snapshot.arguments)}",
+                *(f"  warning:   {line}" for line in snapshot.script_warnings()),
+                f"  digest:    {snapshot.digest}",
+                f"  expires:   {expiry(approval)}",
+            ]
+            lines += [f"  standing:  {standing_text(d)}" for d in standing]
+            return "\n".join(lines)
+        case ApprovalDecided(approval=approval, standing=standing):
+            who = approval.decider or approval.revoked_by or "the service"
+            line = f"{approval.tool_name}: {approval.status} by {who}"
+            if approval.status == "revoked" and approval.revoke_reason:
+                line += f" ({approval.revoke_reason})"
+            if any(d.approval_id == approval.approval_id for d in standing):
+                line += "; it stands for the rest of the run"
+            return line
+        case ApprovalUpdated(view=view):
+            voters = ", ".join(view.voters) or "nobody yet"
+            return (
+                f"{view.approval.tool_name}: {view.approvals_count} of {view.required} "
+                f"approvals ({voters}); digest {view.approval.arguments_digest}"
+            )
+        case ApprovalReminder(approval=approval):
+            return (
+                f"reminder: {approval.tool_name} ({approval.approval_id}) expires "
+                f"{expiry(approval)}"
+            )
+        case ApprovalExpired(approval=approval):
+            return f"{approval.tool_name} ({approval.approval_id}) expired: nobody decided in time"
+        case ExecutionRefused(approval=approval, reason=reason):
+            return f"{approval.tool_name} ({approval.approval_id}) was not run: {reason}"
+        case CallUncertain(call=call):
+            return (
+                f"uncertain: {call.tool_name} (execution key {call.execution_key}) may or may "
+                "not have taken effect; check the downstream system and reconcile it"
+            )
+        case RunFinished(final_output=final_output, status=status):
+            suffix = "" if status == "completed" else f" ({status})"
+            return f"\nanswer{suffix}:\n{final_output or '(no answer)'}"
+        case RunFailed(error=error):
+            return f"\nrun failed: {error}"
+        case RunCancelled(run=run, actor=actor, reason=reason):
+            return f"\nrun {run.run_id} cancelled by {actor}: {reason}"
+        case ResumeStalled(attempts=attempts):
+            return (
+                f"the database failed {attempts} times while resuming; retrying in the background"
+            )
+
+
+def standing_text(decision: StandingDecision) -> str:
+    return (
+        f"{decision.tool_name} {decision.decision} for the rest of the run by "
+        f"{decision.decider} (approval {decision.approval_id})"
+    )
+
+
+def expiry(approval: ApprovalRecord) -> str:
+    return approval.expires_at.isoformat() if approval.expires_at else "never"
+
+
+def compact(arguments: Mapping[str, Any]) -> str:
+    """Arguments on one line, characters that hide or reorder text shown as escapes."""
+    return arguments_json(arguments, indent=None)

@@ -1,0 +1,110 @@
+"""What operators (and a run's requester) do to a whole run: cancel it, or hand a run
+stuck in `resuming` back to recovery.
+
+Cancel is one compare-and-set in the store on the version of the run as it was read
+(`Store.cancel_run`): the run becomes `cancelled`, its open approvals close (`revoked`,
+"run cancelled: <reason>") and its standing decisions end, in one transaction. A worker
+that is resuming the run in another process at that moment is not corrupted: its next
+tool call is refused by the journal (the run is cancelled), and its final save loses the
+compare-and-set, so the cancel stands (`fail_run` leaves a cancelled run alone). A call
+that was already running when the cancel landed finishes; the ledger and the audit say
+so. If the run moved between the read and the cancel (a resume saved), the cancel is
+tried again on the new version, a few times.
+
+Resume (`runs resume`) is for a run left `resuming` by a process that died or hung: the
+resume is run again here from the stored state, as recovery does at start-up (the ledger
+decides per call). A run with a tool call executing under another worker's live lease
+is refused: that worker is alive and may still finish it.
+"""
+
+from __future__ import annotations
+
+from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
+from bot.service.api import ApprovalDecided, RunCancelled
+from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
+from store.api import CancelOutcome, RunRecord
+
+CANCEL_ATTEMPTS = 3
+
+
+async def cancel_run(flow: Workflow, run_id: str, *, actor: str, reason: str) -> CancelOutcome:
+    """Cancel the run (see the module doc). The run's requester and the policy's admins
+    may, and operators at the CLI (NotAuthorizedError otherwise, audited `refused`). A
+    finished run -> AlreadyDecidedError naming its status; a blank reason -> InputError."""
+    if not actor.strip():
+        raise InputError("a cancellation needs the actor's id")
+    if not reason.strip():
+        raise InputError("say why the run is cancelled")
+    run = await flow.require_run(run_id)
+    if not _may_cancel(flow, run, actor):
+        await flow.store.append_audit(
+            "refused",
+            actor=actor,
+            run_id=run_id,
+            detail={"why": "not_authorized", "action": "cancel", "via": flow.via},
+        )
+        raise NotAuthorizedError("only the run's requester or an admin may cancel it")
+    for _ in range(CANCEL_ATTEMPTS):
+        if run.finished:
+            raise AlreadyDecidedError(f"run {run_id} is already {run.status}", status=run.status)
+        outcome = await flow.store.cancel_run(
+            run_id, expected_version=run.version, actor=actor, reason=reason, via=flow.via
+        )
+        if outcome.won:
+            await _tell(flow, outcome, actor=actor, reason=reason.strip())
+            return outcome
+        run = outcome.run
+    raise ResolutionError(f"run {run_id} keeps changing ({run.status}); try again")
+
+
+def _may_cancel(flow: Workflow, run: RunRecord, actor: str) -> bool:
+    return flow.surface == "cli" or actor == run.requester or flow.policy.is_admin(actor)
+
+
+async def _tell(flow: Workflow, outcome: CancelOutcome, *, actor: str, reason: str) -> None:
+    for approval in outcome.closed:
+        await flow.notify(ApprovalDecided(run=outcome.run, approval=approval))
+    await flow.notify(RunCancelled(run=outcome.run, actor=actor, reason=reason))
+
+
+async def resume_stuck(flow: Workflow, run_id: str, *, actor: str) -> RunRecord:
+    """Hand a run stuck in `resuming` (or `paused` with every decision taken) back to
+    recovery: its resume runs again, here, in a task the service owns (audited
+    `resume_requested`). InputError for a run in any other state, naming what it waits
+    for; ResolutionError while another worker holds a live lease on one of its calls."""
+    run = await flow.require_run(run_id)
+    if run.status == "paused":
+        rows = await flow.store.list_approvals(run_id=run_id, limit=APPROVALS_PER_RUN_LIMIT)
+        waiting = [row.approval_id for row in rows if row.status == "pending"]
+        if waiting:
+            raise InputError(
+                f"run {run_id} is paused waiting for {len(waiting)} decision(s) "
+                f"({', '.join(waiting[:5])}); decide them (approvals-bot approvals decide ID)"
+            )
+    elif run.status != "resuming":
+        raise InputError(f"run {run_id} is {run.status}; only a run left resuming is resumed")
+    await _refuse_live_work(flow, run)
+    await flow.store.append_audit(
+        "resume_requested",
+        actor=actor,
+        run_id=run_id,
+        detail={"from_status": run.status, "via": flow.via},
+    )
+    if run.status == "paused":
+        if not await flow.claim_resume(run_id):
+            raise ResolutionError(f"run {run_id} was claimed by someone else meanwhile")
+    else:
+        flow.resume(run)
+    return run
+
+
+async def _refuse_live_work(flow: Workflow, run: RunRecord) -> None:
+    now = flow.clock()
+    for entry in await flow.store.ledger_entries(run_id=run.run_id, state="executing"):
+        until = entry.lease_expires_at
+        if until is not None and until > now and entry.lease_owner != flow.worker_id:
+            raise ResolutionError(
+                f"run {run.run_id} has a tool call ({entry.tool_name}) executing under "
+                f"worker {entry.lease_owner} until {until.isoformat()}; "
+                "that worker may still finish it: wait, or try again after that time"
+            )

@@ -1,0 +1,101 @@
+"""Standing decisions: "approve (or reject) this tool for the rest of the run".
+
+Only where the policy allows it per tool (`allow_always = true`, which the policy refuses
+together with `required_approvals` > 1: a standing decision is one person's). The person
+decides the approval in front of them as any vote (same eligibility, reason, digest and
+expiry checks; audited); once that vote decided it, the decision is recorded to stand
+(`standing_set`) and applied at once to the run's other pending calls of the same tool.
+
+A later call of the tool in the run is not waved through by the run core: it is asked
+as every call is (its own approval row, digest and card), and the service votes on it
+at once in the standing decider's name (`via: standing`), after checking again that the
+decider is still eligible for that call (a thread reply's author may be its requester,
+and the self-approval rule holds), that the policy still allows it and that the call
+needs one approval. Every call it covers therefore keeps the checks of an ordinary
+approval, including the last one right before it runs. (This is why the service does not
+use the RunState's own `always` rules: the runner would run later calls of that tool in
+the same resume with no approval row, no digest and no last check.)
+
+Revoking the standing decision stops it for calls not yet asked: they are asked again.
+Calls it already decided keep their own approval: one that has not run yet can still be
+revoked on its card; one that ran stays run (the audit shows which decision ran it).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from bot.policy import Eligible
+from bot.service.api import ApprovalDecided
+from bot.service.authority import eligibility
+from bot.service.workflow import Workflow
+from store.api import ApprovalRecord, RunRecord, StandingDecision
+
+log = logging.getLogger(__name__)
+
+STANDING_VIA = "standing"
+
+
+def standing_reason(decision: StandingDecision) -> str:
+    """The reason a vote made by a standing decision records."""
+    why = f": {decision.reason}" if decision.reason else ""
+    return f"standing decision of approval {decision.approval_id}{why}"
+
+
+async def apply_standing(flow: Workflow, run: RunRecord, records: Sequence[ApprovalRecord]) -> bool:
+    """Vote on the new pending `records` that a standing decision of the run covers; True
+    when at least one was decided (the caller then resumes the run if nothing is open)."""
+    pending = [record for record in records if record.status == "pending"]
+    if not pending:
+        return False
+    standing = {d.tool_name: d for d in await flow.store.standing_decisions(run.run_id)}
+    decided = False
+    for tool_name, decision in standing.items():
+        covered = [record for record in pending if record.tool_name == tool_name]
+        decided = await apply_decision(flow, run, covered, decision) or decided
+    return decided
+
+
+async def apply_decision(
+    flow: Workflow, run: RunRecord, records: Sequence[ApprovalRecord], decision: StandingDecision
+) -> bool:
+    """Vote on each of `records` in the standing decider's name, where the decision may
+    still decide it; True when at least one was decided."""
+    decided = False
+    for record in records:
+        why_not = await _why_not(flow, record, decision)
+        if why_not is not None:
+            log.info("standing decision %s not applied to %s: %s",
+                     decision.approval_id, record.approval_id, why_not)  # fmt: skip
+            continue
+        outcome = await flow.store.vote(
+            record.approval_id,
+            decision=decision.decision,
+            voter=decision.decider,
+            digest=record.arguments_digest,
+            reason=standing_reason(decision),
+            message=decision.message if decision.decision == "rejected" else None,
+            now=flow.clock(),
+            via=STANDING_VIA,
+        )
+        if outcome.result == "decided":
+            decided = True
+            standing = await flow.standing(run.run_id)
+            await flow.notify(ApprovalDecided(run=run, approval=outcome.record, standing=standing))
+    return decided
+
+
+async def _why_not(
+    flow: Workflow, record: ApprovalRecord, decision: StandingDecision
+) -> str | None:
+    """Why the standing decision may not decide this call now (None: it may)."""
+    rule = flow.rule_for(record.tool_name)
+    if not rule.allow_always:
+        return "the policy no longer allows it for this tool"
+    if record.required_approvals != 1:
+        return f"the call needs {record.required_approvals} approvals"
+    verdict = await eligibility(flow, record, decision.decider)
+    if not isinstance(verdict, Eligible):
+        return f"{decision.decider} may not decide it ({verdict.code})"
+    return None

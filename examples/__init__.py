@@ -1,0 +1,1 @@
+"""Examples that tests keep true: a policy file and a custom agent that runs offline."""

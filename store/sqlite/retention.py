@@ -1,0 +1,118 @@
+"""Retention on SQLite: purge what finished runs carry, keep what the audit needs.
+
+A finished run (completed, failed, cancelled) older than the cut loses, in batches of
+one write transaction each: its sealed state (`run_blobs`), its ledger results (the
+sealed tool outputs), its approvals' review snapshots (the redacted arguments; the
+digests stay) and its task line. What stays: the run, approval, vote and ledger rows
+(who decided what, when, which call ran with which key) and the whole audit log, to
+which each batch adds one `purged` event naming its runs, so `audit verify` still
+passes and says what was removed and when.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import replace
+from datetime import datetime
+
+from bot.clock import Clock
+from bot.errors import InputError
+from store.api import FINISHED_RUN_STATUSES, PurgeReport
+from store.approvals import purged_snapshot
+from store.rows import to_db
+from store.sqlite import audit
+from store.sqlite.connection import Database, fetch_all
+
+_FINISHED = ", ".join(f"'{status}'" for status in sorted(FINISHED_RUN_STATUSES))
+MAX_BATCH = 500  # run ids per `IN (...)`, well under SQLite's parameter limit
+
+
+class SqliteRetention:
+    """`purge_finished_runs` on SQLite (part of the RunStore)."""
+
+    def __init__(self, database: Database, clock: Clock) -> None:
+        self._db = database
+        self._clock = clock
+
+    async def purge_finished_runs(
+        self, *, finished_before: datetime, actor: str, batch_size: int = 200
+    ) -> PurgeReport:
+        if not 1 <= batch_size <= MAX_BATCH:
+            raise InputError(f"a purge batch holds 1 to {MAX_BATCH} runs, not {batch_size}")
+        if not actor.strip():
+            raise InputError("a purge needs the actor's id")
+        cut = to_db(finished_before)
+        report = PurgeReport(finished_before=finished_before)
+        while True:
+            batch = await self._db.transaction(
+                lambda connection: _purge_batch(
+                    connection, cut=cut, actor=actor, at=self._clock(), limit=batch_size
+                )
+            )
+            if batch.runs == 0:
+                return report
+            report = replace(
+                report,
+                runs=report.runs + batch.runs,
+                state_blobs=report.state_blobs + batch.state_blobs,
+                ledger_results=report.ledger_results + batch.ledger_results,
+                snapshots=report.snapshots + batch.snapshots,
+            )
+
+
+def _purge_batch(
+    connection: sqlite3.Connection, *, cut: str, actor: str, at: datetime, limit: int
+) -> PurgeReport:
+    rows = fetch_all(
+        connection,
+        f"SELECT run_id FROM runs WHERE status IN ({_FINISHED}) AND updated_at < ? "
+        "AND purged_at IS NULL ORDER BY updated_at, run_id LIMIT ?",
+        (cut, limit),
+    )
+    run_ids = [str(row["run_id"]) for row in rows]
+    report = PurgeReport(finished_before=datetime.fromisoformat(cut))
+    if not run_ids:
+        return report
+    marks = ", ".join("?" * len(run_ids))
+    blobs = connection.execute(f"DELETE FROM run_blobs WHERE run_id IN ({marks})", run_ids)
+    results = connection.execute(
+        "UPDATE ledger SET result_key_id = NULL, result_nonce = NULL, result_ciphertext = NULL "
+        f"WHERE run_id IN ({marks}) AND result_ciphertext IS NOT NULL",
+        run_ids,
+    )
+    snapshots = 0
+    for row in fetch_all(
+        connection,
+        f"SELECT approval_id, tool_name, arguments_digest FROM approvals WHERE run_id IN ({marks})",
+        run_ids,
+    ):
+        connection.execute(
+            "UPDATE approvals SET snapshot = ? WHERE approval_id = ?",
+            (purged_snapshot(row["tool_name"], row["arguments_digest"]), row["approval_id"]),
+        )
+        snapshots += 1
+    connection.execute(
+        f"UPDATE runs SET purged_at = ?, task = NULL WHERE run_id IN ({marks})",
+        [to_db(at), *run_ids],
+    )
+    report = replace(
+        report,
+        runs=len(run_ids),
+        state_blobs=blobs.rowcount,
+        ledger_results=results.rowcount,
+        snapshots=snapshots,
+    )
+    audit.append(
+        connection,
+        "purged",
+        at=at,
+        actor=actor,
+        detail={
+            "finished_before": cut,
+            "runs": run_ids,
+            "state_blobs": report.state_blobs,
+            "ledger_results": report.ledger_results,
+            "snapshots": report.snapshots,
+        },
+    )
+    return report

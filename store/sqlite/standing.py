@@ -1,0 +1,145 @@
+"""Standing decisions on SQLite: a decided approval made to stand for the rest of its run.
+
+At most one standing decision is active per run and tool (a partial unique index); a new
+one for the same tool ends the old one in the same transaction (`superseded`). Each
+change is audited in its own transaction: `standing_set`, `standing_revoked`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime
+
+from bot.clock import Clock
+from bot.errors import InputError
+from store.api import FINISHED_RUN_STATUSES, StandingDecision
+from store.audit import with_via
+from store.rows import STANDING_COLUMNS, row_to_approval, row_to_standing, to_db
+from store.sqlite import audit
+from store.sqlite.approvals import SELECT_ONE
+from store.sqlite.connection import Database, fetch_one
+
+SUPERSEDED = "superseded by a newer standing decision"
+
+
+class SqliteStanding:
+    """The StandingStore on SQLite."""
+
+    def __init__(self, database: Database, clock: Clock) -> None:
+        self._db = database
+        self._clock = clock
+
+    async def add_standing_decision(
+        self, approval_id: str, *, via: str | None = None
+    ) -> StandingDecision:
+        at = self._clock()
+
+        def body(connection: sqlite3.Connection) -> StandingDecision:
+            found = fetch_one(connection, SELECT_ONE, (approval_id,))
+            if found is None:
+                raise InputError(f"there is no approval with id {approval_id!r}")
+            approval = row_to_approval(found)
+            if approval.status not in ("approved", "rejected") or approval.decider is None:
+                raise InputError(
+                    f"approval {approval_id} is {approval.status}; only a decided one can stand"
+                )
+            run = fetch_one(
+                connection, "SELECT status FROM runs WHERE run_id = ?", (approval.run_id,)
+            )
+            if run is None or run["status"] in FINISHED_RUN_STATUSES:
+                raise InputError(f"run {approval.run_id} has finished; nothing more to decide")
+            existing = fetch_one(
+                connection,
+                f"SELECT {STANDING_COLUMNS} FROM standing_decisions WHERE approval_id = ?",
+                (approval_id,),
+            )
+            if existing is not None:
+                return row_to_standing(existing)
+            ended = fetch_one(
+                connection,
+                "UPDATE standing_decisions SET revoked_at = ?, revoked_by = ?, revoke_reason = ? "
+                "WHERE run_id = ? AND tool_name = ? AND revoked_at IS NULL "
+                f"RETURNING {STANDING_COLUMNS}",
+                (to_db(at), approval.decider, SUPERSEDED, approval.run_id, approval.tool_name),
+            )
+            if ended is not None:
+                _audit(connection, "standing_revoked", row_to_standing(ended), at, via=via,
+                       actor=approval.decider, detail={"reason": SUPERSEDED})  # fmt: skip
+            row = fetch_one(
+                connection,
+                f"INSERT INTO standing_decisions ({STANDING_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL) "
+                f"RETURNING {STANDING_COLUMNS}",
+                (approval.approval_id, approval.run_id, approval.tool_name, approval.status,
+                 approval.decider, approval.reason, approval.message, to_db(at)),
+            )  # fmt: skip
+            assert row is not None
+            decision = row_to_standing(row)
+            _audit(connection, "standing_set", decision, at, via=via, actor=decision.decider,
+                   detail={"decision": decision.decision, "reason": decision.reason})  # fmt: skip
+            return decision
+
+        return await self._db.transaction(body)
+
+    async def standing_decisions(
+        self, run_id: str, *, active_only: bool = True
+    ) -> list[StandingDecision]:
+        active = " AND revoked_at IS NULL" if active_only else ""
+        rows = await self._db.read(
+            f"SELECT {STANDING_COLUMNS} FROM standing_decisions WHERE run_id = ?{active} "
+            "ORDER BY created_at, approval_id",
+            (run_id,),
+        )
+        return [row_to_standing(row) for row in rows]
+
+    async def get_standing_decision(self, approval_id: str) -> StandingDecision | None:
+        row = await self._db.read_one(
+            f"SELECT {STANDING_COLUMNS} FROM standing_decisions WHERE approval_id = ?",
+            (approval_id,),
+        )
+        return None if row is None else row_to_standing(row)
+
+    async def revoke_standing_decision(
+        self, approval_id: str, *, actor: str, reason: str, via: str | None = None
+    ) -> StandingDecision | None:
+        if not actor.strip():
+            raise InputError("a revocation needs the actor's id")
+        at = self._clock()
+
+        def body(connection: sqlite3.Connection) -> StandingDecision | None:
+            row = fetch_one(
+                connection,
+                "UPDATE standing_decisions SET revoked_at = ?, revoked_by = ?, revoke_reason = ? "
+                "WHERE approval_id = ? AND revoked_at IS NULL "
+                f"RETURNING {STANDING_COLUMNS}",
+                (to_db(at), actor, reason, approval_id),
+            )
+            if row is None:
+                return None
+            decision = row_to_standing(row)
+            _audit(connection, "standing_revoked", decision, at, via=via, actor=actor,
+                   detail={"reason": reason})  # fmt: skip
+            return decision
+
+        return await self._db.transaction(body)
+
+
+def _audit(
+    connection: sqlite3.Connection,
+    kind: str,
+    decision: StandingDecision,
+    at: datetime,
+    *,
+    via: str | None,
+    actor: str,
+    detail: dict[str, object],
+) -> None:
+    audit.append(
+        connection,
+        kind,
+        at=at,
+        actor=actor,
+        run_id=decision.run_id,
+        approval_id=decision.approval_id,
+        detail=with_via({"tool": decision.tool_name, **detail}, via),
+    )
