@@ -15,15 +15,15 @@ from store.config import database_url_from_env, parse_database_url, synchronous_
 from store.crypto import KeyRing, Sealer
 from store.engine import EngineStore
 from store.keys import KEYS_ENV, resolve_keyring
-from store.sqlite.approvals import SqliteApprovals
-from store.sqlite.audit import SqliteAudit
+from store.sql.approvals import Approvals
+from store.sql.audit import Audit
+from store.sql.ledger import Ledger
+from store.sql.rotation import KeyRotation
+from store.sql.runs import Runs
+from store.sql.standing import Standing
+from store.sql.votes import Votes
 from store.sqlite.connection import DEFAULT_BUSY_TIMEOUT_MS, Database, Synchronous
-from store.sqlite.ledger import SqliteLedger
 from store.sqlite.migrations import migrate
-from store.sqlite.rotation import SqliteKeyRotation
-from store.sqlite.runs import SqliteRuns
-from store.sqlite.standing import SqliteStanding
-from store.sqlite.votes import SqliteVotes
 
 
 class SqliteStore(EngineStore):
@@ -37,17 +37,17 @@ class SqliteStore(EngineStore):
         *,
         migration_report: MigrationReport,
     ) -> None:
-        audit = SqliteAudit(database, clock)
+        audit = Audit(database, clock)
         sealer = Sealer(keyring, audit)
         super().__init__(
-            runs=SqliteRuns(database, sealer, clock),
-            approvals=SqliteApprovals(database, clock),
-            votes=SqliteVotes(database, clock),
-            standing=SqliteStanding(database, clock),
+            runs=Runs(database, sealer, clock),
+            approvals=Approvals(database, clock),
+            votes=Votes(database, clock),
+            standing=Standing(database, clock),
             audit=audit,
-            ledger=SqliteLedger(database, sealer, clock),
+            ledger=Ledger(database, sealer, clock),
         )
-        self.rotate_keys = SqliteKeyRotation(database, sealer, audit).rotate_keys
+        self.rotate_keys = KeyRotation(database, sealer, audit).rotate_keys
         self.database = database
         self.keyring = keyring
         self.migration_report = migration_report
