@@ -12,12 +12,12 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from postgres_db import fresh_postgres_database
-from store_helpers import Clock
 
 from store import SqliteStore, open_store
 from store.crypto import KeyRing
 from store.keys import generate_key
+from tests.store.postgres_db import fresh_postgres_database
+from tests.store.store_helpers import Clock
 
 ENGINES = ("sqlite", "postgres")
 

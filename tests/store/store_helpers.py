@@ -10,10 +10,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from postgres_db import RawPostgres, RawRefused
-
 from store import SqliteStore
 from store.api import NewApproval
+from tests.store.postgres_db import RawPostgres, RawRefused
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 DIGEST = "a" * 64
