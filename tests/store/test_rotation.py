@@ -11,7 +11,7 @@ from tests.store.store_helpers import Clock, make_run, raw
 
 
 async def seed(database_url: str, ring: KeyRing, clock: Clock, runs: int) -> None:
-    store = await open_store(database_url, keyring=ring, clock=clock, environ={})
+    store = await open_store(str(database_url), keyring=ring, clock=clock, environ={})
     try:
         for n in range(runs):
             await make_run(store, f"run-{n}", f'{{"n": {n}}}')
@@ -31,7 +31,7 @@ async def test_rotation_moves_everything_to_the_newest_key(database_url: str, cl
     old = generate_key("old")
     await seed(database_url, KeyRing([old]), clock, runs=7)
     ring = KeyRing([generate_key("new"), old])
-    store = await open_store(database_url, keyring=ring, clock=clock, environ={})
+    store = await open_store(str(database_url), keyring=ring, clock=clock, environ={})
     try:
         report = await store.rotate_keys(batch_size=3)
         assert (report.key_id, report.run_states, report.ledger_results) == ("new", 7, 7)
