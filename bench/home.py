@@ -39,7 +39,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.demo import default_registry
-from bot.policy import parse_policy
+from bot.policy.loading import parse_policy
 from bot.review import review_snapshot
 from bot.runtime import RunState
 from bot.service import ApprovalService, Location

@@ -35,7 +35,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bot.logs": ("bot.credentials",),
     "bot.runtime": ("bot.runtime", *LEAVES),
     "bot.review": LEAVES,
-    "bot.policy": LEAVES,
+    "bot.policy": ("bot.policy", *LEAVES),
     "store": ("store", "bot.runtime.journal", *LEAVES),
     "bot.demo": ("bot.demo", "bot.runtime", "bot.review", *LEAVES),
     "bot.agents": ("bot.demo", "bot.runtime", *LEAVES),

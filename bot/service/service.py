@@ -27,13 +27,8 @@ from bot.errors import (
     ConfigError,
     InputError,
 )
-from bot.policy import (
-    DEFAULT_POLICY,
-    ChannelDirectory,
-    GroupDirectory,
-    NoGroups,
-    Policy,
-)
+from bot.policy.eligibility import ChannelDirectory, GroupDirectory, NoGroups
+from bot.policy.rules import DEFAULT_POLICY, Policy
 from bot.runtime import CURRENT_SCHEMA_VERSION, AgentRegistry, Resolution, RunState
 from bot.runtime.context import serialize_context
 from bot.service.api import (

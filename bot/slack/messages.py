@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from bot.errors import AlreadyDecidedError, ApprovalsError, NotAuthorizedError
-from bot.policy import SLACK_GROUP_ID
+from bot.policy.rules import SLACK_GROUP_ID
 from bot.service import ApprovalView, UncertainCall
 from bot.slack.blocks import (
     CONTEXT_TEXT_LIMIT,

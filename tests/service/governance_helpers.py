@@ -12,7 +12,8 @@ from typing import Any
 
 from service_harness import Harness
 
-from bot.policy import Policy, parse_policy
+from bot.policy.loading import parse_policy
+from bot.policy.rules import Policy
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, tool
 
 ALICE, BOB, CAROL, MALLORY, ADMIN = "UALICE", "UBOB", "UCAROL", "UMALLORY", "UADMIN"

@@ -12,7 +12,7 @@ import pytest
 from service_harness import REQUESTER, Harness, kinds, start
 
 from bot.errors import InputError
-from bot.policy import parse_policy
+from bot.policy.loading import parse_policy
 from bot.service.api import ApprovalRequested, RunFailed
 
 

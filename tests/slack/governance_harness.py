@@ -19,7 +19,8 @@ from slack_harness import (
     stop_bot,
 )
 
-from bot.policy import Policy, parse_policy
+from bot.policy.loading import parse_policy
+from bot.policy.rules import Policy
 from store.crypto import KeyRing
 
 RELEASE_GROUP = "S0RELEASE"

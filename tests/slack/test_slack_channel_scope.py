@@ -23,7 +23,7 @@ from slack_harness import (
     stop_bot,
 )
 
-from bot.policy import parse_policy
+from bot.policy.loading import parse_policy
 from store.crypto import KeyRing
 
 STRANGER = "U0STRANGER"  # eligible by the policy (anyone but the requester), not a member

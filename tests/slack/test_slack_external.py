@@ -24,7 +24,7 @@ from slack_harness import (
 )
 
 from bot.errors import ConfigError
-from bot.policy import parse_policy
+from bot.policy.loading import parse_policy
 from store.api import AuditEvent
 from store.crypto import KeyRing
 

@@ -23,7 +23,7 @@ from slack_harness import (
     stop_bot,
 )
 
-from bot.policy import parse_policy
+from bot.policy.loading import parse_policy
 from bot.slack.decision_modal import STANDING_ACTION_ID, STANDING_BLOCK_ID, STANDING_VALUE
 from store.crypto import KeyRing
 
