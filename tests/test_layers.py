@@ -34,7 +34,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bot.off_loop": (),
     "bot.logs": ("bot.credentials",),
     "bot.runtime": ("bot.runtime", *LEAVES),
-    "bot.review": LEAVES,
+    "bot.review": ("bot.review", *LEAVES),
     "bot.policy": ("bot.policy", *LEAVES),
     "store": ("store", "bot.runtime.journal", *LEAVES),
     "bot.demo": ("bot.demo", "bot.runtime", "bot.review", *LEAVES),

@@ -30,7 +30,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from bot.errors import ApprovalsError, ArgumentsUnreadError, InputError, StoreError
-from bot.review import ReviewSnapshot
+from bot.review.snapshot import ReviewSnapshot
 from bot.service import DecisionResult, Recorded
 from bot.slack import messages
 from bot.slack.after_ack import Ack, Responder

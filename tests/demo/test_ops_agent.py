@@ -10,8 +10,9 @@ import pytest
 from ops_harness import OPS_TOKEN, Ops
 
 from bot.canonical import legacy_arguments_digest
+from bot.credentials import REDACTED
 from bot.demo import ops_dependencies, token_fingerprint
-from bot.review import REDACTED, review_snapshot
+from bot.review.snapshot import review_snapshot
 from bot.runtime import DEFAULT_REJECTION_MESSAGE, Runner, RunState
 from bot.runtime.journal import InMemoryJournal
 

@@ -26,8 +26,8 @@ from service_harness import (
     start,
 )
 
+from bot.credentials import REDACTED
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
-from bot.review import REDACTED
 from bot.runtime import AbortCall, RetryCall, VerifiedResult
 from bot.runtime.decisions import ABORTED_MESSAGE
 

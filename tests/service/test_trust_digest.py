@@ -17,8 +17,8 @@ from governance_helpers import Clock, audit_of, policy
 from service_harness import APPROVER, REQUESTER, Harness, close_harness, open_service, start
 
 from bot.canonical import canonical_arguments
+from bot.credentials import REDACTED
 from bot.errors import ContextSerializationError
-from bot.review import REDACTED
 from bot.runtime import (
     CURRENT_SCHEMA_VERSION,
     Agent,

@@ -33,7 +33,7 @@ from slack_harness import (
     start_run,
 )
 
-from bot.review import REDACTED
+from bot.credentials import REDACTED
 
 __all__ = ["clock", "governed"]
 

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from test_slack_blocks import NOW, RUN, approval
 
+from bot.credentials import REDACTED
 from bot.errors import InputError
-from bot.review import REDACTED, ReviewSnapshot, review_snapshot
+from bot.review.snapshot import ReviewSnapshot, review_snapshot
 from bot.runtime import AbortCall, VerifiedResult
 from bot.service import ApprovalView, Page, UncertainCall
 from bot.slack import cards, home, messages

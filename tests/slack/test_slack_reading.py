@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.errors import InputError
-from bot.review import ReviewSnapshot, review_snapshot
+from bot.review.snapshot import ReviewSnapshot, review_snapshot
 from bot.service import ApprovalView
 from bot.service.reading import CARD_ARGUMENTS_LIMIT, card_shows_all, whole_text
 from bot.slack.blocks import snapshot_text

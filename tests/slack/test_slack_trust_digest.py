@@ -33,7 +33,7 @@ from slack_harness import (
 )
 
 from bot.canonical import canonical_arguments
-from bot.review import REDACTED
+from bot.credentials import REDACTED
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, tool
 from store.crypto import KeyRing
 
