@@ -22,7 +22,7 @@ from bot.credentials import REDACTED
 from bot.review.snapshot import ReviewSnapshot
 from bot.review.visible import arguments_json
 from bot.slack.blocks import CALL_BLOCK_ID, text_input
-from bot.slack.messages import (
+from bot.slack.messages.forms import (
     ARGUMENTS_NOT_AN_OBJECT,
     GIVE_A_REASON,
     GIVE_THE_ARGUMENTS,
