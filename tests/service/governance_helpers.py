@@ -10,11 +10,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from service_harness import Harness
-
 from bot.policy.loading import parse_policy
 from bot.policy.rules import Policy
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, tool
+from tests.service.service_harness import Harness
 
 ALICE, BOB, CAROL, MALLORY, ADMIN = "UALICE", "UBOB", "UCAROL", "UMALLORY", "UADMIN"
 RELEASE = "SRELEASE"

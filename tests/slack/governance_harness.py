@@ -8,8 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_slack import Call, FakeSlack
-from slack_harness import (
+
+from bot.policy.loading import parse_policy
+from bot.policy.rules import Policy
+from store.crypto import KeyRing
+from tests.slack.fake_slack import Call, FakeSlack
+from tests.slack.slack_harness import (
     APPROVER,
     OTHER_APPROVER,
     Bot,
@@ -18,10 +22,6 @@ from slack_harness import (
     start_bot,
     stop_bot,
 )
-
-from bot.policy.loading import parse_policy
-from bot.policy.rules import Policy
-from store.crypto import KeyRing
 
 RELEASE_GROUP = "S0RELEASE"
 OUTSIDER = "U0OUTSIDE"
