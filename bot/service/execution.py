@@ -24,7 +24,7 @@ from functools import partial
 from bot.canonical import digests_equal
 from bot.credentials import redact_text
 from bot.errors import ApprovalsError, LimitError, RunStateError
-from bot.review import ReviewSnapshot, review_snapshot
+from bot.review.snapshot import ReviewSnapshot, review_snapshot
 from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, PendingCall, Runner, RunResult, RunState
 from bot.service.amend import noted_agent
 from bot.service.api import (
