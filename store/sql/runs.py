@@ -9,18 +9,21 @@ from __future__ import annotations
 
 from bot.clock import Clock
 from bot.errors import ConflictError, InputError
-from store.api import RunCursor, RunFilter, RunOrigin, RunRecord, RunStatus
+from store.api import EngineStamp, RunCursor, RunFilter, RunOrigin, RunRecord, RunStatus
 from store.crypto import Sealed, Sealer
 from store.rows import RUN_COLUMNS, Row, row_to_run, to_db, to_db_optional, where_all
 from store.runs import (
     check_origin,
     check_status,
+    engine_columns,
+    migration_event,
     open_state,
     purged_state,
     seal_state,
     task_summary,
     version_conflict,
 )
+from store.sql import audit
 from store.sql.cancel import Cancel
 from store.sql.retention import Retention
 from store.tx import Body, Engine, IntegrityViolation, many, one, run
@@ -50,6 +53,7 @@ class Runs:
         requester: str | None = None,
         origin: RunOrigin = "slack",
         task: str | None = None,
+        engine: EngineStamp | None = None,
     ) -> RunRecord:
         check_status(status)
         check_origin(origin)
@@ -66,12 +70,13 @@ class Runs:
                 row = yield one(
                     "INSERT INTO runs (run_id, agent_name, agent_version, schema_version, "
                     "status, version, state_version, key_id, blob_digest, channel, thread_ts, "
-                    "requester, created_at, updated_at, origin, task) "
-                    "VALUES (?, ?, ?, ?, ?, 1, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "requester, created_at, updated_at, origin, task, engine, engine_version, "
+                    "engine_schema_version) "
+                    "VALUES (?, ?, ?, ?, ?, 1, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     f"RETURNING {RUN_COLUMNS}",
                     (run_id, agent_name, agent_version, schema_version, status, sealed.key_id,
                      digest, channel, thread_ts, requester, now, now, origin,
-                     task_summary(task)),
+                     task_summary(task), *engine_columns(engine)),
                 )  # fmt: skip
             except IntegrityViolation:
                 raise ConflictError(f"run {run_id!r} already exists") from None
@@ -89,6 +94,7 @@ class Runs:
         state_json: str,
         status: RunStatus,
         schema_version: str,
+        engine: EngineStamp | None = None,
     ) -> RunRecord:
         check_status(status)
         sealed, digest = await seal_state(
@@ -100,9 +106,19 @@ class Runs:
         def body() -> Body[RunRecord]:
             row = yield one(
                 "UPDATE runs SET status = ?, version = version + 1, state_version = version + 1, "
-                "schema_version = ?, key_id = ?, blob_digest = ?, updated_at = ? "
+                "schema_version = ?, key_id = ?, blob_digest = ?, updated_at = ?, engine = ?, "
+                "engine_version = ?, engine_schema_version = ?, needs_migration = NULL "
                 f"WHERE run_id = ? AND version = ? RETURNING {RUN_COLUMNS}",
-                (status, schema_version, sealed.key_id, digest, now, run_id, expected_version),
+                (
+                    status,
+                    schema_version,
+                    sealed.key_id,
+                    digest,
+                    now,
+                    *engine_columns(engine),
+                    run_id,
+                    expected_version,
+                ),
             )
             if row is None:
                 found = yield from _require_run(run_id)
@@ -131,6 +147,28 @@ class Runs:
             if row is None:
                 yield from _require_run(run_id)
                 return None
+            return row_to_run(row)
+
+        return await self._db.transact(body)
+
+    async def mark_needs_migration(
+        self, run_id: str, *, reason: str | None, actor: str
+    ) -> RunRecord | None:
+        now = to_db(self._clock())
+
+        def body() -> Body[RunRecord | None]:
+            row = yield one(
+                "UPDATE runs SET needs_migration = ?, updated_at = ? "
+                "WHERE run_id = ? AND needs_migration IS DISTINCT FROM CAST(? AS TEXT) "
+                f"RETURNING {RUN_COLUMNS}",
+                (reason, now, run_id, reason),
+            )
+            if row is None:
+                yield from _require_run(run_id)
+                return None
+            kind, detail = migration_event(reason)
+            yield from audit.append(kind, at=self._clock(), actor=actor, run_id=run_id,
+                                    detail=detail)  # fmt: skip
             return row_to_run(row)
 
         return await self._db.transact(body)
