@@ -22,9 +22,13 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from bot.agents import close_model, load_agent_registry, model_from_env
 from bot.demo import default_registry, ops_dependencies
+from bot.errors import ConfigError
+from bot.logs import configure_logging, log_settings_from_env
+from bot.metrics import Metrics
 from bot.policy import POLICY_ENV, load_policy
 from bot.service import (
     ApprovalService,
@@ -37,7 +41,10 @@ from store.config import database_url_from_env
 from store.sqlite.store import open_store
 
 if TYPE_CHECKING:
+    from aiohttp import web
+
     from bot.slack.gateway import SlackGateway
+    from bot.slack.probes import Probes
     from bot.slack.surface import SlackSurface
 
 log = logging.getLogger(__name__)
@@ -65,27 +72,33 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def run(mode: Mode) -> int:
     """Serve in `mode` until stopped (the body of `approvals-bot serve` / `socket`)."""
+    logging_settings = log_settings_from_env(os.environ)
     settings = load_settings(os.environ, mode=mode)
-    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO").upper())
+    configure_logging(logging_settings)
     asyncio.run(serve(settings, mode=mode, environ=os.environ))
     return 0
 
 
 async def serve(settings: SlackSettings, *, mode: Mode, environ: Mapping[str, str]) -> None:
-    async with open_bot(settings, environ=environ) as surface:
+    metrics = Metrics()
+    async with open_bot(settings, environ=environ, metrics=metrics) as surface:
         recovered = await surface.service.recover()
         if recovered:
             log.info("recovered %d run(s) left by a previous process", recovered)
         surface.service.start_expiry_sweeper()
+        from bot.slack.probes import Probes
+
+        probes = Probes(service=surface.service, health=surface.health, metrics=metrics)
+        about = started_line(settings, environ=environ, surface=surface)
         if mode == "http":
-            await _serve_http(surface, settings)
+            await _serve_http(surface, settings, probes, about)
         else:
-            await _serve_socket(surface, settings)
+            await _serve_socket(surface, settings, probes, about)
 
 
 @contextlib.asynccontextmanager
 async def open_bot(
-    settings: SlackSettings, *, environ: Mapping[str, str]
+    settings: SlackSettings, *, environ: Mapping[str, str], metrics: Metrics | None = None
 ) -> AsyncIterator[SlackSurface]:
     """The model, the store, the registry, the service and the Slack surface around
     them, open for the block; each is closed on the way out by the one who opened it,
@@ -104,7 +117,7 @@ async def open_bot(
     worker_id = installation_worker_id(database_url, environ)
     approval_ttl = approval_ttl_from_env(environ)
     async with contextlib.AsyncExitStack() as stack:
-        model = model_from_env(environ)
+        model = model_from_env(environ, metrics=metrics)
         stack.push_async_callback(close_model, model)
         registry = load_agent_registry(settings.agents, default=default_registry(model))
         store = await open_store(database_url, environ=environ)
@@ -123,6 +136,7 @@ async def open_bot(
                 policy=policy,
                 groups=SlackGroupDirectory(slack.client),
                 channels=SlackChannelDirectory(slack.client),
+                metrics=metrics,
             )
 
         surface = await SlackSurface.open(
@@ -130,38 +144,107 @@ async def open_bot(
             signing_secret=settings.signing_secret,
             api_url=settings.api_url,
             make_service=make_service,
+            metrics=metrics,
         )
         yield await stack.enter_async_context(surface)
 
 
-async def _serve_http(surface: SlackSurface, settings: SlackSettings) -> None:
-    from aiohttp import web
+def started_line(
+    settings: SlackSettings, *, environ: Mapping[str, str], surface: SlackSurface
+) -> str:
+    """What the start-up line says besides where it listens: the database (never its
+    credentials), the policy and the agents."""
+    database = without_credentials(settings.database_url or database_url_from_env(environ))
+    policy = environ.get(POLICY_ENV, "").strip() or "built-in defaults"
+    agents = ", ".join(sorted({agent.name for agent in surface.service.registry}))
+    return f"database {database}, policy {policy}, agents {agents}"
 
+
+def without_credentials(url: str) -> str:
+    """`url` with any password in it replaced (a path is returned as it is)."""
+    parts = urlsplit(url)
+    if not parts.scheme or parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+
+
+async def _serve_http(
+    surface: SlackSurface, settings: SlackSettings, probes: Probes, about: str
+) -> None:
     from bot.slack.server import EVENTS_PATH, build_web_app
 
-    runner = web.AppRunner(
-        build_web_app(bolt_app=surface.bolt_app, signing_secret=settings.signing_secret)
+    app = build_web_app(
+        bolt_app=surface.bolt_app, signing_secret=settings.signing_secret, probes=probes
     )
-    await runner.setup()
-    try:
-        await web.TCPSite(runner, settings.host, settings.port).start()
-        host, port = runner.addresses[0][:2]
-        print(f"approvals-bot: serving Slack at http://{host}:{port}{EVENTS_PATH}", file=sys.stderr)
+    async with _listening(app, settings) as (host, port):
+        print(
+            f"approvals-bot: serving Slack at http://{host}:{port}{EVENTS_PATH} ({about})",
+            file=sys.stderr,
+        )
         await _until_stopped()
-    finally:
-        await runner.cleanup()
 
 
-async def _serve_socket(surface: SlackSurface, settings: SlackSettings) -> None:
+async def _serve_socket(
+    surface: SlackSurface, settings: SlackSettings, probes: Probes, about: str
+) -> None:
     from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
-    handler = AsyncSocketModeHandler(surface.bolt_app, settings.app_token)
-    await handler.connect_async()  # type: ignore[no-untyped-call]
+    from bot.slack.probes import build_probe_app
+
+    async with _listening(build_probe_app(probes), settings) as (host, port):
+        handler = AsyncSocketModeHandler(surface.bolt_app, settings.app_token)
+        try:
+            await _connect_socket(handler)
+            print(
+                "approvals-bot: connected to Slack over Socket Mode; probes and metrics at "
+                f"http://{host}:{port} ({about})",
+                file=sys.stderr,
+            )
+            await _until_stopped()
+        finally:
+            await handler.close_async()  # type: ignore[no-untyped-call]
+
+
+async def _connect_socket(handler: Any) -> None:
+    """Open the Socket Mode connection; ConfigError in one line when Slack cannot be
+    reached or refuses the app token."""
+    from aiohttp import ClientError
+    from slack_sdk.errors import SlackApiError
+
     try:
-        print("approvals-bot: connected to Slack over Socket Mode", file=sys.stderr)
-        await _until_stopped()
+        await handler.connect_async()
+    except SlackApiError as error:
+        code = error.response.get("error") if error.response is not None else None
+        raise ConfigError(f"SLACK_APP_TOKEN rejected by Slack: {code or error}") from None
+    except (ClientError, OSError, TimeoutError) as error:
+        raise ConfigError(
+            f"cannot connect to Slack over Socket Mode: {error or type(error).__name__}"
+        ) from None
+
+
+@contextlib.asynccontextmanager
+async def _listening(
+    app: web.Application, settings: SlackSettings
+) -> AsyncIterator[tuple[str, int]]:
+    """Serve `app` on HOST:PORT for the block; (host, port) as bound. A port in use or
+    a HOST that does not resolve is a ConfigError in one line."""
+    from aiohttp import web
+
+    runner = web.AppRunner(app)
+    await runner.setup()
+    try:
+        try:
+            await web.TCPSite(runner, settings.host, settings.port).start()
+        except OSError as error:
+            raise ConfigError(
+                f"cannot listen on {settings.host}:{settings.port} (HOST, PORT): "
+                f"{error.strerror or error}"
+            ) from None
+        host, port = runner.addresses[0][:2]
+        yield host, port
     finally:
-        await handler.close_async()  # type: ignore[no-untyped-call]
+        await runner.cleanup()
 
 
 async def _until_stopped() -> None:

@@ -33,6 +33,7 @@ async def expire_overdue(flow: Workflow) -> list[ApprovalRecord]:
     and resume the runs with nothing left to wait for."""
     expired = await flow.store.expire_due(now=flow.clock())
     for record in expired:
+        flow.telemetry.approval_closed(record)
         run = await flow.run_of(record)
         await flow.notify(ApprovalDecided(run=run, approval=record))
         await flow.notify(ApprovalExpired(run=run, approval=record))
