@@ -4,10 +4,10 @@ when it gives up (fake chat-completions server on 127.0.0.1, port 0)."""
 from __future__ import annotations
 
 import pytest
-from fake_llm import FakeLLM, Reply, completion
 
 from bot.errors import ModelError
 from bot.runtime.openai_model import ModelRetry, OpenAIChatModel
+from tests.models.fake_llm import FakeLLM, Reply, completion
 
 FAST = ModelRetry(attempts=4, first_delay=0.001, max_delay=5.0)
 
