@@ -80,6 +80,20 @@ def run(mode: Mode) -> int:
 
 
 async def serve(settings: SlackSettings, *, mode: Mode, environ: Mapping[str, str]) -> None:
+    """Open, recover, serve until SIGINT/SIGTERM, close. A signal while still starting
+    (waiting for an unreachable Slack, say) stops at once, closing what was opened."""
+    with _Signals() as stop:
+        try:
+            await _open_and_serve(settings, mode=mode, environ=environ, stop=stop)
+        except asyncio.CancelledError:
+            if not stop.cancelled_start:
+                raise
+            log.info("stopped while starting")
+
+
+async def _open_and_serve(
+    settings: SlackSettings, *, mode: Mode, environ: Mapping[str, str], stop: _Signals
+) -> None:
     metrics = Metrics()
     async with open_bot(settings, environ=environ, metrics=metrics) as surface:
         recovered = await surface.service.recover()
@@ -91,9 +105,9 @@ async def serve(settings: SlackSettings, *, mode: Mode, environ: Mapping[str, st
         probes = Probes(service=surface.service, health=surface.health, metrics=metrics)
         about = started_line(settings, environ=environ, surface=surface)
         if mode == "http":
-            await _serve_http(surface, settings, probes, about)
+            await _serve_http(surface, settings, probes, about, stop)
         else:
-            await _serve_socket(surface, settings, probes, about)
+            await _serve_socket(surface, settings, probes, about, stop)
 
 
 @contextlib.asynccontextmanager
@@ -170,7 +184,7 @@ def without_credentials(url: str) -> str:
 
 
 async def _serve_http(
-    surface: SlackSurface, settings: SlackSettings, probes: Probes, about: str
+    surface: SlackSurface, settings: SlackSettings, probes: Probes, about: str, stop: _Signals
 ) -> None:
     from bot.slack.server import EVENTS_PATH, build_web_app
 
@@ -182,45 +196,26 @@ async def _serve_http(
             f"approvals-bot: serving Slack at http://{host}:{port}{EVENTS_PATH} ({about})",
             file=sys.stderr,
         )
-        await _until_stopped()
+        await stop.serving()
 
 
 async def _serve_socket(
-    surface: SlackSurface, settings: SlackSettings, probes: Probes, about: str
+    surface: SlackSurface, settings: SlackSettings, probes: Probes, about: str, stop: _Signals
 ) -> None:
-    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-
     from bot.slack.probes import build_probe_app
+    from bot.slack.socket_mode import socket_mode
 
-    async with _listening(build_probe_app(probes), settings) as (host, port):
-        handler = AsyncSocketModeHandler(surface.bolt_app, settings.app_token)
-        try:
-            await _connect_socket(handler)
-            print(
-                "approvals-bot: connected to Slack over Socket Mode; probes and metrics at "
-                f"http://{host}:{port} ({about})",
-                file=sys.stderr,
-            )
-            await _until_stopped()
-        finally:
-            await handler.close_async()  # type: ignore[no-untyped-call]
-
-
-async def _connect_socket(handler: Any) -> None:
-    """Open the Socket Mode connection; ConfigError in one line when Slack cannot be
-    reached or refuses the app token."""
-    from aiohttp import ClientError
-    from slack_sdk.errors import SlackApiError
-
-    try:
-        await handler.connect_async()
-    except SlackApiError as error:
-        code = error.response.get("error") if error.response is not None else None
-        raise ConfigError(f"SLACK_APP_TOKEN rejected by Slack: {code or error}") from None
-    except (ClientError, OSError, TimeoutError) as error:
-        raise ConfigError(
-            f"cannot connect to Slack over Socket Mode: {error or type(error).__name__}"
-        ) from None
+    assert settings.app_token is not None  # load_settings requires it in socket mode
+    async with (
+        _listening(build_probe_app(probes), settings) as (host, port),
+        socket_mode(surface.bolt_app, settings.app_token),
+    ):
+        print(
+            "approvals-bot: connected to Slack over Socket Mode; probes and metrics at "
+            f"http://{host}:{port} ({about})",
+            file=sys.stderr,
+        )
+        await stop.serving()
 
 
 @contextlib.asynccontextmanager
@@ -247,13 +242,36 @@ async def _listening(
         await runner.cleanup()
 
 
-async def _until_stopped() -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    try:
-        await stop.wait()
-    finally:
+class _Signals:
+    """SIGINT and SIGTERM for the whole command: while starting, a signal cancels the
+    start-up (its `async with` blocks close what they opened); once serving, it ends
+    `serving()`, and the bot drains and closes as usual."""
+
+    def __init__(self) -> None:
+        self._stopped = asyncio.Event()
+        self._task = asyncio.current_task()
+        self._serving = False
+        self.cancelled_start = False
+
+    def __enter__(self) -> _Signals:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, self._on_signal)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
+
+    def _on_signal(self) -> None:
+        if self._serving:
+            self._stopped.set()
+        elif self._task is not None and not self.cancelled_start:
+            self.cancelled_start = True
+            self._task.cancel()
+
+    async def serving(self) -> None:
+        """Serve until a signal comes."""
+        self._serving = True
+        await self._stopped.wait()

@@ -18,7 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.clock import Clock
-from bot.errors import InputError, RunStateError, SchemaVersionError, StoreError, TamperError
+from bot.errors import (
+    ApprovalsError,
+    InputError,
+    RunStateError,
+    SchemaVersionError,
+    StoreError,
+    TamperError,
+)
 from bot.policy import ChannelDirectory, GroupDirectory, Policy, ToolRule
 from bot.runtime import AgentRegistry, RunState
 from bot.service.api import (
@@ -153,9 +160,11 @@ class Workflow:
         abort a recorded decision or a finished run."""
         try:
             return await self.notifier.notify(event)
+        except ApprovalsError as error:  # Slack said no: one line, not a bug
+            log.warning("notifier.%s failed for %s: %s", event.kind, _subject(event), error)
         except Exception:
             log.exception("notifier.%s failed for %s", event.kind, _subject(event))
-            return None
+        return None
 
     # -- resuming --------------------------------------------------------------------------
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -104,9 +103,14 @@ async def open_store(
 
 def _create_private(path: Path) -> None:
     """Create a new database file with mode 0600 (SQLite gives its -wal and -shm files the
-    same mode): it holds the audit trail and review snapshots. An existing file is kept."""
-    with contextlib.suppress(FileExistsError):
+    same mode): it holds the audit trail and review snapshots. An existing file is kept.
+    A directory the process may not write is a ConfigError naming the file."""
+    try:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as error:
+        raise ConfigError(f"cannot create the database {path}: {error.strerror}") from None
 
 
 async def _sealed_key_ids(database: Database) -> set[str]:
