@@ -29,7 +29,7 @@ from bot.demo import default_registry, ops_dependencies
 from bot.errors import ConfigError
 from bot.logs import configure_logging, log_settings_from_env
 from bot.metrics import Metrics
-from bot.policy import POLICY_ENV, load_policy
+from bot.policy.loading import POLICY_ENV, load_policy
 from bot.service import (
     ApprovalService,
     TaskOwner,

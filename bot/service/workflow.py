@@ -26,7 +26,8 @@ from bot.errors import (
     StoreError,
     TamperError,
 )
-from bot.policy import ChannelDirectory, GroupDirectory, Policy, ToolRule
+from bot.policy.eligibility import ChannelDirectory, GroupDirectory
+from bot.policy.rules import Policy, ToolRule
 from bot.runtime import AgentRegistry, RunState
 from bot.service.api import (
     CallUncertain,
