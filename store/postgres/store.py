@@ -17,7 +17,8 @@ from store.config import PostgresLocation
 from store.crypto import KeyRing
 from store.keys import KEYS_ENV, parse_keyring
 from store.postgres.connection import PgDatabase, pool_size_from_env
-from store.postgres.migrations import migrate
+from store.postgres.migrations import ENGINE, migrate
+from store.schema import bundled_migrations
 from store.sql.keys import check_keys_cover
 from store.sql.store import SqlStore
 
@@ -34,7 +35,12 @@ class PostgresStore(SqlStore):
         migration_report: MigrationReport,
     ) -> None:
         super().__init__(
-            database, keyring, clock, migration_report=migration_report, location=database.location
+            database,
+            keyring,
+            clock,
+            migration_report=migration_report,
+            latest_schema=len(bundled_migrations(ENGINE)),
+            location=database.location,
         )
         self.database = database
 

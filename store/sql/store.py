@@ -4,7 +4,7 @@ Store. An engine subclasses it with its own database, where it is, and how it cl
 from __future__ import annotations
 
 from bot.clock import Clock
-from store.api import MigrationReport
+from store.api import MigrationReport, SchemaStatus
 from store.crypto import KeyRing, Sealer
 from store.engine import EngineStore
 from store.sql.approvals import Approvals
@@ -19,7 +19,8 @@ from store.tx import Engine
 
 class SqlStore(EngineStore):
     """The parts on `database`, sealing with `keyring`; `location` names the database in
-    messages (a path, a URL without its password)."""
+    messages (a path, a URL without its password); `latest_schema` is the newest schema
+    version the engine's build ships (readiness compares the database's with it)."""
 
     def __init__(
         self,
@@ -29,6 +30,7 @@ class SqlStore(EngineStore):
         *,
         migration_report: MigrationReport,
         location: str,
+        latest_schema: int,
     ) -> None:
         audit = Audit(database, clock)
         sealer = Sealer(keyring, audit)
@@ -44,3 +46,10 @@ class SqlStore(EngineStore):
         self.keyring = keyring
         self.migration_report = migration_report
         self.location = location
+        self._database = database
+        self._latest_schema = latest_schema
+
+    async def schema_status(self) -> SchemaStatus:
+        row = await self._database.read_one("SELECT MAX(version) FROM schema_migrations")
+        found = 0 if row is None or row[0] is None else int(row[0])
+        return SchemaStatus(found=found, latest=self._latest_schema)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,10 +13,11 @@ from store.api import MigrationReport, Store
 from store.config import SqliteLocation, synchronous_from_env
 from store.crypto import KeyRing
 from store.keys import resolve_keyring
+from store.schema import bundled_migrations
 from store.sql.keys import check_keys_cover, sealed_key_ids
 from store.sql.store import SqlStore
 from store.sqlite.connection import DEFAULT_BUSY_TIMEOUT_MS, Database, Synchronous
-from store.sqlite.migrations import migrate
+from store.sqlite.migrations import ENGINE, migrate
 
 
 class SqliteStore(SqlStore):
@@ -32,7 +32,12 @@ class SqliteStore(SqlStore):
         migration_report: MigrationReport,
     ) -> None:
         super().__init__(
-            database, keyring, clock, migration_report=migration_report, location=str(database.path)
+            database,
+            keyring,
+            clock,
+            migration_report=migration_report,
+            latest_schema=len(bundled_migrations(ENGINE)),
+            location=str(database.path),
         )
         self.database = database
 
@@ -81,9 +86,14 @@ async def open_sqlite_store(
 
 def _create_private(path: Path) -> None:
     """Create a new database file with mode 0600 (SQLite gives its -wal and -shm files the
-    same mode): it holds the audit trail and review snapshots. An existing file is kept."""
-    with contextlib.suppress(FileExistsError):
+    same mode): it holds the audit trail and review snapshots. An existing file is kept.
+    A directory the process may not write is a ConfigError naming the file."""
+    try:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as error:
+        raise ConfigError(f"cannot create the database {path}: {error.strerror}") from None
 
 
 def _satisfies_store_protocol(store: SqliteStore) -> Store:
