@@ -62,10 +62,10 @@ from bot.slack.gateway import SlackGateway
 from bot.slack.notifier import SlackNotifier
 from bot.slack.server import build_web_app
 from bot.slack.surface import SlackSurface
+from store import open_store
 from store.api import Store
 from store.crypto import KeyRing
 from store.keys import generate_key
-from store.sqlite.store import open_store
 
 TOKEN = "xoxb-bench"
 LEVELS = (1, 16, 64)

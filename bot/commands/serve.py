@@ -37,8 +37,8 @@ from bot.service import (
     installation_worker_id,
 )
 from bot.slack.config import Mode, SlackSettings, load_settings
+from store import open_store
 from store.config import database_url_from_env
-from store.sqlite.store import open_store
 
 if TYPE_CHECKING:
     from aiohttp import web
