@@ -1,10 +1,10 @@
 """Layers import only downward (docs/architecture.md, "Layers").
 
 slack -> service -> runtime | review | policy | store; errors, credentials, canonical,
-clock, off_loop and logs are leaves anyone may import. Composition roots (bot.cli, bot.commands,
-bot.__main__) may import anything; bot.agents (which agents a deployment runs) sits above
-bot.demo and the runtime. A new package must be given its place here before it can
-import ours.
+clock, off_loop, logs and metrics are leaves anyone may import. Composition roots
+(bot.cli, bot.commands, bot.__main__) may import anything; bot.agents (which agents a
+deployment runs) sits above bot.demo and the runtime. A new package must be given its
+place here before it can import ours.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ LEAVES = (
     "bot.clock",
     "bot.off_loop",
     "bot.logs",
+    "bot.metrics",
 )
 ANYTHING = ("bot", "store")
 
@@ -33,7 +34,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bot.canonical": ("bot.errors",),
     "bot.clock": (),
     "bot.off_loop": (),
-    "bot.logs": ("bot.credentials",),
+    "bot.logs": ("bot.credentials", "bot.errors"),
+    "bot.metrics": (),
     "bot.runtime": ("bot.runtime", *LEAVES),
     "bot.review": ("bot.review", *LEAVES),
     "bot.policy": ("bot.policy", *LEAVES),
