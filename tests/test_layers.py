@@ -243,3 +243,16 @@ def test_the_doc_checks_see_a_wrong_name_and_a_wrong_rule() -> None:
         "\n## Layers\n\n| package | may import |\n|---|---|\n| `bot.review` | `store`, leaves |\n"
     )
     assert documented_layers(table) == {"bot.review": {"store", *LEAVES}}
+
+
+def test_every_module_has_its_row_in_the_concept_table() -> None:
+    """A newcomer finds each module from the concept it holds: a new module gets its row
+    (a package's `__init__` only gathers what its modules hold)."""
+    concepts = _section(ARCHITECTURE.read_text(encoding="utf-8"), "Where each concept lives")
+    named = set(named_in_architecture(concepts))
+    unnamed = [
+        str(path.relative_to(ROOT))
+        for path in SOURCES
+        if path.name != "__init__.py" and str(path.relative_to(ROOT)) not in named
+    ]
+    assert not unnamed, f"modules in no row of docs/architecture.md's concept table: {unnamed}"
