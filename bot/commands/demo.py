@@ -38,7 +38,7 @@ from bot.demo import OfflineOpsModel, default_registry, ops_dependencies, parse_
 from bot.demo.offline_model import help_text
 from bot.errors import AlreadyDecidedError, InputError, RunStateError
 from bot.policy import POLICY_ENV, load_policy
-from bot.runtime import Agent
+from bot.runtime import Agent, AgentEngine
 from bot.service import ApprovalService, TaskOwner, approval_ttl_from_env, installation_worker_id
 from store import open_store
 from store.api import ApprovalRecord, RunRecord
@@ -267,10 +267,12 @@ async def _open_service(args: argparse.Namespace) -> AsyncIterator[tuple[Approva
         yield service, agent.name
 
 
-def _refuse_unknown_task(agent: Agent, task: str) -> None:
-    """The offline ops model answers a task it does not understand with help text; here
-    that is a mistake to say at once (exit 2), before a run is stored."""
-    if isinstance(agent.model, OfflineOpsModel):
+def _refuse_unknown_task(agent: AgentEngine, task: str) -> None:
+    """The offline ops model (of `ops`, and of its SDK twin `ops-openai`) answers a task it
+    does not understand with help text; here that is a mistake to say at once (exit 2),
+    before a run is stored."""
+    offline = isinstance(agent, Agent) and isinstance(agent.model, OfflineOpsModel)
+    if offline or getattr(agent, "understands_ops_tasks", False):
         parsed = parse_task(task)
         if isinstance(parsed, str):
             raise InputError(help_text(parsed))

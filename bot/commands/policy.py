@@ -40,7 +40,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 def policy_check(args: argparse.Namespace) -> int:
     spec = os.environ.get(AGENTS_ENV, "").strip() or None
     registry = load_agent_registry(spec, default=default_registry(OfflineOpsModel()))
-    tools = sorted({tool.name for agent in registry for tool in agent.tools})
+    tools = sorted({name for agent in registry for name in agent.tool_names()})
     policy = load_policy(args.file, known_tools=tools)  # PolicyError: every problem
     print(render_policy(policy, tools))
     return 0

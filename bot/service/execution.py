@@ -25,7 +25,14 @@ from bot.canonical import digests_equal
 from bot.credentials import redact_text
 from bot.errors import ApprovalsError, LimitError, RunStateError
 from bot.review import ReviewSnapshot, review_snapshot
-from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, PendingCall, Runner, RunResult, RunState
+from bot.runtime import (
+    Agent,
+    AgentEngine,
+    AgentRun,
+    EngineInfo,
+    EngineResult,
+    PendingCall,
+)
 from bot.service.amend import noted_agent
 from bot.service.api import (
     ApprovalRequested,
@@ -42,7 +49,7 @@ from bot.service.limits import calls_per_turn_exceeded, check_pending
 from bot.service.retry import transient
 from bot.service.standing import apply_standing
 from bot.service.workflow import Workflow
-from store.api import ApprovalRecord, NewApproval, RunRecord, StandingDecision
+from store.api import ApprovalRecord, EngineStamp, NewApproval, RunRecord, StandingDecision
 from store.journal import StoreJournal
 
 log = logging.getLogger(__name__)
@@ -53,8 +60,8 @@ FINAL_RUN_STATUSES = frozenset({"completed", "failed", "cancelled"})
 async def execute(
     flow: Workflow,
     run: RunRecord,
-    agent: Agent,
-    state: RunState,
+    agent: AgentEngine,
+    state: AgentRun,
     *,
     approved: dict[str, ApprovalRecord] | None = None,
     requester: str | None = None,
@@ -80,7 +87,9 @@ async def execute(
         clock=flow.clock,
     )
     try:
-        result = await _run_agent(flow, noted_agent(agent, approvals), state, journal)
+        if isinstance(agent, Agent):
+            agent = noted_agent(agent, approvals)
+        result = await _run_agent(flow, agent, state, journal)
         check_pending(flow.policy.limits, result)
         return await persist_outcome(flow, run, result, requester=requester)
     except LimitError as error:
@@ -95,15 +104,13 @@ async def execute(
 
 
 async def _run_agent(
-    flow: Workflow, agent: Agent, state: RunState, journal: ServiceJournal
-) -> RunResult:
+    flow: Workflow, agent: AgentEngine, state: AgentRun, journal: ServiceJournal
+) -> EngineResult:
     try:
-        return await Runner.arun(
-            agent,
+        return await agent.run(
             state,
             journal=journal,
             dependencies=flow.dependencies,
-            registry=flow.registry,
             max_tool_calls_per_turn=flow.policy.limits.tool_calls_per_turn,
         )
     except LimitError as error:
@@ -117,7 +124,7 @@ async def _tell_refused(
 
 
 async def persist_outcome(
-    flow: Workflow, run: RunRecord, result: RunResult, *, requester: str | None = None
+    flow: Workflow, run: RunRecord, result: EngineResult, *, requester: str | None = None
 ) -> RunRecord:
     paused = result.outcome == "paused"
     saved = await flow.store.save_run_state(
@@ -125,7 +132,8 @@ async def persist_outcome(
         expected_version=run.version,
         state_json=await encode_state(result.state),
         status="paused" if paused else "completed",
-        schema_version=CURRENT_SCHEMA_VERSION,
+        schema_version=result.state.schema_version,
+        engine=engine_stamp(result.state.engine),
     )
     if not paused:
         await flow.notify(
@@ -142,7 +150,7 @@ async def persist_outcome(
 async def request_approvals(
     flow: Workflow,
     run: RunRecord,
-    state: RunState,
+    state: AgentRun,
     calls: Sequence[PendingCall],
     *,
     requester: str | None = None,
@@ -226,8 +234,21 @@ def _base32(number: int) -> str:
             return digits
 
 
+def engine_stamp(engine: EngineInfo | None) -> EngineStamp | None:
+    """What the run row records of the engine that wrote its state (None: the core)."""
+    if engine is None:
+        return None
+    return EngineStamp(
+        name=engine.name, version=engine.version, schema_version=engine.schema_version
+    )
+
+
 def card_snapshot(
-    agent: Agent, state: RunState, call: PendingCall, *, keep_hidden: Collection[str] = ()
+    agent: AgentEngine,
+    state: AgentRun,
+    call: PendingCall,
+    *,
+    keep_hidden: Collection[str] = (),
 ) -> ReviewSnapshot:
     """The review card's snapshot of a pending call of `state`: redacted (and what an
     earlier snapshot hid, `keep_hidden`), limited to the tool's `review_fields`, with the

@@ -37,7 +37,7 @@ from datetime import datetime
 
 from bot.canonical import digests_equal
 from bot.errors import ApprovalsError
-from bot.runtime import PendingCall, RunState
+from bot.runtime import AgentRun, PendingCall
 from bot.service.api import ApprovalDecided, ResumeStalled
 from bot.service.execution import execute, fail_run, request_approvals
 from bot.service.retry import transient
@@ -85,7 +85,7 @@ def _answers_before(row: ApprovalRecord, known: ApprovalRecord) -> bool:
     return row.created_at >= known.created_at
 
 
-def apply_decisions(state: RunState, rows: dict[str, ApprovalRecord]) -> AppliedDecisions:
+def apply_decisions(state: AgentRun, rows: dict[str, ApprovalRecord]) -> AppliedDecisions:
     """Apply every terminal row to its pending call in `state`; report what did not fit."""
     approved: dict[str, ApprovalRecord] = {}
     rejected: list[str] = []
@@ -257,7 +257,7 @@ def stretch_requester(rows: Iterable[ApprovalRecord]) -> str | None:
 async def _back_to_paused(
     flow: Workflow,
     run: RunRecord,
-    state: RunState,
+    state: AgentRun,
     waiting: list[PendingCall],
     *,
     requester: str | None,
@@ -281,7 +281,7 @@ async def _back_to_paused(
 async def _void_and_ask_again(
     flow: Workflow,
     run: RunRecord,
-    state: RunState,
+    state: AgentRun,
     applied: AppliedDecisions,
     *,
     requester: str | None,

@@ -20,7 +20,7 @@ from typing import Any
 from bot.clock import Clock
 from bot.errors import InputError, StoreError
 from bot.policy import ChannelDirectory, GroupDirectory, Policy, ToolRule
-from bot.runtime import AgentRegistry, RunState
+from bot.runtime import AgentRegistry, AgentRun
 from bot.service.api import (
     CallUncertain,
     Event,
@@ -128,7 +128,7 @@ class Workflow:
             raise InputError(f"approval {approval.approval_id} belongs to no run")
         return run
 
-    async def load_state(self, run_id: str) -> RunState:
+    async def load_state(self, run_id: str) -> AgentRun:
         """The run's stored state, decrypted and decoded."""
         return await decode_state(await self.store.load_run_state(run_id))
 
