@@ -9,6 +9,9 @@ Configuration read once at start-up by `serve`, `socket` and `demo`:
   AgentRegistry, or a zero-argument callable returning one, merged over (and overriding)
   the default registry.
 
+The built-in registry holds the ops agent and, when the OpenAI Agents SDK is installed
+(the `openai-agents` extra), its twin `ops-openai` (bot.adapters.openai_agents).
+
 Every problem is a ConfigError naming the variable. bot.demo holds the demo agent
 itself; this module only chooses.
 """
@@ -16,9 +19,11 @@ itself; this module only chooses.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from collections.abc import Mapping
 
+from bot.demo.agent import default_registry
 from bot.demo.offline_model import OfflineOpsModel
 from bot.errors import ConfigError
 from bot.runtime import AgentRegistry, Model
@@ -50,6 +55,22 @@ async def close_model(model: Model) -> None:
     aclose = getattr(model, "aclose", None)
     if aclose is not None:
         await aclose()
+
+
+def sdk_installed() -> bool:
+    """Whether the OpenAI Agents SDK (the `openai-agents` extra) can be imported."""
+    return importlib.util.find_spec("agents") is not None
+
+
+def builtin_registry(model: Model | None = None) -> AgentRegistry:
+    """The agents every deployment has: `ops` with `model` (default: offline) and, with
+    the SDK installed, `ops-openai` (always offline: no credentials needed)."""
+    registry = default_registry(model)
+    if sdk_installed():
+        from bot.adapters.openai_agents import build_ops_openai_agent
+
+        registry.register(build_ops_openai_agent())
+    return registry
 
 
 def load_agent_registry(spec: str | None, *, default: AgentRegistry) -> AgentRegistry:

@@ -3,7 +3,8 @@
 slack -> service -> runtime | review | policy | store; errors, credentials, canonical,
 clock, off_loop and logs are leaves anyone may import. Composition roots (bot.cli, bot.commands,
 bot.__main__) may import anything; bot.agents (which agents a deployment runs) sits above
-bot.demo and the runtime. A new package must be given its place here before it can
+bot.adapters (agents of other frameworks, through the runtime's engine seam), bot.demo and
+the runtime. A new package must be given its place here before it can
 import ours.
 """
 
@@ -38,7 +39,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bot.policy": LEAVES,
     "store": ("store", "bot.runtime.journal", *LEAVES),
     "bot.demo": ("bot.demo", "bot.runtime", "bot.review", *LEAVES),
-    "bot.agents": ("bot.demo", "bot.runtime", *LEAVES),
+    "bot.adapters": ("bot.adapters", "bot.demo", "bot.runtime", *LEAVES),
+    "bot.agents": ("bot.adapters", "bot.demo", "bot.runtime", *LEAVES),
     "bot.service": (
         "bot.service",
         "bot.runtime",

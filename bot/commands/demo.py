@@ -30,11 +30,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bot.agents import AGENTS_ENV, close_model, load_agent_registry, model_from_env
+from bot.agents import (
+    AGENTS_ENV,
+    builtin_registry,
+    close_model,
+    load_agent_registry,
+    model_from_env,
+)
 from bot.commands.operator import os_user
 from bot.commands.session import Session, prompt
 from bot.commands.terminal import TerminalNotifier
-from bot.demo import OfflineOpsModel, default_registry, ops_dependencies, parse_task
+from bot.demo import OfflineOpsModel, ops_dependencies, parse_task
 from bot.demo.offline_model import help_text
 from bot.errors import AlreadyDecidedError, InputError, RunStateError
 from bot.policy import POLICY_ENV, load_policy
@@ -245,7 +251,7 @@ async def _open_service(args: argparse.Namespace) -> AsyncIterator[tuple[Approva
         model = model_from_env()
         stack.push_async_callback(close_model, model)
         spec = env.get(AGENTS_ENV, "").strip() or None
-        registry = load_agent_registry(spec, default=default_registry(model))
+        registry = load_agent_registry(spec, default=builtin_registry(model))
         agent = registry.latest(args.agent) if args.agent else registry.default()
         _refuse_unknown_task(agent, args.task)
         store = await open_store(url)

@@ -12,8 +12,8 @@ import argparse
 import os
 from typing import Any
 
-from bot.agents import AGENTS_ENV, load_agent_registry
-from bot.demo import OfflineOpsModel, default_registry
+from bot.agents import AGENTS_ENV, builtin_registry, load_agent_registry
+from bot.demo import OfflineOpsModel
 from bot.policy import Policy, ToolRule, format_duration, load_policy
 
 
@@ -39,7 +39,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 def policy_check(args: argparse.Namespace) -> int:
     spec = os.environ.get(AGENTS_ENV, "").strip() or None
-    registry = load_agent_registry(spec, default=default_registry(OfflineOpsModel()))
+    registry = load_agent_registry(spec, default=builtin_registry(OfflineOpsModel()))
     tools = sorted({name for agent in registry for name in agent.tool_names()})
     policy = load_policy(args.file, known_tools=tools)  # PolicyError: every problem
     print(render_policy(policy, tools))

@@ -23,7 +23,14 @@ from functools import partial
 
 from bot.canonical import digests_equal
 from bot.credentials import redact_text
-from bot.errors import ApprovalsError, LimitError, RunStateError
+from bot.errors import (
+    AgentNotRegisteredError,
+    ApprovalsError,
+    LimitError,
+    RunStateError,
+    SchemaVersionError,
+    StateUnreadableError,
+)
 from bot.review import ReviewSnapshot, review_snapshot
 from bot.runtime import (
     Agent,
@@ -40,6 +47,7 @@ from bot.service.api import (
     ExecutionRefused,
     RunFailed,
     RunFinished,
+    RunNeedsMigration,
     UncertainCall,
 )
 from bot.service.authority import execution_check
@@ -55,6 +63,9 @@ from store.journal import StoreJournal
 log = logging.getLogger(__name__)
 
 FINAL_RUN_STATUSES = frozenset({"completed", "failed", "cancelled"})
+MIGRATION_NEEDED = (AgentNotRegisteredError, SchemaVersionError, StateUnreadableError)
+"""Why a deployment cannot resume a run it could resume once: its agent version is not
+registered, or its state is of a schema (ours, or its engine's) this build cannot read."""
 
 
 async def execute(
@@ -94,6 +105,10 @@ async def execute(
         return await persist_outcome(flow, run, result, requester=requester)
     except LimitError as error:
         return await fail_run(flow, run, str(error))
+    except MIGRATION_NEEDED as error:
+        if run.status != "resuming":
+            return await fail_run(flow, run, f"{type(error).__name__}: {error}")
+        return await wait_for_migration(flow, run, str(error))
     except ApprovalsError as error:
         if raise_transient and transient(error):
             raise
@@ -277,6 +292,23 @@ async def _post_card(
     if location is not None:
         channel, ts = location
         await flow.store.set_approval_message(approval.approval_id, channel=channel, ts=ts)
+
+
+async def wait_for_migration(flow: Workflow, run: RunRecord, reason: str) -> RunRecord:
+    """A claimed (`resuming`) run this deployment cannot resume goes back to `paused`
+    with its decisions kept, marked with why; its thread is told once per reason."""
+    reason = redact_text(reason)
+    log.warning("run %s needs migration: %s", run.run_id, reason)
+    paused = await flow.store.transition_run(
+        run.run_id, expected_status="resuming", new_status="paused"
+    )
+    if paused is None:
+        return await flow.store.get_run(run.run_id) or run
+    marked = await flow.store.mark_needs_migration(run.run_id, reason=reason, actor=flow.actor)
+    if marked is None:
+        return await flow.store.get_run(run.run_id) or paused
+    await flow.notify(RunNeedsMigration(run=marked, reason=reason))
+    return marked
 
 
 async def fail_run(flow: Workflow, run: RunRecord, message: str) -> RunRecord:

@@ -30,6 +30,7 @@ from bot.service.api import (
     RunCancelled,
     RunFailed,
     RunFinished,
+    RunNeedsMigration,
     RunStarted,
     Surface,
 )
@@ -182,6 +183,6 @@ class Workflow:
 
 def _subject(event: Event) -> str:
     run_events = RunStarted | CallUncertain | RunFinished | RunFailed | RunCancelled
-    if isinstance(event, run_events | ResumeStalled):
+    if isinstance(event, run_events | ResumeStalled | RunNeedsMigration):
         return f"run {event.run.run_id}"
     return event.approval.approval_id

@@ -161,6 +161,15 @@ def resume_stalled_text(attempts: int) -> str:
     )
 
 
+def needs_migration_text(reason: str) -> str:
+    return (
+        ":construction: This run cannot go on here yet: "
+        f"{escape(reason, MESSAGE_TEXT_LIMIT - 300)}. "
+        "Its decisions are kept; it resumes once that agent version is deployed again "
+        "(`approvals-bot runs resume RUN`), or it can be cancelled (`/approvals cancel RUN`)."
+    )
+
+
 def waiting_for_approval_text(pending: int) -> str:
     calls = "call waits" if pending == 1 else "calls wait"
     return (
