@@ -168,6 +168,13 @@ class OpenAIAgentsEngine:
                 f"(written by openai-agents {state.engine.version}); the installed "
                 f"openai-agents {SDK_VERSION} reads schemas up to {SDK_SCHEMA_VERSION}"
             )
+        missing = sorted({c.tool_name for c in state.pending_calls()} - set(self._tools))
+        if missing:
+            raise StateUnreadableError(
+                f"run {state.run_id} waits on {', '.join(missing)}, which agent {self._name!r} "
+                f"version {self._version!r} no longer has (renamed or removed; it has "
+                f"{', '.join(self._tools) or 'none'})"
+            )
 
     # -- running ----------------------------------------------------------------------------
 
