@@ -23,12 +23,16 @@ import importlib.util
 import os
 from collections.abc import Mapping
 
+from bot.adapters.lazy import LazyEngine
 from bot.demo.agent import default_registry
 from bot.demo.offline_model import OfflineOpsModel
+from bot.demo.tools import OPS_TOOLS
 from bot.errors import ConfigError
 from bot.runtime import AgentRegistry, Model
 
 AGENTS_ENV = "APPROVALS_AGENTS"
+OPS_OPENAI_NAME = "ops-openai"  # bot.adapters.openai_agents.ops builds it
+OPS_OPENAI_VERSION = "1"
 MODEL_ENV = "APPROVALS_MODEL"
 
 
@@ -62,14 +66,28 @@ def sdk_installed() -> bool:
     return importlib.util.find_spec("agents") is not None
 
 
+class LazyOpsOpenAI(LazyEngine):
+    """`ops-openai`, registered without importing the SDK (bot.adapters.lazy)."""
+
+    understands_ops_tasks = True  # the demo refuses what its offline model cannot do
+
+    def __init__(self) -> None:
+        super().__init__(
+            factory="bot.adapters.openai_agents.ops:build_ops_openai_agent",
+            name=OPS_OPENAI_NAME,
+            version=OPS_OPENAI_VERSION,
+            tools=[tool.name for tool in OPS_TOOLS],
+            amendable=False,
+        )
+
+
 def builtin_registry(model: Model | None = None) -> AgentRegistry:
     """The agents every deployment has: `ops` with `model` (default: offline) and, with
-    the SDK installed, `ops-openai` (always offline: no credentials needed)."""
+    the SDK installed, `ops-openai` (always offline: no credentials needed; the SDK is
+    imported when it first runs)."""
     registry = default_registry(model)
     if sdk_installed():
-        from bot.adapters.openai_agents import build_ops_openai_agent
-
-        registry.register(build_ops_openai_agent())
+        registry.register(LazyOpsOpenAI())
     return registry
 
 

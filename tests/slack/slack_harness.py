@@ -264,10 +264,12 @@ async def start_bot(
     busy_timeout_ms: int = 5000,
     resume_retry: RetryPolicy = DEFAULT_RETRY,
     agents: Callable[[Effects], tuple[AgentRegistry, dict[str, ScriptedModel]]] = build_registry,
+    dependencies: Mapping[str, Any] | None = None,
 ) -> tuple[Bot, web.AppRunner, aiohttp.ClientSession]:
     """The bot over `database`; with `policy`, governed by it, with approver groups and
     channel members read from the fake Slack (cached 60 s on `clock`); `agents` builds the
-    agents it runs; its writes wait `busy_timeout_ms` for another connection's lock.
+    agents it runs (with runtime `dependencies`, default none); its writes wait
+    `busy_timeout_ms` for another connection's lock.
     Unless the test says otherwise, CHANNEL has the CHANNEL_MEMBERS."""
     effects = Effects()
     registry, models = agents(effects)
@@ -285,7 +287,7 @@ async def start_bot(
             store=store,
             registry=registry,
             notifier=SlackNotifier(slack),
-            dependencies={},
+            dependencies=dependencies or {},
             tasks=tasks,
             worker_id="test-worker",
             default_agent="ops",
