@@ -35,7 +35,7 @@ from bot.agents import (
 from bot.commands.database import existing_store
 from bot.commands.terminal import Fanout, TerminalNotifier
 from bot.demo import ops_dependencies
-from bot.policy import POLICY_ENV, load_policy
+from bot.policy.loading import POLICY_ENV, load_policy
 from bot.service import ApprovalService, Notifier, TaskOwner, approval_ttl_from_env
 from bot.slack.config import web_api_from_env
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.agents import builtin_registry, close_model, load_agent_registry, model_from_env
 from bot.demo import ops_dependencies
-from bot.policy import POLICY_ENV, load_policy
+from bot.policy.loading import POLICY_ENV, load_policy
 from bot.service import (
     ApprovalService,
     TaskOwner,

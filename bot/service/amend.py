@@ -23,9 +23,8 @@ from dataclasses import replace
 from typing import Any
 
 from bot.canonical import canonical_arguments
-from bot.credentials import redact
+from bot.credentials import REDACTED, redact
 from bot.errors import InputError, UnknownCallError
-from bot.review import REDACTED
 from bot.runtime import Agent, PendingCall, RunState, Tool, current_tool_call
 from store.api import ApprovalRecord
 

@@ -31,7 +31,7 @@ from bot.errors import (
     SchemaVersionError,
     StateUnreadableError,
 )
-from bot.review import ReviewSnapshot, review_snapshot
+from bot.review.snapshot import ReviewSnapshot, review_snapshot
 from bot.runtime import (
     Agent,
     AgentEngine,

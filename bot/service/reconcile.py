@@ -23,7 +23,7 @@ from bot.errors import (
     ResolutionError,
     UnknownCallError,
 )
-from bot.policy import is_eligible
+from bot.policy.eligibility import is_eligible
 from bot.runtime import (
     AbortCall,
     AgentRun,

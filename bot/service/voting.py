@@ -27,7 +27,7 @@ from bot.errors import (
     NotAuthorizedError,
     ResolutionError,
 )
-from bot.review import ReviewSnapshot, carried_redactions
+from bot.review.snapshot import ReviewSnapshot, carried_redactions
 from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, RunState
 from bot.service.amend import amend_call, edited_arguments, pending_call
 from bot.service.api import (

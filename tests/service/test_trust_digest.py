@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from bot.canonical import canonical_arguments
+from bot.credentials import REDACTED
 from bot.errors import ContextSerializationError
-from bot.review import REDACTED
 from bot.runtime import (
     CURRENT_SCHEMA_VERSION,
     Agent,
