@@ -40,9 +40,16 @@ from agents.exceptions import MaxTurnsExceeded
 from agents.items import ToolApprovalItem
 from agents.run_state import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
 
-from bot.adapters.openai_agents.tools import CallUnsettled, ToolSite, site_scope, wrap_tool
+from bot.adapters.openai_agents.tools import ToolSite, site_scope, wrap_tool
 from bot.canonical import digests_equal
-from bot.errors import ConfigError, LimitError, ModelError, RunStateError, StateUnreadableError
+from bot.errors import (
+    ApprovalsError,
+    ConfigError,
+    LimitError,
+    ModelError,
+    RunStateError,
+    StateUnreadableError,
+)
 from bot.runtime import (
     AbortCall,
     AgentRun,
@@ -218,8 +225,9 @@ class OpenAIAgentsEngine:
                     state=waiting,
                     outcome="paused",
                 )
-            if isinstance(error, CallUnsettled | RunStateError | LimitError):
-                raise
+            ours = _our_error(error)
+            if ours is not None:  # the ledger's (a database that may recover: retried)
+                raise ours from error
             raise ModelError(f"the OpenAI Agents SDK run failed: {error}") from error
         return self._outcome(state, result, max_tool_calls_per_turn)
 
@@ -270,6 +278,16 @@ class OpenAIAgentsEngine:
         idle = {"input": result.to_input_list(), "context": _stored_context(state)}
         done = state.finished(idle, text, engine=_engine_info(SDK_SCHEMA_VERSION))
         return EngineResult(final_output=text, interruptions=[], state=done, outcome="completed")
+
+
+def _our_error(error: BaseException) -> ApprovalsError | None:
+    """The bot's own error behind what the SDK raised (it wraps a tool's exception)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ApprovalsError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 async def _apply_decisions(
