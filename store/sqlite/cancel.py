@@ -29,6 +29,7 @@ from store.runs import CANCELLABLE_STATUSES, check_cancel
 from store.sqlite import audit
 from store.sqlite.approvals import REVOCABLE
 from store.sqlite.connection import Database, fetch_all, fetch_one
+from store.sqlite.leases import end_lease
 
 _CANCELLABLE = ", ".join(f"'{status}'" for status in sorted(CANCELLABLE_STATUSES))
 
@@ -70,6 +71,7 @@ class SqliteCancel:
             )
             if row is None:
                 return CancelOutcome(won=False, run=before)
+            end_lease(connection, run_id)  # a worker still on the run writes nothing more
             closed = _close_approvals(connection, run_id, actor, cancel_reason(why), at_text)
             standing = _end_standing(connection, run_id, actor, cancel_reason(why), at_text)
             for record in closed:

@@ -15,6 +15,7 @@ from bot.clock import Clock
 from bot.runtime.journal import Claim, Fresh, Interrupted, Recorded, Uncertain
 from store.api import LedgerEntry
 from store.crypto import Sealed, Sealer
+from store.leases import lease_lost as run_lease_lost
 from store.ledger import (
     Lease,
     claim_step,
@@ -29,6 +30,7 @@ from store.ledger import (
 )
 from store.rows import row_to_ledger_entry, to_db
 from store.sqlite.connection import Database, fetch_all, fetch_one, where_all
+from store.sqlite.leases import lease_row
 
 LEDGER_COLUMNS = (
     "execution_key, arguments_digest, run_id, tool_call_id, tool_name, state, attempt, "
@@ -68,6 +70,7 @@ class SqliteLedger:
         owner: str,
         lease_seconds: float,
         redispatch: bool = False,
+        run_lease_token: int | None = None,
     ) -> Claim:
         lease = new_lease(
             execution_key=execution_key, owner=owner, lease_seconds=lease_seconds,
@@ -75,6 +78,8 @@ class SqliteLedger:
         )  # fmt: skip
 
         def body(connection: sqlite3.Connection) -> Claim | _SealedResult:
+            if run_lease_token is not None:
+                _check_run_lease(connection, run_id, owner, run_lease_token)
             row = fetch_one(
                 connection, f"SELECT {LEDGER_COLUMNS} FROM ledger WHERE execution_key = ?",
                 (execution_key,),
@@ -233,6 +238,13 @@ def _take_over(connection: sqlite3.Connection, row: sqlite3.Row, lease: Lease) -
          row["execution_key"], row["lease_version"]),
     )  # fmt: skip
     return Fresh(lease_token=version, attempt=attempt)
+
+
+def _check_run_lease(connection: sqlite3.Connection, run_id: str, owner: str, token: int) -> None:
+    """LeaseLostError unless `owner` holds the run's lease under `token` (fencing)."""
+    held = lease_row(connection, run_id)
+    if held is None or held["owner"] != owner or int(held["token"]) != token:
+        raise run_lease_lost(run_id, token, held)
 
 
 def _entry_state(connection: sqlite3.Connection, execution_key: str) -> sqlite3.Row | None:

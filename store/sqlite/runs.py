@@ -11,8 +11,18 @@ import sqlite3
 
 from bot.clock import Clock
 from bot.errors import ConflictError, InputError
-from store.api import RunCursor, RunFilter, RunOrigin, RunRecord, RunStatus
+from store.api import (
+    FIRST_LEASE_TOKEN,
+    WORKING_RUN_STATUSES,
+    LeaseTerms,
+    RunCursor,
+    RunFilter,
+    RunOrigin,
+    RunRecord,
+    RunStatus,
+)
 from store.crypto import Sealed, Sealer
+from store.leases import check_claim, expiry
 from store.rows import RUN_COLUMNS, row_to_run, to_db, to_db_optional
 from store.runs import (
     check_origin,
@@ -25,6 +35,7 @@ from store.runs import (
 )
 from store.sqlite.cancel import SqliteCancel
 from store.sqlite.connection import Database, fetch_all, fetch_one, where_all
+from store.sqlite.leases import end_lease
 from store.sqlite.retention import SqliteRetention
 
 
@@ -52,16 +63,20 @@ class SqliteRuns:
         requester: str | None = None,
         origin: RunOrigin = "slack",
         task: str | None = None,
+        lease: LeaseTerms | None = None,
     ) -> RunRecord:
         check_status(status)
         check_origin(origin)
         if not run_id:
             raise InputError("run id is empty")
+        if lease is not None:
+            check_claim(new_status=status, owner=lease.owner, lease_seconds=lease.seconds)
         sealed, digest = await seal_state(
             self._sealer, run_id, state_version=1, schema_version=schema_version,
             state_json=state_json,
         )  # fmt: skip
-        now = to_db(self._clock())
+        moment = self._clock()
+        now = to_db(moment)
 
         def body(connection: sqlite3.Connection) -> RunRecord:
             try:
@@ -79,6 +94,13 @@ class SqliteRuns:
             except sqlite3.IntegrityError:
                 raise ConflictError(f"run {run_id!r} already exists") from None
             _write_blob(connection, run_id, sealed, insert=True)
+            if lease is not None:
+                connection.execute(
+                    "INSERT INTO run_leases (run_id, owner, expires_at, token) "
+                    "VALUES (?, ?, ?, ?)",
+                    (run_id, lease.owner, to_db(expiry(moment, lease.seconds)),
+                     FIRST_LEASE_TOKEN),
+                )  # fmt: skip
             assert row is not None
             return row_to_run(row)
 
@@ -115,6 +137,8 @@ class SqliteRuns:
                     version=found["version"], status=found["status"],
                 )  # fmt: skip
             _write_blob(connection, run_id, sealed, insert=False)
+            if status not in WORKING_RUN_STATUSES:
+                end_lease(connection, run_id)
             return row_to_run(row)
 
         return await self._db.transaction(body)
@@ -136,6 +160,8 @@ class SqliteRuns:
             if row is None:
                 _require_run(connection, run_id)
                 return None
+            if new_status not in WORKING_RUN_STATUSES:
+                end_lease(connection, run_id)
             return row_to_run(row)
 
         return await self._db.transaction(body)

@@ -18,6 +18,7 @@ from store.keys import KEYS_ENV, resolve_keyring
 from store.sqlite.approvals import SqliteApprovals
 from store.sqlite.audit import SqliteAudit
 from store.sqlite.connection import DEFAULT_BUSY_TIMEOUT_MS, Database, Synchronous
+from store.sqlite.leases import SqliteRequestMemory, SqliteRunLeases
 from store.sqlite.ledger import SqliteLedger
 from store.sqlite.migrations import migrate
 from store.sqlite.rotation import SqliteKeyRotation
@@ -41,6 +42,8 @@ class SqliteStore(EngineStore):
         sealer = Sealer(keyring, audit)
         super().__init__(
             runs=SqliteRuns(database, sealer, clock),
+            leases=SqliteRunLeases(database, clock),
+            requests=SqliteRequestMemory(database, clock),
             approvals=SqliteApprovals(database, clock),
             votes=SqliteVotes(database, clock),
             standing=SqliteStanding(database, clock),
