@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from bot.agents import close_model, load_agent_registry, model_from_env
+from bot.commands.serve_lock import sole_server
 from bot.demo import default_registry, ops_dependencies
 from bot.policy import POLICY_ENV, load_policy
 from bot.service import (
@@ -31,9 +32,11 @@ from bot.service import (
     TaskOwner,
     approval_ttl_from_env,
     installation_worker_id,
+    lease_seconds_from_env,
+    sweep_seconds_from_env,
 )
 from bot.slack.config import Mode, SlackSettings, load_settings
-from store.config import database_url_from_env
+from store.config import database_url_from_env, parse_database_url
 from store.sqlite.store import open_store
 
 if TYPE_CHECKING:
@@ -76,7 +79,7 @@ async def serve(settings: SlackSettings, *, mode: Mode, environ: Mapping[str, st
         recovered = await surface.service.recover()
         if recovered:
             log.info("recovered %d run(s) left by a previous process", recovered)
-        surface.service.start_expiry_sweeper()
+        surface.service.start_expiry_sweeper(every_seconds=sweep_seconds_from_env(environ))
         if mode == "http":
             await _serve_http(surface, settings)
         else:
@@ -90,20 +93,24 @@ async def open_bot(
     """The model, the store, the registry, the service and the Slack surface around
     them, open for the block; each is closed on the way out by the one who opened it,
     in reverse order. Every configuration problem is a ConfigError before anything is
-    opened (the agents module, too, before the database)."""
+    opened (the agents module, too, before the database); so is a second server on one
+    SQLite file (bot.commands.serve_lock)."""
     from bot.slack.channels import SlackChannelDirectory
     from bot.slack.groups import SlackGroupDirectory
     from bot.slack.notifier import SlackNotifier
     from bot.slack.surface import SlackSurface
 
+    database_url = settings.database_url or database_url_from_env(environ)
     # Without a policy file the service applies the built-in defaults with
     # APPROVALS_APPROVAL_TTL_SECONDS as their expiry.
     policy = load_policy(environ=environ) if environ.get(POLICY_ENV, "").strip() else None
     dependencies = ops_dependencies(environ)
-    database_url = settings.database_url or database_url_from_env(environ)
     worker_id = installation_worker_id(database_url, environ)
     approval_ttl = approval_ttl_from_env(environ)
+    lease_seconds = lease_seconds_from_env(environ)
+    sweep_seconds_from_env(environ)  # a bad value stops start-up before anything opens
     async with contextlib.AsyncExitStack() as stack:
+        stack.enter_context(sole_server(parse_database_url(database_url).path))
         model = model_from_env(environ)
         stack.push_async_callback(close_model, model)
         registry = load_agent_registry(settings.agents, default=default_registry(model))
@@ -120,6 +127,7 @@ async def open_bot(
                 worker_id=worker_id,
                 default_agent=registry.default().name,
                 approval_ttl=approval_ttl,
+                lease_seconds=lease_seconds,
                 policy=policy,
                 groups=SlackGroupDirectory(slack.client),
                 channels=SlackChannelDirectory(slack.client),
@@ -140,14 +148,17 @@ async def _serve_http(surface: SlackSurface, settings: SlackSettings) -> None:
     from bot.slack.server import EVENTS_PATH, build_web_app
 
     runner = web.AppRunner(
-        build_web_app(bolt_app=surface.bolt_app, signing_secret=settings.signing_secret)
+        build_web_app(
+            bolt_app=surface.bolt_app,
+            signing_secret=settings.signing_secret,
+            memory=surface.service,
+        )
     )
     await runner.setup()
     try:
         await web.TCPSite(runner, settings.host, settings.port).start()
         host, port = runner.addresses[0][:2]
-        print(f"approvals-bot: serving Slack at http://{host}:{port}{EVENTS_PATH}", file=sys.stderr)
-        await _until_stopped()
+        await _until_stopped(f"approvals-bot: serving Slack at http://{host}:{port}{EVENTS_PATH}")
     finally:
         await runner.cleanup()
 
@@ -158,18 +169,19 @@ async def _serve_socket(surface: SlackSurface, settings: SlackSettings) -> None:
     handler = AsyncSocketModeHandler(surface.bolt_app, settings.app_token)
     await handler.connect_async()  # type: ignore[no-untyped-call]
     try:
-        print("approvals-bot: connected to Slack over Socket Mode", file=sys.stderr)
-        await _until_stopped()
+        await _until_stopped("approvals-bot: connected to Slack over Socket Mode")
     finally:
         await handler.close_async()  # type: ignore[no-untyped-call]
 
 
-async def _until_stopped() -> None:
+async def _until_stopped(ready: str) -> None:
+    """Print `ready` once SIGINT and SIGTERM stop us cleanly, then wait for one."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     try:
+        print(ready, file=sys.stderr)
         await stop.wait()
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):

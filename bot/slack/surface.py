@@ -28,7 +28,6 @@ from bot.errors import ConfigError, SlackError
 from bot.logs import install_log_redaction
 from bot.service import ApprovalService, TaskOwner
 from bot.slack.app import SlackListeners, build_bolt_app
-from bot.slack.dedupe import EventDeduplicator
 from bot.slack.gateway import SlackGateway
 from bot.slack.workspace import Workspace, workspace_from_auth_test
 
@@ -78,7 +77,6 @@ class SlackSurface:
                 service=service,
                 slack=slack,
                 tasks=tasks,
-                dedupe=EventDeduplicator(),
                 workspace=workspace,
             )
             bolt_app = build_bolt_app(

@@ -302,7 +302,11 @@ async def start_bot(
         api_url=fake.api_url,
         make_service=make_service,
     )
-    runner = web.AppRunner(build_web_app(bolt_app=surface.bolt_app, signing_secret=SIGNING_SECRET))
+    runner = web.AppRunner(
+        build_web_app(
+            bolt_app=surface.bolt_app, signing_secret=SIGNING_SECRET, memory=surface.service
+        )
+    )
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
