@@ -1,6 +1,6 @@
 """CLI test fixtures: `home`, a working directory with a clean environment (see
 operator_support)."""
 
-from operator_support import home
+from tests.cli.operator_support import home
 
 __all__ = ["home"]

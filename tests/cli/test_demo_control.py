@@ -15,7 +15,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from operator_support import REPO, Home, subprocess_env
+
+from tests.cli.operator_support import REPO, Home, subprocess_env
 
 PROMPT = b"[a/r] "
 

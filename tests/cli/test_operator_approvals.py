@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
-from operator_support import Home, subprocess_env
+from tests.cli.operator_support import Home, subprocess_env
 
 
 @contextmanager

@@ -6,9 +6,8 @@ from __future__ import annotations
 import shlex
 from datetime import UTC, datetime, timedelta
 
-from operator_support import Home
-
 from store import SqliteStore
+from tests.cli.operator_support import Home
 
 
 async def _many_runs(store: SqliteStore, count: int) -> None:

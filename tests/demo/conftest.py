@@ -3,7 +3,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ops_harness import Ops, open_ops
+
+from tests.demo.ops_harness import Ops, open_ops
 
 
 @pytest.fixture

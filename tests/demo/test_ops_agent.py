@@ -7,13 +7,13 @@ import json
 from typing import Any
 
 import pytest
-from ops_harness import OPS_TOKEN, Ops
 
 from bot.canonical import legacy_arguments_digest
 from bot.demo import ops_dependencies, token_fingerprint
 from bot.review import REDACTED, review_snapshot
 from bot.runtime import DEFAULT_REJECTION_MESSAGE, Runner, RunState
 from bot.runtime.journal import InMemoryJournal
+from tests.demo.ops_harness import OPS_TOKEN, Ops
 
 
 async def test_an_approved_deploy_runs_once_and_is_reported(ops: Ops) -> None:

@@ -3,7 +3,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from fake_llm import FakeLLM
+
+from tests.models.fake_llm import FakeLLM
 
 
 @pytest.fixture

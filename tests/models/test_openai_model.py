@@ -10,13 +10,13 @@ from typing import Any
 
 import aiohttp
 import pytest
-from fake_llm import FakeLLM, Reply, completion, function_call
 
 from bot.demo import build_ops_agent, ops_dependencies
 from bot.errors import ConfigError, ModelError
 from bot.runtime import Runner
 from bot.runtime.model import Item, ToolSpec
 from bot.runtime.openai_model import OpenAIChatModel
+from tests.models.fake_llm import FakeLLM, Reply, completion, function_call
 
 API_KEY = "sk-test-0123456789abcdefghijklmnop"
 DEPLOY_SPEC = ToolSpec(

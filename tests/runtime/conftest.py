@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from runtime_support import Ops
+
+from tests.runtime.runtime_support import Ops
 
 
 @pytest.fixture

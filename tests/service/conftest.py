@@ -3,16 +3,13 @@ at the edges (the LLM is the offline model; the notifier records calls)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from service_harness import OPS_TOKEN, Harness, close_harness, open_service
+from tests.service.service_harness import OPS_TOKEN, Harness, close_harness, open_service
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """A service process for the crash tests: start a run, approve it, resume it, and hang in
 the tool's latency window until the test kills it with SIGKILL.
 
-    python crash_worker.py DB_PATH "TASK"
+    python -m tests.service.crash_worker DB_PATH "TASK"
 
 Environment: APPROVALS_DEMO_EFFECTS, OPS_DEMO_LATENCY (large), OPS_API_TOKEN.
 It prints `resuming <run_id>` once the resume has been claimed.
@@ -13,7 +13,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from service_harness import APPROVER, close_harness, open_service, start
+from tests.service.service_harness import APPROVER, close_harness, open_service, start
 
 
 async def main(db_path: Path, task: str) -> None:

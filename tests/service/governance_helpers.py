@@ -10,10 +10,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from service_harness import Harness
-
 from bot.policy import Policy, parse_policy
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, tool
+from tests.service.service_harness import Harness
 
 ALICE, BOB, CAROL, MALLORY, ADMIN = "UALICE", "UBOB", "UCAROL", "UMALLORY", "UADMIN"
 RELEASE = "SRELEASE"

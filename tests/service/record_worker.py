@@ -1,7 +1,7 @@
 """A service process that records a decision and is killed before it finishes it (the
 card update and the resume), for test_decision_commit.py.
 
-    python record_worker.py DB_PATH
+    python -m tests.service.record_worker DB_PATH
 
 It starts `deploy payments 1.2.3`, commits an approval of its one call with
 `record_decision`, prints `recorded <run_id> <approval_id>` and waits for SIGKILL.
@@ -13,7 +13,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from service_harness import APPROVER, close_harness, open_service, start
+from tests.service.service_harness import APPROVER, close_harness, open_service, start
 
 
 async def main(db_path: Path) -> None:

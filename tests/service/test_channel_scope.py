@@ -8,17 +8,17 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from governance_helpers import ADMIN, ALICE, BOB, CAROL, audit_of, policy
-from service_harness import (
+
+from bot.errors import NotAuthorizedError
+from bot.runtime import AbortCall
+from tests.service.governance_helpers import ADMIN, ALICE, BOB, CAROL, audit_of, policy
+from tests.service.service_harness import (
     APPROVER,
     REQUESTER,
     Harness,
     paused_with_an_uncertain_restart,
     start,
 )
-
-from bot.errors import NotAuthorizedError
-from bot.runtime import AbortCall
 
 OPEN_TO_ANYONE = f'admins = ["{ADMIN}"]\n'  # anyone but the requester may approve
 NOT_A_MEMBER = "not a member of the channel"

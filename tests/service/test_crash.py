@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from service_harness import OPS_TOKEN, Harness, kinds
 
 from bot.runtime import VerifiedResult
+from tests.service.service_harness import OPS_TOKEN, Harness, kinds
 
-WORKER = Path(__file__).with_name("crash_worker.py")
+WORKER = "tests.service.crash_worker"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_SECONDS = 30.0
 
 pytestmark = pytest.mark.slow
@@ -40,8 +41,9 @@ def kill_during_tool(db_path: Path, effects: Path, task: str) -> list[dict[str, 
     }
     env.pop("APPROVALS_KEYS", None)
     with subprocess.Popen(
-        [sys.executable, str(WORKER), str(db_path), task],
+        [sys.executable, "-m", WORKER, str(db_path), task],
         env=env,
+        cwd=PROJECT_ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     ) as worker:

@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from service_harness import APPROVER, OPS_TOKEN, REQUESTER, Harness, kinds, start
 
 from bot.errors import AlreadyDecidedError
 from bot.service.api import ApprovalDecided, RunFinished
+from tests.service.service_harness import APPROVER, OPS_TOKEN, REQUESTER, Harness, kinds, start
 
-WORKER = Path(__file__).with_name("record_worker.py")
+WORKER = "tests.service.record_worker"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_SECONDS = 30.0
 
 
@@ -79,8 +80,9 @@ def kill_after_record(db_path: Path, effects: Path) -> tuple[str, str]:
     env = {**os.environ, "APPROVALS_DEMO_EFFECTS": str(effects), "OPS_API_TOKEN": OPS_TOKEN}
     env.pop("APPROVALS_KEYS", None)
     with subprocess.Popen(
-        [sys.executable, str(WORKER), str(db_path)],
+        [sys.executable, "-m", WORKER, str(db_path)],
         env=env,
+        cwd=PROJECT_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     ) as worker:

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from service_harness import APPROVER, OPS_TOKEN, REQUESTER, Harness, kinds, start
 
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError
 from bot.service import DecisionResult
+from tests.service.service_harness import APPROVER, OPS_TOKEN, REQUESTER, Harness, kinds, start
 
 
 async def test_approve_runs_the_call_once_and_answers(harness: Harness) -> None:

@@ -6,12 +6,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from service_harness import APPROVER, REQUESTER, Harness, start
 
 from bot.demo import build_ops_agent
 from bot.errors import NotAuthorizedError
 from bot.runtime import AgentRegistry, Item, ModelResponse, ToolCall, ToolSpec
 from bot.service import Busy, Continued, NotARunThread, WaitingForApproval
+from tests.service.service_harness import APPROVER, REQUESTER, Harness, start
 
 
 async def test_a_thread_reply_continues_an_idle_run(harness: Harness) -> None:

@@ -14,7 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from governance_helpers import (
+
+from bot.errors import AlreadyDecidedError, ConfigError, InputError, NotAuthorizedError
+from bot.service.api import Event, ExecutionRefused, Location
+from bot.service.resume import EXPIRED_MESSAGE, REVOKED_MESSAGE
+from tests.service.governance_helpers import (
     ADMIN,
     ALICE,
     BOB,
@@ -29,11 +33,7 @@ from governance_helpers import (
     governed,
     policy,
 )
-from service_harness import REQUESTER, Harness, RecordingNotifier, open_service, start
-
-from bot.errors import AlreadyDecidedError, ConfigError, InputError, NotAuthorizedError
-from bot.service.api import Event, ExecutionRefused, Location
-from bot.service.resume import EXPIRED_MESSAGE, REVOKED_MESSAGE
+from tests.service.service_harness import REQUESTER, Harness, RecordingNotifier, open_service, start
 
 
 async def test_self_approval_is_refused_and_audited(open_harness: Callable[..., Any]) -> None:

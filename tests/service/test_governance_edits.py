@@ -7,7 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from governance_helpers import (
+
+from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
+from bot.review import REDACTED
+from bot.runtime import AbortCall, RetryCall, VerifiedResult
+from bot.runtime.decisions import ABORTED_MESSAGE
+from tests.service.governance_helpers import (
     ADMIN,
     ALICE,
     BOB,
@@ -19,17 +24,12 @@ from governance_helpers import (
     governed,
     policy,
 )
-from service_harness import (
+from tests.service.service_harness import (
     OPS_TOKEN,
     REQUESTER,
     paused_with_an_uncertain_restart,
     start,
 )
-
-from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
-from bot.review import REDACTED
-from bot.runtime import AbortCall, RetryCall, VerifiedResult
-from bot.runtime.decisions import ABORTED_MESSAGE
 
 SECRET = "xoxp-5555555555-6666666666-abcdefabcdef"
 

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from service_harness import Harness, close_harness, open_service
 
 from bot.canonical import legacy_arguments_digest
 from bot.runtime import CURRENT_SCHEMA_VERSION
+from tests.service.service_harness import Harness, close_harness, open_service
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "pre_keyed_digest"
 FROZEN = {

@@ -9,15 +9,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from service_harness import (
-    APPROVER,
-    REQUESTER,
-    Harness,
-    RecordingNotifier,
-    close_harness,
-    kinds,
-    start,
-)
 
 from bot.errors import AlreadyDecidedError, ContextSerializationError
 from bot.runtime import (
@@ -28,6 +19,15 @@ from bot.runtime import (
 )
 from bot.service.api import ApprovalDecided, Event, Location, RunFinished
 from bot.service.resume import EXPIRED_MESSAGE
+from tests.service.service_harness import (
+    APPROVER,
+    REQUESTER,
+    Harness,
+    RecordingNotifier,
+    close_harness,
+    kinds,
+    start,
+)
 
 
 async def test_a_restart_after_the_pause_loses_nothing(open_harness: Callable[..., Any]) -> None:

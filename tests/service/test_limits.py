@@ -9,11 +9,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from service_harness import REQUESTER, Harness, kinds, start
 
 from bot.errors import InputError
 from bot.policy import parse_policy
 from bot.service.api import ApprovalRequested, RunFailed
+from tests.service.service_harness import REQUESTER, Harness, kinds, start
 
 
 def clauses(count: int) -> str:

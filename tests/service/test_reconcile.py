@@ -8,13 +8,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from service_harness import APPROVER, Harness, kinds, paused_with_an_uncertain_restart, start
 
 from bot.errors import InputError, ResolutionError, UnknownCallError
 from bot.runtime import AbortCall, RetryCall
 from bot.runtime.decisions import ABORTED_MESSAGE
 from bot.runtime.journal import InMemoryJournal, Recorded
 from bot.service.journal import ServiceJournal
+from tests.service.service_harness import (
+    APPROVER,
+    Harness,
+    kinds,
+    paused_with_an_uncertain_restart,
+    start,
+)
 
 
 async def test_abort_tells_the_model_and_runs_nothing(harness: Harness) -> None:

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from service_harness import APPROVER, REQUESTER, Harness, kinds
 
 from bot.errors import ConflictError, LeaseLostError, StoreError, TamperError
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, current_tool_call, tool
 from bot.service import Busy, Retrying
 from bot.service.api import CallUncertain, ResumeStalled, RunFinished
 from bot.service.retry import RetryPolicy, StalledResumes, transient
+from tests.service.service_harness import APPROVER, REQUESTER, Harness, kinds
 
 LOCK_WAIT_MS = 50
 

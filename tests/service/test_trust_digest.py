@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from governance_helpers import Clock, audit_of, policy
-from service_harness import APPROVER, REQUESTER, Harness, close_harness, open_service, start
 
 from bot.canonical import canonical_arguments
 from bot.errors import ContextSerializationError
@@ -30,6 +28,15 @@ from bot.runtime import (
 from bot.runtime.journal import Fresh, Recorded
 from bot.service.journal import ServiceJournal
 from store.audit import event_to_json_line
+from tests.service.governance_helpers import Clock, audit_of, policy
+from tests.service.service_harness import (
+    APPROVER,
+    REQUESTER,
+    Harness,
+    close_harness,
+    open_service,
+    start,
+)
 
 PASSWORD_TASK = "set payments db_password=Summer2024!"
 PASSWORD_ARGS = {"service": "payments", "key": "db_password", "value": "Summer2024!"}

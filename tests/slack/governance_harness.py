@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_slack import Call, FakeSlack
-from slack_harness import (
+
+from bot.policy import Policy, parse_policy
+from store.crypto import KeyRing
+from tests.slack.fake_slack import Call, FakeSlack
+from tests.slack.slack_harness import (
     APPROVER,
     OTHER_APPROVER,
     Bot,
@@ -18,9 +21,6 @@ from slack_harness import (
     start_bot,
     stop_bot,
 )
-
-from bot.policy import Policy, parse_policy
-from store.crypto import KeyRing
 
 RELEASE_GROUP = "S0RELEASE"
 OUTSIDER = "U0OUTSIDE"

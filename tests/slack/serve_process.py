@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
-from fake_slack import FakeSlack
-from slack_driver import SlackDriver
+
+from tests.slack.fake_slack import FakeSlack
+from tests.slack.slack_driver import SlackDriver
 
 SERVE_SECRET = "serve-process-signing-secret"
 START_SECONDS = 30.0

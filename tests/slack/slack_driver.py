@@ -17,9 +17,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
-from fake_slack import APP_ID, TEAM_ID, Call
 
 from bot.slack.signature import compute_signature
+from tests.slack.fake_slack import APP_ID, TEAM_ID, Call
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,8 +18,6 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from fake_slack import Call, FakeSlack
-from slack_driver import SlackDriver
 
 from bot.errors import ModelError
 from bot.policy import Policy
@@ -37,6 +35,8 @@ from bot.slack.surface import SlackSurface
 from store.crypto import KeyRing
 from store.keys import generate_key
 from store.sqlite.store import SqliteStore, open_store
+from tests.slack.fake_slack import Call, FakeSlack
+from tests.slack.slack_driver import SlackDriver
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 BOT_TOKEN = "xoxb-test-token"

@@ -6,11 +6,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from store_helpers import Clock
 
 from store import SqliteStore, open_store
 from store.crypto import KeyRing
 from store.keys import generate_key
+from tests.store.store_helpers import Clock
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """A store writer for the crash test: works until it is killed, printing a line after
 every committed operation so the test can choose where the SIGKILL lands.
 
-    python crash_writer.py DATABASE ROUND        (APPROVALS_KEYS names the key ring)
+    python -m tests.store.crash_writer DATABASE ROUND        (APPROVALS_KEYS names the key ring)
 """
 
 from __future__ import annotations

@@ -1,0 +1,125 @@
+"""Runs: sealed state round trips, compare-and-set on version and status."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bot.errors import ConflictError, InputError
+from bot.off_loop import OFF_LOOP_BYTES as OFFLOAD_BYTES
+from store import SqliteStore
+from tests.store.store_helpers import Clock, database_bytes, make_run, raw
+
+
+async def test_state_round_trips_and_is_not_stored_in_clear(
+    store: SqliteStore, db_path: Path
+) -> None:
+    state = json.dumps({"context": {"ticket": "OPS-7 ünïcode"}, "history": []})
+    await make_run(store, state=state)
+
+    assert await store.load_run_state("run-1") == state
+    with raw(db_path) as connection:
+        (ciphertext,) = connection.execute("SELECT ciphertext FROM run_blobs").fetchone()
+    assert b"OPS-7" not in ciphertext
+    assert b"OPS-7" not in database_bytes(db_path)
+
+
+async def test_large_state_round_trips(store: SqliteStore) -> None:
+    big = json.dumps({"items": ["x" * 100] * (OFFLOAD_BYTES // 50)})
+    assert len(big) > OFFLOAD_BYTES
+    await make_run(store, state=big)
+    assert await store.load_run_state("run-1") == big
+
+
+async def test_save_is_compare_and_set_on_version(store: SqliteStore, clock: Clock) -> None:
+    await make_run(store)
+    clock.advance(1)
+    saved = await store.save_run_state(
+        "run-1", expected_version=1, state_json='{"n": 2}', status="completed", schema_version="1.0"
+    )
+    assert (saved.version, saved.status) == (2, "completed")
+    assert saved.updated_at > saved.created_at
+
+    with pytest.raises(ConflictError, match="version 2"):
+        await store.save_run_state(
+            "run-1",
+            expected_version=1,
+            state_json='{"n": 3}',
+            status="failed",
+            schema_version="1.0",
+        )
+    assert await store.load_run_state("run-1") == '{"n": 2}'
+    with pytest.raises(InputError, match="no run"):
+        await store.save_run_state(
+            "nope", expected_version=1, state_json="{}", status="failed", schema_version="1.0"
+        )
+
+
+async def test_transition_claims_exactly_once(store: SqliteStore) -> None:
+    await make_run(store)
+    claimed = await store.transition_run("run-1", expected_status="paused", new_status="resuming")
+    again = await store.transition_run("run-1", expected_status="paused", new_status="resuming")
+
+    assert claimed is not None
+    assert (claimed.status, claimed.version) == ("resuming", 2)
+    assert again is None
+    # the blob was not rewritten by a status transition, and still opens
+    assert await store.load_run_state("run-1") == '{"n": 1}'
+    with pytest.raises(InputError, match="no run"):
+        await store.transition_run("nope", expected_status="paused", new_status="resuming")
+
+
+async def test_duplicate_run_and_bad_status_are_refused(store: SqliteStore) -> None:
+    await make_run(store)
+    with pytest.raises(ConflictError, match="already exists"):
+        await make_run(store)
+    with pytest.raises(InputError, match="status"):
+        await store.transition_run("run-1", expected_status="paused", new_status="sleeping")  # type: ignore[arg-type]
+
+
+async def test_thread_lookup_and_listing(store: SqliteStore, clock: Clock) -> None:
+    await make_run(store, "run-1")
+    clock.advance(1)
+    await make_run(store, "run-2")
+    await store.set_run_thread("run-1", channel="C1", thread_ts="111.1")
+    await store.transition_run("run-2", expected_status="paused", new_status="resuming")
+
+    found = await store.find_run_by_thread("C1", "111.1")
+    assert found is not None
+    assert found.run_id == "run-1"
+    assert await store.find_run_by_thread("C1", "999.9") is None
+    assert [r.run_id for r in await store.list_runs(status="resuming")] == ["run-2"]
+    assert {r.run_id for r in await store.list_runs()} == {"run-1", "run-2"}
+    with pytest.raises(InputError):
+        await store.set_run_thread("nope", channel="C1", thread_ts="1")
+
+
+async def test_large_states_are_sealed_and_opened_off_the_event_loop(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: list[str] = []
+    loop_thread = threading.get_ident()
+    real_to_thread = asyncio.to_thread
+
+    async def recording_to_thread(work: Callable[[], object]) -> object:
+        def run() -> object:
+            threads.append("worker" if threading.get_ident() != loop_thread else "loop")
+            return work()
+
+        return await real_to_thread(run)
+
+    monkeypatch.setattr(asyncio, "to_thread", recording_to_thread)
+    await make_run(store, "small", '{"n": 1}')
+    await store.load_run_state("small")
+    assert threads == []
+
+    big = json.dumps({"items": ["x" * 100] * (OFFLOAD_BYTES // 50)})
+    await make_run(store, "big", big)
+    assert await store.load_run_state("big") == big
+    # encode, digest and seal on the way in; open, digest and decode on the way out
+    assert threads == ["worker"] * 6

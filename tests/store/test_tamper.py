@@ -1,0 +1,184 @@
+"""Every tamper shape fails closed: one TamperError, a tamper_detected audit event."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bot.errors import ConfigError, TamperError
+from store import SqliteStore, open_store
+from store.crypto import DataKey, KeyRing
+from store.keys import generate_key
+from tests.store.store_helpers import Clock, make_run, raw
+
+Tamper = Callable[[sqlite3.Connection], object]
+
+
+def flip_last_byte(
+    column: str, table: str = "run_blobs", where: str = "run_id = 'run-1'"
+) -> Tamper:
+    def tamper(connection: sqlite3.Connection) -> None:
+        (value,) = connection.execute(f"SELECT {column} FROM {table} WHERE {where}").fetchone()
+        changed = value[:-1] + bytes([value[-1] ^ 0x01])
+        connection.execute(f"UPDATE {table} SET {column} = ? WHERE {where}", (changed,))
+
+    return tamper
+
+
+def truncate_ciphertext(connection: sqlite3.Connection) -> None:
+    connection.execute(
+        "UPDATE run_blobs SET ciphertext = substr(ciphertext, 1, length(ciphertext) - 5) "
+        "WHERE run_id = 'run-1'"
+    )
+
+
+def truncate_to_nothing(connection: sqlite3.Connection) -> None:
+    connection.execute("UPDATE run_blobs SET ciphertext = x'00' WHERE run_id = 'run-1'")
+
+
+def ciphertext_as_text(connection: sqlite3.Connection) -> None:
+    connection.execute(
+        "UPDATE run_blobs SET ciphertext = substr(ciphertext, 2) || x'00' WHERE run_id = 'run-1'"
+    )
+
+
+def swap_blobs(connection: sqlite3.Connection) -> None:
+    connection.execute(
+        "UPDATE run_blobs SET (key_id, nonce, ciphertext) = "
+        "(SELECT key_id, nonce, ciphertext FROM run_blobs WHERE run_id = 'run-2') "
+        "WHERE run_id = 'run-1'"
+    )
+
+
+def edit_schema_version(connection: sqlite3.Connection) -> None:
+    connection.execute("UPDATE runs SET schema_version = '0.9' WHERE run_id = 'run-1'")
+
+
+def edit_blob_digest(connection: sqlite3.Connection) -> None:
+    connection.execute("UPDATE runs SET blob_digest = ? WHERE run_id = 'run-1'", ("0" * 64,))
+
+
+def delete_blob(connection: sqlite3.Connection) -> None:
+    connection.execute("DELETE FROM run_blobs WHERE run_id = 'run-1'")
+
+
+def relabel_key(connection: sqlite3.Connection) -> None:
+    connection.execute("UPDATE run_blobs SET key_id = 'k2' WHERE run_id = 'run-1'")
+
+
+TAMPER_SHAPES: dict[str, Tamper] = {
+    "bit flip in ciphertext": flip_last_byte("ciphertext"),
+    "bit flip in nonce": flip_last_byte("nonce"),
+    "truncated ciphertext": truncate_ciphertext,
+    "ciphertext shorter than a tag": truncate_to_nothing,
+    "ciphertext rewritten as TEXT": ciphertext_as_text,
+    "blob swapped from another run": swap_blobs,
+    "schema version edited": edit_schema_version,
+    "blob digest edited": edit_blob_digest,
+    "blob deleted": delete_blob,
+    "key id relabelled to another key of the ring": relabel_key,
+}
+
+
+@pytest.fixture
+def two_keys() -> KeyRing:
+    return KeyRing([generate_key("k1"), generate_key("k2")])
+
+
+@pytest.mark.parametrize("shape", list(TAMPER_SHAPES))
+async def test_tampered_state_fails_closed_with_an_audit_event(
+    shape: str, db_path: Path, two_keys: KeyRing, clock: Clock
+) -> None:
+    store = await open_store(str(db_path), keyring=two_keys, clock=clock, environ={})
+    try:
+        await make_run(store, "run-1", '{"secret": "state one"}')
+        await make_run(store, "run-2", '{"secret": "state two"}')
+        with raw(db_path) as connection:
+            TAMPER_SHAPES[shape](connection)
+
+        with pytest.raises(TamperError) as caught:
+            await store.load_run_state("run-1")
+
+        assert "run_id=run-1" in str(caught.value)
+        events = await store.audit_events(run_id="run-1")
+        assert [e.kind for e in events] == ["tamper_detected"]
+        assert events[0].detail["purpose"] == "run-state"
+        assert await store.load_run_state("run-2") == '{"secret": "state two"}'
+    finally:
+        await store.close()
+
+
+async def test_an_older_blob_of_the_same_run_put_back_fails(
+    store: SqliteStore, db_path: Path
+) -> None:
+    await make_run(store, "run-1", '{"step": 1}')
+    with raw(db_path) as connection:
+        old = connection.execute("SELECT nonce, ciphertext FROM run_blobs").fetchone()
+    await store.save_run_state(
+        "run-1", expected_version=1, state_json='{"step": 2}', status="paused", schema_version="1.0"
+    )
+    with raw(db_path) as connection:
+        connection.execute("UPDATE run_blobs SET nonce = ?, ciphertext = ?", old)
+
+    with pytest.raises(TamperError, match="failed authentication"):
+        await store.load_run_state("run-1")
+
+
+async def test_wrong_key_under_the_same_id_fails(
+    db_path: Path, keyring: KeyRing, clock: Clock
+) -> None:
+    store = await open_store(str(db_path), keyring=keyring, clock=clock, environ={})
+    await make_run(store)
+    await store.close()
+    impostor = KeyRing([DataKey(key_id="k1", secret=bytes(32))])
+    store = await open_store(str(db_path), keyring=impostor, clock=clock, environ={})
+    try:
+        with pytest.raises(TamperError, match="different key"):
+            await store.load_run_state("run-1")
+        assert [e.kind for e in await store.audit_events()] == ["tamper_detected"]
+    finally:
+        await store.close()
+
+
+async def test_a_ring_missing_a_used_key_is_refused_at_open(
+    db_path: Path, keyring: KeyRing, clock: Clock
+) -> None:
+    store = await open_store(str(db_path), keyring=keyring, clock=clock, environ={})
+    await make_run(store)
+    await store.close()
+    with pytest.raises(ConfigError, match="k1"):
+        await open_store(str(db_path), keyring=KeyRing([generate_key("k9")]), environ={})
+
+
+async def test_unknown_key_id_on_a_blob_is_tamper(store: SqliteStore, db_path: Path) -> None:
+    await make_run(store)
+    with raw(db_path) as connection:
+        connection.execute("UPDATE run_blobs SET key_id = 'nobody'")
+    with pytest.raises(TamperError, match="not in the key ring"):
+        await store.load_run_state("run-1")
+
+
+@pytest.mark.parametrize("column", ["result_ciphertext", "result_nonce"])
+async def test_tampered_ledger_result_is_never_reused(
+    store: SqliteStore, db_path: Path, column: str
+) -> None:
+    claim_args = {
+        "execution_key": "key-1", "arguments_digest": "d", "run_id": "run-1",
+        "tool_call_id": "c1", "tool_name": "deploy_release", "owner": "w", "lease_seconds": 60.0,
+    }  # fmt: skip
+    fresh = await store.ledger_claim(**claim_args)  # type: ignore[arg-type]
+    await store.ledger_record_result(
+        execution_key="key-1",
+        lease_token=fresh.lease_token,
+        result="deployed",
+        is_error=False,  # type: ignore[union-attr]
+    )
+    with raw(db_path) as connection:
+        flip_last_byte(column, table="ledger", where="execution_key = 'key-1'")(connection)
+
+    with pytest.raises(TamperError, match="ledger-result"):
+        await store.ledger_claim(**claim_args)  # type: ignore[arg-type]
+    assert [e.kind for e in await store.audit_events()] == ["tamper_detected"]
