@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from service_harness import RecordingNotifier
 
 from bot.errors import ResolutionError
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, current_tool_call, tool
@@ -23,6 +22,7 @@ from bot.service.recovery import INTERRUPTED_RUN_MESSAGE
 from store import SqliteStore, open_store
 from store.crypto import KeyRing
 from store.keys import generate_key
+from tests.service.service_harness import RecordingNotifier
 
 LEASE = 15.0
 REQUESTER, APPROVER = "U-req", "U-app"

@@ -11,10 +11,10 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from fake_slack import APP_ID, TEAM_ID, FakeSlack
-from slack_harness import CHANNEL, REQUESTER, Bot, start_bot, stop_bot
 
 from store.crypto import KeyRing
+from tests.slack.fake_slack import APP_ID, TEAM_ID, FakeSlack
+from tests.slack.slack_harness import CHANNEL, REQUESTER, Bot, start_bot, stop_bot
 
 FORM = "application/x-www-form-urlencoded"
 

@@ -8,10 +8,12 @@ import asyncio
 import sys
 from pathlib import Path
 
-from fake_slack import FakeSlack
-from serve_process import serve_env, start_serve
+import pytest
 
-pytestmark = __import__("pytest").mark.slow
+from tests.slack.fake_slack import FakeSlack
+from tests.slack.serve_process import serve_env, start_serve
+
+pytestmark = pytest.mark.slow
 
 
 async def test_a_second_server_on_one_sqlite_file_is_refused(

@@ -8,13 +8,13 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from store_helpers import Clock, raw
 
 from bot.errors import ConflictError, InputError, LeaseLostError
 from bot.runtime.journal import Fresh
 from store import SqliteStore, open_store
 from store.api import LeaseTerms, RunLease
 from store.crypto import KeyRing
+from tests.store.store_helpers import Clock, raw
 
 TTL = 15.0
 
