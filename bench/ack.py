@@ -299,7 +299,7 @@ async def stall_run(
     approval_id, blocks, thread_ts = await pending_card(surface)
     gate.stall()  # from here on the database and the model do not answer
     runner, url = await serve(
-        build_web_app(bolt_app=surface.bolt_app, signing_secret=SECRET, memory=surface.service)
+        build_web_app(bolt_app=surface.bolt_app, signing_secret=SECRET, memory=surface.requests)
     )
     kinds: dict[str, Callable[[int], Signed]] = {
         "/agent": lambda i: command("/agent", "deploy payments 1.2.3", i),

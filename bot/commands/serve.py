@@ -151,7 +151,7 @@ async def _serve_http(surface: SlackSurface, settings: SlackSettings) -> None:
         build_web_app(
             bolt_app=surface.bolt_app,
             signing_secret=settings.signing_secret,
-            memory=surface.service,
+            memory=surface.requests,
         )
     )
     await runner.setup()

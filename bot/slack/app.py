@@ -41,7 +41,7 @@ from bot.slack import commands, messages
 from bot.slack.after_ack import Ack, Responder
 from bot.slack.cards import CARD_ACTIONS
 from bot.slack.decision_modal import DECISION_CALLBACK_ID
-from bot.slack.dedupe import DropRedeliveries
+from bot.slack.dedupe import DropRedeliveries, RequestMemory
 from bot.slack.edit_modal import EDIT_CALLBACK_ID
 from bot.slack.gateway import SlackGateway
 from bot.slack.home import publish_home
@@ -106,8 +106,10 @@ class SlackListeners:
         slack: SlackGateway,
         tasks: TaskOwner,
         workspace: Workspace,
+        requests: RequestMemory,
     ) -> None:
         self._r = Responder(service=service, slack=slack, tasks=tasks)
+        self._requests = requests
         self._workspace = workspace
         self.cards = CardInteractions(self._r)
 
@@ -119,7 +121,7 @@ class SlackListeners:
                 on_refused=self.on_foreign_request,
             )
         )
-        app.use(DropRedeliveries(self._r.service))
+        app.use(DropRedeliveries(self._requests))
         app.command(AGENT_COMMAND)(self.on_agent_command)
         app.command(APPROVALS_COMMAND)(self.on_approvals_command)
         for action_id in CARD_ACTIONS:

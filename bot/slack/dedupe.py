@@ -13,12 +13,23 @@ reaches, it is answered without being handled again:
   request; bot.slack.server answers it 200 with nothing done (`first_delivery`).
 
 Only digests of the signature and event id are stored, never a request's content.
+
+The database is asked with a deadline (`RequestMemoryWithFallback`): a database that is
+locked or failing must not hold every request past Slack's 3 seconds, nor turn a click
+into an error page when the listener has its own answer for that case (a decision keeps
+its modal open with an inline error). Each process also remembers what it saw itself,
+so while the database cannot answer, a repeat reaching the same process is still
+dropped (and one reaching another process would find the database just as unable to
+record what it would do).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
+import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
@@ -26,17 +37,78 @@ from slack_bolt.middleware.async_middleware import AsyncMiddleware
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
+from bot.errors import ApprovalsError
 from bot.slack.signature import SIGNATURE_TOLERANCE_SECONDS
 
 log = logging.getLogger(__name__)
 
 EVENT_MEMORY_SECONDS = 3600.0  # Slack retries an event three times within minutes
+DATABASE_DEADLINE_SECONDS = 1.0  # then this process's own memory answers
+LOCAL_ENTRIES = 10_000
 
 
 class RequestMemory(Protocol):
     """What was received recently (the ApprovalService is one)."""
 
     async def remember_request(self, key: str, *, ttl_seconds: float) -> bool: ...
+
+
+class LocalMemory:
+    """What this process saw: a bounded, time-limited memory of keys."""
+
+    def __init__(
+        self, *, max_entries: int = LOCAL_ENTRIES, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if max_entries <= 0:
+            raise ValueError("max_entries must be positive")
+        self._max = max_entries
+        self._clock = clock
+        self._seen: OrderedDict[str, float] = OrderedDict()
+
+    def first_time(self, key: str, *, ttl_seconds: float) -> bool:
+        """True the first time `key` is seen within its TTL; remembers it."""
+        now = self._clock()
+        expires = self._seen.get(key)
+        if expires is not None and expires > now:
+            return False
+        self._seen[key] = now + ttl_seconds
+        self._seen.move_to_end(key)
+        while len(self._seen) > self._max:
+            self._seen.popitem(last=False)
+        return True
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+
+class RequestMemoryWithFallback:
+    """The database's request memory (every replica's), asked within a deadline, with
+    this process's own memory beside it (see the module doc)."""
+
+    def __init__(
+        self,
+        shared: RequestMemory,
+        *,
+        local: LocalMemory | None = None,
+        deadline_seconds: float = DATABASE_DEADLINE_SECONDS,
+    ) -> None:
+        self._shared = shared
+        self._local = local or LocalMemory()
+        self._deadline = deadline_seconds
+
+    async def remember_request(self, key: str, *, ttl_seconds: float) -> bool:
+        first_here = self._local.first_time(key, ttl_seconds=ttl_seconds)
+        try:
+            async with asyncio.timeout(self._deadline):
+                first = await self._shared.remember_request(key, ttl_seconds=ttl_seconds)
+        except (ApprovalsError, TimeoutError) as error:
+            log.warning(
+                "the database cannot say whether a request was seen before (%s); "
+                "this process's memory answers",
+                error or "no answer in time",
+            )
+            return first_here
+        return first and first_here
 
 
 def _key(kind: str, value: str) -> str:

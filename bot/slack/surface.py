@@ -28,6 +28,7 @@ from bot.errors import ConfigError, SlackError
 from bot.logs import install_log_redaction
 from bot.service import ApprovalService, TaskOwner
 from bot.slack.app import SlackListeners, build_bolt_app
+from bot.slack.dedupe import RequestMemory, RequestMemoryWithFallback
 from bot.slack.gateway import SlackGateway
 from bot.slack.workspace import Workspace, workspace_from_auth_test
 
@@ -47,6 +48,7 @@ class SlackSurface:
         service: ApprovalService,
         bolt_app: AsyncApp,
         workspace: Workspace,
+        requests: RequestMemory,
         closing: contextlib.AsyncExitStack,
     ) -> None:
         self.slack = slack
@@ -54,6 +56,7 @@ class SlackSurface:
         self.service = service
         self.bolt_app = bolt_app
         self.workspace = workspace
+        self.requests = requests  # what Slack sent recently (bot.slack.dedupe)
         self._closing = closing
 
     @classmethod
@@ -73,11 +76,13 @@ class SlackSurface:
             service = make_service(slack, tasks)  # may refuse its configuration
             stack.push_async_callback(partial(service.aclose, timeout=0.0))
             workspace = await _own_workspace(slack)
+            requests = RequestMemoryWithFallback(service)
             listeners = SlackListeners(
                 service=service,
                 slack=slack,
                 tasks=tasks,
                 workspace=workspace,
+                requests=requests,
             )
             bolt_app = build_bolt_app(
                 client=slack.client, signing_secret=signing_secret, listeners=listeners
@@ -89,6 +94,7 @@ class SlackSurface:
             service=service,
             bolt_app=bolt_app,
             workspace=workspace,
+            requests=requests,
             closing=closing,
         )
 

@@ -304,7 +304,7 @@ async def start_bot(
     )
     runner = web.AppRunner(
         build_web_app(
-            bolt_app=surface.bolt_app, signing_secret=SIGNING_SECRET, memory=surface.service
+            bolt_app=surface.bolt_app, signing_secret=SIGNING_SECRET, memory=surface.requests
         )
     )
     await runner.setup()

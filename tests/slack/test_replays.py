@@ -107,3 +107,21 @@ async def test_a_redelivered_event_reaching_the_other_bot_is_dropped(
     assert len(first.fake.calls_to("views.publish")) == 1
     await second.driver.event(event, event_id="Ev0OTHER01")  # a new event is handled
     await second.fake.wait_for("views.publish", count=2)
+
+
+async def test_while_the_database_cannot_answer_the_process_remembers_for_itself(
+    bot: Bot, tmp_path: Path
+) -> None:
+    body = agent_command("help", "trigger.1")
+    timestamp = str(int(time.time()))
+    other = sqlite3.connect(tmp_path / "approvals.db", isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # another writer holds the database
+        first = await bot.driver.post(body, content_type=FORM, timestamp=timestamp)
+        replay = await bot.driver.post(body, content_type=FORM, timestamp=timestamp)
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+    assert first.status == 200
+    assert "/agent @name" in first.text  # the help, answered without the database
+    assert (replay.status, replay.text) == (200, "")
