@@ -433,10 +433,11 @@ class RunLeaseStore(Protocol):
 class RequestMemoryStore(Protocol):
     """What was received recently, shared by every worker on the database."""
 
-    async def remember_request(self, key: str, *, ttl_seconds: float) -> bool:
-        """Remember `key` for `ttl_seconds`; True the first time (or once an earlier
-        sighting's time ran out), False while it is remembered. One write transaction,
-        so of two workers receiving the same request exactly one sees True."""
+    async def remember_requests(self, requests: Sequence[tuple[str, float]]) -> list[bool]:
+        """Remember each (key, ttl_seconds); for each, in order, True the first time (or
+        once an earlier sighting's time ran out), False while it is remembered (a key
+        twice in `requests`: its first time only). One write transaction for all, so of
+        two workers receiving the same request exactly one sees True."""
         ...
 
     async def forget_expired_requests(self) -> int:

@@ -55,7 +55,7 @@ class EngineStore:
         self.run_lease = leases.run_lease
         self.abandoned_runs = leases.abandoned_runs
 
-        self.remember_request = requests.remember_request
+        self.remember_requests = requests.remember_requests
         self.forget_expired_requests = requests.forget_expired_requests
 
         self.add_approvals = approvals.add_approvals

@@ -71,6 +71,7 @@ from bot.service.operator import cancel_run, resume_stuck
 from bot.service.reading import record_read
 from bot.service.reconcile import describe_uncertain, reconcile_call
 from bot.service.recovery import recover_runs, take_over_abandoned
+from bot.service.requests import RequestLog
 from bot.service.resume import retry_parked
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy
 from bot.service.tasks import TaskOwner
@@ -144,6 +145,7 @@ class ApprovalService:
             surface=surface,
         )
         self._default_agent = default_agent
+        self._requests = RequestLog(store)
         self._sweeper: ExpirySweeper | None = None
 
     @property
@@ -451,8 +453,9 @@ class ApprovalService:
     async def remember_request(self, key: str, *, ttl_seconds: float) -> bool:
         """True the first time any worker on this database sees `key` within
         `ttl_seconds` (a signed request, an event id): the people layer answers a replay
-        or a redelivery without handling it again."""
-        return await self._flow.store.remember_request(key, ttl_seconds=ttl_seconds)
+        or a redelivery without handling it again. Concurrent calls share one write
+        (bot.service.requests)."""
+        return await self._requests.remember(key, ttl_seconds=ttl_seconds)
 
     # -- follow-up, reconciliation, recovery ----------------------------------------------
 
@@ -545,3 +548,4 @@ class ApprovalService:
             await self._sweeper.aclose()
         await self._flow.tasks.aclose(timeout=timeout)
         await self._flow.leases.aclose()
+        await self._requests.aclose()

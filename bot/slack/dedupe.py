@@ -17,10 +17,11 @@ Only digests of the signature and event id are stored, never a request's content
 The database is asked with a deadline (`RequestMemoryWithFallback`): a database that is
 locked or failing must not hold every request past Slack's 3 seconds, nor turn a click
 into an error page when the listener has its own answer for that case (a decision keeps
-its modal open with an inline error). Each process also remembers what it saw itself,
-so while the database cannot answer, a repeat reaching the same process is still
-dropped (and one reaching another process would find the database just as unable to
-record what it would do).
+its modal open with an inline error). After a miss it is left alone for a few seconds,
+so a stalled database costs one deadline, not one per request. Each process also
+remembers what it saw itself, so while the database cannot answer, a repeat reaching
+the same process is still dropped (and one reaching another process would find the
+database just as unable to record what it would do).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ from bot.slack.signature import SIGNATURE_TOLERANCE_SECONDS
 log = logging.getLogger(__name__)
 
 EVENT_MEMORY_SECONDS = 3600.0  # Slack retries an event three times within minutes
-DATABASE_DEADLINE_SECONDS = 1.0  # then this process's own memory answers
+DATABASE_DEADLINE_SECONDS = 0.5  # then this process's own memory answers ...
+DATABASE_PAUSE_SECONDS = 5.0  # ... alone, for this long, before the database is asked again
 LOCAL_ENTRIES = 10_000
 
 
@@ -91,23 +93,35 @@ class RequestMemoryWithFallback:
         *,
         local: LocalMemory | None = None,
         deadline_seconds: float = DATABASE_DEADLINE_SECONDS,
+        pause_seconds: float = DATABASE_PAUSE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._shared = shared
-        self._local = local or LocalMemory()
+        self._local = local or LocalMemory(clock=clock)
         self._deadline = deadline_seconds
+        self._pause = pause_seconds
+        self._clock = clock
+        self._paused_until: float | None = None
 
     async def remember_request(self, key: str, *, ttl_seconds: float) -> bool:
         first_here = self._local.first_time(key, ttl_seconds=ttl_seconds)
+        if self._paused_until is not None and self._clock() < self._paused_until:
+            return first_here
         try:
             async with asyncio.timeout(self._deadline):
                 first = await self._shared.remember_request(key, ttl_seconds=ttl_seconds)
         except (ApprovalsError, TimeoutError) as error:
-            log.warning(
-                "the database cannot say whether a request was seen before (%s); "
-                "this process's memory answers",
-                error or "no answer in time",
-            )
+            if self._paused_until is None:
+                log.warning(
+                    "the database cannot say whether a request was seen before (%s); "
+                    "this process's memory answers until it can",
+                    str(error) or f"no answer within {self._deadline:g} s",
+                )
+            self._paused_until = self._clock() + self._pause
             return first_here
+        if self._paused_until is not None:
+            log.info("the database remembers requests again")
+            self._paused_until = None
         return first and first_here
 
 

@@ -7,6 +7,7 @@ conditional updates are one atomic step across every connection on the file.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
 from bot.clock import Clock
 from bot.errors import InputError
@@ -174,21 +175,28 @@ class SqliteRequestMemory:
         self._db = database
         self._clock = clock
 
-    async def remember_request(self, key: str, *, ttl_seconds: float) -> bool:
-        check_request_key(key, ttl_seconds)
+    async def remember_requests(self, requests: Sequence[tuple[str, float]]) -> list[bool]:
+        for key, ttl_seconds in requests:
+            check_request_key(key, ttl_seconds)
         now = self._clock()
+        at = to_db(now)
 
-        def body(connection: sqlite3.Connection) -> bool:
-            rows = fetch_all(
-                connection,
-                "INSERT INTO request_memory (request_key, expires_at) VALUES (?, ?) "
-                "ON CONFLICT (request_key) DO UPDATE SET expires_at = excluded.expires_at "
-                "WHERE request_memory.expires_at <= ? RETURNING request_key",
-                (key, to_db(expiry(now, ttl_seconds)), to_db(now)),
-            )
-            return bool(rows)
+        def body(connection: sqlite3.Connection) -> list[bool]:
+            return [
+                bool(
+                    fetch_all(
+                        connection,
+                        "INSERT INTO request_memory (request_key, expires_at) VALUES (?, ?) "
+                        "ON CONFLICT (request_key) DO UPDATE SET expires_at = "
+                        "excluded.expires_at WHERE request_memory.expires_at <= ? "
+                        "RETURNING request_key",
+                        (key, to_db(expiry(now, ttl_seconds)), at),
+                    )
+                )
+                for key, ttl_seconds in requests
+            ]
 
-        return await self._db.transaction(body)
+        return await self._db.transaction(body) if requests else []
 
     async def forget_expired_requests(self) -> int:
         now = to_db(self._clock())

@@ -229,14 +229,14 @@ async def test_racing_workers_on_one_file_take_a_run_over_once(
 
 
 async def test_request_memory_answers_once_per_ttl(store: SqliteStore, clock: Clock) -> None:
-    assert await store.remember_request("sig:abc", ttl_seconds=300) is True
-    assert await store.remember_request("sig:abc", ttl_seconds=300) is False
-    assert await store.remember_request("sig:other", ttl_seconds=300) is True
+    assert await store.remember_requests([("sig:abc", 300), ("sig:abc", 300)]) == [True, False]
+    assert await store.remember_requests([("sig:abc", 300), ("sig:other", 300)]) == [False, True]
     clock.advance(299)
-    assert await store.remember_request("sig:abc", ttl_seconds=300) is False
+    assert await store.remember_requests([("sig:abc", 300)]) == [False]
     clock.advance(2)
     assert await store.forget_expired_requests() == 2
-    assert await store.remember_request("sig:abc", ttl_seconds=300) is True
+    assert await store.remember_requests([("sig:abc", 300)]) == [True]
+    assert await store.remember_requests([]) == []
 
 
 async def test_request_memory_is_shared_by_every_connection(
@@ -247,16 +247,17 @@ async def test_request_memory_is_shared_by_every_connection(
     ]
     try:
         seen = await asyncio.gather(
-            *(other.remember_request("event:Ev1", ttl_seconds=60) for other in others)
+            *(other.remember_requests([("event:Ev1", 60)]) for other in others)
         )
     finally:
         for other in others:
             await other.close()
-    assert sorted(seen) == [False, False, False, True]
+    assert sorted(seen) == [[False], [False], [False], [True]]
 
 
 async def test_request_memory_refuses_bad_input(store: SqliteStore) -> None:
     with pytest.raises(InputError, match="key of 1-200"):
-        await store.remember_request("", ttl_seconds=1)
+        await store.remember_requests([("ok", 1), ("", 1)])
     with pytest.raises(InputError, match="ttl_seconds must be a positive"):
-        await store.remember_request("k", ttl_seconds=float("nan"))
+        await store.remember_requests([("k", float("nan"))])
+    assert await store.remember_requests([("ok", 1)]) == [True]  # the refused batch wrote nothing
