@@ -39,8 +39,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.demo import default_registry
-from bot.policy import parse_policy
-from bot.review import review_snapshot
+from bot.policy.loading import parse_policy
+from bot.review.snapshot import review_snapshot
 from bot.runtime import RunState
 from bot.service import ApprovalService, Location
 from bot.service.api import Event

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.canonical import call_digest
-from bot.review import review_snapshot
+from bot.review.snapshot import review_snapshot
 
 SLACK_TOKEN = "xoxb-" + "2718281828-3141592653-AbCdEfGhIjKlMnOp"
 

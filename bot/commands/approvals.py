@@ -28,7 +28,7 @@ from bot.commands.operator import operator_service
 from bot.commands.session import Session, prompt
 from bot.commands.terminal import compact, expiry, standing_text
 from bot.errors import InputError
-from bot.review import ReviewSnapshot
+from bot.review.snapshot import ReviewSnapshot
 from bot.service import ApprovalService, ApprovalView, DecisionResult
 from bot.service.api import decode_cursor, encode_cursor
 from store.api import ApprovalRecord, AuditEvent

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from bot.commands.database import command_group, db_command, existing_store
 from bot.errors import InputError
-from bot.policy import parse_duration
+from bot.policy.durations import parse_duration
 from store.api import AuditEvent
 from store.audit import event_to_json_line
 

@@ -37,7 +37,7 @@ from bot.commands.terminal import TerminalNotifier
 from bot.demo import OfflineOpsModel, default_registry, ops_dependencies, parse_task
 from bot.demo.offline_model import help_text
 from bot.errors import AlreadyDecidedError, InputError, RunStateError
-from bot.policy import POLICY_ENV, load_policy
+from bot.policy.loading import POLICY_ENV, load_policy
 from bot.runtime import Agent
 from bot.service import ApprovalService, TaskOwner, approval_ttl_from_env, installation_worker_id
 from store import open_store

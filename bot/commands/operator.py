@@ -29,7 +29,7 @@ from bot.agents import AGENTS_ENV, close_model, load_agent_registry, model_from_
 from bot.commands.database import existing_store
 from bot.commands.terminal import Fanout, TerminalNotifier
 from bot.demo import default_registry, ops_dependencies
-from bot.policy import POLICY_ENV, load_policy
+from bot.policy.loading import POLICY_ENV, load_policy
 from bot.service import (
     ApprovalService,
     Notifier,

@@ -14,7 +14,9 @@ from typing import Any
 
 from bot.agents import AGENTS_ENV, load_agent_registry
 from bot.demo import OfflineOpsModel, default_registry
-from bot.policy import Policy, ToolRule, format_duration, load_policy
+from bot.policy.durations import format_duration
+from bot.policy.loading import load_policy
+from bot.policy.rules import Policy, ToolRule
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:

@@ -33,7 +33,7 @@ from bot.commands.audit import parse_since
 from bot.commands.database import command_group, db_command, existing_store, positive_int
 from bot.credentials import redact
 from bot.errors import InputError
-from bot.review import visible
+from bot.review.visible import visible
 from bot.service.api import decode_cursor, encode_cursor
 from store.api import ApprovalRecord, LedgerEntry, RunFilter, RunRecord
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from bot.agents import close_model, load_agent_registry, model_from_env
 from bot.commands.serve_lock import sole_server
 from bot.demo import default_registry, ops_dependencies
-from bot.policy import POLICY_ENV, load_policy
+from bot.policy.loading import POLICY_ENV, load_policy
 from bot.service import (
     ApprovalService,
     TaskOwner,

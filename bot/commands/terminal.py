@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from bot.credentials import redact_text
-from bot.review import arguments_json, visible
+from bot.review.visible import arguments_json, visible
 from bot.service import Location, Notifier
 from bot.service.api import (
     ApprovalDecided,

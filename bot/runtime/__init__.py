@@ -1,6 +1,6 @@
 """The agent run core: agents, tools, models, the Runner and the durable RunState.
 
-Pure Python and asyncio: no Slack, no database. See docs/contracts.md. Where things are:
+Pure Python and asyncio: no Slack, no database (docs/architecture.md). Where things are:
 
 - agent.py: `Agent` and the `AgentRegistry` that finds one by name and version;
 - tools.py: the `@tool` decorator and `current_tool_call()`; tool_schema.py: a tool's
@@ -10,10 +10,11 @@ Pure Python and asyncio: no Slack, no database. See docs/contracts.md. Where thi
 - runner.py: `Runner.arun`, model turns and tool calls until an answer or a pause;
   dispatch.py: one tool call through the journal; journal.py: the `Journal` protocol
   (a call runs at most once per execution key) and `InMemoryJournal`;
-- state.py: `RunState`, the paused run; state_format.py: its schema versions and the
-  one reader that checks a payload; decisions.py: pending calls, execution keys, the
-  decisions humans take and their audit metadata; context.py: the run context on the
-  wire (through a serializer, never with a secret).
+- state.py: `RunState`, the paused run; pending.py: the calls it waits on and the
+  decisions taken on them; state_format.py: its schema versions and the one reader
+  that checks a payload (field by field: state_fields.py); decisions.py: pending
+  calls, execution keys, the decisions humans take and their audit metadata;
+  context.py: the run context on the wire (through a serializer, never with a secret).
 """
 
 from bot.canonical import call_digest, canonical_arguments, legacy_arguments_digest

@@ -22,23 +22,17 @@ is never in the repr, a card, a log or an approval row.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
 from bot.canonical import call_digest, legacy_arguments_digest
-from bot.errors import (
-    AlreadyDecidedError,
-    InputError,
-    ResolutionError,
-    RunStateError,
-    UnknownCallError,
-)
+from bot.errors import InputError, RunStateError, UnknownCallError
 from bot.runtime.context import check_no_secrets
 from bot.runtime.decisions import (
     DEFAULT_REJECTION_MESSAGE,
-    AbortCall,
     ApprovalMetadata,
     ApprovedCall,
     Decision,
@@ -47,11 +41,10 @@ from bot.runtime.decisions import (
     PendingCall,
     RejectedCall,
     Resolution,
-    RetryCall,
-    VerifiedResult,
     execution_key,
 )
 from bot.runtime.model import Item, ToolCallItem, ToolResultItem, unanswered_calls
+from bot.runtime.pending import PendingCalls
 from bot.runtime.state_fields import check_consistency, read_history
 from bot.runtime.state_format import (
     CURRENT_SCHEMA_VERSION,
@@ -92,9 +85,12 @@ class RunState:
         self.max_turns = max_turns
         self.history: list[Item] = read_history([] if history is None else history)
         self.context = context
-        self._pending: dict[str, PendingCall] = {call.tool_call_id: call for call in pending}
-        self._decisions: dict[str, Decision] = dict(decisions or {})
-        self._always: dict[str, Decision] = dict(always or {})
+        self._pending = PendingCalls(
+            run_id,
+            calls={call.tool_call_id: call for call in pending},
+            decisions=dict(decisions or {}),
+            always=dict(always or {}),
+        )
         self.approval_metadata: dict[str, ApprovalMetadata] = dict(approval_metadata or {})
         self._digest_key = new_digest_key() if digest_key is None else bytes(digest_key)
         self._legacy_digest_calls: set[str] = set(legacy_digest_calls)
@@ -104,15 +100,15 @@ class RunState:
 
     def pending_calls(self) -> list[PendingCall]:
         """Every pending call, decided or not, in the model's order."""
-        return list(self._pending.values())
+        return list(self._pending.calls.values())
 
     def get_interruptions(self) -> list[PendingCall]:
         """Pending calls that still need a human: approval or reconciliation."""
-        return [call for call in self._pending.values() if self.decision_for(call) is None]
+        return self._pending.undecided()
 
     @property
     def deferred_tool_requests(self) -> DeferredToolRequests:
-        calls = self._pending.values()
+        calls = self._pending.calls.values()
         return DeferredToolRequests(
             approvals=[call for call in calls if call.status == "approval"],
             uncertain=[call for call in calls if call.status == "uncertain"],
@@ -121,15 +117,11 @@ class RunState:
     def decision_for(self, call: PendingCall | str) -> Decision | None:
         """The decision that applies to a pending call: its own, or for an approval an
         `always` rule of its tool; None while undecided."""
-        pending = self._find(call)
-        own = self._decisions.get(pending.tool_call_id)
-        if own is not None or pending.status == "uncertain":
-            return own
-        return self._always.get(pending.tool_name)
+        return self._pending.decision_for(call)
 
     def always_rule(self, tool_name: str) -> Decision | None:
         """The remembered `always=True` decision for a tool, if any."""
-        return self._always.get(tool_name)
+        return self._pending.always.get(tool_name)
 
     @property
     def final_output(self) -> str | None:
@@ -148,7 +140,7 @@ class RunState:
 
     def call_digest(self, call: PendingCall | str) -> str:
         """The digest of a pending call: what its card shows and its approval must match."""
-        pending = self._find(call)
+        pending = self._pending.find(call)
         return self.digest_of(
             tool_call_id=pending.tool_call_id,
             tool_name=pending.tool_name,
@@ -186,8 +178,7 @@ class RunState:
         of the run. `approver_id` and `reason` are audit only; `decided_at` is when the
         person decided (default now), recorded with them."""
         _check_aware(decided_at)
-        pending = self._decidable(call, action="approved")
-        self._decide(pending, ApprovedCall(), always=always)
+        pending = self._pending.decide(call, ApprovedCall(), always=always)
         self._note(pending, approver_id=approver_id, reason=reason, at=decided_at)
 
     def reject(
@@ -205,9 +196,8 @@ class RunState:
         if message is not None and not isinstance(message, str):
             raise InputError("a rejection message must be a string")
         _check_aware(decided_at)
-        pending = self._decidable(call, action="rejected")
         decision = RejectedCall(message=message or DEFAULT_REJECTION_MESSAGE)
-        self._decide(pending, decision, always=always)
+        pending = self._pending.decide(call, decision, always=always)
         self._note(pending, approver_id=approver_id, reason=reason, at=decided_at)
 
     def resolve(
@@ -221,26 +211,12 @@ class RunState:
         """Reconcile an uncertain call: a `VerifiedResult` (used as the call's result), a
         `RetryCall` (accept possible repetition) or an `AbortCall` (the model is told the
         call was aborted). `approver_id` and `reason` are audit only."""
-        if not isinstance(resolution, VerifiedResult | RetryCall | AbortCall):
-            raise ResolutionError(
-                "resolve() takes a VerifiedResult, RetryCall or AbortCall, "
-                f"got {type(resolution).__name__}"
-            )
-        if isinstance(resolution, VerifiedResult) and not isinstance(resolution.result, str):
-            raise InputError("a verified result must be a string")
-        pending = self._find(call_or_key)
-        if pending.status != "uncertain":
-            raise ResolutionError(
-                f"call {pending.tool_call_id} ({pending.tool_name}) waits for approval, "
-                "not reconciliation: approve or reject it"
-            )
-        self._refuse_second_decision(pending)
-        self._decisions[pending.tool_call_id] = resolution
+        pending = self._pending.resolve(call_or_key, resolution)
         self._note(pending, approver_id=approver_id, reason=reason)
 
     def append_user_message(self, text: str) -> None:
         """Add follow-up input to an idle run (the next Runner.arun answers it)."""
-        if self._pending or self.outstanding_calls():
+        if self._pending.calls or self.outstanding_calls():
             raise RunStateError("the run is waiting on tool calls; decide those first")
         self.history.append({"type": "user", "content": text})
 
@@ -248,16 +224,10 @@ class RunState:
         """Give a call waiting for approval new arguments (approve with changes): the
         pending call and the model's tool call in the history both change (each its own
         copy), any decision on it is dropped, and it gets a keyed digest from now on."""
-        pending = self._decidable(tool_call_id, action="amended")
+        pending = self._pending.decidable(tool_call_id, action="amended")
         asked = self._asked_call(pending.tool_call_id)
         asked["arguments"] = orjson.loads(orjson.dumps(dict(arguments)))
-        self._pending[pending.tool_call_id] = PendingCall(
-            tool_call_id=pending.tool_call_id,
-            tool_name=pending.tool_name,
-            arguments=orjson.loads(orjson.dumps(dict(arguments))),
-            execution_key=pending.execution_key,
-            status=pending.status,
-        )
+        self._pending.put(replace(pending, arguments=orjson.loads(orjson.dumps(dict(arguments)))))
         self._legacy_digest_calls.discard(pending.tool_call_id)
 
     def _asked_call(self, tool_call_id: str) -> ToolCallItem:
@@ -268,49 +238,6 @@ class RunState:
         raise UnknownCallError(
             f"run {self.run_id} has no unanswered tool call {tool_call_id!r} in its last turn"
         )
-
-    def _find(self, call: PendingCall | str) -> PendingCall:
-        key = call.tool_call_id if isinstance(call, PendingCall) else call
-        found = self._pending.get(key) if isinstance(key, str) else None
-        if found is None and isinstance(key, str):
-            found = next((c for c in self._pending.values() if c.execution_key == key), None)
-        if found is None:
-            known = ", ".join(self._pending) or "none"
-            raise UnknownCallError(
-                f"no pending call with tool call id or execution key {key!r} "
-                f"in run {self.run_id} (pending: {known})"
-            )
-        if isinstance(call, PendingCall) and call != found:
-            raise ResolutionError(
-                f"the call given for {found.tool_call_id} differs from the run's pending "
-                "call (arguments, key or status changed); decide on the state's own call"
-            )
-        return found
-
-    def _decidable(self, call: PendingCall | str, *, action: str) -> PendingCall:
-        pending = self._find(call)
-        if pending.status != "approval":
-            raise ResolutionError(
-                f"call {pending.tool_call_id} ({pending.tool_name}) has an uncertain "
-                f"outcome, so it cannot be {action}: resolve it with a VerifiedResult, "
-                "RetryCall or AbortCall"
-            )
-        self._refuse_second_decision(pending)
-        return pending
-
-    def _refuse_second_decision(self, pending: PendingCall) -> None:
-        earlier = self._decisions.get(pending.tool_call_id)
-        if earlier is not None:
-            raise AlreadyDecidedError(
-                f"call {pending.tool_call_id} ({pending.tool_name}) is already decided: "
-                f"{earlier.kind}",
-                status=earlier.kind,
-            )
-
-    def _decide(self, pending: PendingCall, decision: Decision, *, always: bool) -> None:
-        self._decisions[pending.tool_call_id] = decision
-        if always:
-            self._always[pending.tool_name] = decision
 
     def _note(
         self,
@@ -340,20 +267,11 @@ class RunState:
 
     def set_pending(self, calls: Iterable[PendingCall]) -> None:
         """Replace the pending set (keeping decisions of calls that stay pending)."""
-        self._pending = {call.tool_call_id: call for call in calls}
-        self._decisions = {k: v for k, v in self._decisions.items() if k in self._pending}
+        self._pending.replace(calls)
 
     def mark_uncertain(self, call: PendingCall) -> None:
         """The call was dispatched without a recorded result: it waits for a human."""
-        uncertain = PendingCall(
-            tool_call_id=call.tool_call_id,
-            tool_name=call.tool_name,
-            arguments=call.arguments,
-            execution_key=call.execution_key,
-            status="uncertain",
-        )
-        self._pending[call.tool_call_id] = uncertain
-        self._decisions.pop(call.tool_call_id, None)
+        self._pending.put(replace(call, status="uncertain"))
 
     def add_result(self, *, tool_call_id: str, name: str, content: str, is_error: bool) -> None:
         """Record a call's result; it stops being pending."""
@@ -365,8 +283,7 @@ class RunState:
             "is_error": is_error,
         }
         self.history.append(item)
-        self._pending.pop(tool_call_id, None)
-        self._decisions.pop(tool_call_id, None)
+        self._pending.answered(tool_call_id)
         # A later turn may reuse the provider's call id: it gets a keyed digest.
         self._legacy_digest_calls.discard(tool_call_id)
 
@@ -375,6 +292,7 @@ class RunState:
     def to_json(self) -> str:
         """JSON text of the current schema version (refuses a context with secrets)."""
         check_no_secrets(self.context)
+        pending = self._pending
         payload = {
             SCHEMA_VERSION_KEY: CURRENT_SCHEMA_VERSION,
             "run_id": self.run_id,
@@ -386,10 +304,10 @@ class RunState:
             "context": self.context,
             # orjson writes a PendingCall (a dataclass) natively, fields in declaration
             # order: no dict per call
-            "pending_calls": list(self._pending.values()),
+            "pending_calls": list(pending.calls.values()),
             # most states have no decisions yet: no calls for empty objects
-            "decisions": decisions_to_json(self._decisions) if self._decisions else {},
-            "always": decisions_to_json(self._always) if self._always else {},
+            "decisions": decisions_to_json(pending.decisions) if pending.decisions else {},
+            "always": decisions_to_json(pending.always) if pending.always else {},
             "approval_metadata": (
                 metadata_to_json(self.approval_metadata) if self.approval_metadata else {}
             ),
@@ -438,9 +356,9 @@ class RunState:
         state.max_turns = fields.max_turns
         state.history = fields.history
         state.context = fields.context
-        state._pending = fields.pending
-        state._decisions = fields.decisions
-        state._always = fields.always
+        state._pending = PendingCalls(
+            fields.run_id, calls=fields.pending, decisions=fields.decisions, always=fields.always
+        )
         state.approval_metadata = fields.approval_metadata
         state._digest_key = fields.digest_key
         state._legacy_digest_calls = fields.legacy_digest_calls
@@ -451,9 +369,9 @@ class RunState:
         check_consistency(
             run_id=self.run_id,
             history=self.history,
-            pending=self._pending,
-            decisions=self._decisions,
-            always=self._always,
+            pending=self._pending.calls,
+            decisions=self._pending.decisions,
+            always=self._pending.always,
             legacy_digest_calls=self._legacy_digest_calls,
         )
 
@@ -461,7 +379,7 @@ class RunState:
         return (
             f"RunState(run_id={self.run_id!r}, agent={self.agent_name!r} "
             f"v{self.agent_version}, turn={self.current_turn}/{self.max_turns}, "
-            f"items={len(self.history)}, pending={list(self._pending)})"
+            f"items={len(self.history)}, pending={list(self._pending.calls)})"
         )
 
 

@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import Generic, Literal, Protocol, TypeVar
 
 from bot.errors import InputError
-from bot.review import ReviewSnapshot
+from bot.review.snapshot import ReviewSnapshot
 from bot.runtime import PendingCall
 from store.api import ApprovalRecord, PendingCursor, RunRecord, StandingDecision, VoteRecord
 

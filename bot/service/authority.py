@@ -1,8 +1,8 @@
 """Who may do what to an approval, by the policy: see, decide, revoke, reconcile.
 
 The rules are pure functions of the policy, the person's eligibility for the call's tool
-(a verdict of `bot.policy.is_eligible`, taken with the call's requester so that the
-self-approval rule holds), the approval and the person. The operations (bot.service.
+(a verdict of `bot.policy.eligibility.is_eligible`, taken with the call's requester so
+that the self-approval rule holds), the approval and the person. The operations (bot.service.
 voting, bot.service.reconcile) and the read model below (`ApprovalView`: what a viewer is
 shown they may do) call the same functions, so the two cannot drift apart. An operation
 audits every refusal (`refused`, with `why`) before it raises. The eligibility of every
@@ -34,7 +34,8 @@ from typing import Any, Literal
 
 from bot.canonical import digests_equal
 from bot.errors import InputError, NotAuthorizedError
-from bot.policy import Eligibility, Eligible, NotEligible, Policy, ToolRule, is_eligible
+from bot.policy.eligibility import Eligibility, Eligible, NotEligible, is_eligible
+from bot.policy.rules import Policy, ToolRule
 from bot.service import reading
 from bot.service.api import ApprovalView, Page, decode_cursor, encode_cursor
 from bot.service.workflow import Workflow

@@ -1,6 +1,6 @@
 """The policy's limits on what one request may set in motion (`[limits]` in the policy
-file, bot.policy.Limits): how long a task may be, how many tool calls one model turn and
-how many approvals one run may ask for at once.
+file, bot.policy.rules.Limits): how long a task may be, how many tool calls one model
+turn and how many approvals one run may ask for at once.
 
 A task that is too long is refused before anything is stored. The runner stops a model
 turn with too many calls before any of them runs (`Runner.arun(max_tool_calls_per_turn)`,
@@ -11,7 +11,7 @@ any row or card; the run then fails with one line that names the limit.
 from __future__ import annotations
 
 from bot.errors import InputError, LimitError
-from bot.policy import Limits
+from bot.policy.rules import Limits
 from bot.runtime import RunResult
 
 

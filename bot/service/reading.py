@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 
 from bot.errors import ArgumentsUnreadError, InputError, ResolutionError
-from bot.review import ReviewSnapshot
+from bot.review.snapshot import ReviewSnapshot
 from bot.service.workflow import Workflow
 from store.api import ApprovalRecord
 

@@ -27,13 +27,8 @@ from bot.errors import (
     ConfigError,
     InputError,
 )
-from bot.policy import (
-    DEFAULT_POLICY,
-    ChannelDirectory,
-    GroupDirectory,
-    NoGroups,
-    Policy,
-)
+from bot.policy.eligibility import ChannelDirectory, GroupDirectory, NoGroups
+from bot.policy.rules import DEFAULT_POLICY, Policy
 from bot.runtime import CURRENT_SCHEMA_VERSION, AgentRegistry, Resolution, RunState
 from bot.runtime.context import serialize_context
 from bot.service.api import (
@@ -313,8 +308,8 @@ class ApprovalService:
         """Approve the call with changed arguments.
 
         `arguments` are merged over the call's real stored arguments: a top-level field
-        left out, or a value equal to the redaction marker (`bot.review.REDACTED`, as the
-        card shows it), keeps its stored value, so a redacted secret is never edited
+        left out, or a value equal to the redaction marker (`bot.credentials.REDACTED`, as
+        the card shows it), keeps its stored value, so a redacted secret is never edited
         blind. The result is validated against the tool's schema (InputError naming each
         problem, nothing changed), gets a new digest and snapshot, and every earlier vote
         stops counting; this counts as the decider's approval of the new digest (so with

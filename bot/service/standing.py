@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from bot.policy import Eligible
+from bot.policy.eligibility import Eligible
 from bot.service.api import ApprovalDecided
 from bot.service.authority import eligibility
 from bot.service.workflow import Workflow

@@ -19,7 +19,8 @@ from typing import Any
 
 from bot.clock import Clock
 from bot.errors import InputError, StoreError
-from bot.policy import ChannelDirectory, GroupDirectory, Policy, ToolRule
+from bot.policy.eligibility import ChannelDirectory, GroupDirectory
+from bot.policy.rules import Policy, ToolRule
 from bot.runtime import AgentRegistry, RunState
 from bot.service.api import (
     CallUncertain,

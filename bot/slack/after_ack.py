@@ -37,7 +37,7 @@ from bot.errors import ApprovalsError
 from bot.service import ApprovalService, TaskOwner
 from bot.slack.commands import SlashCommand
 from bot.slack.gateway import SlackGateway
-from bot.slack.messages import UNEXPECTED_FAILURE_TEXT
+from bot.slack.messages.replies import UNEXPECTED_FAILURE_TEXT
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from bot.service import (
     TaskOwner,
     WaitingForApproval,
 )
-from bot.slack import commands, messages
+from bot.slack import commands
 from bot.slack.after_ack import Ack, Responder
 from bot.slack.cards import CARD_ACTIONS
 from bot.slack.decision_modal import DECISION_CALLBACK_ID
@@ -46,6 +46,7 @@ from bot.slack.edit_modal import EDIT_CALLBACK_ID
 from bot.slack.gateway import SlackGateway
 from bot.slack.home import publish_home
 from bot.slack.interactions import CardInteractions
+from bot.slack.messages import approval_lines, replies
 from bot.slack.modals import optional_text
 from bot.slack.reading_modal import CONTINUE_ACTION_ID, NEXT_PAGE_ACTION_ID
 from bot.slack.reconcile_modal import RECONCILE_CALLBACK_ID
@@ -149,7 +150,7 @@ class SlackListeners:
             detail={"field": foreign.field, "value": foreign.value, "request": foreign.kind},
         )
         if foreign.kind == "block_actions" and foreign.user is not None:
-            await self._r.tell(foreign.channel, foreign.user, messages.EXTERNAL_REFUSED_TEXT)
+            await self._r.tell(foreign.channel, foreign.user, replies.EXTERNAL_REFUSED_TEXT)
 
     # -- /agent -------------------------------------------------------------------------
 
@@ -158,15 +159,15 @@ class SlackListeners:
             command = commands.parse_slash_command(body)
             parsed = commands.parse_agent_command(command.text)
         except InputError as error:
-            await ack(text=f"{messages.warning(error)}\n\n{messages.AGENT_HELP}")
+            await ack(text=f"{replies.warning(error)}\n\n{replies.AGENT_HELP}")
             return
         if isinstance(parsed, commands.AgentHelp):
-            await ack(text=messages.AGENT_HELP)
+            await ack(text=replies.AGENT_HELP)
             return
         try:
             self._r.service.check_task(parsed.task)  # too long: refused before any run
         except InputError as error:
-            await ack(text=messages.warning(error))
+            await ack(text=replies.warning(error))
             return
         await ack()
         say = partial(self._r.reply, command)
@@ -185,7 +186,7 @@ class SlackListeners:
             requester=command.user_id,
             channel=command.channel_id,
         )
-        return messages.cannot_post_text(command.channel_id) if run.thread_ts is None else None
+        return replies.cannot_post_text(command.channel_id) if run.thread_ts is None else None
 
     # -- thread replies -----------------------------------------------------------------
 
@@ -210,13 +211,13 @@ class SlackListeners:
             text=reply.text,
         )
         if isinstance(outcome, WaitingForApproval):
-            return messages.waiting_for_approval_text(outcome.pending)
+            return replies.waiting_for_approval_text(outcome.pending)
         if isinstance(outcome, Retrying):
-            return messages.RETRYING_TEXT
+            return replies.RETRYING_TEXT
         if isinstance(outcome, Busy):
-            return messages.BUSY_TEXT
+            return replies.BUSY_TEXT
         if isinstance(outcome, Closed):
-            return messages.CLOSED_TEXT
+            return replies.CLOSED_TEXT
         return None
 
     # -- /approvals ---------------------------------------------------------------------
@@ -228,10 +229,10 @@ class SlackListeners:
             if isinstance(parsed, commands.ApprovalsList) and parsed.page > MAX_LIST_PAGE:
                 raise InputError(f"the list goes up to page {MAX_LIST_PAGE}")
         except InputError as error:
-            await ack(text=f"{messages.warning(error)}\n\n{messages.APPROVALS_HELP}")
+            await ack(text=f"{replies.warning(error)}\n\n{replies.APPROVALS_HELP}")
             return
         if isinstance(parsed, commands.ApprovalsHelp):
-            await ack(text=messages.APPROVALS_HELP)
+            await ack(text=replies.APPROVALS_HELP)
             return
         await ack()
         self._r.later(
@@ -246,7 +247,7 @@ class SlackListeners:
         try:
             text = await self._approvals(command.user_id, parsed)
         except ApprovalsError as error:
-            text = messages.refused_text(error)
+            text = replies.refused_text(error)
         await self._r.reply(command, text)
 
     async def _approvals(self, user: str, parsed: commands.ApprovalsCommand) -> str:
@@ -254,20 +255,22 @@ class SlackListeners:
         if isinstance(parsed, commands.ApprovalsList):
             return await list_text(service, user, parsed.page)
         if isinstance(parsed, commands.ApprovalsShow):
-            return messages.show_text(await service.approval_view(parsed.approval_id, viewer=user))
+            return approval_lines.show_text(
+                await service.approval_view(parsed.approval_id, viewer=user)
+            )
         if isinstance(parsed, commands.ApprovalsAudit):
             events = await service.approval_trail(parsed.approval_id, viewer=user)
-            return messages.audit_text(parsed.approval_id, events)
+            return approval_lines.audit_text(parsed.approval_id, events)
         if isinstance(parsed, commands.ApprovalsRevoke):
-            reason = parsed.reason or messages.REVOKED_WITHOUT_REASON
+            reason = parsed.reason or replies.REVOKED_WITHOUT_REASON
             record = await service.revoke(parsed.approval_id, actor=user, reason=reason)
-            return messages.revoked_text(record.approval_id)
+            return replies.revoked_text(record.approval_id)
         if isinstance(parsed, commands.ApprovalsReconcile):
             return await self._reconcile(user, parsed)
         if isinstance(parsed, commands.ApprovalsCancel):
-            reason = parsed.reason or messages.CANCELLED_WITHOUT_REASON
+            reason = parsed.reason or replies.CANCELLED_WITHOUT_REASON
             outcome = await service.cancel_run(parsed.run_id, actor=user, reason=reason)
-            return messages.cancelled_text(outcome.run.run_id, len(outcome.closed))
+            return replies.cancelled_text(outcome.run.run_id, len(outcome.closed))
         raise InputError("unknown /approvals sub-command")
 
     async def _reconcile(self, user: str, parsed: commands.ApprovalsReconcile) -> str:
@@ -293,7 +296,7 @@ class SlackListeners:
                     f"there is no approval or run with id {parsed.approval_id!r}"
                 ) from error
             raise
-        return messages.RECONCILED_TEXT
+        return replies.RECONCILED_TEXT
 
     # -- App Home -------------------------------------------------------------------------
 
@@ -309,10 +312,12 @@ async def list_text(service: ApprovalService, user: str, page: int) -> str:
     for _ in range(page - 1):
         skipped = await service.pending_for(user, limit=LIST_PAGE_SIZE, cursor=cursor)
         if skipped.next_cursor is None:
-            return messages.pending_list_text((), page=page, more=False)
+            return approval_lines.pending_list_text((), page=page, more=False)
         cursor = skipped.next_cursor
     found = await service.pending_for(user, limit=LIST_PAGE_SIZE, cursor=cursor)
-    return messages.pending_list_text(found.items, page=page, more=found.next_cursor is not None)
+    return approval_lines.pending_list_text(
+        found.items, page=page, more=found.next_cursor is not None
+    )
 
 
 async def _say_outcome(
@@ -323,7 +328,7 @@ async def _say_outcome(
     try:
         text = await work()
     except ApprovalsError as error:
-        text = messages.warning(error)
+        text = replies.warning(error)
     if text is not None:
         await say(text)
 

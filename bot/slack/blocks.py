@@ -18,8 +18,8 @@ from typing import Any
 
 from bot.credentials import redact_text
 from bot.errors import InputError
-from bot.policy import SLACK_USER_ID
-from bot.review import ReviewSnapshot
+from bot.policy.rules import SLACK_USER_ID
+from bot.review.snapshot import ReviewSnapshot
 from bot.service.reading import card_arguments, card_warnings
 from store.api import ApprovalRecord
 

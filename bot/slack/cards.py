@@ -34,7 +34,8 @@ from bot.slack.blocks import (
     slack_date,
     snapshot_text,
 )
-from bot.slack.messages import CUT_CARD_TEXT, READ_ALL_LABEL, quorum_line
+from bot.slack.messages.approval_lines import quorum_line
+from bot.slack.messages.forms import CUT_CARD_TEXT, READ_ALL_LABEL
 from bot.slack.modals import (
     CardAction,
     check_approval_id,

@@ -42,7 +42,7 @@ class _Cached:
 
 
 class SlackChannelDirectory:
-    """Implements bot.policy.ChannelDirectory over the Slack Web API."""
+    """Implements bot.policy.eligibility.ChannelDirectory over the Slack Web API."""
 
     def __init__(
         self,

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from bot.errors import InputError
 from bot.slack.blocks import CALL_BLOCK_ID, Block, text_input
-from bot.slack.messages import GIVE_A_REASON, keep_under
+from bot.slack.messages.forms import GIVE_A_REASON, keep_under
 from bot.slack.modals import (
     MAX_REASON_CHARS,
     REASON_ACTION_ID,

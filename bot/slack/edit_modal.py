@@ -1,12 +1,12 @@
 """The "Approve with changes" modal: build it from the stored (redacted) snapshot, parse
 what comes back.
 
-The arguments are shown as pretty JSON in a multiline input (bot.review.arguments_json:
-characters that hide or reorder text appear as JSON escapes such as `\u202e`, so what
-comes back parses to exactly the same arguments unless the approver changed them).
-Redacted values appear as the marker (bot.review.REDACTED); the service keeps the real
-value wherever the marker is left in place, so nobody edits a secret blind and none
-reaches Slack. Syntax errors
+The arguments are shown as pretty JSON in a multiline input
+(bot.review.visible.arguments_json: characters that hide or reorder text appear as JSON
+escapes such as `\u202e`, so what comes back parses to exactly the same arguments unless
+the approver changed them). Redacted values appear as the marker
+(bot.credentials.REDACTED); the service keeps the real value wherever the marker is left
+in place, so nobody edits a secret blind and none reaches Slack. Syntax errors
 (not JSON, not an object) are answered inline here, without I/O; schema errors come from
 the service and are answered inline by the listener.
 """
@@ -18,9 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.review import REDACTED, ReviewSnapshot, arguments_json
+from bot.credentials import REDACTED
+from bot.review.snapshot import ReviewSnapshot
+from bot.review.visible import arguments_json
 from bot.slack.blocks import CALL_BLOCK_ID, text_input
-from bot.slack.messages import (
+from bot.slack.messages.forms import (
     ARGUMENTS_NOT_AN_OBJECT,
     GIVE_A_REASON,
     GIVE_THE_ARGUMENTS,

@@ -34,7 +34,7 @@ class _Cached:
 
 
 class SlackGroupDirectory:
-    """Implements bot.policy.GroupDirectory over the Slack Web API."""
+    """Implements bot.policy.eligibility.GroupDirectory over the Slack Web API."""
 
     def __init__(
         self,

@@ -24,7 +24,12 @@ from bot.slack.blocks import (
     slack_date,
 )
 from bot.slack.cards import card_buttons
-from bot.slack.messages import NOTHING_WAITS_TEXT, approval_line, decision_line, quorum_line
+from bot.slack.messages.approval_lines import (
+    NOTHING_WAITS_TEXT,
+    approval_line,
+    decision_line,
+    quorum_line,
+)
 from store.api import ApprovalRecord
 
 log = logging.getLogger(__name__)

@@ -30,9 +30,8 @@ from functools import partial
 from typing import Any, TypeVar
 
 from bot.errors import ApprovalsError, ArgumentsUnreadError, InputError, StoreError
-from bot.review import ReviewSnapshot
+from bot.review.snapshot import ReviewSnapshot
 from bot.service import DecisionResult, Recorded
-from bot.slack import messages
 from bot.slack.after_ack import Ack, Responder
 from bot.slack.blocks import escape, snapshot_text
 from bot.slack.cards import ButtonClick, parse_button_click, read_first_blocks
@@ -48,7 +47,8 @@ from bot.slack.edit_modal import (
     parse_edit_submission,
 )
 from bot.slack.home import publish_home
-from bot.slack.messages import NOT_RECORDED_TEXT, NOT_RECORDED_YET_TEXT
+from bot.slack.messages import replies
+from bot.slack.messages.replies import NOT_RECORDED_TEXT, NOT_RECORDED_YET_TEXT
 from bot.slack.modals import REASON_BLOCK_ID, InvalidSubmission, ModalContext, notice_modal
 from bot.slack.reading import ReadingInteractions
 from bot.slack.reconcile_modal import (
@@ -116,10 +116,10 @@ class CardInteractions:
                 return
             outcome = await self._r.slack.open_view(trigger_id=click.trigger_id, view=view)
         except ApprovalsError as error:
-            await self._refuse(click, messages.warning(error))
+            await self._refuse(click, replies.warning(error))
             return
         if outcome == "trigger_expired":
-            await self._r.tell(click.channel_id, click.user_id, messages.TRIGGER_EXPIRED_TEXT)
+            await self._r.tell(click.channel_id, click.user_id, replies.TRIGGER_EXPIRED_TEXT)
 
     async def _modal_for(self, click: ButtonClick, context: ModalContext) -> dict[str, Any] | None:
         """The modal to open, or None after telling the person why there is none."""
@@ -132,13 +132,13 @@ class CardInteractions:
         approval = view.approval
         refused: str | None = None
         if approval.status != "pending" and click.action != "revoke":
-            refused = messages.already_decided_text(
+            refused = replies.already_decided_text(
                 status=approval.status, decider=approval.decider, decided_at=approval.decided_at
             )
         elif click.action == "revoke" and not view.can_revoke:
-            refused = messages.MAY_NOT_REVOKE_TEXT
+            refused = replies.MAY_NOT_REVOKE_TEXT
         elif click.action != "revoke" and not view.can_decide:
-            refused = messages.may_not_decide_text(view.why_not)
+            refused = replies.may_not_decide_text(view.why_not)
         if refused is not None:
             await self._refuse(click, refused)
             return None
@@ -152,7 +152,7 @@ class CardInteractions:
             return decision_modal(context=context, call=call, tool_name=stand)
         arguments = editable_arguments(ReviewSnapshot.from_json(approval.snapshot))
         if arguments is None:
-            await self._refuse(click, messages.TOO_BIG_TO_EDIT_TEXT)
+            await self._refuse(click, replies.TOO_BIG_TO_EDIT_TEXT)
             return None
         return edit_modal(context=context, call=call, arguments=arguments)
 
@@ -234,10 +234,10 @@ class CardInteractions:
         """The commit ended after the modal was told "not recorded yet"."""
         if isinstance(outcome, StoreError):
             log.warning("decision on %s by %s not recorded: %s", approval_id, user, outcome)
-            await self._r.tell(channel, user, messages.not_recorded_late_text(approval_id))
+            await self._r.tell(channel, user, replies.not_recorded_late_text(approval_id))
             return
         if isinstance(outcome, Recorded):
-            await self._r.tell(channel, user, messages.recorded_late_text(approval_id))
+            await self._r.tell(channel, user, replies.recorded_late_text(approval_id))
         await self._settle(channel, user, outcome)
 
     def _settle_later(
@@ -292,7 +292,7 @@ class CardInteractions:
     async def _tell_refused(self, channel: str | None, user: str, error: ApprovalsError) -> None:
         """Why a decision changed nothing; with the button to read the call whole when
         that is what is missing."""
-        text = messages.refused_text(error)
+        text = replies.refused_text(error)
         blocks = None
         if isinstance(error, ArgumentsUnreadError):
             blocks = read_first_blocks(error.approval_id, text)
@@ -301,7 +301,7 @@ class CardInteractions:
     async def _counted(self, channel: str | None, user: str, result: DecisionResult) -> None:
         """A vote that did not close the approval: say where the count stands."""
         if result.approval.status == "pending":
-            text = messages.vote_counted_text(
+            text = replies.vote_counted_text(
                 count=result.approvals_count, required=result.required, voters=result.voters
             )
             await self._r.tell(channel, user, text)
@@ -359,10 +359,10 @@ class CardInteractions:
                 reason=submission.reason,
             )
         except ApprovalsError as error:
-            text = messages.refused_text(error)
+            text = replies.refused_text(error)
             await self._r.tell(submission.channel_id, submission.user_id, text)
             return
-        await self._r.tell(submission.channel_id, submission.user_id, messages.RECONCILED_TEXT)
+        await self._r.tell(submission.channel_id, submission.user_id, replies.RECONCILED_TEXT)
 
 
 Settle = Callable[["Recorded[Any] | ApprovalsError"], Awaitable[None]]

@@ -28,9 +28,10 @@ from bot.service.api import (
     RunStarted,
     UncertainCall,
 )
-from bot.slack import cards, messages
+from bot.slack import cards
 from bot.slack.blocks import Block, mrkdwn_context, mrkdwn_section
 from bot.slack.gateway import SlackGateway
+from bot.slack.messages import run_thread
 from store.api import ApprovalRecord, RunRecord, StandingDecision
 
 log = logging.getLogger(__name__)
@@ -53,33 +54,35 @@ class SlackNotifier:
             case ApprovalUpdated(run=run, view=view, standing=standing):
                 await self._update_card(run, view.approval, voters=view.voters, standing=standing)
             case ApprovalReminder(run=run, approval=approval, approvers=approvers):
-                await self._post_in_thread(run, messages.reminder_text(approval, approvers))
+                await self._post_in_thread(run, run_thread.reminder_text(approval, approvers))
             case ApprovalExpired(run=run, approval=approval):
-                await self._post_in_thread(run, messages.expired_text(approval))
+                await self._post_in_thread(run, run_thread.expired_text(approval))
             case ExecutionRefused(run=run, approval=approval, reason=reason):
-                await self._post_in_thread(run, messages.execution_refused_text(approval, reason))
+                await self._post_in_thread(run, run_thread.execution_refused_text(approval, reason))
                 if approval.status == "approved":  # other states already closed the card
                     await self._update_card(run, approval, voters=None, not_run=reason)
             case CallUncertain(run=run, call=call):
                 await self._post_uncertain_card(run, call)
             case RunFinished(run=run, final_output=final_output, status=status):
-                text = messages.final_answer_text(final_output=final_output, status=status)
+                text = run_thread.final_answer_text(final_output=final_output, status=status)
                 await self._post_in_thread(run, text)
             case RunFailed(run=run, error=error):
-                await self._post_in_thread(run, messages.run_failed_text(error))
+                await self._post_in_thread(run, run_thread.run_failed_text(error))
             case RunCancelled(run=run, actor=actor, reason=reason):
-                await self._post_in_thread(run, messages.run_cancelled_text(actor, reason))
+                await self._post_in_thread(run, run_thread.run_cancelled_text(actor, reason))
             case ResumeStalled(run=run, attempts=attempts):
-                await self._post_in_thread(run, messages.resume_stalled_text(attempts))
+                await self._post_in_thread(run, run_thread.resume_stalled_text(attempts))
         return None
 
     async def _run_started(self, run: RunRecord, task: str) -> Location | None:
         if run.channel is None:
             return None
-        text = messages.run_root_text(agent_name=run.agent_name, requester=run.requester, task=task)
+        text = run_thread.run_root_text(
+            agent_name=run.agent_name, requester=run.requester, task=task
+        )
         root: list[Block] = [
             mrkdwn_section(text),
-            mrkdwn_context(messages.run_root_context(run.run_id)),
+            mrkdwn_context(run_thread.run_root_context(run.run_id)),
         ]
         return (run.channel, await self._slack.post(channel=run.channel, text=text, blocks=root))
 
@@ -105,7 +108,7 @@ class SlackNotifier:
         await self._slack.post(
             channel=run.channel,
             thread_ts=run.thread_ts,
-            text=messages.uncertain_call_text(call),
+            text=run_thread.uncertain_call_text(call),
             blocks=cards.uncertain_card_blocks(run=run, call=call),
         )
 

@@ -23,9 +23,9 @@ from typing import Any
 
 from bot.errors import ApprovalsError, InputError
 from bot.service import ApprovalView
-from bot.slack import messages
 from bot.slack.after_ack import Ack, Responder
 from bot.slack.cards import ButtonClick
+from bot.slack.messages import forms, replies
 from bot.slack.modals import ModalContext
 from bot.slack.reading_modal import (
     ReadingClick,
@@ -65,7 +65,7 @@ class ReadingInteractions:
         )
         outcome = await self._r.slack.open_view(trigger_id=click.trigger_id, view=modal)
         if outcome == "trigger_expired":
-            await self._r.tell(click.channel_id, click.user_id, messages.TRIGGER_EXPIRED_TEXT)
+            await self._r.tell(click.channel_id, click.user_id, replies.TRIGGER_EXPIRED_TEXT)
         elif len(whole.pages) == 1:
             await self._has_read(click.user_id, context)
 
@@ -104,7 +104,7 @@ class ReadingInteractions:
         context, page, note = click.context, click.page, None
         if view.approval.arguments_digest != context.digest:
             context = replace(context, digest=view.approval.arguments_digest)
-            page, note = 1, messages.ARGUMENTS_CHANGED_TEXT
+            page, note = 1, forms.ARGUMENTS_CHANGED_TEXT
         whole = whole_arguments(view.approval.snapshot)
         page = page if page <= len(whole.pages) else 1
         modal = reading_modal(
@@ -146,7 +146,7 @@ class ReadingInteractions:
                 click.context.approval_id, viewer=click.user_id
             )
         except ApprovalsError as error:
-            await self._r.tell(click.context.channel_id, click.user_id, messages.warning(error))
+            await self._r.tell(click.context.channel_id, click.user_id, replies.warning(error))
             return None
 
     async def _has_read(self, user: str, context: ModalContext) -> None:

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.errors import InputError
-from bot.review import ReviewSnapshot
+from bot.review.snapshot import ReviewSnapshot
 from bot.service.reading import whole_text
 from bot.slack.blocks import Block, escape, mrkdwn_context, mrkdwn_section, plain_text
-from bot.slack.messages import READ_ALL_TITLE, last_page_text, page_header_text
+from bot.slack.messages.forms import READ_ALL_TITLE, last_page_text, page_header_text
 from bot.slack.modals import (
     ModalContext,
     decode_modal_context,

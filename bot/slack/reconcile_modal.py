@@ -16,7 +16,7 @@ from bot.errors import InputError
 from bot.runtime import AbortCall, Resolution, RetryCall, VerifiedResult
 from bot.slack.blocks import escape, mrkdwn_section, text_input
 from bot.slack.cards import parse_uncertain_call_value
-from bot.slack.messages import GIVE_A_REASON, GIVE_THE_RESULT
+from bot.slack.messages.forms import GIVE_A_REASON, GIVE_THE_RESULT
 from bot.slack.modals import (
     REASON_ACTION_ID,
     REASON_BLOCK_ID,

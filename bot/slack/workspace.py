@@ -40,7 +40,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
 from bot.errors import ConfigError, InputError
-from bot.slack.messages import EXTERNAL_REFUSED_TEXT
+from bot.slack.messages.replies import EXTERNAL_REFUSED_TEXT
 from bot.slack.modals import check_approval_id, decode_modal_context, notice_modal
 
 log = logging.getLogger(__name__)

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from bot.canonical import legacy_arguments_digest
+from bot.credentials import REDACTED
 from bot.demo import ops_dependencies, token_fingerprint
-from bot.review import REDACTED, review_snapshot
+from bot.review.snapshot import review_snapshot
 from bot.runtime import DEFAULT_REJECTION_MESSAGE, Runner, RunState
 from bot.runtime.journal import InMemoryJournal
 from tests.demo.ops_harness import OPS_TOKEN, Ops

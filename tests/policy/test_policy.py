@@ -8,20 +8,16 @@ from pathlib import Path
 import pytest
 
 from bot.errors import ConfigError
-from bot.policy import (
+from bot.policy.durations import parse_duration
+from bot.policy.eligibility import Eligible, NoGroups, NotEligible, is_eligible
+from bot.policy.loading import load_policy, parse_policy
+from bot.policy.rules import (
     DEFAULT_POLICY,
     SLACK_GROUP_ID,
     SLACK_USER_ID,
-    Eligible,
     Limits,
-    NoGroups,
-    NotEligible,
     PolicyError,
     ToolRule,
-    is_eligible,
-    load_policy,
-    parse_duration,
-    parse_policy,
 )
 
 EXAMPLE = """

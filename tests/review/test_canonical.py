@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import bot.review
+import bot.review.snapshot
 import bot.runtime
 from bot.canonical import INT_MAX, INT_MIN, call_digest, canonical_arguments
 from bot.canonical import legacy_arguments_digest as arguments_digest
@@ -22,11 +22,11 @@ from bot.errors import InputError
 
 
 def test_the_runtime_and_the_review_layer_use_this_one_implementation() -> None:
-    for module in (bot.review, bot.runtime):
+    for module in (bot.review.snapshot, bot.runtime):
         assert module.canonical_arguments is canonical_arguments
     assert bot.runtime.call_digest is call_digest
     # No unkeyed digest is offered where cards are made: it would be a password oracle.
-    assert not hasattr(bot.review, "arguments_digest")
+    assert not hasattr(bot.review.snapshot, "arguments_digest")
     assert not hasattr(bot.runtime, "arguments_digest")
 
 

@@ -11,13 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.canonical import INT_MAX, INT_MIN
+from bot.credentials import REDACTED
 from bot.errors import InputError
-from bot.review import (
-    REDACTED,
-    SECTION_TEXT_LIMIT,
-    ReviewSnapshot,
-    review_snapshot,
-)
+from bot.review.snapshot import SECTION_TEXT_LIMIT, ReviewSnapshot, review_snapshot
 
 SLACK_TOKEN = "xoxb-" + "2718281828-3141592653-AbCdEfGhIjKlMnOp"
 DIGEST = "ab" * 32  # review_snapshot shows the digest it is given (the run's keyed one)

@@ -8,7 +8,8 @@ reveal it. `carried_redactions` names what must stay hidden.
 
 from __future__ import annotations
 
-from bot.review import REDACTED, carried_redactions, review_snapshot
+from bot.credentials import REDACTED
+from bot.review.snapshot import carried_redactions, review_snapshot
 
 DIGEST = "ef" * 32
 

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.review import ReviewSnapshot, arguments_json, review_snapshot, visible
+from bot.review.snapshot import ReviewSnapshot, review_snapshot
+from bot.review.visible import arguments_json, visible
 
 DIGEST = "cd" * 32
 HIDDEN = {

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from bot.errors import ConfigError
-from bot.review import review_snapshot
+from bot.review.snapshot import review_snapshot
 from bot.runtime import Agent, ScriptedModel, Tool, tool
 
 

@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.policy import Policy, parse_policy
+from bot.policy.loading import parse_policy
+from bot.policy.rules import Policy
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, tool
 from tests.service.service_harness import Harness
 

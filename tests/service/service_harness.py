@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bot.demo import default_registry, ops_dependencies
-from bot.review import ReviewSnapshot
+from bot.review.snapshot import ReviewSnapshot
 from bot.runtime import AgentRegistry
 from bot.service import ApprovalService, ApprovalView, Location, TaskOwner, UncertainCall
 from bot.service.api import (

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.credentials import redact
+from bot.credentials import REDACTED, redact
 from bot.errors import InputError
-from bot.review import REDACTED
 from bot.service.amend import check_no_marker, merge_edit
 
 TOKEN = "xoxb-1234567890-abcdefghijklmnop"

@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.policy import Eligibility, Eligible, NotEligible, parse_policy
+from bot.policy.eligibility import Eligibility, Eligible, NotEligible
+from bot.policy.loading import parse_policy
 from bot.service.authority import (
     NOT_A_CHANNEL_MEMBER,
     channel_scope,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from bot.credentials import REDACTED
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
-from bot.review import REDACTED
 from bot.runtime import AbortCall, RetryCall, VerifiedResult
 from bot.runtime.decisions import ABORTED_MESSAGE
 from tests.service.governance_helpers import (

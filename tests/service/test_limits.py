@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bot.errors import InputError
-from bot.policy import parse_policy
+from bot.policy.loading import parse_policy
 from bot.service.api import ApprovalRequested, RunFailed
 from tests.service.service_harness import REQUESTER, Harness, kinds, start
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from bot.policy import Policy, parse_policy
+from bot.policy.loading import parse_policy
+from bot.policy.rules import Policy
 from store.crypto import KeyRing
 from tests.slack.fake_slack import Call, FakeSlack
 from tests.slack.slack_harness import (

@@ -20,7 +20,7 @@ import pytest
 from aiohttp import web
 
 from bot.errors import ModelError
-from bot.policy import Policy
+from bot.policy.rules import Policy
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, current_tool_call, tool
 from bot.runtime.model import Item, ModelResponse, ToolCall, ToolSpec
 from bot.service import ApprovalService

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.review import review_snapshot
+from bot.review.snapshot import review_snapshot
 from bot.slack import blocks
 from bot.slack.decision_modal import decision_modal
 from bot.slack.modals import ModalContext

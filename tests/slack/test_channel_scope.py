@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.policy import parse_policy
+from bot.policy.loading import parse_policy
 from store.crypto import KeyRing
 from tests.slack.fake_slack import RESPONSE_URL, FakeSlack
 from tests.slack.slack_harness import (

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.slack import interactions, messages
+from bot.slack import interactions
+from bot.slack.messages import replies
 from store.crypto import KeyRing
 from tests.slack.fake_slack import FakeSlack
 from tests.slack.governance_harness import approval_id_of, card_update, told
@@ -71,7 +72,7 @@ async def test_a_database_too_slow_for_the_answer_keeps_the_modal_open_then_tell
         reply = await bot.driver.submit(view, user=APPROVER, reason="ship it")
         assert reply.json() == {
             "response_action": "errors",
-            "errors": {"reason": messages.NOT_RECORDED_YET_TEXT},
+            "errors": {"reason": replies.NOT_RECORDED_YET_TEXT},
         }
         assert await status_of(bot, approval_id_of(card)) == "pending"
     # The lock is gone: the commit that waited lands, and the person hears of it.
@@ -105,7 +106,7 @@ async def test_a_failing_database_keeps_the_modal_open_and_nothing_changes(
         reply = await impatient.driver.submit(view, user=APPROVER, reason="not today")
     assert reply.json() == {
         "response_action": "errors",
-        "errors": {"reason": messages.NOT_RECORDED_TEXT},
+        "errors": {"reason": replies.NOT_RECORDED_TEXT},
     }
     await impatient.settle()
     assert await status_of(impatient, approval_id_of(card)) == "pending"

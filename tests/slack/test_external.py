@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bot.errors import ConfigError
-from bot.policy import parse_policy
+from bot.policy.loading import parse_policy
 from store.api import AuditEvent
 from store.crypto import KeyRing
 from tests.slack.fake_slack import FakeSlack

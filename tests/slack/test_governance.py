@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from bot.review import REDACTED
+from bot.credentials import REDACTED
 from tests.slack.fake_slack import RESPONSE_URL
 from tests.slack.governance_harness import (
     ADMIN,

@@ -8,17 +8,19 @@ from typing import Any
 
 import pytest
 
+from bot.credentials import REDACTED
 from bot.errors import InputError
-from bot.review import REDACTED, ReviewSnapshot, review_snapshot
+from bot.review.snapshot import ReviewSnapshot, review_snapshot
 from bot.runtime import AbortCall, VerifiedResult
 from bot.service import ApprovalView, Page, UncertainCall
-from bot.slack import cards, home, messages
+from bot.slack import cards, home
 from bot.slack.edit_modal import (
     EDIT_CALLBACK_ID,
     EditSubmission,
     editable_arguments,
     parse_edit_submission,
 )
+from bot.slack.messages import approval_lines
 from bot.slack.modals import InvalidSubmission
 from bot.slack.reconcile_modal import (
     RECONCILE_CALLBACK_ID,
@@ -111,11 +113,11 @@ def test_an_approved_card_stopped_before_it_ran_says_why_and_has_no_buttons() ->
 
 
 def test_the_quorum_line_names_the_voters_and_is_bounded() -> None:
-    assert messages.quorum_line(count=0, required=1, voters=()) == "*0 of 1 approval*"
-    line = messages.quorum_line(count=1, required=2, voters=("U0AAA",))
+    assert approval_lines.quorum_line(count=0, required=1, voters=()) == "*0 of 1 approval*"
+    line = approval_lines.quorum_line(count=1, required=2, voters=("U0AAA",))
     assert line == "*1 of 2 approvals* · approved by <@U0AAA>"
     many = [f"U0{n:05d}" for n in range(50)]
-    assert messages.quorum_line(count=50, required=60, voters=many).endswith("and 30 more")
+    assert approval_lines.quorum_line(count=50, required=60, voters=many).endswith("and 30 more")
 
 
 def test_a_revoked_card_says_who_when_and_why() -> None:

@@ -12,9 +12,9 @@ import pytest
 
 from bot.credentials import REDACTED
 from bot.errors import InputError
-from bot.slack import messages
 from bot.slack.blocks import SECTION_TEXT_LIMIT
 from bot.slack.gateway import SlackGateway
+from bot.slack.messages import approval_lines, replies, run_thread
 from store.api import AuditEvent
 from tests.slack.fake_slack import FakeSlack
 from tests.slack.slack_harness import BOT_TOKEN
@@ -26,7 +26,7 @@ NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
 def test_the_run_root_message_redacts_the_task() -> None:
-    text = messages.run_root_text(agent_name="ops", requester="U0REQ", task=TASK)
+    text = run_thread.run_root_text(agent_name="ops", requester="U0REQ", task=TASK)
     assert PASSWORD not in text
     assert f"db_password={REDACTED}" in text
 
@@ -35,10 +35,10 @@ def test_redaction_comes_before_clipping() -> None:
     """A short secret grows into the longer marker: were it redacted after the text was
     clipped to Slack's limit, the message would pass the limit and Slack refuse it."""
     room = SECTION_TEXT_LIMIT - len(
-        messages.run_root_text(agent_name="ops", requester="U0REQ", task="")
+        run_thread.run_root_text(agent_name="ops", requester="U0REQ", task="")
     )
     task = "x" * (room - 13) + " password=abc"
-    text = messages.run_root_text(agent_name="ops", requester="U0REQ", task=task)
+    text = run_thread.run_root_text(agent_name="ops", requester="U0REQ", task=task)
     assert len(text) <= SECTION_TEXT_LIMIT
     assert "password=abc" not in text
 
@@ -46,11 +46,13 @@ def test_redaction_comes_before_clipping() -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        messages.final_answer_text(final_output=f"Rotated. New token {TOKEN}", status="completed"),
-        messages.run_failed_text(f"ModelError: upstream refused Bearer {TOKEN}"),
-        messages.warning(InputError(f"cannot parse password={PASSWORD}")),
-        messages.refused_text(InputError(f"cannot parse password={PASSWORD}")),
-        messages.audit_text(
+        run_thread.final_answer_text(
+            final_output=f"Rotated. New token {TOKEN}", status="completed"
+        ),
+        run_thread.run_failed_text(f"ModelError: upstream refused Bearer {TOKEN}"),
+        replies.warning(InputError(f"cannot parse password={PASSWORD}")),
+        replies.refused_text(InputError(f"cannot parse password={PASSWORD}")),
+        approval_lines.audit_text(
             "ap1",
             [
                 AuditEvent(

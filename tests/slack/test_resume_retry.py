@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.service.retry import RetryPolicy
-from bot.slack import messages
+from bot.slack.messages import replies, run_thread
 from store.crypto import KeyRing
 from tests.slack.fake_slack import FakeSlack
 from tests.slack.governance_harness import told
@@ -64,12 +64,12 @@ async def test_the_thread_hears_the_truth_while_the_database_fails(fragile: Bot)
         (stalled,) = await fragile.fake.wait_for(
             "chat.postMessage", in_thread(root, "could not go on")
         )
-        assert stalled.args["text"] == messages.resume_stalled_text(2)
+        assert stalled.args["text"] == run_thread.resume_stalled_text(2)
 
         reply = thread_message(root, "is it done?", user=REQUESTER, ts="1700000099.000001")
         await fragile.driver.event(reply)
         (answer,) = await fragile.fake.wait_for("chat.postEphemeral", told(REQUESTER, "database"))
-        assert answer.args["text"] == messages.RETRYING_TEXT
+        assert answer.args["text"] == replies.RETRYING_TEXT
         other.execute("ROLLBACK")
     finally:
         other.close()

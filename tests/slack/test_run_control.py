@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.policy import parse_policy
+from bot.policy.loading import parse_policy
 from bot.slack.decision_modal import STANDING_ACTION_ID, STANDING_BLOCK_ID, STANDING_VALUE
 from store.crypto import KeyRing
 from tests.slack.fake_slack import RESPONSE_URL, FakeSlack

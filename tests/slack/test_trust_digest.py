@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from bot.canonical import canonical_arguments
-from bot.review import REDACTED
+from bot.credentials import REDACTED
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, tool
 from store.crypto import KeyRing
 from tests.slack.fake_slack import Call, FakeSlack

@@ -1,0 +1,94 @@
+"""What the bot posts in a run's thread: the task as its root, the answer, reminders,
+expiries, refusals to execute, and runs that stop."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bot.policy.rules import SLACK_GROUP_ID
+from bot.service import UncertainCall
+from bot.slack.blocks import MESSAGE_TEXT_LIMIT, escape, escape_line, person, slack_date
+from store.api import ApprovalRecord
+
+MAX_MENTIONS = 30
+
+
+def run_root_text(*, agent_name: str, requester: str | None, task: str) -> str:
+    who = person(requester) if requester else "Someone"
+    return escape_line(f"{who} asked *{escape(agent_name)}*: ", task)
+
+
+def run_root_context(run_id: str) -> str:
+    return (
+        f"Run `{escape(run_id)}` · reviews and the answer arrive in this thread; "
+        "reply here to continue the conversation once the run is idle."
+    )
+
+
+def final_answer_text(*, final_output: str | None, status: str) -> str:
+    if status == "completed" and final_output:
+        return escape(final_output, MESSAGE_TEXT_LIMIT)
+    if status == "max_turns":
+        return ":warning: The run stopped after its maximum number of turns."
+    return f":information_source: The run ended ({escape(status, 100)})."
+
+
+def run_cancelled_text(actor: str, reason: str) -> str:
+    return (
+        f":stop_sign: {person(actor)} cancelled this run: {escape(reason, 1000)}. "
+        "Nothing more of it runs; start a new one with `/agent`."
+    )
+
+
+def run_failed_text(error: str) -> str:
+    return f":x: The run stopped: {escape(error, MESSAGE_TEXT_LIMIT - 100)}"
+
+
+def uncertain_call_text(call: UncertainCall) -> str:
+    return (
+        f":warning: `{escape(call.tool_name, 200)}` may or may not have taken effect: the "
+        "process stopped while it ran and its replay policy is manual, so it was not run "
+        "again. An operator must check and reconcile execution key "
+        f"`{escape(call.execution_key, 200)}` before the run goes on."
+    )
+
+
+def mention(approver: str) -> str:
+    """A policy approver id as a mention: a user group pings its members."""
+    if SLACK_GROUP_ID.fullmatch(approver):
+        return f"<!subteam^{approver}>"
+    return person(approver)
+
+
+def reminder_text(approval: ApprovalRecord, approvers: Sequence[str]) -> str:
+    who = ", ".join(mention(a) for a in approvers[:MAX_MENTIONS]) or "Approvers"
+    expiry = f" It expires {slack_date(approval.expires_at)}." if approval.expires_at else ""
+    return (
+        f":alarm_clock: {who}: `{escape(approval.tool_name, 200)}` still waits for a "
+        f"decision on the card above (id `{escape(approval.approval_id, 100)}`).{expiry}"
+    )
+
+
+def expired_text(approval: ApprovalRecord) -> str:
+    who = f"{person(approval.requester)}: " if approval.requester else ""
+    return (
+        f":hourglass: {who}nobody decided `{escape(approval.tool_name, 200)}` in time, so it "
+        "expired: the call did not run and the agent was told."
+    )
+
+
+def execution_refused_text(approval: ApprovalRecord, reason: str) -> str:
+    who = f"{person(approval.requester)}: " if approval.requester else ""
+    return (
+        f":no_entry_sign: {who}`{escape(approval.tool_name, 200)}` (id "
+        f"`{escape(approval.approval_id, 100)}`) was not run: {escape(reason, 1000)}. "
+        "The agent was told."
+    )
+
+
+def resume_stalled_text(attempts: int) -> str:
+    return (
+        f":warning: This run could not go on: the bot's database failed {attempts} times in "
+        "a row while it resumed. The bot keeps trying in the background; the answer will "
+        "come here when it goes through."
+    )
