@@ -36,7 +36,6 @@ from bot.service.api import (
     UncertainCall,
 )
 from bot.service.authority import execution_check
-from bot.service.codec import encode_state
 from bot.service.journal import ServiceJournal
 from bot.service.leases import leave_working
 from bot.service.limits import calls_per_turn_exceeded, check_pending
@@ -84,6 +83,7 @@ async def execute(
         authorize=partial(execution_check, flow),
         on_refused=partial(_tell_refused, flow, run),
         clock=flow.clock,
+        telemetry=flow.telemetry,
     )
     try:
         result = await _run_agent(flow, noted_agent(agent, approvals), state, journal)
@@ -135,16 +135,18 @@ async def persist_outcome(
     saved = await flow.store.save_run_state(
         run.run_id,
         expected_version=run.version,
-        state_json=await encode_state(result.state),
+        state_json=await flow.encode_state(run.run_id, result.state),
         status="paused" if paused else "completed",
         schema_version=CURRENT_SCHEMA_VERSION,
     )
     flow.leases.drop(run.run_id)  # saved not working: the store ended the lease
     if not paused:
+        flow.telemetry.run_ended(saved, status="completed")
         await flow.notify(
             RunFinished(run=saved, final_output=result.final_output, status=result.outcome)
         )
         return saved
+    flow.telemetry.run_paused(saved, waiting=len(result.interruptions))
     await request_approvals(flow, saved, result.state, result.interruptions, requester=requester)
     for call in result.interruptions:
         if call.status == "uncertain":
@@ -196,6 +198,10 @@ async def request_approvals(
             )
         )
     records = await flow.store.add_approvals(planned)
+    created = {approval.approval_id for approval in planned}
+    for record in records:
+        if record.approval_id in created:  # not a row an earlier try of this pause made
+            flow.telemetry.approval_requested(record)
     for record in records:
         snapshot = snapshots[record.execution_key]
         if record.status != "pending" or not digests_equal(
@@ -294,6 +300,8 @@ async def fail_run(flow: Workflow, run: RunRecord, message: str) -> RunRecord:
             log.info("run %s was taken over while it worked (%s); dropping its outcome",
                      run.run_id, message)  # fmt: skip
             return await flow.store.get_run(run.run_id) or current
+    if failed is not None:
+        flow.telemetry.run_ended(failed, status="failed")
     await flow.store.append_audit(
         "failed", actor=flow.actor, run_id=run.run_id, detail={"error": message}
     )

@@ -6,7 +6,7 @@ missing, stale or malformed one is a 401 with no side effect (never a 500). A re
 whose signature was seen before (a replay inside the signature's 5-minute window) is
 answered 200 and not handled again (bot.slack.dedupe; remembered in the database, so
 whichever replica the replay reaches).
-`GET /healthz` answers 200 while the process serves.
+`GET /healthz`, `GET /readyz` and `GET /metrics` are bot.slack.probes.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from bot.errors import InputError
 from bot.slack.after_ack import collecting
 from bot.slack.dedupe import RequestMemory, first_delivery
+from bot.slack.probes import Probes, add_probe_routes
 from bot.slack.signature import verify_signature
 
 EVENTS_PATH = "/slack/events"
-HEALTH_PATH = "/healthz"
 MAX_BODY_BYTES = 1024 * 1024  # Slack payloads are far smaller; refuse anything bigger
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,7 @@ def build_web_app(
     signing_secret: str,
     memory: RequestMemory | None,
     clock: Callable[[], float] = time.time,
+    probes: Probes | None = None,
 ) -> web.Application:
     """An aiohttp application serving Bolt behind our own signature check and, with a
     `memory` (the surface's `requests`), the replay check (None: none, for benchmarks'
@@ -83,10 +84,7 @@ def build_web_app(
         after_ack.start()  # Slack has its answer: now the slow work may begin
         return response
 
-    async def healthz(request: web.Request) -> web.Response:
-        return web.json_response({"ok": True})
-
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     app.router.add_post(EVENTS_PATH, slack_events)
-    app.router.add_get(HEALTH_PATH, healthz)
+    add_probe_routes(app, probes)
     return app
