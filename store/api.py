@@ -484,6 +484,15 @@ class RunLeaseStore(Protocol):
         """Working runs whose lease ran out (their worker died or hung), oldest first."""
         ...
 
+    async def unresumed_runs(
+        self, *, decided_before: datetime, limit: int = 100
+    ) -> list[RunRecord]:
+        """Paused runs with no pending approval, a decision (an approval decided, revoked
+        or expired) taken after the run last moved, and none after `decided_before`: the
+        worker that took the last decision died before it claimed the resume. Oldest
+        first."""
+        ...
+
 
 class RequestMemoryStore(Protocol):
     """What was received recently, shared by every worker on the database."""

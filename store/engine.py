@@ -55,6 +55,7 @@ class EngineStore:
         self.release_run_lease = leases.release_run_lease
         self.run_lease = leases.run_lease
         self.abandoned_runs = leases.abandoned_runs
+        self.unresumed_runs = leases.unresumed_runs
 
         self.remember_requests = requests.remember_requests
         self.forget_expired_requests = requests.forget_expired_requests

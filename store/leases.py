@@ -7,7 +7,7 @@ only when no other owner holds a live lease, so of several workers exactly one w
 a run, and another takes it over once the holder stopped renewing. A takeover is a
 status transition (the run's version moves), so the old holder's `save_run_state`
 loses its compare-and-set; its ledger claims and renewals name the token and are refused
-once it moved (LeaseLostError). The SQL is the engine's (store/sqlite/leases.py).
+once it moved (LeaseLostError). The SQL, shared by the engines, is store/sql/leases.py.
 """
 
 from __future__ import annotations

@@ -40,8 +40,8 @@ from bot.service import (
     sweep_seconds_from_env,
 )
 from bot.slack.config import Mode, SlackSettings, load_settings
-from store.config import database_url_from_env, parse_database_url
-from store.sqlite.store import open_store
+from store import open_store
+from store.config import SqliteLocation, database_url_from_env, parse_database_url
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -57,18 +57,20 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Register `serve` and `socket`."""
     serve_http = subparsers.add_parser(
         "serve",
-        help="serve Slack over HTTP at POST /slack/events (and GET /healthz)",
+        help="serve Slack over HTTP at POST /slack/events (and /healthz, /readyz, /metrics)",
         description="Serve Slack over HTTP. Configuration comes from the environment: "
         "SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_API_URL, HOST, PORT, "
         "APPROVALS_DATABASE_URL, APPROVALS_KEYS, APPROVALS_AGENTS, APPROVALS_POLICY, "
-        "APPROVALS_MODEL.",
+        "APPROVALS_MODEL, LOG_LEVEL, LOG_FORMAT. GET /healthz, /readyz and /metrics are "
+        "served beside the Slack path.",
     )
     serve_http.set_defaults(func=lambda args: run("http"))
     socket_mode = subparsers.add_parser(
         "socket",
         help="serve Slack over Socket Mode (needs SLACK_APP_TOKEN)",
         description="Serve Slack over Socket Mode: no public URL needed. Same environment "
-        "as `serve`, plus SLACK_APP_TOKEN (xapp-...).",
+        "as `serve`, plus SLACK_APP_TOKEN (xapp-...); HOST:PORT serves only /healthz, "
+        "/readyz and /metrics.",
     )
     socket_mode.set_defaults(func=lambda args: run("socket"))
 
@@ -137,7 +139,9 @@ async def open_bot(
     lease_seconds = lease_seconds_from_env(environ)
     sweep_seconds_from_env(environ)  # a bad value stops start-up before anything opens
     async with contextlib.AsyncExitStack() as stack:
-        stack.enter_context(sole_server(parse_database_url(database_url).path))
+        location = parse_database_url(database_url)
+        if isinstance(location, SqliteLocation):  # Postgres serves many (docs/production.md)
+            stack.enter_context(sole_server(location.path))
         model = model_from_env(environ, metrics=metrics)
         stack.push_async_callback(close_model, model)
         registry = load_agent_registry(settings.agents, default=default_registry(model))

@@ -22,9 +22,11 @@ At start-up (`recover_runs`) runs are found by status:
 
 Then, on every sweeper pass (`take_over_abandoned`), the working runs whose lease ran
 out (their worker died or hung while others live on) are taken over the same way,
-without waiting for anyone to restart. A run held by a live worker is never touched:
-every claim is a compare-and-set that refuses another owner's live lease, so of several
-workers exactly one takes a run over.
+without waiting for anyone to restart; so are the paused runs whose last decision was
+taken more than a lease ago and still not acted on (the deciding worker died between
+committing the decision and claiming the resume). A run held by a live worker is never
+touched: every claim is a compare-and-set that refuses another owner's live lease, so of
+several workers exactly one takes a run over.
 
 On SQLite (one process) the worker id is stable per installation (see
 `bot.service.config.installation_worker_id`), so a restarted process takes over its dead
@@ -34,6 +36,7 @@ predecessor's leases at once instead of waiting for them to run out.
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from bot.errors import ApprovalsError
 from bot.service.api import ApprovalDecided
@@ -75,13 +78,37 @@ async def recover_runs(flow: Workflow) -> int:
 
 
 async def take_over_abandoned(flow: Workflow) -> int:
-    """Take over the working runs whose lease ran out (see the module doc); returns how
-    many this worker took."""
+    """Take over the working runs whose lease ran out, and resume the paused ones whose
+    last decision nobody acted on (see the module doc); returns how many this worker
+    took."""
     taken = 0
     for run in await flow.store.abandoned_runs(limit=ABANDONED_PER_PASS):
         if flow.leases.get(run.run_id) is None:
             taken += await _take_over(flow, run)
+    settled = flow.clock() - timedelta(seconds=flow.lease_seconds)
+    for run in await flow.store.unresumed_runs(decided_before=settled, limit=ABANDONED_PER_PASS):
+        if await _resume_unclaimed(flow, run):
+            taken += 1
     return taken
+
+
+async def _resume_unclaimed(flow: Workflow, run: RunRecord) -> bool:
+    """A paused run with every decision taken that nobody resumed (the worker that took
+    the last one died before it claimed the resume): show its cards as they stand and
+    claim it; False when it waits for a person after all (an uncertain call), or another
+    worker claimed it first."""
+    try:
+        stalled = await stalled_pause(flow, run)
+    except ApprovalsError:
+        log.exception("cannot inspect paused run %s; leaving it", run.run_id)
+        return False
+    if not stalled:
+        return False
+    await _show_decisions(flow, run)
+    if not await flow.claim_resume(run.run_id):
+        return False
+    log.info("resuming run %s: its last decision was not acted on", run.run_id)
+    return True
 
 
 async def _take_over(flow: Workflow, run: RunRecord) -> int:

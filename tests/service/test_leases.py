@@ -7,7 +7,7 @@ worker that only stalled is fenced off when it wakes; cancel ends the lease and
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,6 +23,7 @@ from store import SqliteStore, open_store
 from store.crypto import KeyRing
 from store.keys import generate_key
 from tests.service.service_harness import RecordingNotifier
+from tests.store.postgres_db import fresh_postgres_database
 
 LEASE = 15.0
 REQUESTER, APPROVER = "U-req", "U-app"
@@ -102,15 +103,23 @@ class Worker:
             await self.store.close()
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """One database both workers share: a SQLite file, or a fresh Postgres database."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "approvals.db")
+        return
+    with fresh_postgres_database() as url:
+        yield url
+
+
 @pytest.fixture
-async def workers(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+async def workers(database_url: str) -> AsyncIterator[Callable[..., Any]]:
     clock, keyring, downstream = Clock(), KeyRing([generate_key("k1")]), Downstream()
     opened: list[Worker] = []
 
     async def open_worker(name: str) -> Worker:
-        store = await open_store(
-            str(tmp_path / "approvals.db"), keyring=keyring, clock=clock, environ={}
-        )
+        store = await open_store(database_url, keyring=keyring, clock=clock, environ={})
         notifier = RecordingNotifier()
         service = ApprovalService(
             store=store, registry=registry(downstream), notifier=notifier, dependencies={},
@@ -200,6 +209,30 @@ async def test_a_worker_dying_mid_tool_is_taken_over_once_its_lease_ran_out(
         assert uncertain.tool_name == "restart"
     lease = await b.store.run_lease(run_id)
     assert lease is None  # B finished (or paused) the run and let go of it
+
+
+async def test_a_decision_whose_worker_died_before_the_resume_is_acted_on(
+    workers: Callable[..., Any],
+) -> None:
+    a, b = await workers("worker-a"), await workers("worker-b")
+    clock: Clock = workers.clock  # type: ignore[attr-defined]
+    downstream: Downstream = workers.downstream  # type: ignore[attr-defined]
+    run_id = await paused(a, "idempotent")
+    [approval] = await a.store.list_approvals(run_id=run_id, status="pending")
+    clock.advance(30)  # the person reads the card
+    await a.service.record_decision(
+        approval.approval_id, approve=True, decider=APPROVER, reason="go"
+    )
+    await a.stop(dies=True)  # the vote is committed; the card update and resume never ran
+
+    await b.service.sweep()  # A may only be slow: not yet
+    assert await status(b, run_id) == "paused"
+    clock.advance(LEASE + 1)
+    await b.service.sweep()
+    await b.service.drain()
+    assert await status(b, run_id) == "completed"
+    assert [name for name, _ in downstream.calls] == ["deploy"]
+    assert [record.status for record in b.notifier.decided] == ["approved"]  # its card
 
 
 async def test_a_recorded_result_is_not_run_again_by_the_worker_taking_over(

@@ -34,9 +34,9 @@ from bot.slack.notifier import SlackNotifier
 from bot.slack.probes import Probes
 from bot.slack.server import EVENTS_PATH, build_web_app
 from bot.slack.surface import SlackSurface
+from store import SqliteStore, open_store
 from store.crypto import KeyRing
 from store.keys import generate_key
-from store.sqlite.store import SqliteStore, open_store
 from tests.slack.fake_slack import Call, FakeSlack
 from tests.slack.slack_driver import SlackDriver
 

@@ -1,20 +1,21 @@
 """Run leases: one worker per working run, takeover once the holder stops renewing, and
 the fencing token that refuses a stale holder's writes; request memory shared by every
-connection on the file. Real SQLite files, several stores (connections) on one file."""
+connection. On both engines (a real SQLite file, a fresh Postgres database), several
+stores (connections, pools) on one database."""
 
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
+from datetime import timedelta
 
 import pytest
 
 from bot.errors import ConflictError, InputError, LeaseLostError
-from bot.runtime.journal import Fresh
+from bot.runtime.journal import Fresh, Interrupted
 from store import SqliteStore, open_store
 from store.api import LeaseTerms, RunLease
 from store.crypto import KeyRing
-from tests.store.store_helpers import Clock, raw
+from tests.store.store_helpers import Clock, new_approval
 
 TTL = 15.0
 
@@ -172,9 +173,7 @@ async def test_a_run_created_with_a_lease_holds_the_first_token(store: SqliteSto
     assert await ledger_claim(store, "w1", 1) == Fresh(lease_token=1, attempt=1)
 
 
-async def test_bad_claims_are_refused_by_name_and_change_nothing(
-    store: SqliteStore, db_path: Path
-) -> None:
+async def test_bad_claims_are_refused_by_name_and_change_nothing(store: SqliteStore) -> None:
     await new_run(store)
     with pytest.raises(InputError, match="not to make it 'paused'"):
         await store.claim_run(
@@ -194,18 +193,19 @@ async def test_bad_claims_are_refused_by_name_and_change_nothing(
         )
     with pytest.raises(InputError, match="not 'running'"):
         await store.release_run_lease(await resuming_by(store, "w1"), new_status="running")
-    with raw(db_path) as connection:
-        assert connection.execute("SELECT status FROM runs").fetchall() == [("resuming",)]
+    run = await store.get_run("run-1")
+    assert run is not None
+    assert (run.status, run.version) == ("resuming", 2)
 
 
 async def test_racing_workers_on_one_file_take_a_run_over_once(
-    db_path: Path, keyring: KeyRing, clock: Clock, store: SqliteStore
+    database_url: str, keyring: KeyRing, clock: Clock, store: SqliteStore
 ) -> None:
     await new_run(store)
     await resuming_by(store, "dead")
     clock.advance(TTL + 1)
     others = [
-        await open_store(str(db_path), keyring=keyring, clock=clock, environ={}) for _ in range(4)
+        await open_store(database_url, keyring=keyring, clock=clock, environ={}) for _ in range(4)
     ]
     try:
         claims = await asyncio.gather(
@@ -240,10 +240,10 @@ async def test_request_memory_answers_once_per_ttl(store: SqliteStore, clock: Cl
 
 
 async def test_request_memory_is_shared_by_every_connection(
-    db_path: Path, keyring: KeyRing, clock: Clock, store: SqliteStore
+    database_url: str, keyring: KeyRing, clock: Clock, store: SqliteStore
 ) -> None:
     others = [
-        await open_store(str(db_path), keyring=keyring, clock=clock, environ={}) for _ in range(4)
+        await open_store(database_url, keyring=keyring, clock=clock, environ={}) for _ in range(4)
     ]
     try:
         seen = await asyncio.gather(
@@ -261,3 +261,53 @@ async def test_request_memory_refuses_bad_input(store: SqliteStore) -> None:
     with pytest.raises(InputError, match="ttl_seconds must be a positive"):
         await store.remember_requests([("k", float("nan"))])
     assert await store.remember_requests([("ok", 1)]) == [True]  # the refused batch wrote nothing
+
+
+async def test_a_takeover_ends_the_old_holders_call_leases(
+    store: SqliteStore, clock: Clock
+) -> None:
+    await new_run(store)
+    old = await resuming_by(store, "w1")
+    clock.advance(TTL - 2)  # a call dispatched just before the run's lease ran out
+    assert await ledger_claim(store, "w1", old.token) == Fresh(lease_token=1, attempt=1)
+    clock.advance(3)  # the run's lease ran out; the call's own would last 13 s more
+    taken = await store.claim_run(
+        "run-1", expected_status="resuming", new_status="resuming", owner="w2", lease_seconds=TTL
+    )
+    assert taken is not None
+    again = await ledger_claim(store, "w2", taken.token)
+    assert again == Interrupted(attempt=1)  # the replay policy decides, not a live lease
+
+
+async def test_a_decided_run_nobody_resumed_is_found_once_settled(
+    store: SqliteStore, clock: Clock
+) -> None:
+    await new_run(store)
+    await store.add_approvals([new_approval(), new_approval(call="call-2")])
+    clock.advance(5)
+    await store.decide("ap-run-1-call-1", decision="approved", decider="U-A", reason="ok")
+    assert await store.unresumed_runs(decided_before=clock.now) == []  # one still pending
+    clock.advance(5)
+    await store.revoke("ap-run-1-call-2", actor="U-REQ", reason="not needed")
+    assert await store.unresumed_runs(decided_before=clock.now - timedelta(seconds=1)) == []
+    [found] = await store.unresumed_runs(decided_before=clock.now)
+    assert found.run_id == "run-1"
+
+    lease = await resuming_by(store, "w1")  # someone claimed it: not waiting any more
+    assert await store.unresumed_runs(decided_before=clock.now) == []
+    clock.advance(1)
+    await store.save_run_state(
+        "run-1", expected_version=lease.run.version, state_json="{}", status="paused",
+        schema_version="1.1",
+    )  # fmt: skip
+    assert await store.unresumed_runs(decided_before=clock.now) == []  # paused after them
+
+
+async def test_an_expired_approval_counts_as_decided(store: SqliteStore, clock: Clock) -> None:
+    await new_run(store)
+    await store.add_approvals([new_approval(expires_at=clock.now + timedelta(seconds=60))])
+    clock.advance(61)
+    assert await store.unresumed_runs(decided_before=clock.now) == []  # still pending
+    await store.expire_due()
+    [found] = await store.unresumed_runs(decided_before=clock.now)
+    assert found.run_id == "run-1"

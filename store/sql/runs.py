@@ -1,13 +1,11 @@
-"""Runs on SQLite: a small `runs` row for status and compare-and-set, the sealed state
+"""Runs: a small `runs` row for status and compare-and-set, the sealed state
 in `run_blobs` (so a compare-and-set never rewrites a large blob).
 
-Sealing, the blob's associated data and the digest check are engine-neutral
-(store.runs); here is the SQL.
+Sealing, the blob's associated data and the digest check are in store.runs; here is
+the SQL.
 """
 
 from __future__ import annotations
-
-import sqlite3
 
 from bot.clock import Clock
 from bot.errors import ConflictError, InputError
@@ -24,7 +22,7 @@ from store.api import (
 )
 from store.crypto import Sealed, Sealer
 from store.leases import check_claim, expiry
-from store.rows import RUN_COLUMNS, row_to_run, to_db, to_db_optional
+from store.rows import RUN_COLUMNS, Row, row_to_run, to_db, to_db_optional, where_all
 from store.runs import (
     check_origin,
     check_status,
@@ -36,22 +34,22 @@ from store.runs import (
     task_summary,
     version_conflict,
 )
-from store.sqlite import audit
-from store.sqlite.cancel import SqliteCancel
-from store.sqlite.connection import Database, fetch_all, fetch_one, where_all
-from store.sqlite.leases import end_lease
-from store.sqlite.retention import SqliteRetention
+from store.sql import audit
+from store.sql.cancel import Cancel
+from store.sql.leases import end_lease, insert_lease
+from store.sql.retention import Retention
+from store.tx import Body, Engine, IntegrityViolation, many, one, run
 
 
-class SqliteRuns:
-    """The RunStore on SQLite."""
+class Runs:
+    """The RunStore."""
 
-    def __init__(self, database: Database, sealer: Sealer, clock: Clock) -> None:
+    def __init__(self, database: Engine, sealer: Sealer, clock: Clock) -> None:
         self._db = database
         self._sealer = sealer
         self._clock = clock
-        self.cancel_run = SqliteCancel(database, clock).cancel_run
-        self.purge_finished_runs = SqliteRetention(database, clock).purge_finished_runs
+        self.cancel_run = Cancel(database, clock).cancel_run
+        self.purge_finished_runs = Retention(database, clock).purge_finished_runs
 
     async def create_run(
         self,
@@ -83,10 +81,9 @@ class SqliteRuns:
         moment = self._clock()
         now = to_db(moment)
 
-        def body(connection: sqlite3.Connection) -> RunRecord:
+        def body() -> Body[RunRecord]:
             try:
-                row = fetch_one(
-                    connection,
+                row = yield one(
                     "INSERT INTO runs (run_id, agent_name, agent_version, schema_version, "
                     "status, version, state_version, key_id, blob_digest, channel, thread_ts, "
                     "requester, created_at, updated_at, origin, task, engine, engine_version, "
@@ -97,20 +94,17 @@ class SqliteRuns:
                      digest, channel, thread_ts, requester, now, now, origin,
                      task_summary(task), *engine_columns(engine)),
                 )  # fmt: skip
-            except sqlite3.IntegrityError:
+            except IntegrityViolation:
                 raise ConflictError(f"run {run_id!r} already exists") from None
-            _write_blob(connection, run_id, sealed, insert=True)
+            yield from _write_blob(run_id, sealed, insert=True)
             if lease is not None:
-                connection.execute(
-                    "INSERT INTO run_leases (run_id, owner, expires_at, token) "
-                    "VALUES (?, ?, ?, ?)",
-                    (run_id, lease.owner, to_db(expiry(moment, lease.seconds)),
-                     FIRST_LEASE_TOKEN),
-                )  # fmt: skip
+                yield from insert_lease(
+                    run_id, lease.owner, to_db(expiry(moment, lease.seconds)), FIRST_LEASE_TOKEN
+                )
             assert row is not None
             return row_to_run(row)
 
-        return await self._db.transaction(body)
+        return await self._db.transact(body)
 
     async def save_run_state(
         self,
@@ -129,9 +123,8 @@ class SqliteRuns:
         )  # fmt: skip
         now = to_db(self._clock())
 
-        def body(connection: sqlite3.Connection) -> RunRecord:
-            row = fetch_one(
-                connection,
+        def body() -> Body[RunRecord]:
+            row = yield one(
                 "UPDATE runs SET status = ?, version = version + 1, state_version = version + 1, "
                 "schema_version = ?, key_id = ?, blob_digest = ?, updated_at = ?, engine = ?, "
                 "engine_version = ?, engine_schema_version = ?, needs_migration = NULL "
@@ -148,17 +141,17 @@ class SqliteRuns:
                 ),
             )
             if row is None:
-                found = _require_run(connection, run_id)
+                found = yield from _require_run(run_id)
                 raise version_conflict(
                     run_id, expected_version=expected_version,
                     version=found["version"], status=found["status"],
                 )  # fmt: skip
-            _write_blob(connection, run_id, sealed, insert=False)
+            yield from _write_blob(run_id, sealed, insert=False)
             if status not in WORKING_RUN_STATUSES:
-                end_lease(connection, run_id)
+                yield from end_lease(run_id)
             return row_to_run(row)
 
-        return await self._db.transaction(body)
+        return await self._db.transact(body)
 
     async def transition_run(
         self, run_id: str, *, expected_status: RunStatus, new_status: RunStatus
@@ -167,44 +160,42 @@ class SqliteRuns:
         check_status(new_status)
         now = to_db(self._clock())
 
-        def body(connection: sqlite3.Connection) -> RunRecord | None:
-            row = fetch_one(
-                connection,
+        def body() -> Body[RunRecord | None]:
+            row = yield one(
                 "UPDATE runs SET status = ?, version = version + 1, updated_at = ? "
                 f"WHERE run_id = ? AND status = ? RETURNING {RUN_COLUMNS}",
                 (new_status, now, run_id, expected_status),
             )
             if row is None:
-                _require_run(connection, run_id)
+                yield from _require_run(run_id)
                 return None
             if new_status not in WORKING_RUN_STATUSES:
-                end_lease(connection, run_id)
+                yield from end_lease(run_id)
             return row_to_run(row)
 
-        return await self._db.transaction(body)
+        return await self._db.transact(body)
 
     async def mark_needs_migration(
         self, run_id: str, *, reason: str | None, actor: str
     ) -> RunRecord | None:
         now = to_db(self._clock())
 
-        def body(connection: sqlite3.Connection) -> RunRecord | None:
-            row = fetch_one(
-                connection,
+        def body() -> Body[RunRecord | None]:
+            row = yield one(
                 "UPDATE runs SET needs_migration = ?, updated_at = ? "
-                "WHERE run_id = ? AND needs_migration IS NOT ? "
+                "WHERE run_id = ? AND needs_migration IS DISTINCT FROM CAST(? AS TEXT) "
                 f"RETURNING {RUN_COLUMNS}",
                 (reason, now, run_id, reason),
             )
             if row is None:
-                _require_run(connection, run_id)
+                yield from _require_run(run_id)
                 return None
             kind, detail = migration_event(reason)
-            audit.append(connection, kind, at=self._clock(), actor=actor, run_id=run_id,
-                         detail=detail)  # fmt: skip
+            yield from audit.append(kind, at=self._clock(), actor=actor, run_id=run_id,
+                                    detail=detail)  # fmt: skip
             return row_to_run(row)
 
-        return await self._db.transaction(body)
+        return await self._db.transact(body)
 
     async def load_run_state(self, run_id: str) -> str:
         row = await self._db.read_one(
@@ -240,9 +231,8 @@ class SqliteRuns:
     async def set_run_thread(self, run_id: str, *, channel: str, thread_ts: str) -> None:
         now = to_db(self._clock())
 
-        def body(connection: sqlite3.Connection) -> None:
-            rows = fetch_all(
-                connection,
+        def body() -> Body[None]:
+            rows = yield many(
                 "UPDATE runs SET channel = ?, thread_ts = ?, updated_at = ? WHERE run_id = ? "
                 "RETURNING run_id",
                 (channel, thread_ts, now, run_id),
@@ -250,7 +240,7 @@ class SqliteRuns:
             if not rows:
                 raise InputError(f"no run {run_id!r}")
 
-        await self._db.transaction(body)
+        await self._db.transact(body)
 
     async def list_runs(
         self,
@@ -295,18 +285,16 @@ def run_filter_sql(
     return joined, [*params, moment, moment, after[1]]
 
 
-def _write_blob(
-    connection: sqlite3.Connection, run_id: str, sealed: Sealed, *, insert: bool
-) -> None:
+def _write_blob(run_id: str, sealed: Sealed, *, insert: bool) -> Body[None]:
     if insert:
         sql = "INSERT INTO run_blobs (key_id, nonce, ciphertext, run_id) VALUES (?, ?, ?, ?)"
     else:
         sql = "UPDATE run_blobs SET key_id = ?, nonce = ?, ciphertext = ? WHERE run_id = ?"
-    connection.execute(sql, (sealed.key_id, sealed.nonce, sealed.ciphertext, run_id))
+    yield run(sql, (sealed.key_id, sealed.nonce, sealed.ciphertext, run_id))
 
 
-def _require_run(connection: sqlite3.Connection, run_id: str) -> sqlite3.Row:
-    row = fetch_one(connection, "SELECT version, status FROM runs WHERE run_id = ?", (run_id,))
+def _require_run(run_id: str) -> Body[Row]:
+    row: Row | None = yield one("SELECT version, status FROM runs WHERE run_id = ?", (run_id,))
     if row is None:
         raise InputError(f"no run {run_id!r}")
     return row
