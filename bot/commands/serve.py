@@ -139,14 +139,16 @@ async def open_bot(
     lease_seconds = lease_seconds_from_env(environ)
     sweep_seconds_from_env(environ)  # a bad value stops start-up before anything opens
     async with contextlib.AsyncExitStack() as stack:
-        location = parse_database_url(database_url)
-        if isinstance(location, SqliteLocation):  # Postgres serves many (docs/production.md)
-            stack.enter_context(sole_server(location.path))
         model = model_from_env(environ, metrics=metrics)
         stack.push_async_callback(close_model, model)
         registry = load_agent_registry(settings.agents, default=default_registry(model))
         store = await open_store(database_url, environ=environ)
         stack.push_async_callback(store.close)
+        location = parse_database_url(database_url)
+        if isinstance(location, SqliteLocation):  # Postgres serves many (docs/production.md)
+            # After the store opened (its errors name the database first), before anything
+            # recovers, sweeps or listens.
+            stack.enter_context(sole_server(location.path))
 
         def make_service(slack: SlackGateway, tasks: TaskOwner) -> ApprovalService:
             return ApprovalService(

@@ -4,7 +4,8 @@ SQLite is the engine for one process (it has no way to tell a live worker's leas
 a dead one's across machines, and its one writer is the bottleneck anyway); several
 replicas run on Postgres. A second `approvals-bot serve` (or `socket`) on the same file
 would recover, sweep and resume next to the first, so it is refused with one line
-before it opens anything. The lock is an advisory `flock` on `<database>.lock`: the
+before it starts any of that (the store is opened first, so that an unusable database
+is named as such). The lock is an advisory `flock` on `<database>.lock`: the
 kernel releases it when the holder exits, however it exits (even SIGKILL), so a stale
 lock file never blocks a restart. Operator commands (`approvals decide`, `runs cancel`
 ...) do not take it: they act next to a running server on purpose.
@@ -30,10 +31,10 @@ def sole_server(database: Path) -> Iterator[None]:
     """Hold the database's server lock for the block; ConfigError naming the file (and
     the holder's pid) when another process holds it."""
     path = lock_path(database)
-    if not path.parent.is_dir():
-        yield  # opening the store names the missing directory
-        return
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as error:
+        raise ConfigError(f"cannot create the server lock {path}: {error.strerror}") from None
     try:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
