@@ -231,7 +231,8 @@ async def ack_levels(
     acks: Results = {name: {level: [] for level in LEVELS} for name in apps}
     delays: Results = {name: {level: [] for level in LEVELS} for name in ("modal", "ours")}
     servers = [
-        await serve(build_web_app(bolt_app=app, signing_secret=SECRET)) for app in apps.values()
+        await serve(build_web_app(bolt_app=app, signing_secret=SECRET, memory=None))
+        for app in apps.values()
     ]
     urls = dict(zip(apps, (url for _, url in servers), strict=True))
     try:
@@ -302,7 +303,9 @@ async def stall_run(
     )
     approval_id, blocks, thread_ts = await pending_card(surface)
     gate.stall()  # from here on the database and the model do not answer
-    runner, url = await serve(build_web_app(bolt_app=surface.bolt_app, signing_secret=SECRET))
+    runner, url = await serve(
+        build_web_app(bolt_app=surface.bolt_app, signing_secret=SECRET, memory=surface.requests)
+    )
     kinds: dict[str, Callable[[int], Signed]] = {
         "/agent": lambda i: command("/agent", "deploy payments 1.2.3", i),
         "click": lambda i: click(approval_id, blocks, i),

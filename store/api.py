@@ -24,6 +24,9 @@ TERMINAL_APPROVAL_STATUSES: frozenset[str] = frozenset(
     {"approved", "rejected", "expired", "revoked"}
 )
 FINISHED_RUN_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+WORKING_RUN_STATUSES: frozenset[str] = frozenset({"running", "resuming"})
+"""A run in one of these is being worked on, by the worker holding its lease (RunLease)."""
+FIRST_LEASE_TOKEN = 1  # the token of the lease a run is created with (`create_run(lease=...)`)
 RunOrigin = Literal["slack", "terminal"]
 """Where a run was started: from Slack (the bot; also runs started from code) or at the
 terminal (`approvals-bot demo`). Each surface shows and decides only its own runs;
@@ -68,6 +71,32 @@ class RunRecord:
     @property
     def finished(self) -> bool:
         return self.status in FINISHED_RUN_STATUSES
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeaseTerms:
+    """A lease asked for: held by `owner` for `seconds` from now, unless renewed."""
+
+    owner: str
+    seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunLease:
+    """A worker's hold on a run it works on (`running` or `resuming`). Another worker may
+    take the run over once `expires_at` has passed (unless it was renewed meanwhile);
+    `token` is the fencing token: it moves on at every claim and every release, and the
+    holder's writes name it (`ledger_claim(run_lease_token=...)`, `renew_run_lease`,
+    `release_run_lease`), so a worker that lost the run writes nothing more for it."""
+
+    run: RunRecord
+    owner: str
+    token: int
+    expires_at: datetime
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
 
 
 RunCursor = tuple[datetime, str]
@@ -327,10 +356,12 @@ class RunStore(Protocol):
         origin: RunOrigin = "slack",
         task: str | None = None,
         engine: EngineStamp | None = None,
+        lease: LeaseTerms | None = None,
     ) -> RunRecord:
         """A new run with its sealed state. `task` is the task as people may see it (the
         caller redacts it; the row keeps its first TASK_SUMMARY_CHARS characters);
-        `engine` names the agent engine that writes its state, if not ours."""
+        `engine` names the agent engine that writes its state, if not ours. `lease`:
+        the creator holds the new (working) run's lease, token FIRST_LEASE_TOKEN."""
         ...
 
     async def save_run_state(
@@ -345,7 +376,9 @@ class RunStore(Protocol):
     ) -> RunRecord:
         """Encrypt and store a new state blob and status (and the engine that wrote it);
         ConflictError if the version moved. Clears `needs_migration`: the state was just
-        written by an engine that could read it."""
+        written by an engine that could read it. A status that is not working ends the
+        run's lease (a takeover moves the version, so a worker that lost the run cannot
+        save over it)."""
         ...
 
     async def mark_needs_migration(
@@ -360,7 +393,8 @@ class RunStore(Protocol):
     async def transition_run(
         self, run_id: str, *, expected_status: RunStatus, new_status: RunStatus
     ) -> RunRecord | None:
-        """CAS on status only (e.g. paused -> resuming to claim a resume). None if lost."""
+        """CAS on status only. None if lost. A status that is not working ends the run's
+        lease; to work on a run, claim it instead (`claim_run`)."""
         ...
 
     async def load_run_state(self, run_id: str) -> str:
@@ -407,6 +441,71 @@ class RunStore(Protocol):
         its ledger results and its approvals' review snapshots (the argument digests stay),
         clear its task, and set `purged_at`. Run, approval, vote and ledger rows stay, and
         the audit log is untouched but for one `purged` event per batch naming its runs."""
+        ...
+
+
+class RunLeaseStore(Protocol):
+    """Run leases: which worker works on a run, so that several workers on one database
+    resume each run once, and take over the runs of a worker that died."""
+
+    async def claim_run(
+        self,
+        run_id: str,
+        *,
+        expected_status: RunStatus,
+        new_status: RunStatus,
+        owner: str,
+        lease_seconds: float,
+    ) -> RunLease | None:
+        """Compare-and-set `expected_status` -> `new_status` (a working status) that gives
+        `owner` the run's lease under a new token. From a working status it succeeds only
+        when no other owner holds a live lease: the holder's lease ran out, or `owner`
+        held it (a restarted worker), or the run has none (older data). None when lost
+        (the run moved, or another worker holds it). InputError for a `new_status` that
+        is not working or an unknown run."""
+        ...
+
+    async def renew_run_lease(self, lease: RunLease, *, lease_seconds: float) -> RunLease:
+        """Extend the lease from now, and the ledger leases of the run's executing calls
+        that its owner holds, in one transaction. LeaseLostError when the token moved on
+        (another worker took the run over, it was cancelled, or it stopped working)."""
+        ...
+
+    async def release_run_lease(self, lease: RunLease, *, new_status: RunStatus) -> RunRecord:
+        """The holder moves the run to `new_status` (not a working one) and the lease
+        ends. LeaseLostError when the token moved on: nothing changes."""
+        ...
+
+    async def run_lease(self, run_id: str) -> RunLease | None:
+        """The run's current lease (live or run out), None when nobody holds it."""
+        ...
+
+    async def abandoned_runs(self, *, limit: int = 100) -> list[RunRecord]:
+        """Working runs whose lease ran out (their worker died or hung), oldest first."""
+        ...
+
+    async def unresumed_runs(
+        self, *, decided_before: datetime, limit: int = 100
+    ) -> list[RunRecord]:
+        """Paused runs with no pending approval, a decision (an approval decided, revoked
+        or expired) taken after the run last moved, and none after `decided_before`: the
+        worker that took the last decision died before it claimed the resume. Oldest
+        first."""
+        ...
+
+
+class RequestMemoryStore(Protocol):
+    """What was received recently, shared by every worker on the database."""
+
+    async def remember_requests(self, requests: Sequence[tuple[str, float]]) -> list[bool]:
+        """Remember each (key, ttl_seconds); for each, in order, True the first time (or
+        once an earlier sighting's time ran out), False while it is remembered (a key
+        twice in `requests`: its first time only). One write transaction for all, so of
+        two workers receiving the same request exactly one sees True."""
+        ...
+
+    async def forget_expired_requests(self) -> int:
+        """Drop the keys whose time ran out; returns how many."""
         ...
 
 
@@ -604,7 +703,11 @@ class LedgerStore(Protocol):
         owner: str,
         lease_seconds: float,
         redispatch: bool = False,
-    ) -> Claim: ...
+        run_lease_token: int | None = None,
+    ) -> Claim:
+        """See store.ledger. With `run_lease_token`, refused (LeaseLostError, nothing
+        written) unless `owner` holds the run's lease under that token."""
+        ...
 
     async def ledger_record_result(
         self,
@@ -657,6 +760,8 @@ class MaintenanceStore(Protocol):
 
 class Store(
     RunStore,
+    RunLeaseStore,
+    RequestMemoryStore,
     ApprovalStore,
     VoteStore,
     StandingStore,

@@ -14,6 +14,8 @@ from store.api import (
     ApprovalStore,
     AuditStore,
     LedgerStore,
+    RequestMemoryStore,
+    RunLeaseStore,
     RunStore,
     StandingStore,
     VoteStore,
@@ -21,12 +23,15 @@ from store.api import (
 
 
 class EngineStore:
-    """The runs, approvals, votes, audit and ledger operations of one engine."""
+    """The runs, leases, request memory, approvals, votes, audit and ledger operations
+    of one engine."""
 
     def __init__(
         self,
         *,
         runs: RunStore,
+        leases: RunLeaseStore,
+        requests: RequestMemoryStore,
         approvals: ApprovalStore,
         votes: VoteStore,
         standing: StandingStore,
@@ -44,6 +49,16 @@ class EngineStore:
         self.list_runs = runs.list_runs
         self.cancel_run = runs.cancel_run
         self.purge_finished_runs = runs.purge_finished_runs
+
+        self.claim_run = leases.claim_run
+        self.renew_run_lease = leases.renew_run_lease
+        self.release_run_lease = leases.release_run_lease
+        self.run_lease = leases.run_lease
+        self.abandoned_runs = leases.abandoned_runs
+        self.unresumed_runs = leases.unresumed_runs
+
+        self.remember_requests = requests.remember_requests
+        self.forget_expired_requests = requests.forget_expired_requests
 
         self.add_approvals = approvals.add_approvals
         self.get_approval = approvals.get_approval

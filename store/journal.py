@@ -2,7 +2,9 @@
 
 The runner sees the plain Journal (bot/runtime/journal.py); this adapter adds the lease
 owner and duration the durable ledger needs. Claims are fenced: a result recorded with a
-lease token that was taken over raises LeaseLostError and writes nothing.
+lease token that was taken over raises LeaseLostError and writes nothing; with
+`run_lease_token` (the run's lease, store.api.RunLease) a claim is refused the same way
+once the run was taken over, so a worker that lost the run starts no tool call for it.
 """
 
 from __future__ import annotations
@@ -14,10 +16,18 @@ from store.api import Store
 class StoreJournal:
     """A Journal whose claims are leases held by `owner` for `lease_seconds`."""
 
-    def __init__(self, store: Store, *, owner: str, lease_seconds: float = 300.0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        owner: str,
+        lease_seconds: float = 300.0,
+        run_lease_token: int | None = None,
+    ) -> None:
         self._store = store
         self._owner = owner
         self._lease_seconds = lease_seconds
+        self._run_lease_token = run_lease_token
 
     async def claim(
         self,
@@ -38,6 +48,7 @@ class StoreJournal:
             owner=self._owner,
             lease_seconds=self._lease_seconds,
             redispatch=redispatch,
+            run_lease_token=self._run_lease_token,
         )
 
     async def record_result(

@@ -36,7 +36,13 @@ from bot.commands.database import existing_store
 from bot.commands.terminal import Fanout, TerminalNotifier
 from bot.demo import ops_dependencies
 from bot.policy.loading import POLICY_ENV, load_policy
-from bot.service import ApprovalService, Notifier, TaskOwner, approval_ttl_from_env
+from bot.service import (
+    ApprovalService,
+    Notifier,
+    TaskOwner,
+    approval_ttl_from_env,
+    lease_seconds_from_env,
+)
 from bot.slack.config import web_api_from_env
 
 _NOT_IN_ID = re.compile(r"[^A-Za-z0-9._-]+")
@@ -70,6 +76,7 @@ async def operator_service(
     env = os.environ if environ is None else environ
     policy = load_policy(environ=env) if env.get(POLICY_ENV, "").strip() else None
     approval_ttl = approval_ttl_from_env(env)
+    lease_seconds = lease_seconds_from_env(env)
     dependencies = ops_dependencies(env)
     slack = web_api_from_env(env)
     async with contextlib.AsyncExitStack() as stack:
@@ -90,6 +97,7 @@ async def operator_service(
             worker_id=cli_worker_id(),
             default_agent=registry.default().name,
             approval_ttl=approval_ttl,
+            lease_seconds=lease_seconds,
             policy=policy,
             surface="cli",
         )

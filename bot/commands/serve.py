@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from bot.agents import builtin_registry, close_model, load_agent_registry, model_from_env
+from bot.commands.serve_lock import sole_server
 from bot.demo import ops_dependencies
 from bot.errors import ConfigError
 from bot.logs import configure_logging, log_settings_from_env
@@ -35,10 +36,12 @@ from bot.service import (
     TaskOwner,
     approval_ttl_from_env,
     installation_worker_id,
+    lease_seconds_from_env,
+    sweep_seconds_from_env,
 )
 from bot.slack.config import Mode, SlackSettings, load_settings
 from store import open_store
-from store.config import database_url_from_env
+from store.config import SqliteLocation, database_url_from_env, parse_database_url
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -101,7 +104,7 @@ async def _open_and_serve(
         recovered = await surface.service.recover()
         if recovered:
             log.info("recovered %d run(s) left by a previous process", recovered)
-        surface.service.start_expiry_sweeper()
+        surface.service.start_expiry_sweeper(every_seconds=sweep_seconds_from_env(environ))
         from bot.slack.probes import Probes
 
         probes = Probes(service=surface.service, health=surface.health, metrics=metrics)
@@ -119,7 +122,8 @@ async def open_bot(
     """The model, the store, the registry, the service and the Slack surface around
     them, open for the block; each is closed on the way out by the one who opened it,
     in reverse order. Every configuration problem is a ConfigError before anything is
-    opened (the agents module, too, before the database)."""
+    opened (the agents module, too, before the database); so is a second server on one
+    SQLite file (bot.commands.serve_lock)."""
     from bot.slack.channels import SlackChannelDirectory
     from bot.slack.groups import SlackGroupDirectory
     from bot.slack.notifier import SlackNotifier
@@ -132,12 +136,19 @@ async def open_bot(
     database_url = settings.database_url or database_url_from_env(environ)
     worker_id = installation_worker_id(database_url, environ)
     approval_ttl = approval_ttl_from_env(environ)
+    lease_seconds = lease_seconds_from_env(environ)
+    sweep_seconds_from_env(environ)  # a bad value stops start-up before anything opens
     async with contextlib.AsyncExitStack() as stack:
         model = model_from_env(environ, metrics=metrics)
         stack.push_async_callback(close_model, model)
         registry = load_agent_registry(settings.agents, default=builtin_registry(model))
         store = await open_store(database_url, environ=environ)
         stack.push_async_callback(store.close)
+        location = parse_database_url(database_url)
+        if isinstance(location, SqliteLocation):  # Postgres serves many (docs/production.md)
+            # After the store opened (its errors name the database first), before anything
+            # recovers, sweeps or listens.
+            stack.enter_context(sole_server(location.path))
 
         def make_service(slack: SlackGateway, tasks: TaskOwner) -> ApprovalService:
             return ApprovalService(
@@ -149,6 +160,7 @@ async def open_bot(
                 worker_id=worker_id,
                 default_agent=registry.default().name,
                 approval_ttl=approval_ttl,
+                lease_seconds=lease_seconds,
                 policy=policy,
                 groups=SlackGroupDirectory(slack.client),
                 channels=SlackChannelDirectory(slack.client),
@@ -191,7 +203,10 @@ async def _serve_http(
     from bot.slack.server import EVENTS_PATH, build_web_app
 
     app = build_web_app(
-        bolt_app=surface.bolt_app, signing_secret=settings.signing_secret, probes=probes
+        bolt_app=surface.bolt_app,
+        signing_secret=settings.signing_secret,
+        memory=surface.requests,
+        probes=probes,
     )
     async with _listening(app, settings) as (host, port):
         print(

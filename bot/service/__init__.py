@@ -25,7 +25,12 @@ from bot.service.api import (
     UncertainCall,
     WaitingForApproval,
 )
-from bot.service.config import approval_ttl_from_env, installation_worker_id
+from bot.service.config import (
+    approval_ttl_from_env,
+    installation_worker_id,
+    lease_seconds_from_env,
+    sweep_seconds_from_env,
+)
 from bot.service.service import ApprovalService
 from bot.service.tasks import TaskOwner
 
@@ -49,4 +54,6 @@ __all__ = [
     "WaitingForApproval",
     "approval_ttl_from_env",
     "installation_worker_id",
+    "lease_seconds_from_env",
+    "sweep_seconds_from_env",
 ]

@@ -52,6 +52,7 @@ from bot.service.api import (
 )
 from bot.service.authority import execution_check
 from bot.service.journal import ServiceJournal
+from bot.service.leases import leave_working
 from bot.service.limits import calls_per_turn_exceeded, check_pending
 from bot.service.retry import transient
 from bot.service.standing import apply_standing
@@ -87,7 +88,12 @@ async def execute(
     recorded as theirs, so the self-approval rule applies to the person who asked."""
     approvals = approved or {}
     journal = ServiceJournal(
-        StoreJournal(flow.store, owner=flow.worker_id, lease_seconds=flow.lease_seconds),
+        StoreJournal(
+            flow.store,
+            owner=flow.worker_id,
+            lease_seconds=flow.lease_seconds,
+            run_lease_token=_lease_token(flow, run.run_id),
+        ),
         store=flow.store,
         run_id=run.run_id,
         actor=flow.actor,
@@ -116,6 +122,12 @@ async def execute(
     except Exception:
         log.exception("run %s failed unexpectedly", run.run_id)
         return await fail_run(flow, run, "internal error (details in the bot's log)")
+
+
+def _lease_token(flow: Workflow, run_id: str) -> int | None:
+    """The fencing token of the run's lease, when this worker holds it."""
+    lease = flow.leases.get(run_id)
+    return None if lease is None else lease.token
 
 
 async def _run_agent(
@@ -150,6 +162,7 @@ async def persist_outcome(
         schema_version=result.state.schema_version,
         engine=engine_stamp(result.state.engine),
     )
+    flow.leases.drop(run.run_id)  # saved not working: the store ended the lease
     if not paused:
         flow.telemetry.run_ended(saved, status="completed")
         await flow.notify(
@@ -331,9 +344,15 @@ async def fail_run(flow: Workflow, run: RunRecord, message: str) -> RunRecord:
         return current
     failed = None
     if current.status not in FINAL_RUN_STATUSES:
-        failed = await flow.store.transition_run(
-            run.run_id, expected_status=current.status, new_status="failed"
-        )
+        held = flow.leases.get(run.run_id) is not None
+        failed = await leave_working(
+            flow.store, flow.leases, run.run_id,
+            expected_status=current.status, new_status="failed",
+        )  # fmt: skip
+        if failed is None and held:
+            log.info("run %s was taken over while it worked (%s); dropping its outcome",
+                     run.run_id, message)  # fmt: skip
+            return await flow.store.get_run(run.run_id) or current
     if failed is not None:
         flow.telemetry.run_ended(failed, status="failed")
     await flow.store.append_audit(

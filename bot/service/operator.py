@@ -12,15 +12,17 @@ so. If the run moved between the read and the cancel (a resume saved), the cance
 tried again on the new version, a few times.
 
 Resume (`runs resume`) is for a run left `resuming` by a process that died or hung: the
-resume is run again here from the stored state, as recovery does at start-up (the ledger
-decides per call). A run with a tool call executing under another worker's live lease
-is refused: that worker is alive and may still finish it.
+resume is run again here from the stored state, as recovery does (the ledger decides per
+call). A run whose lease is live (a worker is on it and renewing) or with a tool call
+executing under another worker's live lease is refused: that worker is alive and may
+still finish it. Cancelling ends the run's lease, so that worker writes nothing more.
 """
 
 from __future__ import annotations
 
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
 from bot.service.api import ApprovalDecided, RunCancelled
+from bot.service.leases import claim
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
 from store.api import CancelOutcome, RunRecord
 
@@ -95,13 +97,25 @@ async def resume_stuck(flow: Workflow, run_id: str, *, actor: str) -> RunRecord:
     if run.status == "paused":
         if not await flow.claim_resume(run_id):
             raise ResolutionError(f"run {run_id} was claimed by someone else meanwhile")
-    else:
-        flow.resume(run)
-    return run
+        return run
+    claimed = await claim(
+        flow.store, flow.leases, run_id, expected_status="resuming", new_status="resuming"
+    )
+    if claimed is None:
+        raise ResolutionError(f"run {run_id} was claimed by someone else meanwhile")
+    flow.resume(claimed)
+    return claimed
 
 
 async def _refuse_live_work(flow: Workflow, run: RunRecord) -> None:
     now = flow.clock()
+    lease = await flow.store.run_lease(run.run_id)
+    if lease is not None and lease.expires_at > now:
+        raise ResolutionError(
+            f"run {run.run_id} is being worked on by {lease.owner} (its lease runs until "
+            f"{lease.expires_at.isoformat()} and is renewed while that worker lives); "
+            "wait, or try again after that time"
+        )
     for entry in await flow.store.ledger_entries(run_id=run.run_id, state="executing"):
         until = entry.lease_expires_at
         if until is not None and until > now and entry.lease_owner != flow.worker_id:

@@ -35,6 +35,7 @@ from bot.runtime import (
 from bot.service.api import UncertainCall
 from bot.service.authority import may_reconcile, member_of, scoped
 from bot.service.execution import engine_stamp
+from bot.service.leases import claim, leave_working
 from bot.service.resume import current_rows, row_for
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
 from store.api import RunRecord
@@ -97,15 +98,17 @@ async def reconcile_call(
     run = await flow.require_run(run_id)
     if run.status != "paused":
         raise ResolutionError(f"run {run_id} is {run.status}; only a paused run can be reconciled")
-    claimed = await flow.store.transition_run(
-        run_id, expected_status="paused", new_status="resuming"
+    claimed = await claim(
+        flow.store, flow.leases, run_id, expected_status="paused", new_status="resuming"
     )
     if claimed is None:
         raise ResolutionError(f"run {run_id} is being resumed by someone else; try again")
     try:
         saved, target = await _resolve(flow, claimed, actor, call, resolution, reason)
     except ApprovalsError:
-        await flow.store.transition_run(run_id, expected_status="resuming", new_status="paused")
+        await leave_working(
+            flow.store, flow.leases, run_id, expected_status="resuming", new_status="paused"
+        )
         raise
     await flow.store.append_audit(
         "reconciled",

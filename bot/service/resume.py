@@ -52,6 +52,7 @@ from bot.service.execution import (
     request_approvals,
     wait_for_migration,
 )
+from bot.service.leases import claim, leave_working
 from bot.service.retry import transient
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
 from store.api import LEGACY_KEY_PREFIX, ApprovalRecord, RunRecord
@@ -194,11 +195,17 @@ async def _with_retries(
 
 
 async def _advance(flow: Workflow, run_id: str, run: RunRecord | None) -> RunRecord | None:
-    """One try: resume the run if it is (still, or again) ours to resume."""
+    """One try: resume the run if it is (still, or again) ours to resume: claimed by us,
+    or claimable (a stalled pause; a resume whose lease we no longer hold, and nobody
+    else does)."""
     run = run or await flow.require_run(run_id)
     if run.status == "paused" and await stalled_pause(flow, run):
-        run = await flow.store.transition_run(
-            run_id, expected_status="paused", new_status="resuming"
+        run = await claim(
+            flow.store, flow.leases, run_id, expected_status="paused", new_status="resuming"
+        )
+    elif run.status == "resuming" and flow.leases.get(run_id) is None:
+        run = await claim(
+            flow.store, flow.leases, run_id, expected_status="resuming", new_status="resuming"
         )
     if run is None or run.status != "resuming":
         return run  # finished, failed, or waiting for people: nothing to retry
@@ -279,8 +286,8 @@ async def _back_to_paused(
 ) -> RunRecord:
     """Some call still waits for a decision (or lost its row in a crash): pause again
     first, then (re)request, so that the last decision can claim the resume."""
-    paused = await flow.store.transition_run(
-        run.run_id, expected_status="resuming", new_status="paused"
+    paused = await leave_working(
+        flow.store, flow.leases, run.run_id, expected_status="resuming", new_status="paused"
     )
     if paused is None:
         return await flow.store.get_run(run.run_id) or run

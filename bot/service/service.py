@@ -60,11 +60,13 @@ from bot.service.authority import (
 from bot.service.config import DEFAULT_APPROVAL_TTL
 from bot.service.execution import engine_stamp, execute
 from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
+from bot.service.leases import DEFAULT_LEASE_SECONDS, HeldLeases, claim, leave_working
 from bot.service.limits import checked_task
 from bot.service.operator import cancel_run, resume_stuck
 from bot.service.reading import record_read
 from bot.service.reconcile import describe_uncertain, reconcile_call
-from bot.service.recovery import recover_runs
+from bot.service.recovery import recover_runs, take_over_abandoned
+from bot.service.requests import RequestLog
 from bot.service.resume import retry_parked
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy
 from bot.service.tasks import TaskOwner
@@ -79,7 +81,6 @@ from bot.service.voting import (
 from bot.service.workflow import Workflow
 from store.api import ApprovalRecord, AuditEvent, CancelOutcome, RunRecord, Store
 
-DEFAULT_LEASE_SECONDS = 300.0
 SWEEP_SECONDS = 10.0  # an unclicked card shows "expired" within this of its expiry
 
 
@@ -138,12 +139,14 @@ class ApprovalService:
             policy=policy or DEFAULT_POLICY.with_default_expiry(approval_ttl),
             groups=groups or NoGroups(),
             tasks=tasks,
+            leases=HeldLeases(store, owner=worker_id, lease_seconds=lease_seconds),
             channels=channels,
             retry=resume_retry,
             surface=surface,
             telemetry=Telemetry(metrics, clock=clock),
         )
         self._default_agent = default_agent
+        self._requests = RequestLog(store)
         self._sweeper: ExpirySweeper | None = None
 
     @property
@@ -195,7 +198,9 @@ class ApprovalService:
             requester=requester,
             origin=origin,
             task=redact_text(text),
+            lease=self._flow.leases.terms,
         )
+        self._flow.leases.hold_new_run(run)
         self._flow.telemetry.run_started(run)
         thread = await self._flow.notify(RunStarted(run=run, task=text))
         if thread is not None:
@@ -434,12 +439,22 @@ class ApprovalService:
         return await remind_due(self._flow)
 
     async def sweep(self) -> list[ApprovalRecord]:
-        """One sweeper pass: try parked resumes again (bot.service.retry), expire what is
-        overdue, then send due reminders."""
+        """One sweeper pass: take over the runs of workers that died (their lease ran
+        out: bot.service.recovery), try parked resumes again (bot.service.retry), expire
+        what is overdue, send due reminders, and forget requests remembered long enough."""
+        await take_over_abandoned(self._flow)
         retry_parked(self._flow)
         expired = await self.expire_due()
         await self.send_reminders()
+        await self._flow.store.forget_expired_requests()
         return expired
+
+    async def remember_request(self, key: str, *, ttl_seconds: float) -> bool:
+        """True the first time any worker on this database sees `key` within
+        `ttl_seconds` (a signed request, an event id): the people layer answers a replay
+        or a redelivery without handling it again. Concurrent calls share one write
+        (bot.service.requests)."""
+        return await self._requests.remember(key, ttl_seconds=ttl_seconds)
 
     async def readiness(self) -> str | None:
         """Why the service cannot serve now (None: it can): the database does not
@@ -481,19 +496,21 @@ class ApprovalService:
         if not text.strip():
             raise InputError("the message is empty")
         self.check_task(text)
-        claimed = await self._flow.store.transition_run(
-            run.run_id, expected_status=run.status, new_status="running"
+        flow = self._flow
+        claimed = await claim(
+            flow.store, flow.leases, run.run_id, expected_status=run.status, new_status="running"
         )
         if claimed is None:
             return Busy(run=run)
         try:
-            state = await self._flow.load_state(run.run_id)
+            state = await flow.load_state(run.run_id)
             state.append_user_message(text.strip())
-            agent = self._flow.registry.get(state.agent_name, state.agent_version)
+            agent = flow.registry.get(state.agent_name, state.agent_version)
         except ApprovalsError:
-            await self._flow.store.transition_run(
-                run.run_id, expected_status="running", new_status=run.status
-            )
+            await leave_working(
+                flow.store, flow.leases, run.run_id,
+                expected_status="running", new_status=run.status,
+            )  # fmt: skip
             raise
         await self._flow.store.append_audit(
             "follow_up", actor=user, run_id=run.run_id, detail={"chars": len(text)}
@@ -548,3 +565,5 @@ class ApprovalService:
         if self._sweeper is not None:
             await self._sweeper.aclose()
         await self._flow.tasks.aclose(timeout=timeout)
+        await self._flow.leases.aclose()
+        await self._requests.aclose()

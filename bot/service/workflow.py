@@ -43,6 +43,7 @@ from bot.service.api import (
     Surface,
 )
 from bot.service.codec import decode_state, encode_state
+from bot.service.leases import HeldLeases, claim
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy, StalledResumes, transient
 from bot.service.tasks import TaskOwner
 from bot.service.telemetry import Telemetry
@@ -72,6 +73,7 @@ class Workflow:
     policy: Policy
     groups: GroupDirectory
     tasks: TaskOwner
+    leases: HeldLeases  # the run leases this worker holds (bot.service.leases)
     channels: ChannelDirectory | None = None  # None: calls are not scoped to their channel
     retry: RetryPolicy = DEFAULT_RETRY  # a resume the database failed (bot.service.retry)
     stalled: StalledResumes = field(default_factory=StalledResumes)
@@ -179,12 +181,13 @@ class Workflow:
         return await self.claim_resume(run_id)
 
     async def claim_resume(self, run_id: str) -> bool:
-        """Claim the run's resume (paused -> resuming); the winner resumes it in a task.
+        """Claim the run's resume (paused -> resuming, with its lease); the winner resumes
+        it in a task.
         A claim the database failed is left to the sweeper (bot.service.retry): the
         decisions are recorded, and the run waits paused with nothing to wait for."""
         try:
-            claimed = await self.store.transition_run(
-                run_id, expected_status="paused", new_status="resuming"
+            claimed = await claim(
+                self.store, self.leases, run_id, expected_status="paused", new_status="resuming"
             )
         except StoreError as error:
             if not transient(error):

@@ -14,7 +14,7 @@ Here: `/agent` and replies in a run's thread (people start and continue runs),
 `/approvals` and App Home (they read the service's read model, never the store). Card
 buttons and modals are in bot.slack.interactions. Before any listener, a request from
 outside the bot's workspace is refused (bot.slack.workspace) and a redelivered event
-dropped (bot.slack.dedupe).
+dropped (bot.slack.dedupe: remembered in the database, so across replicas).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from bot.slack import commands
 from bot.slack.after_ack import Ack, Responder
 from bot.slack.cards import CARD_ACTIONS
 from bot.slack.decision_modal import DECISION_CALLBACK_ID
-from bot.slack.dedupe import DropRedeliveries, EventDeduplicator
+from bot.slack.dedupe import DropRedeliveries, RequestMemory
 from bot.slack.edit_modal import EDIT_CALLBACK_ID
 from bot.slack.gateway import SlackGateway
 from bot.slack.home import publish_home
@@ -108,11 +108,11 @@ class SlackListeners:
         service: ApprovalService,
         slack: SlackGateway,
         tasks: TaskOwner,
-        dedupe: EventDeduplicator,
         workspace: Workspace,
+        requests: RequestMemory,
     ) -> None:
         self._r = Responder(service=service, slack=slack, tasks=tasks)
-        self._dedupe = dedupe
+        self._requests = requests
         self._workspace = workspace
         self.cards = CardInteractions(self._r)
 
@@ -124,7 +124,7 @@ class SlackListeners:
                 on_refused=self.on_foreign_request,
             )
         )
-        app.use(DropRedeliveries(self._dedupe))
+        app.use(DropRedeliveries(self._requests))
         app.command(AGENT_COMMAND)(self.on_agent_command)
         app.command(APPROVALS_COMMAND)(self.on_approvals_command)
         for action_id in CARD_ACTIONS:

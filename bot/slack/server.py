@@ -2,7 +2,10 @@
 
 `POST /slack/events` takes everything Slack sends (events, interactivity, slash
 commands). The signature is checked here, before Bolt parses anything, so a bad,
-missing, stale or malformed one is a 401 with no side effect (never a 500).
+missing, stale or malformed one is a 401 with no side effect (never a 500). A request
+whose signature was seen before (a replay inside the signature's 5-minute window) is
+answered 200 and not handled again (bot.slack.dedupe; remembered in the database, so
+whichever replica the replay reaches).
 `GET /healthz`, `GET /readyz` and `GET /metrics` are bot.slack.probes.
 """
 
@@ -19,6 +22,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bot.errors import InputError
 from bot.slack.after_ack import collecting
+from bot.slack.dedupe import RequestMemory, first_delivery
 from bot.slack.probes import Probes, add_probe_routes
 from bot.slack.signature import verify_signature
 
@@ -32,25 +36,37 @@ def build_web_app(
     *,
     bolt_app: AsyncApp,
     signing_secret: str,
+    memory: RequestMemory | None,
     clock: Callable[[], float] = time.time,
     probes: Probes | None = None,
 ) -> web.Application:
-    """An aiohttp application serving Bolt behind our own signature check."""
+    """An aiohttp application serving Bolt behind our own signature check and, with a
+    `memory` (the surface's `requests`), the replay check (None: none, for benchmarks'
+    floors)."""
 
     async def slack_events(request: web.Request) -> web.StreamResponse:
         body = await request.read()
+        timestamp = request.headers.get("X-Slack-Request-Timestamp")
+        signature = request.headers.get("X-Slack-Signature")
+        now = clock()
         try:
             verify_signature(
                 signing_secret=signing_secret,
-                timestamp=request.headers.get("X-Slack-Request-Timestamp"),
-                signature=request.headers.get("X-Slack-Signature"),
+                timestamp=timestamp,
+                signature=signature,
                 body=body,
-                now=clock(),
+                now=now,
             )
             text = body.decode("utf-8")
         except (InputError, UnicodeDecodeError) as error:
             log.info("refusing a Slack request: %s", error)
             return web.json_response({"error": "invalid request"}, status=401)
+        if memory is not None:
+            assert timestamp is not None  # verified above
+            assert signature is not None
+            if not await first_delivery(memory, signature=signature, timestamp=timestamp, now=now):
+                log.warning("answering a replayed Slack request (a signature seen before) once")
+                return web.Response(status=200)
         bolt_request = AsyncBoltRequest(
             body=text,
             query=request.query_string,

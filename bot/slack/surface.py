@@ -31,7 +31,7 @@ from bot.logs import install_log_redaction
 from bot.metrics import Metrics
 from bot.service import ApprovalService, TaskOwner
 from bot.slack.app import SlackListeners, build_bolt_app
-from bot.slack.dedupe import EventDeduplicator
+from bot.slack.dedupe import RequestMemory, RequestMemoryWithFallback
 from bot.slack.gateway import SlackGateway, api_error_code
 from bot.slack.observed import SlackHealth
 from bot.slack.workspace import Workspace, workspace_from_auth_test
@@ -67,6 +67,7 @@ class SlackSurface:
         service: ApprovalService,
         bolt_app: AsyncApp,
         workspace: Workspace,
+        requests: RequestMemory,
         closing: contextlib.AsyncExitStack,
         health: SlackHealth | None = None,
     ) -> None:
@@ -75,6 +76,7 @@ class SlackSurface:
         self.service = service
         self.bolt_app = bolt_app
         self.workspace = workspace
+        self.requests = requests  # what Slack sent recently (bot.slack.dedupe)
         self.health = health or SlackHealth()  # the last Web API answer (for /readyz)
         self._closing = closing
 
@@ -100,12 +102,13 @@ class SlackSurface:
             service = make_service(slack, tasks)  # may refuse its configuration
             stack.push_async_callback(partial(service.aclose, timeout=0.0))
             workspace = await _own_workspace(slack, auth_retry)
+            requests = RequestMemoryWithFallback(service)
             listeners = SlackListeners(
                 service=service,
                 slack=slack,
                 tasks=tasks,
-                dedupe=EventDeduplicator(),
                 workspace=workspace,
+                requests=requests,
             )
             bolt_app = build_bolt_app(
                 client=slack.client,
@@ -120,6 +123,7 @@ class SlackSurface:
             service=service,
             bolt_app=bolt_app,
             workspace=workspace,
+            requests=requests,
             closing=closing,
             health=health,
         )

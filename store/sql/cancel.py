@@ -26,6 +26,7 @@ from store.rows import (
 from store.runs import CANCELLABLE_STATUSES, check_cancel
 from store.sql import audit
 from store.sql.approvals import REVOCABLE
+from store.sql.leases import end_lease
 from store.tx import Body, Engine, many, one
 
 _CANCELLABLE = ", ".join(f"'{status}'" for status in sorted(CANCELLABLE_STATUSES))
@@ -67,6 +68,7 @@ class Cancel:
             )
             if row is None:
                 return CancelOutcome(won=False, run=before)
+            yield from end_lease(run_id)  # a worker still on the run writes nothing more
             closed = yield from _close_approvals(run_id, actor, cancel_reason(why), at_text)
             standing = yield from _end_standing(run_id, actor, cancel_reason(why), at_text)
             for record in closed:

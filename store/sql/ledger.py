@@ -17,6 +17,7 @@ from bot.clock import Clock
 from bot.runtime.journal import Claim, Fresh, Interrupted, Recorded, Uncertain
 from store.api import LedgerEntry
 from store.crypto import Sealed, Sealer
+from store.leases import lease_lost as run_lease_lost
 from store.ledger import (
     Lease,
     claim_step,
@@ -30,6 +31,7 @@ from store.ledger import (
     unknown_key,
 )
 from store.rows import Row, row_to_ledger_entry, to_db, where_all
+from store.sql.leases import lease_row
 from store.tx import Body, Engine, many, one, run
 
 LEDGER_COLUMNS = (
@@ -71,6 +73,7 @@ class Ledger:
         owner: str,
         lease_seconds: float,
         redispatch: bool = False,
+        run_lease_token: int | None = None,
     ) -> Claim:
         lease = new_lease(
             execution_key=execution_key, owner=owner, lease_seconds=lease_seconds,
@@ -78,6 +81,8 @@ class Ledger:
         )  # fmt: skip
 
         def body() -> Body[Claim | _SealedResult]:
+            if run_lease_token is not None:
+                yield from _check_run_lease(run_id, owner, run_lease_token)
             row = yield one(LOCK_ENTRY, (execution_key,))
             if row is None:
                 inserted = yield one(
@@ -233,6 +238,14 @@ def _take_over(row: Row, lease: Lease) -> Body[Fresh]:
          row["execution_key"], row["lease_version"]),
     )  # fmt: skip
     return Fresh(lease_token=version, attempt=attempt)
+
+
+def _check_run_lease(run_id: str, owner: str, token: int) -> Body[None]:
+    """LeaseLostError unless `owner` holds the run's lease under `token` (fencing). The
+    lease row stays locked to the end of the claim, so a takeover waits for it."""
+    held = yield from lease_row(run_id, lock=True)
+    if held is None or held["owner"] != owner or int(held["token"]) != token:
+        raise run_lease_lost(run_id, token, held)
 
 
 def _entry_state(execution_key: str) -> Body[Row | None]:

@@ -9,8 +9,19 @@ from __future__ import annotations
 
 from bot.clock import Clock
 from bot.errors import ConflictError, InputError
-from store.api import EngineStamp, RunCursor, RunFilter, RunOrigin, RunRecord, RunStatus
+from store.api import (
+    FIRST_LEASE_TOKEN,
+    WORKING_RUN_STATUSES,
+    EngineStamp,
+    LeaseTerms,
+    RunCursor,
+    RunFilter,
+    RunOrigin,
+    RunRecord,
+    RunStatus,
+)
 from store.crypto import Sealed, Sealer
+from store.leases import check_claim, expiry
 from store.rows import RUN_COLUMNS, Row, row_to_run, to_db, to_db_optional, where_all
 from store.runs import (
     check_origin,
@@ -25,6 +36,7 @@ from store.runs import (
 )
 from store.sql import audit
 from store.sql.cancel import Cancel
+from store.sql.leases import end_lease, insert_lease
 from store.sql.retention import Retention
 from store.tx import Body, Engine, IntegrityViolation, many, one, run
 
@@ -54,16 +66,20 @@ class Runs:
         origin: RunOrigin = "slack",
         task: str | None = None,
         engine: EngineStamp | None = None,
+        lease: LeaseTerms | None = None,
     ) -> RunRecord:
         check_status(status)
         check_origin(origin)
         if not run_id:
             raise InputError("run id is empty")
+        if lease is not None:
+            check_claim(new_status=status, owner=lease.owner, lease_seconds=lease.seconds)
         sealed, digest = await seal_state(
             self._sealer, run_id, state_version=1, schema_version=schema_version,
             state_json=state_json,
         )  # fmt: skip
-        now = to_db(self._clock())
+        moment = self._clock()
+        now = to_db(moment)
 
         def body() -> Body[RunRecord]:
             try:
@@ -81,6 +97,10 @@ class Runs:
             except IntegrityViolation:
                 raise ConflictError(f"run {run_id!r} already exists") from None
             yield from _write_blob(run_id, sealed, insert=True)
+            if lease is not None:
+                yield from insert_lease(
+                    run_id, lease.owner, to_db(expiry(moment, lease.seconds)), FIRST_LEASE_TOKEN
+                )
             assert row is not None
             return row_to_run(row)
 
@@ -127,6 +147,8 @@ class Runs:
                     version=found["version"], status=found["status"],
                 )  # fmt: skip
             yield from _write_blob(run_id, sealed, insert=False)
+            if status not in WORKING_RUN_STATUSES:
+                yield from end_lease(run_id)
             return row_to_run(row)
 
         return await self._db.transact(body)
@@ -147,6 +169,8 @@ class Runs:
             if row is None:
                 yield from _require_run(run_id)
                 return None
+            if new_status not in WORKING_RUN_STATUSES:
+                yield from end_lease(run_id)
             return row_to_run(row)
 
         return await self._db.transact(body)

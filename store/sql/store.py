@@ -9,6 +9,7 @@ from store.crypto import KeyRing, Sealer
 from store.engine import EngineStore
 from store.sql.approvals import Approvals
 from store.sql.audit import Audit
+from store.sql.leases import Leases, RequestMemory
 from store.sql.ledger import Ledger
 from store.sql.rotation import KeyRotation
 from store.sql.runs import Runs
@@ -36,6 +37,8 @@ class SqlStore(EngineStore):
         sealer = Sealer(keyring, audit)
         super().__init__(
             runs=Runs(database, sealer, clock),
+            leases=Leases(database, clock),
+            requests=RequestMemory(database, clock),
             approvals=Approvals(database, clock),
             votes=Votes(database, clock),
             standing=Standing(database, clock),

@@ -321,7 +321,12 @@ async def start_bot(
         else None
     )
     runner = web.AppRunner(
-        build_web_app(bolt_app=surface.bolt_app, signing_secret=SIGNING_SECRET, probes=probes)
+        build_web_app(
+            bolt_app=surface.bolt_app,
+            signing_secret=SIGNING_SECRET,
+            memory=surface.requests,
+            probes=probes,
+        )
     )
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

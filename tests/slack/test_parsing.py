@@ -1,4 +1,4 @@
-"""Pure parts of the Slack surface: signatures, payload parsing, config, dedupe."""
+"""Pure parts of the Slack surface: signatures, payload parsing, config."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from bot.runtime import AbortCall, RetryCall, VerifiedResult
 from bot.slack import app, cards, decision_modal, modals
 from bot.slack import commands as cmd
 from bot.slack.config import load_settings, web_api_from_env
-from bot.slack.dedupe import EventDeduplicator
 from bot.slack.signature import compute_signature, verify_signature
 
 SECRET = "test-signing-secret"
@@ -326,18 +325,6 @@ def test_hosts_that_are_accepted(host: str) -> None:
 def test_api_url_gets_its_trailing_slash() -> None:
     settings = load_settings({**GOOD_ENV, "SLACK_API_URL": "http://127.0.0.1:9/api"})
     assert settings.api_url == "http://127.0.0.1:9/api/"
-
-
-def test_dedupe_remembers_within_ttl_and_stays_bounded() -> None:
-    now = [0.0]
-    dedupe = EventDeduplicator(ttl_seconds=10, max_entries=3, clock=lambda: now[0])
-    assert dedupe.first_time("Ev1") is True
-    assert dedupe.first_time("Ev1") is False
-    now[0] = 11.0
-    assert dedupe.first_time("Ev1") is True
-    for key in ("Ev2", "Ev3", "Ev4", "Ev5"):
-        dedupe.first_time(key)
-    assert len(dedupe) == 3
 
 
 def test_the_modal_context_carries_the_digest_the_modal_showed() -> None:

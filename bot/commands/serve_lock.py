@@ -1,0 +1,59 @@
+"""One `serve` per SQLite file: a lock file beside the database, held while serving.
+
+SQLite is the engine for one process (it has no way to tell a live worker's leases from
+a dead one's across machines, and its one writer is the bottleneck anyway); several
+replicas run on Postgres. A second `approvals-bot serve` (or `socket`) on the same file
+would recover, sweep and resume next to the first, so it is refused with one line
+before it starts any of that (the store is opened first, so that an unusable database
+is named as such). The lock is an advisory `flock` on `<database>.lock`: the
+kernel releases it when the holder exits, however it exits (even SIGKILL), so a stale
+lock file never blocks a restart. Operator commands (`approvals decide`, `runs cancel`
+...) do not take it: they act next to a running server on purpose.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from bot.errors import ConfigError
+
+
+def lock_path(database: Path) -> Path:
+    return database.with_name(database.name + ".lock")
+
+
+@contextlib.contextmanager
+def sole_server(database: Path) -> Iterator[None]:
+    """Hold the database's server lock for the block; ConfigError naming the file (and
+    the holder's pid) when another process holds it."""
+    path = lock_path(database)
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as error:
+        raise ConfigError(f"cannot create the server lock {path}: {error.strerror}") from None
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(
+                f"another approvals-bot server ({_holder(path)}) is serving {database}; "
+                "SQLite serves one process: stop that one, or run several on Postgres "
+                "(APPROVALS_DATABASE_URL=postgresql://...)"
+            ) from None
+        os.ftruncate(descriptor, 0)
+        os.write(descriptor, f"{os.getpid()}\n".encode())
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
+
+
+def _holder(path: Path) -> str:
+    try:
+        pid = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        pid = ""
+    return f"pid {pid}" if pid.isdigit() else f"lock {path}"

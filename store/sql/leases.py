@@ -1,0 +1,249 @@
+"""Run leases and request memory (the rules: store.leases).
+
+Each operation is one write transaction. A claim reads the run and its lease `FOR
+UPDATE` before it changes them, so of two workers claiming one run at once (on Postgres,
+in two processes) the second waits for the first and then sees its lease; on SQLite the
+writer holds the whole database anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from bot.clock import Clock
+from bot.errors import InputError
+from store.api import WORKING_RUN_STATUSES, RunLease, RunRecord, RunStatus
+from store.leases import (
+    check_claim,
+    check_release,
+    check_request_key,
+    check_seconds,
+    expiry,
+    held_by_another,
+    lease_lost,
+    lease_of,
+)
+from store.rows import RUN_COLUMNS, Row, row_to_run, to_db
+from store.tx import Body, Engine, many, one, run
+
+_WORKING = ", ".join(f"'{status}'" for status in sorted(WORKING_RUN_STATUSES))
+LEASE_COLUMNS = "owner, expires_at, token"
+
+
+def end_lease(run_id: str) -> Body[None]:
+    """The run stopped working (saved, paused, finished, cancelled): nobody holds it, and
+    the token moves on, so its last holder can write nothing more for it."""
+    yield run(
+        "UPDATE run_leases SET owner = NULL, expires_at = NULL, token = token + 1 "
+        "WHERE run_id = ? AND owner IS NOT NULL",
+        (run_id,),
+    )
+
+
+def lease_row(run_id: str, *, lock: bool = False) -> Body[Row | None]:
+    row: Row | None = yield one(
+        f"SELECT {LEASE_COLUMNS} FROM run_leases WHERE run_id = ?"
+        + (" FOR UPDATE" if lock else ""),
+        (run_id,),
+    )
+    return row
+
+
+def insert_lease(run_id: str, owner: str, expires_at: str, token: int) -> Body[Row]:
+    row: Row | None = yield one(
+        f"INSERT INTO run_leases (run_id, {LEASE_COLUMNS}) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, "
+        f"expires_at = excluded.expires_at, token = excluded.token RETURNING {LEASE_COLUMNS}",
+        (run_id, owner, expires_at, token),
+    )
+    assert row is not None
+    return row
+
+
+def _end_ledger_leases_of_others(run_id: str, owner: str, now: str) -> Body[None]:
+    """A takeover: the run's calls still leased to the worker it was taken from are that
+    worker's no more (it renewed them with the run's lease, which ran out), so the new
+    holder's claims find them interrupted instead of held."""
+    yield run(
+        "UPDATE ledger SET lease_expires_at = ? WHERE run_id = ? AND state = 'executing' "
+        "AND lease_owner IS NOT NULL AND lease_owner <> ? AND lease_expires_at > ?",
+        (now, run_id, owner, now),
+    )
+
+
+class Leases:
+    """The RunLeaseStore."""
+
+    def __init__(self, database: Engine, clock: Clock) -> None:
+        self._db = database
+        self._clock = clock
+        self.unresumed_runs = _Unresumed(database).unresumed_runs
+
+    async def claim_run(
+        self,
+        run_id: str,
+        *,
+        expected_status: RunStatus,
+        new_status: RunStatus,
+        owner: str,
+        lease_seconds: float,
+    ) -> RunLease | None:
+        check_claim(new_status=new_status, owner=owner, lease_seconds=lease_seconds)
+        now = self._clock()
+
+        def body() -> Body[RunLease | None]:
+            found = yield one("SELECT status FROM runs WHERE run_id = ? FOR UPDATE", (run_id,))
+            if found is None:
+                raise InputError(f"no run {run_id!r}")
+            if found["status"] != expected_status:
+                return None
+            current = yield from lease_row(run_id, lock=True)
+            if expected_status in WORKING_RUN_STATUSES and held_by_another(
+                current, owner=owner, now=now
+            ):
+                return None
+            row = yield one(
+                "UPDATE runs SET status = ?, version = version + 1, updated_at = ? "
+                f"WHERE run_id = ? RETURNING {RUN_COLUMNS}",
+                (new_status, to_db(now), run_id),
+            )
+            assert row is not None
+            if expected_status in WORKING_RUN_STATUSES:
+                yield from _end_ledger_leases_of_others(run_id, owner, to_db(now))
+            token = (int(current["token"]) if current is not None else 0) + 1
+            lease = yield from insert_lease(run_id, owner, to_db(expiry(now, lease_seconds)), token)
+            return lease_of(row_to_run(row), lease)
+
+        return await self._db.transact(body)
+
+    async def renew_run_lease(self, lease: RunLease, *, lease_seconds: float) -> RunLease:
+        check_seconds("lease_seconds", lease_seconds)
+        until = to_db(expiry(self._clock(), lease_seconds))
+
+        def body() -> Body[RunLease]:
+            renewed = yield one(
+                "UPDATE run_leases SET expires_at = ? WHERE run_id = ? AND owner = ? "
+                f"AND token = ? RETURNING {LEASE_COLUMNS}",
+                (until, lease.run_id, lease.owner, lease.token),
+            )
+            if renewed is None:
+                raise lease_lost(lease.run_id, lease.token, (yield from lease_row(lease.run_id)))
+            yield run(
+                "UPDATE ledger SET lease_expires_at = ? WHERE run_id = ? AND lease_owner = ? "
+                "AND state = 'executing'",
+                (until, lease.run_id, lease.owner),
+            )
+            found = yield one(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (lease.run_id,))
+            assert found is not None
+            return lease_of(row_to_run(found), renewed)
+
+        return await self._db.transact(body)
+
+    async def release_run_lease(self, lease: RunLease, *, new_status: RunStatus) -> RunRecord:
+        check_release(new_status)
+        now = to_db(self._clock())
+
+        def body() -> Body[RunRecord]:
+            held = yield one(
+                "SELECT 1 FROM run_leases WHERE run_id = ? AND owner = ? AND token = ? FOR UPDATE",
+                (lease.run_id, lease.owner, lease.token),
+            )
+            row = None
+            if held is not None:
+                row = yield one(
+                    "UPDATE runs SET status = ?, version = version + 1, updated_at = ? "
+                    f"WHERE run_id = ? AND status IN ({_WORKING}) RETURNING {RUN_COLUMNS}",
+                    (new_status, now, lease.run_id),
+                )
+            if row is None:
+                raise lease_lost(lease.run_id, lease.token, (yield from lease_row(lease.run_id)))
+            yield from end_lease(lease.run_id)
+            return row_to_run(row)
+
+        return await self._db.transact(body)
+
+    async def run_lease(self, run_id: str) -> RunLease | None:
+        lease = await self._db.read_one(
+            f"SELECT {LEASE_COLUMNS} FROM run_leases WHERE run_id = ? AND owner IS NOT NULL",
+            (run_id,),
+        )
+        if lease is None:
+            return None
+        found = await self._db.read_one(
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
+        )
+        return None if found is None else lease_of(row_to_run(found), lease)
+
+    async def abandoned_runs(self, *, limit: int = 100) -> list[RunRecord]:
+        rows = await self._db.read(
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE status IN ({_WORKING}) AND run_id IN "
+            "(SELECT run_id FROM run_leases WHERE owner IS NOT NULL AND expires_at <= ?) "
+            "ORDER BY updated_at, run_id LIMIT ?",
+            (to_db(self._clock()), limit),
+        )
+        return [row_to_run(row) for row in rows]
+
+
+_DECIDED_AT = "COALESCE(a.revoked_at, a.decided_at, a.expires_at)"
+
+
+class _Unresumed:
+    """`unresumed_runs` (part of Leases)."""
+
+    def __init__(self, database: Engine) -> None:
+        self._db = database
+
+    async def unresumed_runs(
+        self, *, decided_before: datetime, limit: int = 100
+    ) -> list[RunRecord]:
+        rows = await self._db.read(
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE status = 'paused' AND NOT EXISTS "
+            "(SELECT 1 FROM approvals a WHERE a.run_id = runs.run_id AND (a.status = 'pending' "
+            f"OR {_DECIDED_AT} > ?)) AND EXISTS (SELECT 1 FROM approvals a "
+            f"WHERE a.run_id = runs.run_id AND {_DECIDED_AT} > runs.updated_at) "
+            "ORDER BY updated_at, run_id LIMIT ?",
+            (to_db(decided_before), limit),
+        )
+        return [row_to_run(row) for row in rows]
+
+
+class RequestMemory:
+    """The RequestMemoryStore."""
+
+    def __init__(self, database: Engine, clock: Clock) -> None:
+        self._db = database
+        self._clock = clock
+
+    async def remember_requests(self, requests: Sequence[tuple[str, float]]) -> list[bool]:
+        for key, ttl_seconds in requests:
+            check_request_key(key, ttl_seconds)
+        if not requests:
+            return []
+        now = self._clock()
+        at = to_db(now)
+
+        def body() -> Body[list[bool]]:
+            answers = []
+            for key, ttl_seconds in requests:
+                row = yield one(
+                    "INSERT INTO request_memory (request_key, expires_at) VALUES (?, ?) "
+                    "ON CONFLICT (request_key) DO UPDATE SET expires_at = excluded.expires_at "
+                    "WHERE request_memory.expires_at <= ? RETURNING request_key",
+                    (key, to_db(expiry(now, ttl_seconds)), at),
+                )
+                answers.append(row is not None)
+            return answers
+
+        return await self._db.transact(body)
+
+    async def forget_expired_requests(self) -> int:
+        now = to_db(self._clock())
+
+        def body() -> Body[int]:
+            rows = yield many(
+                "DELETE FROM request_memory WHERE expires_at <= ? RETURNING request_key", (now,)
+            )
+            return len(rows)
+
+        return await self._db.transact(body)
