@@ -186,7 +186,7 @@ class ApprovalService:
         state = await asyncio.to_thread(
             agent.new_state, text, run_id=uuid.uuid4().hex, context=context
         )
-        state_json = await self._flow.encode_state(state.run_id, state)  # refuses secrets
+        state_json = await self._flow.encode_state(state)  # refuses secrets
         run = await self._flow.store.create_run(
             run_id=state.run_id,
             agent_name=agent.name,
