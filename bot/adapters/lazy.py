@@ -5,7 +5,7 @@ its types): a deployment that has the extra but runs no SDK agent must not pay t
 start-up, in every CLI command, nor block the event loop with it. `LazyEngine` tells the
 registry, the policy and the cards what they need (name, version, tool names) from what
 it was given, and builds the real engine on first use: in a worker thread when a run
-starts or resumes (`run`), inline for the cheap synchronous calls that come after.
+resumes (`run`), or starts (the service makes a new state in a worker thread).
 """
 
 from __future__ import annotations
@@ -66,7 +66,10 @@ class LazyEngine:
         return self.engine().new_state(task, run_id=run_id, context=context)
 
     def check_state(self, state: AgentRun) -> None:
-        self.engine().check_state(state)
+        """The built engine's check; before it is built, nothing (building imports the
+        framework, too slow for the event loop): `run` builds it and it checks there."""
+        if self._built is not None:
+            self._built.check_state(state)
 
     async def run(
         self,

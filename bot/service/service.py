@@ -15,6 +15,7 @@ operations answer and the read models the people layer renders are in bot.servic
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Mapping
 from datetime import timedelta
@@ -184,7 +185,10 @@ class ApprovalService:
         if origin is None:
             raise InputError("operators do not start runs; use Slack or the demo")
         agent = self._flow.registry.latest(agent_name or self._default_agent)
-        state = agent.new_state(text, run_id=uuid.uuid4().hex, context=context)
+        # off the loop: an engine may import its framework on first use (seconds)
+        state = await asyncio.to_thread(
+            agent.new_state, text, run_id=uuid.uuid4().hex, context=context
+        )
         state_json = await self._flow.encode_state(state)  # refuses secrets
         run = await self._flow.store.create_run(
             run_id=state.run_id,
