@@ -69,11 +69,17 @@ async def spread(ids: list[str], workers: int, decide: Any) -> tuple[float, floa
     return start, time.time()
 
 
+async def _no_reset(connection: Any) -> None:
+    return None
+
+
 async def worker_main(kind: str, url: str, prefix: str, count: int, workers: int) -> None:
     """One process: connect, say ready, wait for go, decide its approvals, report."""
     ids = [f"{prefix}-{n}" for n in range(count)]
     if kind == "floor":
-        pool = await asyncpg.create_pool(url, min_size=workers, max_size=workers)
+        pool = await asyncpg.create_pool(
+            url, min_size=workers, max_size=workers, reset=_no_reset
+        )  # as the store's pool: no reset query on release
 
         async def decide(approval_id: str) -> None:
             won = await pool.fetchval(CAS, "U1", AT, approval_id)

@@ -75,7 +75,8 @@ async def spread(count: int, workers: int, decide: Callable[[int], Awaitable[Non
 
 async def asyncpg_rate(url: str, count: int, workers: int) -> float:
     await fresh_table(url, count)
-    pool = await asyncpg.create_pool(url, min_size=workers, max_size=workers)
+    # As the store's pool: no reset query on release (psycopg's pool sends none either).
+    pool = await asyncpg.create_pool(url, min_size=workers, max_size=workers, reset=_no_reset)
     try:
 
         async def decide(n: int) -> None:
@@ -86,6 +87,10 @@ async def asyncpg_rate(url: str, count: int, workers: int) -> float:
         return await spread(count, workers, decide)
     finally:
         await pool.close()
+
+
+async def _no_reset(connection: Any) -> None:
+    return None
 
 
 async def psycopg_rate(url: str, count: int, workers: int) -> float:

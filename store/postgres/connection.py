@@ -59,6 +59,7 @@ class PgDatabase:
                 min_size=1,
                 max_size=pool_size,
                 server_settings={"application_name": "approvals-bot"},
+                reset=_keep_session,
             )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             raise StoreError(f"cannot open database {location}: {error}") from error
@@ -101,6 +102,15 @@ class PgDatabase:
 
     async def close(self) -> None:
         await self._pool.close()
+
+
+async def _keep_session(connection: Any) -> None:
+    """What a connection needs on its way back to the pool: nothing more than asyncpg
+    does anyway (it rolls back a transaction left open). asyncpg's default reset sends
+    `RESET ALL; UNLISTEN *; CLOSE ALL; SELECT pg_advisory_unlock_all()`: one more round
+    trip for every transaction and every read, to undo what the store never does (it
+    sets no session state, listens to nothing, keeps no cursor; the one session advisory
+    lock, the migration's, is released where it is taken)."""
 
 
 async def drive(body: Body[T], connection: Any) -> T:
