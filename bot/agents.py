@@ -9,6 +9,9 @@ Configuration read once at start-up by `serve`, `socket` and `demo`:
   AgentRegistry, or a zero-argument callable returning one, merged over (and overriding)
   the default registry.
 
+The built-in registry holds the ops agent and, when the OpenAI Agents SDK is installed
+(the `openai-agents` extra), its twin `ops-openai` (bot.adapters.openai_agents).
+
 Every problem is a ConfigError naming the variable. bot.demo holds the demo agent
 itself; this module only chooses.
 """
@@ -16,15 +19,21 @@ itself; this module only chooses.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from collections.abc import Mapping
 
+from bot.adapters.lazy import LazyEngine
+from bot.demo.agent import default_registry
 from bot.demo.offline_model import OfflineOpsModel
+from bot.demo.tools import OPS_TOOLS
 from bot.errors import ConfigError
 from bot.metrics import Metrics
 from bot.runtime import AgentRegistry, Model
 
 AGENTS_ENV = "APPROVALS_AGENTS"
+OPS_OPENAI_NAME = "ops-openai"  # bot.adapters.openai_agents.ops builds it
+OPS_OPENAI_VERSION = "1"
 MODEL_ENV = "APPROVALS_MODEL"
 
 
@@ -57,6 +66,36 @@ async def close_model(model: Model) -> None:
     aclose = getattr(model, "aclose", None)
     if aclose is not None:
         await aclose()
+
+
+def sdk_installed() -> bool:
+    """Whether the OpenAI Agents SDK (the `openai-agents` extra) can be imported."""
+    return importlib.util.find_spec("agents") is not None
+
+
+class LazyOpsOpenAI(LazyEngine):
+    """`ops-openai`, registered without importing the SDK (bot.adapters.lazy)."""
+
+    understands_ops_tasks = True  # the demo refuses what its offline model cannot do
+
+    def __init__(self) -> None:
+        super().__init__(
+            factory="bot.adapters.openai_agents.ops:build_ops_openai_agent",
+            name=OPS_OPENAI_NAME,
+            version=OPS_OPENAI_VERSION,
+            tools=[tool.name for tool in OPS_TOOLS],
+            amendable=False,
+        )
+
+
+def builtin_registry(model: Model | None = None) -> AgentRegistry:
+    """The agents every deployment has: `ops` with `model` (default: offline) and, with
+    the SDK installed, `ops-openai` (always offline: no credentials needed; the SDK is
+    imported when it first runs)."""
+    registry = default_registry(model)
+    if sdk_installed():
+        registry.register(LazyOpsOpenAI())
+    return registry
 
 
 def load_agent_registry(spec: str | None, *, default: AgentRegistry) -> AgentRegistry:

@@ -10,6 +10,7 @@ so every layer (runtime, review, policy, store, service, slack) may import it.
     ├── RunStateError             a state that cannot be loaded, saved or resumed
     │   ├── SchemaVersionError        newer/unknown $schemaVersion (names both versions)
     │   ├── AgentNotRegisteredError   agent name/version not in the registry
+    │   ├── StateUnreadableError      the installed engine cannot read the state (SDK runs)
     │   └── ContextSerializationError context refused (strict mode, secret at a path)
     ├── DecisionError             a decision that does not fit
     │   ├── UnknownCallError          no pending call with that id / execution key
@@ -56,6 +57,11 @@ class SchemaVersionError(RunStateError):
 
 class AgentNotRegisteredError(RunStateError):
     """The state's agent name/version is not in the registry."""
+
+
+class StateUnreadableError(RunStateError):
+    """The installed agent engine cannot read the run's state (written by a newer engine,
+    or for an agent or tool that has been renamed): the run waits for a migration."""
 
 
 class ContextSerializationError(RunStateError):

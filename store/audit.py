@@ -22,10 +22,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from bot.errors import InputError
+from bot.errors import InputError, StoreError
 from store.api import AuditEvent, AuditVerification
 from store.rows import Row, from_db, to_db
 
@@ -49,6 +50,27 @@ def canonical_detail(detail: Mapping[str, Any] | None) -> str:
         raise InputError(f"audit detail is not JSON-serializable: {error}") from None
 
 
+def event_body(
+    *,
+    kind: str,
+    actor: str | None,
+    run_id: str | None,
+    approval_id: str | None,
+    detail_json: str,
+    at: str,
+) -> str:
+    """The event's canonical JSON: what its hash covers after the previous hash."""
+    body = {
+        "kind": kind,
+        "actor": actor,
+        "run_id": run_id,
+        "approval_id": approval_id,
+        "detail": json.loads(detail_json),
+        "at": at,
+    }
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def event_hash(
     prev_hash: str,
     *,
@@ -59,20 +81,49 @@ def event_hash(
     detail_json: str,
     at: str,
 ) -> str:
-    body = {
-        "kind": kind,
-        "actor": actor,
-        "run_id": run_id,
-        "approval_id": approval_id,
-        "detail": json.loads(detail_json),
-        "at": at,
-    }
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = event_body(
+        kind=kind, actor=actor, run_id=run_id, approval_id=approval_id,
+        detail_json=detail_json, at=at,
+    )  # fmt: skip
+    return chain_hash(prev_hash, canonical)
+
+
+def chain_hash(prev_hash: str, canonical: str) -> str:
+    """SHA-256 hex of the previous hash followed by the event's canonical JSON (UTF-8)."""
     return hashlib.sha256((prev_hash + canonical).encode()).hexdigest()
 
 
-def next_event(
-    head: tuple[int, str],
+@dataclass(frozen=True, kw_only=True)
+class NewEvent:
+    """An event to append, before it knows its place in the chain."""
+
+    kind: str
+    actor: str | None
+    run_id: str | None
+    approval_id: str | None
+    detail_json: str  # canonical, as stored
+    at: str  # as stored
+    canonical: str  # event_body(...): what the hash covers after the previous hash
+
+    def placed(self, seq: int, prev_hash: str, digest: str) -> AuditEvent:
+        """The event at `seq` after `prev_hash`; StoreError unless `digest` is its hash
+        (the database computed it: this checks it did so as store.audit does)."""
+        if digest != chain_hash(prev_hash, self.canonical):
+            raise StoreError(f"audit event {seq} was hashed differently by the database")
+        return AuditEvent(
+            seq=seq,
+            kind=self.kind,
+            actor=self.actor,
+            run_id=self.run_id,
+            approval_id=self.approval_id,
+            detail=json.loads(self.detail_json),
+            at=from_db(self.at),
+            prev_hash=prev_hash,
+            hash=digest,
+        )
+
+
+def new_event(
     kind: str,
     *,
     at: datetime,
@@ -80,35 +131,20 @@ def next_event(
     run_id: str | None = None,
     approval_id: str | None = None,
     detail: Mapping[str, Any] | None = None,
-) -> tuple[AuditEvent, tuple[object, ...]]:
-    """The event that follows the chain's `head` (seq, hash), and its row values in
-    store.rows.EVENT_COLUMNS order for the engine to insert."""
+) -> NewEvent:
+    """The event to append; bad input is refused by name before anything is written."""
     if not kind:
         raise InputError("audit event kind is empty")
-    seq, prev_hash = head[0] + 1, head[1]
     at_text = to_db(at)
     detail_json = canonical_detail(detail)
-    digest = event_hash(
-        prev_hash,
-        kind=kind,
-        actor=actor,
-        run_id=run_id,
-        approval_id=approval_id,
-        detail_json=detail_json,
-        at=at_text,
-    )
-    event = AuditEvent(
-        seq=seq,
-        kind=kind,
-        actor=actor,
-        run_id=run_id,
-        approval_id=approval_id,
-        detail=json.loads(detail_json),
-        at=from_db(at_text),
-        prev_hash=prev_hash,
-        hash=digest,
-    )
-    return event, (seq, kind, actor, run_id, approval_id, detail_json, at_text, prev_hash, digest)
+    canonical = event_body(
+        kind=kind, actor=actor, run_id=run_id, approval_id=approval_id,
+        detail_json=detail_json, at=at_text,
+    )  # fmt: skip
+    return NewEvent(
+        kind=kind, actor=actor, run_id=run_id, approval_id=approval_id,
+        detail_json=detail_json, at=at_text, canonical=canonical,
+    )  # fmt: skip
 
 
 class ChainReader(Protocol):

@@ -3,8 +3,9 @@
 slack -> service -> runtime | review | policy | store; errors, credentials, canonical,
 clock, off_loop, logs and metrics are leaves anyone may import. Composition roots
 (bot.cli, bot.commands, bot.__main__) may import anything; bot.agents (which agents a
-deployment runs) sits above bot.demo and the runtime. A new package must be given its
-place here before it can import ours.
+deployment runs) sits above bot.adapters (agents of other frameworks, through the
+runtime's engine seam), bot.demo and the runtime. A new package must be given its place
+here before it can import ours.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bot.policy": ("bot.policy", *LEAVES),
     "store": ("store", "bot.runtime.journal", *LEAVES),
     "bot.demo": ("bot.demo", "bot.runtime", "bot.review", *LEAVES),
-    "bot.agents": ("bot.demo", "bot.runtime", *LEAVES),
+    "bot.adapters": ("bot.adapters", "bot.demo", "bot.runtime", *LEAVES),
+    "bot.agents": ("bot.adapters", "bot.demo", "bot.runtime", *LEAVES),
     "bot.service": (
         "bot.service",
         "bot.runtime",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from bot.errors import ConfigError
 from store import SqliteStore, open_store
 from store.config import SqliteLocation, database_url_from_env, parse_database_url
+from store.copy import copy_store
 
 if TYPE_CHECKING:
     from store.postgres.store import PostgresStore
@@ -27,9 +28,19 @@ Command = Callable[[argparse.Namespace], int]
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
-    """Register `db migrate`."""
+    """Register `db migrate` and `db copy`."""
     group = command_group(subparsers, "db", "database maintenance")
     db_command(group, "migrate", "apply pending schema migrations and report them", db_migrate)
+    copy = db_command(
+        group,
+        "copy",
+        "copy every run, approval, vote, ledger row and the audit chain of the database "
+        "into another, empty one (to move from SQLite to Postgres)",
+        db_copy,
+    )
+    copy.add_argument(
+        "--to", required=True, metavar="URL", help="the empty target: postgresql://user@host/db"
+    )
 
 
 def command_group(
@@ -114,4 +125,37 @@ async def _db_migrate(args: argparse.Namespace) -> int:
         )
     else:
         print(f"{store.location} is at schema version {report.after}; nothing to apply")
+    return 0
+
+
+def db_copy(args: argparse.Namespace) -> int:
+    return asyncio.run(_db_copy(args))
+
+
+async def _db_copy(args: argparse.Namespace) -> int:
+    """Copy, then verify the copy's audit chain and compare its head with the source's."""
+    async with existing_store(args) as source:
+        target = await open_store(args.to, keyring=source.keyring)
+        try:
+            report = await copy_store(
+                source.database,
+                target.database,
+                source_version=source.migration_report.after,
+                target_version=target.migration_report.after,
+                target_name=target.location,
+            )
+            verification = await target.verify_audit()
+            head, copied_head = await source.audit_head(), await target.audit_head()
+        finally:
+            await target.close()
+    counts = ", ".join(f"{rows} {table}" for table, rows in report.rows.items())
+    print(f"copied {source.location} to {target.location}: {counts}")
+    if not verification.ok or copied_head != head:
+        print(
+            f"the copy's audit chain does not verify ({verification.problem} at event "
+            f"{verification.first_bad_seq}; head {copied_head[0]}, source {head[0]})",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"audit chain verified on the copy: {verification.checked} events, head {head[1]}")
     return 0

@@ -30,15 +30,21 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bot.agents import AGENTS_ENV, close_model, load_agent_registry, model_from_env
+from bot.agents import (
+    AGENTS_ENV,
+    builtin_registry,
+    close_model,
+    load_agent_registry,
+    model_from_env,
+)
 from bot.commands.operator import os_user
 from bot.commands.session import Session, prompt
 from bot.commands.terminal import TerminalNotifier
-from bot.demo import OfflineOpsModel, default_registry, ops_dependencies, parse_task
+from bot.demo import OfflineOpsModel, ops_dependencies, parse_task
 from bot.demo.offline_model import help_text
 from bot.errors import AlreadyDecidedError, InputError, RunStateError
 from bot.policy.loading import POLICY_ENV, load_policy
-from bot.runtime import Agent
+from bot.runtime import Agent, AgentEngine
 from bot.service import ApprovalService, TaskOwner, approval_ttl_from_env, installation_worker_id
 from store import open_store
 from store.api import ApprovalRecord, RunRecord
@@ -245,7 +251,7 @@ async def _open_service(args: argparse.Namespace) -> AsyncIterator[tuple[Approva
         model = model_from_env()
         stack.push_async_callback(close_model, model)
         spec = env.get(AGENTS_ENV, "").strip() or None
-        registry = load_agent_registry(spec, default=default_registry(model))
+        registry = load_agent_registry(spec, default=builtin_registry(model))
         agent = registry.latest(args.agent) if args.agent else registry.default()
         _refuse_unknown_task(agent, args.task)
         store = await open_store(url)
@@ -267,10 +273,12 @@ async def _open_service(args: argparse.Namespace) -> AsyncIterator[tuple[Approva
         yield service, agent.name
 
 
-def _refuse_unknown_task(agent: Agent, task: str) -> None:
-    """The offline ops model answers a task it does not understand with help text; here
-    that is a mistake to say at once (exit 2), before a run is stored."""
-    if isinstance(agent.model, OfflineOpsModel):
+def _refuse_unknown_task(agent: AgentEngine, task: str) -> None:
+    """The offline ops model (of `ops`, and of its SDK twin `ops-openai`) answers a task it
+    does not understand with help text; here that is a mistake to say at once (exit 2),
+    before a run is stored."""
+    offline = isinstance(agent, Agent) and isinstance(agent.model, OfflineOpsModel)
+    if offline or getattr(agent, "understands_ops_tasks", False):
         parsed = parse_task(task)
         if isinstance(parsed, str):
             raise InputError(help_text(parsed))

@@ -25,10 +25,16 @@ import sys
 from collections.abc import AsyncIterator, Mapping
 from typing import TextIO
 
-from bot.agents import AGENTS_ENV, close_model, load_agent_registry, model_from_env
+from bot.agents import (
+    AGENTS_ENV,
+    builtin_registry,
+    close_model,
+    load_agent_registry,
+    model_from_env,
+)
 from bot.commands.database import existing_store
 from bot.commands.terminal import Fanout, TerminalNotifier
-from bot.demo import default_registry, ops_dependencies
+from bot.demo import ops_dependencies
 from bot.policy.loading import POLICY_ENV, load_policy
 from bot.service import (
     ApprovalService,
@@ -77,7 +83,7 @@ async def operator_service(
         model = model_from_env(env)
         stack.push_async_callback(close_model, model)
         spec = env.get(AGENTS_ENV, "").strip() or None
-        registry = load_agent_registry(spec, default=default_registry(model))
+        registry = load_agent_registry(spec, default=builtin_registry(model))
         store = await stack.enter_async_context(existing_store(args))
         notifiers: list[Notifier] = [TerminalNotifier(out or sys.stdout)]
         if slack is not None:

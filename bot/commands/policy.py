@@ -12,8 +12,8 @@ import argparse
 import os
 from typing import Any
 
-from bot.agents import AGENTS_ENV, load_agent_registry
-from bot.demo import OfflineOpsModel, default_registry
+from bot.agents import AGENTS_ENV, builtin_registry, load_agent_registry
+from bot.demo import OfflineOpsModel
 from bot.policy.durations import format_duration
 from bot.policy.loading import load_policy
 from bot.policy.rules import Policy, ToolRule
@@ -41,8 +41,8 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 def policy_check(args: argparse.Namespace) -> int:
     spec = os.environ.get(AGENTS_ENV, "").strip() or None
-    registry = load_agent_registry(spec, default=default_registry(OfflineOpsModel()))
-    tools = sorted({tool.name for agent in registry for tool in agent.tools})
+    registry = load_agent_registry(spec, default=builtin_registry(OfflineOpsModel()))
+    tools = sorted({name for agent in registry for name in agent.tool_names()})
     policy = load_policy(args.file, known_tools=tools)  # PolicyError: every problem
     print(render_policy(policy, tools))
     return 0

@@ -240,6 +240,12 @@ def render_run_detail(detail: dict[str, Any]) -> str:
         f"  task: {visible(run['task']) if run['task'] else '-'}",
         f"  created {run['created_at']}, updated {run['updated_at']}",
         *([f"  purged {run['purged_at']} (retention)"] if run["purged_at"] else []),
+        *([_engine_line(run["engine"])] if run.get("engine") else []),
+        *(
+            [f"  needs migration: {run['needs_migration']} (resumes once the version is back)"]
+            if run.get("needs_migration")
+            else []
+        ),
         f"approvals ({len(detail['approvals'])}):",
         *(_approval_line(approval) for approval in detail["approvals"]),
         *(_standing_line(decision) for decision in detail.get("standing", [])),
@@ -255,6 +261,13 @@ def render_run_detail(detail: dict[str, Any]) -> str:
         lines.append(f"state (redacted {len(paths)} value(s)):" if paths else "state:")
         lines.append(json.dumps(detail["state"], indent=2, ensure_ascii=False))
     return "\n".join(lines)
+
+
+def _engine_line(engine: dict[str, Any]) -> str:
+    return (
+        f"  engine {engine['name']} {engine['version']}, its state schema "
+        f"{engine['schema_version']}"
+    )
 
 
 def _standing_line(decision: dict[str, Any]) -> str:

@@ -24,9 +24,9 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from bot.agents import close_model, load_agent_registry, model_from_env
+from bot.agents import builtin_registry, close_model, load_agent_registry, model_from_env
 from bot.commands.serve_lock import sole_server
-from bot.demo import default_registry, ops_dependencies
+from bot.demo import ops_dependencies
 from bot.errors import ConfigError
 from bot.logs import configure_logging, log_settings_from_env
 from bot.metrics import Metrics
@@ -141,7 +141,7 @@ async def open_bot(
     async with contextlib.AsyncExitStack() as stack:
         model = model_from_env(environ, metrics=metrics)
         stack.push_async_callback(close_model, model)
-        registry = load_agent_registry(settings.agents, default=default_registry(model))
+        registry = load_agent_registry(settings.agents, default=builtin_registry(model))
         store = await open_store(database_url, environ=environ)
         stack.push_async_callback(store.close)
         location = parse_database_url(database_url)

@@ -29,6 +29,7 @@ from bot.service.api import (
     RunCancelled,
     RunFailed,
     RunFinished,
+    RunNeedsMigration,
     RunStarted,
 )
 from store.api import ApprovalRecord, StandingDecision
@@ -121,6 +122,11 @@ def event_text(event: Event) -> str:
         case ResumeStalled(attempts=attempts):
             return (
                 f"the database failed {attempts} times while resuming; retrying in the background"
+            )
+        case RunNeedsMigration(run=run, reason=reason):
+            return (
+                f"\nrun {run.run_id} needs migration: {reason}; it stays paused "
+                f"(approvals-bot runs resume {run.run_id} once the version is back, or cancel it)"
             )
 
 

@@ -10,6 +10,9 @@ Pure Python and asyncio: no Slack, no database (docs/architecture.md). Where thi
 - runner.py: `Runner.arun`, model turns and tool calls until an answer or a pause;
   dispatch.py: one tool call through the journal; journal.py: the `Journal` protocol
   (a call runs at most once per execution key) and `InMemoryJournal`;
+- engine.py: the seam the service drives any engine through (`AgentEngine`, `AgentRun`);
+  external_state.py: `ExternalRunState`, a run another engine (the OpenAI Agents SDK)
+  runs, with the bot's record of its pauses;
 - state.py: `RunState`, the paused run; pending.py: the calls it waits on and the
   decisions taken on them; state_format.py: its schema versions and the one reader
   that checks a payload (field by field: state_fields.py); decisions.py: pending
@@ -30,6 +33,7 @@ from bot.errors import (
     ResolutionError,
     RunStateError,
     SchemaVersionError,
+    StateUnreadableError,
     UnknownCallError,
 )
 from bot.runtime.agent import Agent, AgentRegistry
@@ -46,9 +50,19 @@ from bot.runtime.decisions import (
     RetryCall,
     VerifiedResult,
 )
+from bot.runtime.engine import (
+    AgentEngine,
+    AgentRun,
+    EngineInfo,
+    EngineResult,
+    RunOutcome,
+    ToolView,
+    read_run_state,
+)
+from bot.runtime.external_state import ExternalRunState
 from bot.runtime.journal import InMemoryJournal, Journal
 from bot.runtime.model import Item, Model, ModelResponse, ScriptedModel, ToolCall, ToolSpec
-from bot.runtime.runner import Runner, RunOutcome, RunResult
+from bot.runtime.runner import Runner, RunResult
 from bot.runtime.state import RunState
 from bot.runtime.state_format import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
 from bot.runtime.tools import ReplayPolicy, Tool, ToolCallContext, current_tool_call, tool
@@ -59,8 +73,10 @@ __all__ = [
     "SUPPORTED_SCHEMA_VERSIONS",
     "AbortCall",
     "Agent",
+    "AgentEngine",
     "AgentNotRegisteredError",
     "AgentRegistry",
+    "AgentRun",
     "AlreadyDecidedError",
     "ApprovalMetadata",
     "ApprovalsError",
@@ -70,6 +86,9 @@ __all__ = [
     "Decision",
     "DecisionError",
     "DeferredToolRequests",
+    "EngineInfo",
+    "EngineResult",
+    "ExternalRunState",
     "InMemoryJournal",
     "InputError",
     "Item",
@@ -90,15 +109,18 @@ __all__ = [
     "Runner",
     "SchemaVersionError",
     "ScriptedModel",
+    "StateUnreadableError",
     "Tool",
     "ToolCall",
     "ToolCallContext",
     "ToolSpec",
+    "ToolView",
     "UnknownCallError",
     "VerifiedResult",
     "call_digest",
     "canonical_arguments",
     "current_tool_call",
     "legacy_arguments_digest",
+    "read_run_state",
     "tool",
 ]

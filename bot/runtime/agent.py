@@ -7,12 +7,16 @@ refuses, naming what it has).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from bot.errors import AgentNotRegisteredError, ConfigError
-from bot.runtime.context import ContextDeserializer, ContextSerializer
+from bot.errors import AgentNotRegisteredError, ConfigError, StateUnreadableError
+from bot.runtime.context import ContextDeserializer, ContextSerializer, serialize_context
+from bot.runtime.engine import AgentEngine, AgentRun, EngineResult
+from bot.runtime.journal import Journal
 from bot.runtime.model import Model, ToolSpec
+from bot.runtime.state import RunState
 from bot.runtime.tools import Tool
 
 
@@ -58,23 +62,82 @@ class Agent:
     def tool_specs(self) -> list[ToolSpec]:
         return [item.spec() for item in self.tools]
 
+    # -- the engine seam (bot.runtime.engine.AgentEngine) --------------------------------
 
-AgentFactory = Callable[[], Agent]
+    @property
+    def amendable(self) -> bool:
+        """Approvers may change a call's arguments before approving it."""
+        return True
+
+    def tool_names(self) -> list[str]:
+        return list(self._by_name)
+
+    def new_state(self, task: str, *, run_id: str, context: Any = None) -> RunState:
+        return RunState(
+            run_id=run_id,
+            agent_name=self.name,
+            agent_version=self.version,
+            history=[{"type": "user", "content": task}],
+            context=serialize_context(
+                context, serializer=self.context_serializer, strict=self.strict_context
+            ),
+        )
+
+    def check_state(self, state: AgentRun) -> None:
+        if not isinstance(state, RunState):
+            raise StateUnreadableError(
+                f"run {state.run_id} was written by another engine "
+                f"({state.engine.name if state.engine else 'unknown'}); agent {self.name!r} "
+                f"version {self.version!r} runs on the bot's run core"
+            )
+
+    async def run(
+        self,
+        state: AgentRun,
+        *,
+        journal: Journal,
+        dependencies: Mapping[str, Any],
+        max_tool_calls_per_turn: int | None = None,
+    ) -> EngineResult:
+        from bot.runtime.runner import Runner  # the Runner runs agents: it imports this
+
+        self.check_state(state)
+        assert isinstance(state, RunState)  # checked just above
+        result = await Runner.arun(
+            self,
+            state,
+            journal=journal,
+            dependencies=dependencies,
+            max_tool_calls_per_turn=max_tool_calls_per_turn,
+        )
+        return EngineResult(
+            final_output=result.final_output,
+            interruptions=result.interruptions,
+            state=result.state,
+            outcome=result.outcome,
+        )
+
+
+AgentFactory = Callable[[], AgentEngine]
 
 
 class AgentRegistry:
-    """Agents keyed by (name, version). The first registered agent is the default."""
+    """Agents keyed by (name, version): our `Agent`s and any other `AgentEngine` (an
+    OpenAI Agents SDK agent through bot.adapters.openai_agents). The first registered
+    agent is the default."""
 
-    def __init__(self, agents: Iterable[Agent | AgentFactory] = ()) -> None:
-        self._agents: dict[tuple[str, str], Agent] = {}
+    def __init__(self, agents: Iterable[AgentEngine | AgentFactory] = ()) -> None:
+        self._agents: dict[tuple[str, str], AgentEngine] = {}
         for agent in agents:
             self.register(agent)
 
-    def register(self, agent_or_factory: Agent | AgentFactory) -> Agent:
+    def register(self, agent_or_factory: AgentEngine | AgentFactory) -> AgentEngine:
         """Register an agent (or a zero-argument factory, called now). Usable as a
         decorator on a factory. Registering the same name and version twice is an error."""
-        agent = agent_or_factory if isinstance(agent_or_factory, Agent) else agent_or_factory()
-        if not isinstance(agent, Agent):
+        agent = (
+            agent_or_factory if isinstance(agent_or_factory, AgentEngine) else agent_or_factory()
+        )
+        if not isinstance(agent, AgentEngine):
             raise ConfigError(f"agent factory {agent_or_factory!r} did not return an Agent")
         key = (agent.name, agent.version)
         if key in self._agents:
@@ -82,7 +145,7 @@ class AgentRegistry:
         self._agents[key] = agent
         return agent
 
-    def get(self, name: str, version: str) -> Agent:
+    def get(self, name: str, version: str) -> AgentEngine:
         """The agent with exactly this name and version, or AgentNotRegisteredError."""
         agent = self._agents.get((name, version))
         if agent is None:
@@ -92,7 +155,7 @@ class AgentRegistry:
             )
         return agent
 
-    def latest(self, name: str) -> Agent:
+    def latest(self, name: str) -> AgentEngine:
         """The most recently registered version of `name` (for starting new runs)."""
         for (agent_name, _), agent in reversed(self._agents.items()):
             if agent_name == name:
@@ -101,7 +164,7 @@ class AgentRegistry:
             f"no agent named {name!r} is registered (registered: {self.describe()})"
         )
 
-    def default(self) -> Agent:
+    def default(self) -> AgentEngine:
         """The first registered agent."""
         for agent in self._agents.values():
             return agent
@@ -112,7 +175,7 @@ class AgentRegistry:
             return "none"
         return ", ".join(f"{name} v{version}" for name, version in self._agents)
 
-    def __iter__(self) -> Iterator[Agent]:
+    def __iter__(self) -> Iterator[AgentEngine]:
         return iter(list(self._agents.values()))
 
     def __len__(self) -> int:

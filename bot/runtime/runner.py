@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
 
 from bot.canonical import canonical_arguments
 from bot.errors import (
@@ -28,6 +28,7 @@ from bot.errors import (
     LimitError,
     ModelError,
     RunStateError,
+    StateUnreadableError,
     UnknownCallError,
 )
 from bot.runtime.agent import Agent, AgentRegistry
@@ -44,6 +45,7 @@ from bot.runtime.decisions import (
     VerifiedResult,
 )
 from bot.runtime.dispatch import CallSite, Done, dispatch
+from bot.runtime.engine import RunOutcome
 from bot.runtime.journal import InMemoryJournal, Journal
 from bot.runtime.model import AssistantItem, ModelResponse, ToolCallItem
 from bot.runtime.state import RunState
@@ -51,9 +53,6 @@ from bot.runtime.state_format import DEFAULT_MAX_TURNS
 from bot.runtime.tools import Tool, invalid_arguments
 
 logger = logging.getLogger(__name__)
-
-RunOutcome = Literal["completed", "paused", "max_turns"]
-"""How one `Runner.arun` ended (not a stored run's status, which the service keeps)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -374,6 +373,11 @@ def _agent_for(agent: Agent | None, state: RunState, registry: AgentRegistry | N
     """The agent that may resume `state`: same name and version, or refuse."""
     if registry is not None:
         registered = registry.get(state.agent_name, state.agent_version)
+        if not isinstance(registered, Agent):
+            raise StateUnreadableError(
+                f"run {state.run_id} is a run core state, but agent {state.agent_name!r} "
+                f"version {state.agent_version!r} is registered as another engine's agent"
+            )
         agent = agent if agent is not None else registered
     if agent is None:
         raise InputError("resuming a run needs its agent, or a registry to find it in")

@@ -43,6 +43,7 @@ from bot.runtime.decisions import (
     Resolution,
     execution_key,
 )
+from bot.runtime.engine import EngineInfo
 from bot.runtime.model import Item, ToolCallItem, ToolResultItem, unanswered_calls
 from bot.runtime.pending import PendingCalls
 from bot.runtime.state_fields import check_consistency, read_history
@@ -334,6 +335,21 @@ class RunState:
         except orjson.JSONDecodeError as error:
             raise RunStateError(f"a RunState must be JSON text: {error}") from error
         return cls._restore(read_payload(payload))
+
+    @classmethod
+    def from_payload(cls, payload: Any) -> RunState:
+        """Load a freshly parsed JSON payload (adopted, not copied: pass nothing shared)."""
+        return cls._restore(read_payload(payload))
+
+    @property
+    def schema_version(self) -> str:
+        """The schema version `to_json` writes."""
+        return CURRENT_SCHEMA_VERSION
+
+    @property
+    def engine(self) -> EngineInfo | None:
+        """None: the run core's own state."""
+        return None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunState:

@@ -344,6 +344,18 @@ class ResumeStalled:
     kind: Literal["resume_stalled"] = "resume_stalled"
 
 
+@dataclass(frozen=True, kw_only=True)
+class RunNeedsMigration:
+    """The run's decisions are taken but this deployment cannot resume it: its agent
+    version is not registered, or its engine cannot read its state (`reason` says which).
+    It waits paused, its decisions kept; it resumes once the version is deployed again
+    (at the next start, or `approvals-bot runs resume`), or it can be cancelled."""
+
+    run: RunRecord
+    reason: str
+    kind: Literal["run_needs_migration"] = "run_needs_migration"
+
+
 Posting = RunStarted | ApprovalRequested
 """The events whose answer is where the message went (a `Location`, or None)."""
 
@@ -360,6 +372,7 @@ Event = (
     | RunFailed
     | RunCancelled
     | ResumeStalled
+    | RunNeedsMigration
 )
 
 

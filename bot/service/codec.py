@@ -1,4 +1,5 @@
-"""RunState <-> JSON text, off the event loop when the state is large.
+"""A run's state (RunState, or another engine's ExternalRunState) <-> JSON text, off the
+event loop when the state is large.
 
 Decoding a multi-megabyte state (orjson, then the state's validation in Python) blocks
 the loop for milliseconds per megabyte, which would stall every Slack ack in the
@@ -18,20 +19,23 @@ loop less than a decode at the threshold does.
 
 from __future__ import annotations
 
-from bot.off_loop import off_loop_if_large
-from bot.runtime import RunState
+from bot.off_loop import OFF_LOOP_BYTES, off_loop_if_large
+from bot.runtime import AgentRun, RunState, read_run_state
 
 
-async def decode_state(text: str) -> RunState:
-    return await off_loop_if_large(len(text), lambda: RunState.from_json(text))
+async def decode_state(text: str) -> AgentRun:
+    return await off_loop_if_large(len(text), lambda: read_run_state(text))
 
 
-async def encode_state(state: RunState) -> str:
+async def encode_state(state: AgentRun) -> str:
     return await off_loop_if_large(encoded_size_estimate(state), state.to_json)
 
 
-def encoded_size_estimate(state: RunState) -> int:
-    """A lower bound of `len(state.to_json())`: the history's text contents."""
+def encoded_size_estimate(state: AgentRun) -> int:
+    """A lower bound of `len(state.to_json())`: the history's text contents. Another
+    engine's state is opaque here: it is encoded off the loop whatever its size."""
+    if not isinstance(state, RunState):
+        return OFF_LOOP_BYTES
     total = 0
     for item in state.history:
         content = item.get("content")

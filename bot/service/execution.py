@@ -23,9 +23,23 @@ from functools import partial
 
 from bot.canonical import digests_equal
 from bot.credentials import redact_text
-from bot.errors import ApprovalsError, LimitError, RunStateError
+from bot.errors import (
+    AgentNotRegisteredError,
+    ApprovalsError,
+    LimitError,
+    RunStateError,
+    SchemaVersionError,
+    StateUnreadableError,
+)
 from bot.review.snapshot import ReviewSnapshot, review_snapshot
-from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, PendingCall, Runner, RunResult, RunState
+from bot.runtime import (
+    Agent,
+    AgentEngine,
+    AgentRun,
+    EngineInfo,
+    EngineResult,
+    PendingCall,
+)
 from bot.service.amend import noted_agent
 from bot.service.api import (
     ApprovalRequested,
@@ -33,6 +47,7 @@ from bot.service.api import (
     ExecutionRefused,
     RunFailed,
     RunFinished,
+    RunNeedsMigration,
     UncertainCall,
 )
 from bot.service.authority import execution_check
@@ -42,19 +57,22 @@ from bot.service.limits import calls_per_turn_exceeded, check_pending
 from bot.service.retry import transient
 from bot.service.standing import apply_standing
 from bot.service.workflow import Workflow
-from store.api import ApprovalRecord, NewApproval, RunRecord, StandingDecision
+from store.api import ApprovalRecord, EngineStamp, NewApproval, RunRecord, StandingDecision
 from store.journal import StoreJournal
 
 log = logging.getLogger(__name__)
 
 FINAL_RUN_STATUSES = frozenset({"completed", "failed", "cancelled"})
+MIGRATION_NEEDED = (AgentNotRegisteredError, SchemaVersionError, StateUnreadableError)
+"""Why a deployment cannot resume a run it could resume once: its agent version is not
+registered, or its state is of a schema (ours, or its engine's) this build cannot read."""
 
 
 async def execute(
     flow: Workflow,
     run: RunRecord,
-    agent: Agent,
-    state: RunState,
+    agent: AgentEngine,
+    state: AgentRun,
     *,
     approved: dict[str, ApprovalRecord] | None = None,
     requester: str | None = None,
@@ -86,11 +104,17 @@ async def execute(
         telemetry=flow.telemetry,
     )
     try:
-        result = await _run_agent(flow, noted_agent(agent, approvals), state, journal)
+        if isinstance(agent, Agent):
+            agent = noted_agent(agent, approvals)
+        result = await _run_agent(flow, agent, state, journal)
         check_pending(flow.policy.limits, result)
         return await persist_outcome(flow, run, result, requester=requester)
     except LimitError as error:
         return await fail_run(flow, run, str(error))
+    except MIGRATION_NEEDED as error:
+        if run.status != "resuming":
+            return await fail_run(flow, run, f"{type(error).__name__}: {error}")
+        return await wait_for_migration(flow, run, str(error))
     except ApprovalsError as error:
         if raise_transient and transient(error):
             raise
@@ -107,15 +131,13 @@ def _lease_token(flow: Workflow, run_id: str) -> int | None:
 
 
 async def _run_agent(
-    flow: Workflow, agent: Agent, state: RunState, journal: ServiceJournal
-) -> RunResult:
+    flow: Workflow, agent: AgentEngine, state: AgentRun, journal: ServiceJournal
+) -> EngineResult:
     try:
-        return await Runner.arun(
-            agent,
+        return await agent.run(
             state,
             journal=journal,
             dependencies=flow.dependencies,
-            registry=flow.registry,
             max_tool_calls_per_turn=flow.policy.limits.tool_calls_per_turn,
         )
     except LimitError as error:
@@ -129,7 +151,7 @@ async def _tell_refused(
 
 
 async def persist_outcome(
-    flow: Workflow, run: RunRecord, result: RunResult, *, requester: str | None = None
+    flow: Workflow, run: RunRecord, result: EngineResult, *, requester: str | None = None
 ) -> RunRecord:
     paused = result.outcome == "paused"
     saved = await flow.store.save_run_state(
@@ -137,7 +159,8 @@ async def persist_outcome(
         expected_version=run.version,
         state_json=await flow.encode_state(result.state),
         status="paused" if paused else "completed",
-        schema_version=CURRENT_SCHEMA_VERSION,
+        schema_version=result.state.schema_version,
+        engine=engine_stamp(result.state.engine),
     )
     flow.leases.drop(run.run_id)  # saved not working: the store ended the lease
     if not paused:
@@ -157,7 +180,7 @@ async def persist_outcome(
 async def request_approvals(
     flow: Workflow,
     run: RunRecord,
-    state: RunState,
+    state: AgentRun,
     calls: Sequence[PendingCall],
     *,
     requester: str | None = None,
@@ -245,8 +268,21 @@ def _base32(number: int) -> str:
             return digits
 
 
+def engine_stamp(engine: EngineInfo | None) -> EngineStamp | None:
+    """What the run row records of the engine that wrote its state (None: the core)."""
+    if engine is None:
+        return None
+    return EngineStamp(
+        name=engine.name, version=engine.version, schema_version=engine.schema_version
+    )
+
+
 def card_snapshot(
-    agent: Agent, state: RunState, call: PendingCall, *, keep_hidden: Collection[str] = ()
+    agent: AgentEngine,
+    state: AgentRun,
+    call: PendingCall,
+    *,
+    keep_hidden: Collection[str] = (),
 ) -> ReviewSnapshot:
     """The review card's snapshot of a pending call of `state`: redacted (and what an
     earlier snapshot hid, `keep_hidden`), limited to the tool's `review_fields`, with the
@@ -275,6 +311,23 @@ async def _post_card(
     if location is not None:
         channel, ts = location
         await flow.store.set_approval_message(approval.approval_id, channel=channel, ts=ts)
+
+
+async def wait_for_migration(flow: Workflow, run: RunRecord, reason: str) -> RunRecord:
+    """A claimed (`resuming`) run this deployment cannot resume goes back to `paused`
+    with its decisions kept, marked with why; its thread is told once per reason."""
+    reason = redact_text(reason)
+    log.warning("run %s needs migration: %s", run.run_id, reason)
+    paused = await leave_working(
+        flow.store, flow.leases, run.run_id, expected_status="resuming", new_status="paused"
+    )
+    if paused is None:
+        return await flow.store.get_run(run.run_id) or run
+    marked = await flow.store.mark_needs_migration(run.run_id, reason=reason, actor=flow.actor)
+    if marked is None:
+        return await flow.store.get_run(run.run_id) or paused
+    await flow.notify(RunNeedsMigration(run=marked, reason=reason))
+    return marked
 
 
 async def fail_run(flow: Workflow, run: RunRecord, message: str) -> RunRecord:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from bot.errors import InputError, LimitError
 from bot.policy.rules import Limits
-from bot.runtime import RunResult
+from bot.runtime import EngineResult
 
 
 def checked_task(limits: Limits, task: str) -> str:
@@ -28,7 +28,7 @@ def checked_task(limits: Limits, task: str) -> str:
     return text
 
 
-def check_pending(limits: Limits, result: RunResult) -> None:
+def check_pending(limits: Limits, result: EngineResult) -> None:
     """LimitError when the run pauses on more approvals than the policy allows at once
     (none of that turn's calls ran: a turn pauses before any of its calls runs)."""
     asked = sum(1 for call in result.interruptions if call.status == "approval")

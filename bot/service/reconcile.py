@@ -25,16 +25,16 @@ from bot.errors import (
 )
 from bot.policy.eligibility import is_eligible
 from bot.runtime import (
-    CURRENT_SCHEMA_VERSION,
     AbortCall,
+    AgentRun,
     PendingCall,
     Resolution,
     RetryCall,
-    RunState,
     VerifiedResult,
 )
 from bot.service.api import UncertainCall
 from bot.service.authority import may_reconcile, member_of, scoped
+from bot.service.execution import engine_stamp
 from bot.service.leases import claim, leave_working
 from bot.service.resume import current_rows, row_for
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
@@ -55,7 +55,7 @@ def choice_label(resolution: Resolution) -> str:
     return label
 
 
-def uncertain_call(state: RunState, call: str | None) -> PendingCall:
+def uncertain_call(state: AgentRun, call: str | None) -> PendingCall:
     """The uncertain call named by tool call id or execution key, or the only one."""
     uncertain = [c for c in state.get_interruptions() if c.status == "uncertain"]
     if call is None:
@@ -151,7 +151,8 @@ async def _resolve(
         expected_version=run.version,
         state_json=await flow.encode_state(state),
         status="resuming",
-        schema_version=CURRENT_SCHEMA_VERSION,
+        schema_version=state.schema_version,
+        engine=engine_stamp(state.engine),
     )
     return saved, target
 

@@ -18,6 +18,12 @@ worker gets here per claim. Before anything runs, the worker
 and then runs the agent. `ServiceJournal` repeats the validity check for each approved
 call right before it runs.
 
+A run this deployment cannot resume (its agent version is not registered, or its engine
+cannot read its state: MIGRATION_NEEDED) is not failed: it goes back to `paused` with
+its decisions kept, the run row says why (`needs_migration`), and its thread is told
+(`RunNeedsMigration`). Deployed again, the version resumes it: the next start's recovery
+finds it paused with nothing left to decide, as does `runs resume`.
+
 A resume the database fails (locked, disk full: `bot.service.retry.transient`) is tried
 again in-process with backoff, from the stored state as a restart's recovery would: the
 run is looked at afresh (`resuming`: resume it; `paused` with nothing to wait for, a
@@ -37,9 +43,15 @@ from datetime import datetime
 
 from bot.canonical import digests_equal
 from bot.errors import ApprovalsError
-from bot.runtime import PendingCall, RunState
+from bot.runtime import AgentRun, PendingCall
 from bot.service.api import ApprovalDecided, ResumeStalled
-from bot.service.execution import execute, fail_run, request_approvals
+from bot.service.execution import (
+    MIGRATION_NEEDED,
+    execute,
+    fail_run,
+    request_approvals,
+    wait_for_migration,
+)
 from bot.service.leases import claim, leave_working
 from bot.service.retry import transient
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
@@ -86,7 +98,7 @@ def _answers_before(row: ApprovalRecord, known: ApprovalRecord) -> bool:
     return row.created_at >= known.created_at
 
 
-def apply_decisions(state: RunState, rows: dict[str, ApprovalRecord]) -> AppliedDecisions:
+def apply_decisions(state: AgentRun, rows: dict[str, ApprovalRecord]) -> AppliedDecisions:
     """Apply every terminal row to its pending call in `state`; report what did not fit."""
     approved: dict[str, ApprovalRecord] = {}
     rejected: list[str] = []
@@ -224,6 +236,9 @@ async def _resume_once(flow: Workflow, run: RunRecord) -> RunRecord:
     try:
         state = await flow.load_state(run.run_id)
         agent = flow.registry.get(state.agent_name, state.agent_version)
+        agent.check_state(state)
+    except MIGRATION_NEEDED as error:
+        return await wait_for_migration(flow, run, str(error))
     except ApprovalsError as error:
         if transient(error):
             raise  # retried: the state could not be read just now
@@ -264,7 +279,7 @@ def stretch_requester(rows: Iterable[ApprovalRecord]) -> str | None:
 async def _back_to_paused(
     flow: Workflow,
     run: RunRecord,
-    state: RunState,
+    state: AgentRun,
     waiting: list[PendingCall],
     *,
     requester: str | None,
@@ -288,7 +303,7 @@ async def _back_to_paused(
 async def _void_and_ask_again(
     flow: Workflow,
     run: RunRecord,
-    state: RunState,
+    state: AgentRun,
     applied: AppliedDecisions,
     *,
     requester: str | None,

@@ -31,8 +31,7 @@ from bot.errors import (
 from bot.metrics import Metrics
 from bot.policy.eligibility import ChannelDirectory, GroupDirectory, NoGroups
 from bot.policy.rules import DEFAULT_POLICY, Policy
-from bot.runtime import CURRENT_SCHEMA_VERSION, AgentRegistry, Resolution, RunState
-from bot.runtime.context import serialize_context
+from bot.runtime import AgentRegistry, AgentRun, Resolution
 from bot.service.api import (
     ApprovalView,
     Busy,
@@ -59,7 +58,7 @@ from bot.service.authority import (
     views_of,
 )
 from bot.service.config import DEFAULT_APPROVAL_TTL
-from bot.service.execution import execute
+from bot.service.execution import engine_stamp, execute
 from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
 from bot.service.leases import DEFAULT_LEASE_SECONDS, HeldLeases, claim, leave_working
 from bot.service.limits import checked_task
@@ -128,7 +127,7 @@ class ApprovalService:
         if not worker_id.strip():
             raise ConfigError("the service needs a worker id (see installation_worker_id)")
         if policy is not None:
-            policy.check_tools(tool.name for agent in registry for tool in agent.tools)
+            policy.check_tools(name for agent in registry for name in agent.tool_names())
         self._flow = Workflow(
             store=store,
             registry=registry,
@@ -185,21 +184,14 @@ class ApprovalService:
         if origin is None:
             raise InputError("operators do not start runs; use Slack or the demo")
         agent = self._flow.registry.latest(agent_name or self._default_agent)
-        state = RunState(
-            run_id=uuid.uuid4().hex,
-            agent_name=agent.name,
-            agent_version=agent.version,
-            history=[{"type": "user", "content": text}],
-            context=serialize_context(
-                context, serializer=agent.context_serializer, strict=agent.strict_context
-            ),
-        )
+        state = agent.new_state(text, run_id=uuid.uuid4().hex, context=context)
         state_json = await self._flow.encode_state(state)  # refuses secrets
         run = await self._flow.store.create_run(
             run_id=state.run_id,
             agent_name=agent.name,
             agent_version=agent.version,
-            schema_version=CURRENT_SCHEMA_VERSION,
+            schema_version=state.schema_version,
+            engine=engine_stamp(state.engine),
             state_json=state_json,
             status="running",
             channel=channel,
@@ -556,7 +548,7 @@ class ApprovalService:
         """At start-up: finish what a dead process left (see `bot.service.recovery`)."""
         return await recover_runs(self._flow)
 
-    async def load_state(self, run_id: str) -> RunState:
+    async def load_state(self, run_id: str) -> AgentRun:
         """The run's stored state, decrypted (for operators and the terminal demo)."""
         return await self._flow.load_state(run_id)
 

@@ -28,7 +28,7 @@ from bot.errors import (
     ResolutionError,
 )
 from bot.review.snapshot import ReviewSnapshot, carried_redactions
-from bot.runtime import CURRENT_SCHEMA_VERSION, RunState
+from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, RunState
 from bot.service.amend import amend_call, edited_arguments, pending_call
 from bot.service.api import (
     ApprovalDecided,
@@ -211,6 +211,8 @@ async def record_change(
         raise ResolutionError(f"run {run.run_id} is {run.status}; try again when it is paused")
     state = await flow.load_state(run.run_id)
     agent = flow.registry.get(state.agent_name, state.agent_version)
+    if not (agent.amendable and isinstance(agent, Agent) and isinstance(state, RunState)):
+        raise InputError(not_amendable(run))
     call = pending_call(state, approval)
     tool = agent.tool_named(call.tool_name)
     if tool is None:
@@ -296,6 +298,16 @@ async def _standing_ended(flow: Workflow, run: RunRecord, record: ApprovalRecord
     standing = await flow.standing(run.run_id)
     await flow.notify(ApprovalDecided(run=run, approval=record, standing=standing))
     return record
+
+
+def not_amendable(run: RunRecord) -> str:
+    """Why a call of `run` cannot be approved with changes (its engine has no clean way
+    to override a call's arguments)."""
+    engine = run.engine.name if run.engine is not None else "another engine"
+    return (
+        f"approve with changes is not offered for runs of {engine} agents: approve or "
+        "reject the call as it is (the requester can ask again with other arguments)"
+    )
 
 
 async def _save_state(flow: Workflow, run: RunRecord, state: RunState) -> RunRecord:

@@ -28,7 +28,7 @@ from bot.errors import (
 )
 from bot.policy.eligibility import ChannelDirectory, GroupDirectory
 from bot.policy.rules import Policy, ToolRule
-from bot.runtime import AgentRegistry, RunState
+from bot.runtime import AgentRegistry, AgentRun
 from bot.service.api import (
     CallUncertain,
     Event,
@@ -38,6 +38,7 @@ from bot.service.api import (
     RunCancelled,
     RunFailed,
     RunFinished,
+    RunNeedsMigration,
     RunStarted,
     Surface,
 )
@@ -140,7 +141,7 @@ class Workflow:
             raise InputError(f"approval {approval.approval_id} belongs to no run")
         return run
 
-    async def load_state(self, run_id: str) -> RunState:
+    async def load_state(self, run_id: str) -> AgentRun:
         """The run's stored state, decrypted and decoded (a blob that fails either is
         reported to the telemetry before the error goes on)."""
         try:
@@ -149,7 +150,7 @@ class Workflow:
             self.telemetry.state_unreadable(run_id, reason=_unreadable(error), error=str(error))
             raise
 
-    async def encode_state(self, state: RunState) -> str:
+    async def encode_state(self, state: AgentRun) -> str:
         """The state's JSON text, to be saved (its size is measured)."""
         text = await encode_state(state)
         self.telemetry.state_saved(size=len(text) if text.isascii() else len(text.encode()))
@@ -214,6 +215,6 @@ def _unreadable(error: TamperError | RunStateError) -> str:
 
 def _subject(event: Event) -> str:
     run_events = RunStarted | CallUncertain | RunFinished | RunFailed | RunCancelled
-    if isinstance(event, run_events | ResumeStalled):
+    if isinstance(event, run_events | ResumeStalled | RunNeedsMigration):
         return f"run {event.run.run_id}"
     return event.approval.approval_id

@@ -49,6 +49,9 @@ from store.api import ApprovalRecord, RunRecord, StandingDecision
 APPROVE_ACTION_ID = "approval_approve"
 REJECT_ACTION_ID = "approval_reject"
 EDIT_ACTION_ID = "approval_edit"
+NOT_AMENDABLE_TEXT = (
+    "Runs of {engine} agents cannot be approved with changes: approve or reject the call as it is."
+)
 REVOKE_ACTION_ID = "approval_revoke"
 READ_ACTION_ID = "approval_read"
 RECORD_RESULT_ACTION_ID = "uncertain_record_result"
@@ -117,7 +120,11 @@ def approval_card_blocks(
     stands = standing_line(approval, standing)
     if stands is not None:
         blocks.append(mrkdwn_context(stands))
-    buttons = card_buttons(approval, cut=cut) if not_run is None else []
+    if run.engine is not None and status == "pending":
+        blocks.append(mrkdwn_context(NOT_AMENDABLE_TEXT.format(engine=run.engine.name)))
+    buttons = (
+        card_buttons(approval, cut=cut, amendable=run.engine is None) if not_run is None else []
+    )
     if buttons:
         blocks.append({"type": "actions", "block_id": "decision", "elements": buttons})
     return blocks
@@ -153,14 +160,17 @@ def approval_card_text(approval: ApprovalRecord) -> str:
     return f"{approval.status.capitalize()}{by}: {escape(approval.tool_name, 200)}"
 
 
-def card_buttons(approval: ApprovalRecord, *, cut: bool | None = None) -> list[Block]:
+def card_buttons(
+    approval: ApprovalRecord, *, cut: bool | None = None, amendable: bool = True
+) -> list[Block]:
     """The buttons for the approval's state; `cut`: whether the card cuts its arguments
-    (None: find out), which adds Read all arguments to a pending card."""
+    (None: find out), which adds Read all arguments to a pending card; `amendable`:
+    whether its run's engine lets approvers change arguments (Approve with changes)."""
     approval_id = approval.approval_id
     if approval.status == "pending":
         buttons = [
             _button("Approve", APPROVE_ACTION_ID, approval_id, style="primary"),
-            _button("Approve with changes", EDIT_ACTION_ID, approval_id),
+            *([_button("Approve with changes", EDIT_ACTION_ID, approval_id)] if amendable else []),
             _button("Reject", REJECT_ACTION_ID, approval_id, style="danger"),
             _button("Revoke", REVOKE_ACTION_ID, approval_id),
         ]

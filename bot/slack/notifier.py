@@ -25,6 +25,7 @@ from bot.service.api import (
     RunCancelled,
     RunFailed,
     RunFinished,
+    RunNeedsMigration,
     RunStarted,
     UncertainCall,
 )
@@ -72,6 +73,8 @@ class SlackNotifier:
                 await self._post_in_thread(run, run_thread.run_cancelled_text(actor, reason))
             case ResumeStalled(run=run, attempts=attempts):
                 await self._post_in_thread(run, run_thread.resume_stalled_text(attempts))
+            case RunNeedsMigration(run=run, reason=reason):
+                await self._post_in_thread(run, run_thread.needs_migration_text(reason))
         return None
 
     async def _run_started(self, run: RunRecord, task: str) -> Location | None:

@@ -12,26 +12,18 @@ from collections.abc import Mapping
 
 from bot.clock import Clock, utc_now
 from bot.errors import ConfigError
-from store.api import MigrationReport, SchemaStatus, Store
+from store.api import MigrationReport, Store
 from store.config import PostgresLocation
-from store.crypto import KeyRing, Sealer
-from store.engine import EngineStore
+from store.crypto import KeyRing
 from store.keys import KEYS_ENV, parse_keyring
 from store.postgres.connection import PgDatabase, pool_size_from_env
-from store.postgres.migrations import ENGINE, current_version, migrate
+from store.postgres.migrations import ENGINE, migrate
 from store.schema import bundled_migrations
-from store.sql.approvals import Approvals
-from store.sql.audit import Audit
 from store.sql.keys import check_keys_cover
-from store.sql.leases import Leases, RequestMemory
-from store.sql.ledger import Ledger
-from store.sql.rotation import KeyRotation
-from store.sql.runs import Runs
-from store.sql.standing import Standing
-from store.sql.votes import Votes
+from store.sql.store import SqlStore
 
 
-class PostgresStore(EngineStore):
+class PostgresStore(SqlStore):
     """The engine for more than one process. Open it with `open_postgres_store`."""
 
     def __init__(
@@ -42,32 +34,15 @@ class PostgresStore(EngineStore):
         *,
         migration_report: MigrationReport,
     ) -> None:
-        audit = Audit(database, clock)
-        sealer = Sealer(keyring, audit)
         super().__init__(
-            runs=Runs(database, sealer, clock),
-            leases=Leases(database, clock),
-            requests=RequestMemory(database, clock),
-            approvals=Approvals(database, clock),
-            votes=Votes(database, clock),
-            standing=Standing(database, clock),
-            audit=audit,
-            ledger=Ledger(database, sealer, clock),
+            database,
+            keyring,
+            clock,
+            migration_report=migration_report,
+            latest_schema=len(bundled_migrations(ENGINE)),
+            location=database.location,
         )
-        self.rotate_keys = KeyRotation(database, sealer, audit).rotate_keys
         self.database = database
-        self.keyring = keyring
-        self.migration_report = migration_report
-        self.location = database.location
-        self._latest_schema = len(bundled_migrations(ENGINE))
-
-    async def schema_status(self) -> SchemaStatus:
-        connection = await self.database.connection()
-        try:
-            found = await current_version(connection)
-        finally:
-            await self.database.release(connection)
-        return SchemaStatus(found=found, latest=self._latest_schema)
 
     async def close(self) -> None:
         await self.database.close()

@@ -16,11 +16,21 @@ from typing import Any
 from bot.clock import Clock
 from bot.errors import InputError
 from store.api import AuditEvent, AuditVerification
-from store.audit import GENESIS_HASH, canonical_detail, next_event, verify_chain
+from store.audit import GENESIS_HASH, canonical_detail, new_event, verify_chain
 from store.rows import EVENT_COLUMNS, Row, row_to_event, to_db, where_all
-from store.tx import Body, Engine, one, run
+from store.tx import Body, Engine, one
 
-INSERT_EVENT = f"INSERT INTO audit_events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+APPEND = (
+    "WITH head AS (SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE) "
+    f"INSERT INTO audit_events ({EVENT_COLUMNS}) "
+    "SELECT head.seq + 1, ?, ?, ?, ?, ?, ?, head.hash, "
+    "encode(sha256(convert_to(head.hash || ?, 'UTF8')), 'hex') FROM head "
+    "RETURNING seq, prev_hash, hash"
+)
+"""One statement: read the head (locked until commit on Postgres), link and hash the
+event in the database (store.audit.chain_hash; SQLite has the three functions from
+store.sqlite.connection), insert it (the trigger advances the head). On Postgres the
+head is held from this statement to the commit only, not for a round trip more."""
 
 
 def append(
@@ -32,21 +42,18 @@ def append(
     approval_id: str | None = None,
     detail: Mapping[str, Any] | None = None,
 ) -> Body[AuditEvent]:
-    """Append one event, inside a write transaction (the head row is read there)."""
-    head = yield one("SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE")
-    if head is None:
-        raise InputError("audit head row is missing; the database was altered")
-    event, row = next_event(
-        (int(head[0]), str(head[1])),
-        kind,
-        at=at,
-        actor=actor,
-        run_id=run_id,
-        approval_id=approval_id,
-        detail=detail,
+    """Append one event, inside a write transaction."""
+    event = new_event(
+        kind, at=at, actor=actor, run_id=run_id, approval_id=approval_id, detail=detail
     )
-    yield run(INSERT_EVENT, row)
-    return event
+    row = yield one(
+        APPEND,
+        (event.kind, event.actor, event.run_id, event.approval_id, event.detail_json,
+         event.at, event.canonical),
+    )  # fmt: skip
+    if row is None:
+        raise InputError("audit head row is missing; the database was altered")
+    return event.placed(int(row[0]), str(row[1]), str(row[2]))
 
 
 class Audit:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import queue
 import sqlite3
 import threading
@@ -214,9 +215,23 @@ class Database:
 
 
 def _open_writer(path: Path, synchronous: Synchronous, busy_timeout_ms: int) -> sqlite3.Connection:
-    return _connect(
-        path, synchronous, busy_timeout_ms, lambda c: _enable_wal(c, path, busy_timeout_ms)
+    def finish(connection: sqlite3.Connection) -> None:
+        _enable_wal(connection, path, busy_timeout_ms)
+        _add_hash_functions(connection)
+
+    return _connect(path, synchronous, busy_timeout_ms, finish)
+
+
+def _add_hash_functions(connection: sqlite3.Connection) -> None:
+    """Postgres's `convert_to(text, 'UTF8')`, `sha256(bytea)` and `encode(bytea, 'hex')`,
+    which the audit append (store.sql.audit.APPEND) hashes the chain with in SQL."""
+    connection.create_function(
+        "convert_to", 2, lambda text, _encoding: str(text).encode(), deterministic=True
     )
+    connection.create_function(
+        "sha256", 1, lambda data: hashlib.sha256(data).digest(), deterministic=True
+    )
+    connection.create_function("encode", 2, lambda data, _format: data.hex(), deterministic=True)
 
 
 def _open_reader(path: Path, synchronous: Synchronous, busy_timeout_ms: int) -> sqlite3.Connection:

@@ -9,26 +9,18 @@ from pathlib import Path
 
 from bot.clock import Clock, utc_now
 from bot.errors import ConfigError
-from store.api import MigrationReport, SchemaStatus, Store
+from store.api import MigrationReport, Store
 from store.config import SqliteLocation, synchronous_from_env
-from store.crypto import KeyRing, Sealer
-from store.engine import EngineStore
+from store.crypto import KeyRing
 from store.keys import resolve_keyring
 from store.schema import bundled_migrations
-from store.sql.approvals import Approvals
-from store.sql.audit import Audit
 from store.sql.keys import check_keys_cover, sealed_key_ids
-from store.sql.leases import Leases, RequestMemory
-from store.sql.ledger import Ledger
-from store.sql.rotation import KeyRotation
-from store.sql.runs import Runs
-from store.sql.standing import Standing
-from store.sql.votes import Votes
+from store.sql.store import SqlStore
 from store.sqlite.connection import DEFAULT_BUSY_TIMEOUT_MS, Database, Synchronous
-from store.sqlite.migrations import ENGINE, current_version, migrate
+from store.sqlite.migrations import ENGINE, migrate
 
 
-class SqliteStore(EngineStore):
+class SqliteStore(SqlStore):
     """The embedded engine. Open it with `open_store`; close it with `close()`."""
 
     def __init__(
@@ -39,27 +31,15 @@ class SqliteStore(EngineStore):
         *,
         migration_report: MigrationReport,
     ) -> None:
-        audit = Audit(database, clock)
-        sealer = Sealer(keyring, audit)
         super().__init__(
-            runs=Runs(database, sealer, clock),
-            leases=Leases(database, clock),
-            requests=RequestMemory(database, clock),
-            approvals=Approvals(database, clock),
-            votes=Votes(database, clock),
-            standing=Standing(database, clock),
-            audit=audit,
-            ledger=Ledger(database, sealer, clock),
+            database,
+            keyring,
+            clock,
+            migration_report=migration_report,
+            latest_schema=len(bundled_migrations(ENGINE)),
+            location=str(database.path),
         )
-        self.rotate_keys = KeyRotation(database, sealer, audit).rotate_keys
         self.database = database
-        self.keyring = keyring
-        self.migration_report = migration_report
-        self.location = str(database.path)
-        self._latest_schema = len(bundled_migrations(ENGINE))
-
-    async def schema_status(self) -> SchemaStatus:
-        return SchemaStatus(found=await current_version(self.database), latest=self._latest_schema)
 
     async def close(self) -> None:
         await self.database.close()

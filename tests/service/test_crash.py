@@ -30,7 +30,9 @@ DEADLINE_SECONDS = 30.0
 pytestmark = pytest.mark.slow
 
 
-def kill_during_tool(db_path: Path, effects: Path, task: str) -> list[dict[str, Any]]:
+def kill_during_tool(
+    db_path: Path, effects: Path, task: str, agent: str | None = None
+) -> list[dict[str, Any]]:
     """Run the worker until the tool's effect is visible, SIGKILL it, and return the
     effect lines written before the kill."""
     env = {
@@ -41,7 +43,7 @@ def kill_during_tool(db_path: Path, effects: Path, task: str) -> list[dict[str, 
     }
     env.pop("APPROVALS_KEYS", None)
     with subprocess.Popen(
-        [sys.executable, "-m", WORKER, str(db_path), task],
+        [sys.executable, "-m", WORKER, str(db_path), task, *([agent] if agent else [])],
         env=env,
         cwd=PROJECT_ROOT,
         stdout=subprocess.DEVNULL,

@@ -268,11 +268,13 @@ async def start_bot(
     resume_retry: RetryPolicy = DEFAULT_RETRY,
     agents: Callable[[Effects], tuple[AgentRegistry, dict[str, ScriptedModel]]] = build_registry,
     metrics: Metrics | None = None,
+    dependencies: Mapping[str, Any] | None = None,
 ) -> tuple[Bot, web.AppRunner, aiohttp.ClientSession]:
     """The bot over `database`; with `policy`, governed by it, with approver groups and
     channel members read from the fake Slack (cached 60 s on `clock`); `agents` builds the
-    agents it runs; its writes wait `busy_timeout_ms` for another connection's lock;
-    with `metrics`, it counts there and serves /metrics and /readyz.
+    agents it runs (with runtime `dependencies`, default none); its writes wait
+    `busy_timeout_ms` for another connection's lock; with `metrics`, it counts there and
+    serves /metrics and /readyz.
     Unless the test says otherwise, CHANNEL has the CHANNEL_MEMBERS."""
     effects = Effects()
     registry, models = agents(effects)
@@ -294,7 +296,7 @@ async def start_bot(
             store=store,
             registry=registry,
             notifier=SlackNotifier(slack),
-            dependencies={},
+            dependencies=dependencies or {},
             tasks=tasks,
             worker_id="test-worker",
             default_agent="ops",

@@ -16,6 +16,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bot.agents import sdk_installed
 from tests.slack.fake_slack import FakeSlack
 from tests.slack.serve_process import serve_env, serving
 
@@ -133,7 +134,8 @@ async def test_the_start_up_line_names_what_serves_and_the_probes_answer(
     assert not any("Traceback" in line or "Unclosed" in line for line in served.log)
     started = next(line for line in served.log if "serving Slack at" in line)
     database = tmp_path / "approvals.db"
-    assert started.endswith(f"(database {database}, policy built-in defaults, agents ops)")
+    agents = "ops, ops-openai" if sdk_installed() else "ops"  # the openai-agents extra
+    assert started.endswith(f"(database {database}, policy built-in defaults, agents {agents})")
 
 
 async def test_socket_mode_serves_the_probes_on_its_own_port(

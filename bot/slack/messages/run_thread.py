@@ -86,6 +86,15 @@ def execution_refused_text(approval: ApprovalRecord, reason: str) -> str:
     )
 
 
+def needs_migration_text(reason: str) -> str:
+    return (
+        ":construction: This run cannot go on here yet: "
+        f"{escape(reason, MESSAGE_TEXT_LIMIT - 300)}. "
+        "Its decisions are kept; it resumes once that agent version is deployed again "
+        "(`approvals-bot runs resume RUN`), or it can be cancelled (`/approvals cancel RUN`)."
+    )
+
+
 def resume_stalled_text(attempts: int) -> str:
     return (
         f":warning: This run could not go on: the bot's database failed {attempts} times in "

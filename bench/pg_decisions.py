@@ -1,0 +1,246 @@
+"""Decisions/s through the store on Postgres, one and two processes, against a raw CAS.
+
+    python bench/pg_decisions.py [--url postgresql://postgres@127.0.0.1:5432/postgres]
+                                 [--count 3000] [--concurrency 16] [--rounds 2]
+
+On a database of its own (created for the run, dropped after it), with the same number
+of processes and of concurrent tasks per process (`--concurrency`, each process with a
+pool of that many connections):
+
+- raw CAS (the floor): `UPDATE cas_floor SET status = 'approved', ... WHERE approval_id =
+  $1 AND status = 'pending' RETURNING approval_id`, one autocommit statement per
+  decision on a table of small rows: no audit, no records;
+- store: `store.decide()` on a PostgresStore: the conditional update with RETURNING, the
+  `decided` audit event (the chain head read FOR UPDATE, hashed, inserted; the head row
+  advanced by its trigger) in one transaction, the record built.
+
+Each process decides `--count` approvals of its own, all processes started together
+(they wait for a go after connecting); the rate is all decisions over the time from the
+first start to the last end. The kinds take turns in rounds; the best round of each is
+printed, with the store's rate as a ratio of the floor's at the same number of processes.
+Targets: with two processes >= 1,000 decisions/s and >= 0.5x the floor. Exits 1 when a
+target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from store import open_store
+from store.api import NewApproval
+from store.crypto import KeyRing
+from store.keys import format_key, generate_key
+
+DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+CAS = (
+    "UPDATE cas_floor SET status = 'approved', decider = $1, decided_at = $2 "
+    "WHERE approval_id = $3 AND status = 'pending' RETURNING approval_id"
+)
+AT = "2026-11-29T12:00:00.000000Z"
+TARGET_RATE = 1000.0
+TARGET_RATIO = 0.5
+SCRIPT = str(Path(__file__).resolve())
+
+
+def with_database(url: str, name: str) -> str:
+    return f"{url.partition('?')[0].rpartition('/')[0]}/{name}"
+
+
+async def spread(ids: list[str], workers: int, decide: Any) -> tuple[float, float]:
+    """(start, end) wall-clock time of deciding `ids` with `workers` tasks."""
+    queue = iter(ids)
+
+    async def worker() -> None:
+        for approval_id in queue:
+            await decide(approval_id)
+
+    start = time.time()
+    await asyncio.gather(*(worker() for _ in range(workers)))
+    return start, time.time()
+
+
+async def worker_main(kind: str, url: str, prefix: str, count: int, workers: int) -> None:
+    """One process: connect, say ready, wait for go, decide its approvals, report."""
+    ids = [f"{prefix}-{n}" for n in range(count)]
+    if kind == "floor":
+        pool = await asyncpg.create_pool(url, min_size=workers, max_size=workers)
+
+        async def decide(approval_id: str) -> None:
+            won = await pool.fetchval(CAS, "U1", AT, approval_id)
+            assert won is not None
+
+        close = pool.close
+    else:
+        store = await open_store(url)
+
+        async def decide(approval_id: str) -> None:
+            outcome = await store.decide(
+                approval_id, decision="approved", decider="U1", reason="bench"
+            )
+            assert outcome.won
+
+        close = store.close
+    print("ready", flush=True)
+    sys.stdin.readline()
+    try:
+        start, end = await spread(ids, workers, decide)
+    finally:
+        await close()
+    print(json.dumps({"start": start, "end": end}), flush=True)
+
+
+async def prepare(url: str, keyring: KeyRing, kind: str, prefixes: list[str], count: int) -> None:
+    if kind == "floor":
+        connection = await asyncpg.connect(url)
+        try:
+            await connection.execute(
+                "CREATE TABLE IF NOT EXISTS cas_floor (approval_id TEXT PRIMARY KEY, "
+                "status TEXT NOT NULL, decider TEXT, decided_at TEXT)"
+            )
+            for prefix in prefixes:
+                await connection.execute(
+                    "INSERT INTO cas_floor (approval_id, status) "
+                    "SELECT $1 || '-' || n, 'pending' FROM generate_series(0, $2 - 1) AS n",
+                    prefix,
+                    count,
+                )
+            await connection.execute("VACUUM ANALYZE cas_floor")
+        finally:
+            await connection.close()
+        return
+    store = await open_store(url, keyring=keyring, environ={})
+    try:
+        for prefix in prefixes:
+            await store.create_run(
+                run_id=prefix, agent_name="ops", agent_version="1", schema_version="1.0",
+                state_json="{}", status="paused",
+            )  # fmt: skip
+            for first in range(0, count, 500):
+                await store.add_approvals(
+                    [
+                        NewApproval(
+                            approval_id=f"{prefix}-{n}",
+                            run_id=prefix,
+                            tool_call_id=f"c{n}",
+                            tool_name="deploy",
+                            arguments_digest="d" * 64,
+                            snapshot="{}",
+                            requester="U0",
+                            expires_at=None,
+                        )
+                        for n in range(first, min(first + 500, count))
+                    ]
+                )
+    finally:
+        await store.close()
+
+
+async def measure(
+    url: str, keyring: KeyRing, kind: str, processes: int, count: int, workers: int
+) -> float:
+    prefixes = [f"{kind}{processes}-{secrets.token_hex(3)}" for _ in range(processes)]
+    await prepare(url, keyring, kind, prefixes, count)
+    env = {
+        **os.environ,
+        "APPROVALS_KEYS": ",".join(format_key(key) for key in keyring),
+        "APPROVALS_PG_POOL_SIZE": str(workers),
+    }
+    children = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            SCRIPT,
+            "--worker",
+            kind,
+            "--url",
+            url,
+            "--prefix",
+            prefix,
+            "--count",
+            str(count),
+            "--concurrency",
+            str(workers),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        for prefix in prefixes
+    ]
+    for child in children:
+        assert child.stdout is not None
+        assert (await child.stdout.readline()).strip() == b"ready"
+    for child in children:
+        assert child.stdin is not None
+        child.stdin.write(b"go\n")
+        await child.stdin.drain()
+    spans = []
+    for child in children:
+        out, _ = await child.communicate()
+        assert child.returncode == 0, f"a {kind} worker failed"
+        spans.append(json.loads(out))
+    elapsed = max(span["end"] for span in spans) - min(span["start"] for span in spans)
+    return processes * count / elapsed
+
+
+async def run(args: argparse.Namespace) -> int:
+    name = f"ab_bench_decisions_{secrets.token_hex(4)}"
+    admin = await asyncpg.connect(args.url)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    url = with_database(args.url, name)
+    keyring = KeyRing([generate_key("bench")])
+    best: dict[tuple[str, int], float] = {}
+    try:
+        for _ in range(args.rounds):
+            for processes in (1, 2):
+                for kind in ("floor", "store"):
+                    rate = await measure(
+                        url, keyring, kind, processes, args.count, args.concurrency
+                    )
+                    best[kind, processes] = max(best.get((kind, processes), 0.0), rate)
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+    print(f"{args.count} decisions per process, {args.concurrency} tasks per process")
+    missed = []
+    for processes in (1, 2):
+        floor, store = best["floor", processes], best["store", processes]
+        print(
+            f"{processes} process(es): raw CAS {floor:7,.0f}/s  store.decide {store:7,.0f}/s  "
+            f"{store / floor:.2f}x"
+        )
+    floor2, store2 = best["floor", 2], best["store", 2]
+    if store2 < TARGET_RATE:
+        missed.append(f"two processes: {store2:,.0f}/s < {TARGET_RATE:,.0f}/s")
+    if store2 / floor2 < TARGET_RATIO:
+        missed.append(f"two processes: {store2 / floor2:.2f}x < {TARGET_RATIO}x the floor")
+    for line in missed:
+        print(f"MISSED {line}")
+    return 1 if missed else 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--url", default=os.environ.get("APPROVALS_TEST_PG_URL", DEFAULT_URL))
+    parser.add_argument("--count", type=int, default=3000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--worker", choices=("floor", "store"), help=argparse.SUPPRESS)
+    parser.add_argument("--prefix", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        asyncio.run(worker_main(args.worker, args.url, args.prefix, args.count, args.concurrency))
+        return
+    sys.exit(asyncio.run(run(args)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,6 @@
+"""Adapters: agents built on other frameworks, run by the bot through the engine seam
+(bot.runtime.engine). Each adapter needs its framework installed (an extra); the rest of
+the bot never imports one unless it is.
+
+- openai_agents: agents of the OpenAI Agents SDK (`pip install 'approvals-bot[openai-agents]'`).
+"""

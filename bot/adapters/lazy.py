@@ -1,0 +1,110 @@
+"""An engine registered by name before its framework is imported.
+
+Importing the OpenAI Agents SDK takes seconds of CPU (it brings the OpenAI client and
+its types): a deployment that has the extra but runs no SDK agent must not pay that at
+start-up, in every CLI command, nor block the event loop with it. `LazyEngine` tells the
+registry, the policy and the cards what they need (name, version, tool names) from what
+it was given, and builds the real engine on first use: in a worker thread when a run
+starts or resumes (`run`), inline for the cheap synchronous calls that come after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bot.errors import ConfigError
+from bot.runtime import AgentEngine, AgentRun, EngineResult, Journal, ToolView
+
+
+@dataclass(frozen=True, kw_only=True)
+class NamedTool:
+    name: str
+    review_fields: tuple[str, ...] | None = None
+
+
+class LazyEngine:
+    """`factory` ("package.module:function") returns the engine named `name`, `version`,
+    with the tools `tools`; ConfigError on first use when it does not."""
+
+    def __init__(
+        self, *, factory: str, name: str, version: str, tools: Sequence[str], amendable: bool
+    ) -> None:
+        self._factory = factory
+        self._name = name
+        self._version = version
+        self._tools = {tool: NamedTool(name=tool) for tool in tools}
+        self._amendable = amendable
+        self._built: AgentEngine | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def version(self) -> str:
+        return self._version
+
+    @property
+    def amendable(self) -> bool:
+        return self._amendable
+
+    def tool_names(self) -> list[str]:
+        return list(self._tools)
+
+    def tool_named(self, name: str) -> ToolView | None:
+        if self._built is not None:
+            return self._built.tool_named(name)
+        return self._tools.get(name)
+
+    def new_state(self, task: str, *, run_id: str, context: Any = None) -> AgentRun:
+        return self.engine().new_state(task, run_id=run_id, context=context)
+
+    def check_state(self, state: AgentRun) -> None:
+        self.engine().check_state(state)
+
+    async def run(
+        self,
+        state: AgentRun,
+        *,
+        journal: Journal,
+        dependencies: Mapping[str, Any],
+        max_tool_calls_per_turn: int | None = None,
+    ) -> EngineResult:
+        engine = await asyncio.to_thread(self.engine)  # the import, off the event loop
+        return await engine.run(
+            state,
+            journal=journal,
+            dependencies=dependencies,
+            max_tool_calls_per_turn=max_tool_calls_per_turn,
+        )
+
+    async def load(self) -> AgentEngine:
+        """Build the engine now, in a worker thread (to warm it up before first use)."""
+        return await asyncio.to_thread(self.engine)
+
+    def engine(self) -> AgentEngine:
+        """The real engine, built once (imports its framework)."""
+        with self._lock:
+            if self._built is None:
+                self._built = self._build()
+            return self._built
+
+    def _build(self) -> AgentEngine:
+        module_name, _, attribute = self._factory.partition(":")
+        built = getattr(importlib.import_module(module_name), attribute)()
+        if not isinstance(built, AgentEngine):
+            raise ConfigError(f"{self._factory} did not return an agent engine")
+        found = (built.name, built.version, sorted(built.tool_names()))
+        promised = (self._name, self._version, sorted(self._tools))
+        if found != promised:
+            raise ConfigError(
+                f"{self._factory} built agent {found[0]!r} version {found[1]!r} with tools "
+                f"{found[2]}, not the {promised} it was registered as"
+            )
+        return built

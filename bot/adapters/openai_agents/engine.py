@@ -1,0 +1,414 @@
+"""OpenAIAgentsEngine: an OpenAI Agents SDK `Agent` as an engine the service runs.
+
+    from agents import Agent, function_tool
+    from bot.adapters.openai_agents import OpenAIAgentsEngine
+
+    @function_tool(needs_approval=True)
+    async def deploy_release(service: str, version: str) -> str: ...
+
+    registry.register(OpenAIAgentsEngine(
+        Agent(name="ops-sdk", instructions="...", tools=[deploy_release]),
+        version="1", replay_policies={"deploy_release": "idempotent"}))
+
+The run's state is an `ExternalRunState` whose engine state is the SDK's own: while the
+run is paused, `RunState.to_json()` of the SDK (restored with `RunState.from_json`);
+while it is idle, the SDK's input list (`result.to_input_list()`, a thread reply is
+appended to it). A pause is the SDK's interruptions: each becomes a pending call with
+its execution key and keyed digest. When the run resumes, each interruption of the
+restored SDK state is matched to its pending call and its keyed digest recomputed from
+the restored tool name and arguments; only when it equals the one people decided on is
+the SDK told `state.approve(item)` (or `state.reject(item, rejection_message=...)`, the
+message being all the model sees). Approve with changes is not offered: the SDK has no
+way to override a call's arguments.
+
+A state the installed SDK cannot read (a newer `$schemaVersion`, an agent or tool renamed
+since) raises StateUnreadableError: the service marks the run as needing migration.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from agents import Agent as SdkAgent
+from agents import FunctionTool, RunConfig, Runner, RunState
+from agents.exceptions import MaxTurnsExceeded
+from agents.items import ToolApprovalItem
+from agents.run_state import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
+
+from bot.adapters.openai_agents.tools import ToolSite, site_scope, wrap_tool
+from bot.canonical import digests_equal
+from bot.errors import (
+    ApprovalsError,
+    ConfigError,
+    LimitError,
+    ModelError,
+    RunStateError,
+    StateUnreadableError,
+)
+from bot.runtime import (
+    AbortCall,
+    AgentRun,
+    ApprovedCall,
+    EngineInfo,
+    EngineResult,
+    ExternalRunState,
+    Journal,
+    PendingCall,
+    RejectedCall,
+    ReplayPolicy,
+    RetryCall,
+    UnknownCallError,
+    VerifiedResult,
+)
+from bot.runtime.context import serialize_context
+from bot.runtime.decisions import ABORTED_MESSAGE
+from bot.runtime.tools import REPLAY_POLICIES
+
+ENGINE_NAME = "openai-agents"
+SDK_VERSION = metadata.version("openai-agents")
+SDK_SCHEMA_VERSION: str = CURRENT_SCHEMA_VERSION  # what the installed SDK writes
+SDK_SCHEMA_VERSIONS: frozenset[str] = frozenset(SUPPORTED_SCHEMA_VERSIONS)  # what it reads
+DEFAULT_MAX_TURNS = 10
+
+
+@dataclass(frozen=True, kw_only=True)
+class SdkTool:
+    """What cards and the policy know of an SDK tool."""
+
+    name: str
+    review_fields: tuple[str, ...] | None = None
+
+
+class OpenAIAgentsEngine:
+    """An SDK agent registered with the bot (see the module doc). `replay_policies` give
+    a tool that needs approval its replay policy (default `manual`), `review_fields` the
+    arguments its card shows (default all)."""
+
+    def __init__(
+        self,
+        agent: SdkAgent[Any],
+        *,
+        version: str = "1",
+        name: str | None = None,
+        replay_policies: Mapping[str, ReplayPolicy] | None = None,
+        review_fields: Mapping[str, Sequence[str]] | None = None,
+        max_turns: int = DEFAULT_MAX_TURNS,
+    ) -> None:
+        self._name = name or agent.name
+        self._version = version
+        self.max_turns = max_turns
+        policies = dict(replay_policies or {})
+        tools = _function_tools(agent, self._name)
+        _check_names(self._name, "replay_policies", policies, tools)
+        _check_names(self._name, "review_fields", review_fields or {}, tools)
+        for tool_name, policy in policies.items():
+            if policy not in REPLAY_POLICIES:
+                raise ConfigError(
+                    f"agent {self._name!r}: tool {tool_name!r} has replay policy {policy!r}, "
+                    f"not one of {sorted(REPLAY_POLICIES)}"
+                )
+        self._tools = {
+            tool.name: SdkTool(
+                name=tool.name,
+                review_fields=tuple((review_fields or {})[tool.name])
+                if tool.name in (review_fields or {})
+                else None,
+            )
+            for tool in tools
+        }
+        wrapped = [wrap_tool(tool, policy=policies.get(tool.name, "manual")) for tool in tools]
+        self._agent = agent.clone(tools=list(wrapped))
+
+    # -- what the registry, cards and the policy read --------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def version(self) -> str:
+        return self._version
+
+    @property
+    def amendable(self) -> bool:
+        """No: the SDK has no clean way to override a call's arguments."""
+        return False
+
+    @property
+    def sdk_agent(self) -> SdkAgent[Any]:
+        """The SDK agent as it runs: its approval-needing tools go through the ledger."""
+        return self._agent
+
+    def tool_names(self) -> list[str]:
+        return list(self._tools)
+
+    def tool_named(self, name: str) -> SdkTool | None:
+        return self._tools.get(name)
+
+    # -- states -----------------------------------------------------------------------------
+
+    def new_state(self, task: str, *, run_id: str, context: Any = None) -> ExternalRunState:
+        stored = serialize_context(context, serializer=None, strict=True)
+        return ExternalRunState(
+            run_id=run_id,
+            agent_name=self._name,
+            agent_version=self._version,
+            engine=_engine_info(SDK_SCHEMA_VERSION),
+            engine_state={"input": [{"role": "user", "content": task}], "context": stored},
+        )
+
+    def check_state(self, state: AgentRun) -> None:
+        if not isinstance(state, ExternalRunState) or state.engine.name != ENGINE_NAME:
+            raise StateUnreadableError(
+                f"run {state.run_id} was not written by the OpenAI Agents SDK adapter; agent "
+                f"{self._name!r} version {self._version!r} runs on it"
+            )
+        schema = state.engine.schema_version
+        if schema not in SDK_SCHEMA_VERSIONS:
+            raise StateUnreadableError(
+                f"run {state.run_id} holds an OpenAI Agents SDK state of schema {schema} "
+                f"(written by openai-agents {state.engine.version}); the installed "
+                f"openai-agents {SDK_VERSION} reads schemas up to {SDK_SCHEMA_VERSION}"
+            )
+        missing = sorted({c.tool_name for c in state.pending_calls()} - set(self._tools))
+        if missing:
+            raise StateUnreadableError(
+                f"run {state.run_id} waits on {', '.join(missing)}, which agent {self._name!r} "
+                f"version {self._version!r} no longer has (renamed or removed; it has "
+                f"{', '.join(self._tools) or 'none'})"
+            )
+
+    # -- running ----------------------------------------------------------------------------
+
+    async def run(
+        self,
+        state: AgentRun,
+        *,
+        journal: Journal,
+        dependencies: Mapping[str, Any],
+        max_tool_calls_per_turn: int | None = None,
+    ) -> EngineResult:
+        self.check_state(state)
+        assert isinstance(state, ExternalRunState)  # checked just above
+        site = ToolSite(
+            state=state,
+            journal=journal,
+            dependencies=dependencies,
+            context=_stored_context(state),
+        )
+        start = await self._start(state, site)
+        try:
+            with site_scope(site):
+                result = await Runner.run(
+                    self._agent,
+                    start,
+                    context=None if isinstance(start, RunState) else site.context,
+                    max_turns=self.max_turns,
+                    run_config=RunConfig(tracing_disabled=True),
+                )
+        except MaxTurnsExceeded:
+            stopped = state.finished(state.engine_state, None)
+            return EngineResult(
+                final_output=None, interruptions=[], state=stopped, outcome="max_turns"
+            )
+        except Exception as error:
+            if site.unsettled:  # the run stops at a call a human must reconcile
+                waiting = state.uncertain(site.unsettled)
+                return EngineResult(
+                    final_output=None,
+                    interruptions=waiting.get_interruptions(),
+                    state=waiting,
+                    outcome="paused",
+                )
+            ours = _our_error(error)
+            if ours is not None:  # the ledger's (a database that may recover: retried)
+                raise ours from error
+            raise ModelError(f"the OpenAI Agents SDK run failed: {error}") from error
+        return self._outcome(state, result, max_tool_calls_per_turn)
+
+    async def _start(self, state: ExternalRunState, site: ToolSite) -> Any:
+        """What `Runner.run` starts from: the restored SDK state with the decisions
+        applied, or the input list (with a thread reply appended)."""
+        engine_state = state.engine_state
+        if not isinstance(engine_state, dict):
+            raise RunStateError(f"run {state.run_id}: its SDK state is not an object")
+        if "paused" in engine_state:
+            sdk_state = await self._restore(state, engine_state["paused"])
+            await _apply_decisions(sdk_state, state, site)
+            return sdk_state
+        items = list(engine_state.get("input") or [])
+        if state.new_input is not None:
+            items.append({"role": "user", "content": state.new_input})
+        return items
+
+    async def _restore(self, state: ExternalRunState, paused: Any) -> RunState[Any, Any]:
+        try:
+            return await RunState.from_json(self._agent, paused)
+        except Exception as error:
+            raise StateUnreadableError(
+                f"the installed openai-agents {SDK_VERSION} cannot read run {state.run_id}'s "
+                f"state (written by openai-agents {state.engine.version}, schema "
+                f"{state.engine.schema_version}): {error}"
+            ) from error
+
+    def _outcome(self, state: ExternalRunState, result: Any, limit: int | None) -> EngineResult:
+        if result.interruptions:
+            calls = [_pending(state, item) for item in result.interruptions]
+            if limit is not None and len(calls) > limit:
+                raise LimitError(
+                    f"the model asked for {len(calls)} tool calls in one turn; the limit "
+                    f"is {limit} per turn, so none of them ran"
+                )
+            written = result.to_state().to_json()
+            engine = _engine_info(str(written.get("$schemaVersion", SDK_SCHEMA_VERSION)))
+            paused = state.paused({"paused": written}, calls, engine=engine)
+            return EngineResult(
+                final_output=None,
+                interruptions=paused.get_interruptions(),
+                state=paused,
+                outcome="paused",
+            )
+        answer = result.final_output
+        text = answer if isinstance(answer, str) or answer is None else json.dumps(answer)
+        idle = {"input": result.to_input_list(), "context": _stored_context(state)}
+        done = state.finished(idle, text, engine=_engine_info(SDK_SCHEMA_VERSION))
+        return EngineResult(final_output=text, interruptions=[], state=done, outcome="completed")
+
+
+def _our_error(error: BaseException) -> ApprovalsError | None:
+    """The bot's own error behind what the SDK raised (it wraps a tool's exception)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ApprovalsError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+async def _apply_decisions(
+    sdk_state: RunState[Any, Any], state: ExternalRunState, site: ToolSite
+) -> None:
+    """Tell the restored SDK state what people decided, each call's digest re-checked
+    against the restored call first (RunStateError, and nothing runs, if it differs)."""
+    by_call = {call.tool_call_id: call for call in state.pending_calls()}
+    for item in sdk_state.get_interruptions():
+        raw = _function_call(item)
+        pending = by_call.get(raw["call_id"])
+        if pending is None:
+            raise RunStateError(
+                f"run {state.run_id}: the SDK state waits on call {raw['call_id']!r}, "
+                "which nobody was asked about"
+            )
+        restored = state.digest_of(
+            tool_name=str(item.tool_name),
+            execution_key=pending.execution_key,
+            arguments=raw["arguments"],
+        )
+        if not digests_equal(restored, state.call_digest(pending)):
+            raise RunStateError(
+                f"run {state.run_id}: call {pending.tool_call_id} ({item.tool_name}) in the "
+                "restored SDK state is not the call people decided on; nothing ran"
+            )
+        await _decide(sdk_state, item, pending, state, site)
+
+
+async def _decide(
+    sdk_state: RunState[Any, Any],
+    item: ToolApprovalItem,
+    pending: PendingCall,
+    state: ExternalRunState,
+    site: ToolSite,
+) -> None:
+    decision = state.decision_for(pending)
+    if isinstance(decision, ApprovedCall | RetryCall):
+        if isinstance(decision, RetryCall):
+            site.redispatch.add(pending.execution_key)
+        sdk_state.approve(item)
+    elif isinstance(decision, VerifiedResult):
+        # a journal that never saw the key has nothing to reconcile: the tool runs
+        with contextlib.suppress(UnknownCallError):
+            await site.journal.resolve_with_result(
+                execution_key=pending.execution_key, result=decision.result
+            )
+        sdk_state.approve(item)
+    elif isinstance(decision, RejectedCall):
+        sdk_state.reject(item, rejection_message=decision.message)
+    elif isinstance(decision, AbortCall):
+        sdk_state.reject(item, rejection_message=ABORTED_MESSAGE)
+    else:
+        raise RunStateError(f"run {state.run_id}: call {pending.tool_call_id} is not decided yet")
+
+
+def _pending(state: ExternalRunState, item: ToolApprovalItem) -> PendingCall:
+    raw = _function_call(item)
+    return PendingCall(
+        tool_call_id=raw["call_id"],
+        tool_name=str(item.tool_name),
+        arguments=raw["arguments"],
+        execution_key=state.key_for(raw["call_id"]),
+        status="approval",
+    )
+
+
+def _function_call(item: ToolApprovalItem) -> dict[str, Any]:
+    """The call id and parsed arguments of a function tool's approval item."""
+    raw = item.raw_item
+    call_id = getattr(raw, "call_id", None)
+    text = getattr(raw, "arguments", None)
+    if not isinstance(call_id, str) or not isinstance(text, str):
+        raise RunStateError(
+            f"tool {item.tool_name!r} asks for approval outside a function call; only "
+            "function tools' approvals are supported"
+        )
+    try:
+        arguments = json.loads(text or "{}")
+    except ValueError as error:
+        raise RunStateError(f"call {call_id}'s arguments are not JSON: {error}") from error
+    if not isinstance(arguments, dict):
+        raise RunStateError(f"call {call_id}'s arguments are not a JSON object")
+    return {"call_id": call_id, "arguments": arguments}
+
+
+def _function_tools(agent: SdkAgent[Any], name: str) -> list[FunctionTool]:
+    if agent.handoffs:
+        raise ConfigError(
+            f"agent {name!r}: handoffs are not supported (the other agents' tools would "
+            "run outside the ledger)"
+        )
+    tools = []
+    for tool in agent.tools:
+        if not isinstance(tool, FunctionTool):
+            raise ConfigError(
+                f"agent {name!r}: tool {getattr(tool, 'name', tool)!r} is not a function "
+                "tool; only function tools are supported"
+            )
+        tools.append(tool)
+    return tools
+
+
+def _check_names(
+    agent: str, option: str, given: Mapping[str, Any], tools: Sequence[FunctionTool]
+) -> None:
+    names = {tool.name for tool in tools}
+    unknown = sorted(set(given) - names)
+    if unknown:
+        raise ConfigError(
+            f"agent {agent!r}: {option} names {', '.join(unknown)}, not among its tools "
+            f"({', '.join(sorted(names)) or 'none'})"
+        )
+
+
+def _engine_info(schema_version: str) -> EngineInfo:
+    return EngineInfo(name=ENGINE_NAME, version=SDK_VERSION, schema_version=schema_version)
+
+
+def _stored_context(state: ExternalRunState) -> Any:
+    engine_state = state.engine_state
+    if isinstance(engine_state, dict) and "input" in engine_state:
+        return engine_state.get("context")
+    return None

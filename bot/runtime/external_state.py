@@ -1,0 +1,421 @@
+"""ExternalRunState: the durable state of a run that another engine runs (the OpenAI
+Agents SDK), with the bot's own record of its pauses beside the engine's state.
+
+The engine's own state (`engine_state`, e.g. the SDK's `RunState.to_json()`) is opaque
+JSON here: only its engine reads and writes it. Beside it the bot keeps what it needs
+whatever the engine: the calls the run waits on (each with its execution key and keyed
+digest), the decisions people took on them (applied to the engine's state only when the
+run resumes, and re-checked against it there), who decided and why (never shown to the
+model: it sees a rejection's message only), and the engine's name, version and state
+schema version. The store seals the whole JSON like a RunState's.
+
+Execution keys are `execution_key(run_id, pause, tool_call_id)`: `pause` counts the
+run's pauses, so a provider that reuses tool call ids across turns still gives every
+call its own key, and a run resumed twice from the same stored state computes the same
+keys (the ledger then runs each call at most once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from bot.canonical import call_digest
+from bot.errors import (
+    AlreadyDecidedError,
+    InputError,
+    ResolutionError,
+    RunStateError,
+    SchemaVersionError,
+    UnknownCallError,
+)
+from bot.runtime.decisions import (
+    DEFAULT_REJECTION_MESSAGE,
+    AbortCall,
+    ApprovalMetadata,
+    ApprovedCall,
+    Decision,
+    PendingCall,
+    RejectedCall,
+    Resolution,
+    RetryCall,
+    VerifiedResult,
+    execution_key,
+)
+from bot.runtime.engine import ENGINE_KEY, EngineInfo
+from bot.runtime.state_fields import (
+    count,
+    optional_str,
+    read_decisions,
+    read_digest_key,
+    read_metadata,
+    read_pending,
+    typed,
+)
+from bot.runtime.state_format import (
+    SCHEMA_VERSION_KEY,
+    decisions_to_json,
+    metadata_to_json,
+    new_digest_key,
+)
+
+EXTERNAL_SCHEMA_VERSION = "engine-1"
+
+
+class ExternalRunState:
+    """See the module doc. Decisions follow RunState's rules: an approval waits for
+    approve/reject, an uncertain call for resolve; a call is decided once."""
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        agent_name: str,
+        agent_version: str,
+        engine: EngineInfo,
+        engine_state: Any,
+        pauses: int = 0,
+        pending: Iterable[PendingCall] = (),
+        decisions: Mapping[str, Decision] | None = None,
+        approval_metadata: Mapping[str, ApprovalMetadata] | None = None,
+        digest_key: bytes | None = None,
+        final_output: str | None = None,
+        new_input: str | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.agent_name = agent_name
+        self.agent_version = agent_version
+        self._engine = engine
+        self.engine_state = engine_state
+        self.pauses = pauses
+        self._pending = {call.tool_call_id: call for call in pending}
+        self._decisions: dict[str, Decision] = dict(decisions or {})
+        self.approval_metadata: dict[str, ApprovalMetadata] = dict(approval_metadata or {})
+        self._digest_key = new_digest_key() if digest_key is None else bytes(digest_key)
+        self._final_output = final_output
+        self.new_input = new_input
+
+    # -- what the service reads -----------------------------------------------------------
+
+    @property
+    def schema_version(self) -> str:
+        return EXTERNAL_SCHEMA_VERSION
+
+    @property
+    def engine(self) -> EngineInfo:
+        return self._engine
+
+    @property
+    def final_output(self) -> str | None:
+        return self._final_output
+
+    def pending_calls(self) -> list[PendingCall]:
+        return list(self._pending.values())
+
+    def get_interruptions(self) -> list[PendingCall]:
+        return [call for call in self._pending.values() if self.decision_for(call) is None]
+
+    def decision_for(self, call: PendingCall | str) -> Decision | None:
+        return self._decisions.get(self._find(call).tool_call_id)
+
+    def call_digest(self, call: PendingCall | str) -> str:
+        pending = self._find(call)
+        return self.digest_of(
+            tool_name=pending.tool_name,
+            execution_key=pending.execution_key,
+            arguments=pending.arguments,
+        )
+
+    def digest_of(self, *, tool_name: str, execution_key: str, arguments: Mapping[str, Any]) -> str:
+        """The keyed digest of a call of this run (bot.canonical.call_digest)."""
+        return call_digest(
+            self._digest_key,
+            agent_name=self.agent_name,
+            agent_version=self.agent_version,
+            tool_name=tool_name,
+            execution_key=execution_key,
+            arguments=arguments,
+        )
+
+    # -- what people decide ---------------------------------------------------------------
+
+    def approve(
+        self,
+        call: PendingCall | str,
+        *,
+        always: bool = False,
+        approver_id: str | None = None,
+        reason: str | None = None,
+        decided_at: datetime | None = None,
+    ) -> None:
+        """Approve a call waiting for approval (`always` is the service's standing
+        decisions' business, never the engine's: refused here)."""
+        pending = self._decidable(call, always=always)
+        self._decisions[pending.tool_call_id] = ApprovedCall()
+        self._note(pending, approver_id, reason, decided_at)
+
+    def reject(
+        self,
+        call: PendingCall | str,
+        *,
+        message: str | None = None,
+        always: bool = False,
+        approver_id: str | None = None,
+        reason: str | None = None,
+        decided_at: datetime | None = None,
+    ) -> None:
+        """Reject a call: the model sees `message` (or the neutral default) only."""
+        if message is not None and not isinstance(message, str):
+            raise InputError("a rejection message must be a string")
+        pending = self._decidable(call, always=always)
+        self._decisions[pending.tool_call_id] = RejectedCall(
+            message=message or DEFAULT_REJECTION_MESSAGE
+        )
+        self._note(pending, approver_id, reason, decided_at)
+
+    def resolve(
+        self,
+        call_or_key: PendingCall | str,
+        resolution: Resolution,
+        *,
+        approver_id: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Reconcile an uncertain call (VerifiedResult, RetryCall or AbortCall)."""
+        if not isinstance(resolution, VerifiedResult | RetryCall | AbortCall):
+            raise ResolutionError(
+                f"resolve() takes a VerifiedResult, RetryCall or AbortCall, "
+                f"got {type(resolution).__name__}"
+            )
+        pending = self._find(call_or_key)
+        if pending.status != "uncertain":
+            raise ResolutionError(
+                f"call {pending.tool_call_id} ({pending.tool_name}) waits for approval, "
+                "not reconciliation: approve or reject it"
+            )
+        self._refuse_second_decision(pending)
+        self._decisions[pending.tool_call_id] = resolution
+        self._note(pending, approver_id, reason, None)
+
+    def append_user_message(self, text: str) -> None:
+        """Follow-up input for an idle run; the engine answers it on its next run."""
+        if self._pending:
+            raise RunStateError("the run is waiting on tool calls; decide those first")
+        self.new_input = text
+
+    # -- what the engine does -------------------------------------------------------------
+
+    def key_for(self, tool_call_id: str) -> str:
+        """The execution key a call asked in the run's current stretch gets."""
+        return execution_key(self.run_id, self.pauses, tool_call_id)
+
+    def paused(
+        self, engine_state: Any, calls: Iterable[PendingCall], *, engine: EngineInfo
+    ) -> ExternalRunState:
+        """A copy paused on `calls` (asked in the stretch that just ended), its engine
+        state written by `engine`."""
+        return self._copy(
+            engine_state=engine_state,
+            engine=engine,
+            pauses=self.pauses + 1,
+            pending=calls,
+            decisions={},
+            new_input=None,
+        )
+
+    def uncertain(self, keys: Iterable[str]) -> ExternalRunState:
+        """A copy of this state (before the run) with these calls' outcomes uncertain:
+        dispatched, no result recorded; a human reconciles them."""
+        keys = set(keys)
+        calls = [
+            _with_status(call, "uncertain") if call.execution_key in keys else call
+            for call in self._pending.values()
+        ]
+        decisions = {
+            call_id: decision
+            for call_id, decision in self._decisions.items()
+            if self._pending[call_id].execution_key not in keys
+        }
+        return self._copy(pending=calls, decisions=decisions)
+
+    def finished(
+        self, engine_state: Any, final_output: str | None, *, engine: EngineInfo | None = None
+    ) -> ExternalRunState:
+        """A copy with nothing pending: the run answered (or stopped at its turn limit)."""
+        return self._copy(
+            engine=engine or self._engine,
+            engine_state=engine_state,
+            pending=(),
+            decisions={},
+            final_output=final_output,
+            new_input=None,
+        )
+
+    def _copy(self, **changes: Any) -> ExternalRunState:
+        fields: dict[str, Any] = {
+            "run_id": self.run_id,
+            "agent_name": self.agent_name,
+            "agent_version": self.agent_version,
+            "engine": self._engine,
+            "engine_state": self.engine_state,
+            "pauses": self.pauses,
+            "pending": self._pending.values(),
+            "decisions": self._decisions,
+            "approval_metadata": self.approval_metadata,
+            "digest_key": self._digest_key,
+            "final_output": self._final_output,
+            "new_input": self.new_input,
+        }
+        return ExternalRunState(**{**fields, **changes})
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _find(self, call: PendingCall | str) -> PendingCall:
+        key = call.tool_call_id if isinstance(call, PendingCall) else call
+        found = self._pending.get(key)
+        if found is None:
+            found = next((c for c in self._pending.values() if c.execution_key == key), None)
+        if found is None:
+            known = ", ".join(self._pending) or "none"
+            raise UnknownCallError(
+                f"no pending call with tool call id or execution key {key!r} "
+                f"in run {self.run_id} (pending: {known})"
+            )
+        if isinstance(call, PendingCall) and call != found:
+            raise ResolutionError(
+                f"the call given for {found.tool_call_id} differs from the run's pending "
+                "call (arguments, key or status changed); decide on the state's own call"
+            )
+        return found
+
+    def _decidable(self, call: PendingCall | str, *, always: bool) -> PendingCall:
+        if always:
+            raise InputError(
+                "an engine's run takes no always-decisions; the service keeps standing ones"
+            )
+        pending = self._find(call)
+        if pending.status != "approval":
+            raise ResolutionError(
+                f"call {pending.tool_call_id} ({pending.tool_name}) has an uncertain "
+                "outcome: resolve it with a VerifiedResult, RetryCall or AbortCall"
+            )
+        self._refuse_second_decision(pending)
+        return pending
+
+    def _refuse_second_decision(self, pending: PendingCall) -> None:
+        earlier = self._decisions.get(pending.tool_call_id)
+        if earlier is not None:
+            raise AlreadyDecidedError(
+                f"call {pending.tool_call_id} ({pending.tool_name}) is already decided: "
+                f"{earlier.kind}",
+                status=earlier.kind,
+            )
+
+    def _note(
+        self,
+        pending: PendingCall,
+        approver_id: str | None,
+        reason: str | None,
+        at: datetime | None,
+    ) -> None:
+        if at is not None and at.utcoffset() is None:
+            raise InputError("a decision time must be timezone-aware")
+        if approver_id is None and reason is None:
+            return
+        self.approval_metadata[pending.tool_call_id] = ApprovalMetadata(
+            approver_id=approver_id,
+            reason=reason,
+            timestamp=(at or datetime.now(UTC)).astimezone(UTC),
+        )
+
+    # -- the wire -------------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        payload = {
+            SCHEMA_VERSION_KEY: EXTERNAL_SCHEMA_VERSION,
+            ENGINE_KEY: {
+                "name": self._engine.name,
+                "version": self._engine.version,
+                "schema_version": self._engine.schema_version,
+            },
+            "run_id": self.run_id,
+            "agent_name": self.agent_name,
+            "agent_version": self.agent_version,
+            "pauses": self.pauses,
+            "pending_calls": list(self._pending.values()),
+            "decisions": decisions_to_json(self._decisions),
+            "approval_metadata": metadata_to_json(self.approval_metadata),
+            "digest_key": self._digest_key.hex(),
+            "final_output": self._final_output,
+            "new_input": self.new_input,
+            "engine_state": self.engine_state,
+        }
+        try:
+            return orjson.dumps(payload).decode()
+        except orjson.JSONEncodeError as error:
+            raise RunStateError(
+                f"the run state holds a value JSON cannot encode: {error}"
+            ) from error
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ExternalRunState:
+        try:
+            payload = orjson.loads(text)
+        except orjson.JSONDecodeError as error:
+            raise RunStateError(f"a run state must be JSON text: {error}") from error
+        return cls.from_payload(payload)
+
+    @classmethod
+    def from_payload(cls, payload: Any) -> ExternalRunState:
+        """Read a parsed payload, every field checked (RunStateError naming the field)."""
+        typed(payload, dict, "the state")
+        version = payload.get(SCHEMA_VERSION_KEY)
+        if version != EXTERNAL_SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"engine run state schema {version!r} is not supported by this build "
+                f"(it reads {EXTERNAL_SCHEMA_VERSION!r}); upgrade approvals-bot"
+            )
+        engine = typed(payload.get(ENGINE_KEY), dict, ENGINE_KEY)
+        pending = read_pending(typed(payload.get("pending_calls"), list, "pending_calls"))
+        decisions = read_decisions(payload.get("decisions"), "decisions")
+        unknown = sorted(set(decisions) - set(pending))
+        if unknown:
+            raise RunStateError(f"decisions for calls that are not pending: {unknown}")
+        return cls(
+            run_id=typed(payload.get("run_id"), str, "run_id"),
+            agent_name=typed(payload.get("agent_name"), str, "agent_name"),
+            agent_version=typed(payload.get("agent_version"), str, "agent_version"),
+            engine=EngineInfo(
+                name=typed(engine.get("name"), str, "engine.name"),
+                version=typed(engine.get("version"), str, "engine.version"),
+                schema_version=typed(engine.get("schema_version"), str, "engine.schema_version"),
+            ),
+            engine_state=payload.get("engine_state"),
+            pauses=count(payload.get("pauses"), "pauses", minimum=0),
+            pending=pending.values(),
+            decisions=decisions,
+            approval_metadata=read_metadata(payload.get("approval_metadata")),
+            digest_key=read_digest_key(payload.get("digest_key")),
+            final_output=optional_str(payload.get("final_output"), "final_output"),
+            new_input=optional_str(payload.get("new_input"), "new_input"),
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"ExternalRunState(run_id={self.run_id!r}, agent={self.agent_name!r} "
+            f"v{self.agent_version}, engine={self._engine.name} {self._engine.version}, "
+            f"pauses={self.pauses}, pending={list(self._pending)})"
+        )
+
+
+def _with_status(call: PendingCall, status: Any) -> PendingCall:
+    return PendingCall(
+        tool_call_id=call.tool_call_id,
+        tool_name=call.tool_name,
+        arguments=call.arguments,
+        execution_key=call.execution_key,
+        status=status,
+    )

@@ -1,0 +1,58 @@
+"""SqlStore: every concept part of store.sql on one engine's database, joined into one
+Store. An engine subclasses it with its own database, where it is, and how it closes."""
+
+from __future__ import annotations
+
+from bot.clock import Clock
+from store.api import MigrationReport, SchemaStatus
+from store.crypto import KeyRing, Sealer
+from store.engine import EngineStore
+from store.sql.approvals import Approvals
+from store.sql.audit import Audit
+from store.sql.leases import Leases, RequestMemory
+from store.sql.ledger import Ledger
+from store.sql.rotation import KeyRotation
+from store.sql.runs import Runs
+from store.sql.standing import Standing
+from store.sql.votes import Votes
+from store.tx import Engine
+
+
+class SqlStore(EngineStore):
+    """The parts on `database`, sealing with `keyring`; `location` names the database in
+    messages (a path, a URL without its password); `latest_schema` is the newest schema
+    version the engine's build ships (readiness compares the database's with it)."""
+
+    def __init__(
+        self,
+        database: Engine,
+        keyring: KeyRing,
+        clock: Clock,
+        *,
+        migration_report: MigrationReport,
+        location: str,
+        latest_schema: int,
+    ) -> None:
+        audit = Audit(database, clock)
+        sealer = Sealer(keyring, audit)
+        super().__init__(
+            runs=Runs(database, sealer, clock),
+            leases=Leases(database, clock),
+            requests=RequestMemory(database, clock),
+            approvals=Approvals(database, clock),
+            votes=Votes(database, clock),
+            standing=Standing(database, clock),
+            audit=audit,
+            ledger=Ledger(database, sealer, clock),
+        )
+        self.rotate_keys = KeyRotation(database, sealer, audit).rotate_keys
+        self.keyring = keyring
+        self.migration_report = migration_report
+        self.location = location
+        self._database = database
+        self._latest_schema = latest_schema
+
+    async def schema_status(self) -> SchemaStatus:
+        row = await self._database.read_one("SELECT MAX(version) FROM schema_migrations")
+        found = 0 if row is None or row[0] is None else int(row[0])
+        return SchemaStatus(found=found, latest=self._latest_schema)

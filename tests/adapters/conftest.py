@@ -1,0 +1,57 @@
+"""Tests of the OpenAI Agents SDK adapter with the real SDK (the `openai-agents` extra;
+CI installs it): its scripted model at the LLM edge, and otherwise the real store,
+service, ledger and Slack app, as the service tests have them."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.service.service_harness import OPS_TOKEN, Harness, close_harness, open_service
+
+if importlib.util.find_spec("agents") is None:  # the core's tests run without the extra
+    collect_ignore_glob = ["test_*.py"]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "approvals.db"
+
+
+@pytest.fixture
+def effects_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "effects.jsonl"
+    monkeypatch.setenv("APPROVALS_DEMO_EFFECTS", str(path))
+    monkeypatch.setenv("OPS_API_TOKEN", OPS_TOKEN)
+    monkeypatch.delenv("OPS_DEMO_LATENCY", raising=False)
+    monkeypatch.delenv("APPROVALS_KEYS", raising=False)
+    return path
+
+
+@pytest.fixture
+async def open_harness(db_path: Path, effects_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    """Open a service on the test's database (ops and ops-openai unless a registry is
+    given); again after a close: a restart."""
+    from bot.agents import builtin_registry
+
+    opened: list[Harness] = []
+
+    async def opener(**options: Any) -> Harness:
+        options.setdefault("registry", builtin_registry())
+        harness = await open_service(db_path, effects_path, **options)
+        opened.append(harness)
+        return harness
+
+    yield opener
+    for harness in opened:
+        await close_harness(harness)
+
+
+@pytest.fixture
+async def harness(open_harness: Callable[..., Any]) -> Harness:
+    opened: Harness = await open_harness()
+    return opened

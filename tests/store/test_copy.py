@@ -1,0 +1,119 @@
+"""`approvals-bot db copy --to postgresql://...`: everything a SQLite database holds moves
+to an empty Postgres database, opens there with the same keys, and its audit chain
+verifies; a database in use is refused and left as it was."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.runtime.journal import Recorded
+from store import SqliteStore, open_store
+from store.crypto import KeyRing
+from store.keys import format_key
+from tests.store.postgres_db import fresh_postgres_database
+from tests.store.store_helpers import DIGEST, make_run, new_approval
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    with fresh_postgres_database() as url:
+        yield url
+
+
+async def _fill(store: SqliteStore) -> None:
+    """A bit of everything: runs and states, approvals decided by vote, a full read, a
+    standing decision, a ledger result, plain audit events."""
+    await make_run(store, "run-1", state='{"n": 1, "secret": "OPS-7"}')
+    await make_run(store, "run-2")
+    await store.add_approvals([new_approval("run-1", "c1"), new_approval("run-2", "c1")])
+    await store.record_full_read("ap-run-1-c1", reader="U1", digest=DIGEST)
+    await store.vote("ap-run-1-c1", decision="approved", voter="U1", digest=DIGEST, reason="ok")
+    await store.add_standing_decision("ap-run-1-c1")
+    claim = await store.ledger_claim(
+        execution_key="run-1:c1", arguments_digest=DIGEST, run_id="run-1", tool_call_id="c1",
+        tool_name="deploy_release", owner="w1", lease_seconds=60,
+    )  # fmt: skip
+    await store.ledger_record_result(
+        execution_key="run-1:c1", lease_token=claim.lease_token, result="deployed",  # type: ignore[union-attr]
+        is_error=False,
+    )  # fmt: skip
+    await store.append_audit("note", actor="ops", detail={"ünïcode": "✓"})
+
+
+async def _snapshot(url: str, keyring: KeyRing) -> tuple[object, ...]:
+    """What a store shows of everything _fill wrote, and that its chain verifies."""
+    store = await open_store(url, keyring=keyring, environ={})
+    try:
+        return (
+            await store.list_runs(), await store.list_approvals(), await store.audit_events(),
+            await store.votes(["ap-run-1-c1"]), await store.standing_decisions("run-1"),
+            await store.ledger_entries(), await store.audit_head(),
+            (await store.verify_audit()).ok,
+        )  # fmt: skip
+    finally:
+        await store.close()
+
+
+async def _opens_and_reuses(url: str, keyring: KeyRing) -> None:
+    store = await open_store(url, keyring=keyring, environ={})
+    try:
+        assert await store.load_run_state("run-1") == '{"n": 1, "secret": "OPS-7"}'
+        assert await store.has_read_in_full("ap-run-1-c1", reader="U1", digest=DIGEST)
+        reused = await store.ledger_claim(
+            execution_key="run-1:c1", arguments_digest=DIGEST, run_id="run-1",
+            tool_call_id="c1", tool_name="deploy_release", owner="w2", lease_seconds=60,
+        )  # fmt: skip
+        assert reused == Recorded(result="deployed", is_error=False)
+    finally:
+        await store.close()
+
+
+async def _with_run(url: str, keyring: KeyRing, run_id: str) -> None:
+    store = await open_store(url, keyring=keyring, environ={})
+    try:
+        await make_run(store, run_id)
+    finally:
+        await store.close()
+
+
+async def _filled(url: str, keyring: KeyRing) -> None:
+    store = await open_store(url, keyring=keyring, environ={})
+    try:
+        await _fill(store)
+    finally:
+        await store.close()
+
+
+def test_copy_moves_everything_and_the_chain_verifies_there(
+    db_path: Path, keyring: KeyRing, postgres_url: str, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    monkeypatch.setenv("APPROVALS_KEYS", ",".join(format_key(key) for key in keyring))
+    asyncio.run(_filled(str(db_path), keyring))
+    expected = asyncio.run(_snapshot(str(db_path), keyring))
+
+    assert main(["db", "copy", "--db", str(db_path), "--to", postgres_url]) == 0
+
+    assert "audit chain verified on the copy" in capsys.readouterr().out
+    assert asyncio.run(_snapshot(postgres_url, keyring)) == expected
+    asyncio.run(_opens_and_reuses(postgres_url, keyring))
+
+
+def test_a_target_in_use_is_refused_and_left_alone(
+    db_path: Path, keyring: KeyRing, postgres_url: str, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    monkeypatch.setenv("APPROVALS_KEYS", ",".join(format_key(key) for key in keyring))
+    asyncio.run(_with_run(str(db_path), keyring, "run-1"))
+    asyncio.run(_with_run(postgres_url, keyring, "their-run"))
+    before = asyncio.run(_snapshot(postgres_url, keyring))
+
+    assert main(["db", "copy", "--db", str(db_path), "--to", postgres_url]) == 2
+
+    assert "is not empty (its runs table has rows)" in capsys.readouterr().err
+    assert asyncio.run(_snapshot(postgres_url, keyring)) == before
