@@ -318,8 +318,8 @@ async def wait_for_migration(flow: Workflow, run: RunRecord, reason: str) -> Run
     with its decisions kept, marked with why; its thread is told once per reason."""
     reason = redact_text(reason)
     log.warning("run %s needs migration: %s", run.run_id, reason)
-    paused = await flow.store.transition_run(
-        run.run_id, expected_status="resuming", new_status="paused"
+    paused = await leave_working(
+        flow.store, flow.leases, run.run_id, expected_status="resuming", new_status="paused"
     )
     if paused is None:
         return await flow.store.get_run(run.run_id) or run
