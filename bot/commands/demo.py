@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import shlex
+import signal
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -150,12 +151,20 @@ def run_demo(args: argparse.Namespace) -> int:
         _check_state_path(args.state)
     context = parse_context(args.context_json)
     progress = Progress()
+    _let_ctrl_c_interrupt()
     try:
         with Session() as session:
             return _demo(session, args, context, progress)
     except KeyboardInterrupt:
         print(interrupted_line(progress, args), file=sys.stderr, flush=True)
         return 130
+
+
+def _let_ctrl_c_interrupt() -> None:
+    """Ctrl-C quits the demo at its prompt even when the shell that started it ignores
+    SIGINT (a job started with `&` by a script does, and Python then installs no handler)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _check_state_path(path: Path) -> None:
