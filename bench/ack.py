@@ -9,7 +9,7 @@ CPUs (real Slack's work would not run on our machine). For
 concurrency 1, 16 and 64, N signed Approve clicks go to each app in turn, and the time
 to the HTTP answer (the ack) is measured, p50 and p99:
 
-- `noop`: a listener that only acks (the floor the issue names; target: our p99 at
+- `noop`: a listener that only acks (the floor; target: our p99 at
   c=64 <= 1.5x of it);
 - `modal`: a listener that acks and then opens a static modal after the answer, the
   least an Approve button must cause (so ours/modal isolates our own overhead);

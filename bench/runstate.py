@@ -15,7 +15,7 @@ machine may be busy), ours and the floor interleaved sample by sample:
 - SDK: OpenAI Agents SDK `RunState.to_string()` / `await RunState.from_string(agent, s)`,
   when `openai-agents` is installed (the `bench` extra); skipped otherwise.
 
-Targets (from the issue): our round trip <= 3x the floor, >= 10x faster than the SDK.
+Targets: our round trip <= 3x the floor, >= 10x faster than the SDK.
 Prints a table; exits non-zero only when something crashes.
 """
 

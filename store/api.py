@@ -29,6 +29,19 @@ RunOrigin = Literal["slack", "terminal"]
 terminal (`approvals-bot demo`). Each surface shows and decides only its own runs;
 operators (the CLI) reach every run."""
 TASK_SUMMARY_CHARS = 200  # how much of a run's (redacted) task its row keeps
+LEGACY_KEY_PREFIX = "call:"
+"""An approval requested before approvals were keyed by execution key carries
+`call:<tool call id>` as its key: its call is matched by tool call id, as it was then."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineStamp:
+    """Which agent engine wrote a run's state, when not the bot's own run core: its name
+    ("openai-agents"), its version ("0.24.0") and the schema version of its state ("1.21")."""
+
+    name: str
+    version: str
+    schema_version: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +62,8 @@ class RunRecord:
     origin: RunOrigin = "slack"
     task: str | None = None  # the task as people may see it: redacted, clipped (None: not kept)
     purged_at: datetime | None = None  # retention removed its state, results and snapshots
+    engine: EngineStamp | None = None  # None: the bot's own run core wrote the state
+    needs_migration: str | None = None  # why this deployment cannot resume it (None: it can)
 
     @property
     def finished(self) -> bool:
@@ -129,6 +144,14 @@ class NewApproval:
     expires_at: datetime | None
     required_approvals: int = 1
     remind_at: datetime | None = None
+    execution_key: str | None = None  # the call's; None: keyed by its tool call id (legacy)
+
+    @property
+    def key(self) -> str:
+        """What makes the approval unique in its run (one open approval per key)."""
+        if self.execution_key is not None:
+            return self.execution_key
+        return LEGACY_KEY_PREFIX + self.tool_call_id
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,6 +179,14 @@ class ApprovalRecord:
     reminded_at: datetime | None = None  # when it was sent (set once, by claim_reminders)
     revoke_reason: str | None = None  # why it was revoked (reason keeps the decider's)
     amended_by: str | None = None  # the approver who changed the arguments, if one did
+    execution_key: str = ""  # the call's execution key; LEGACY_KEY_PREFIX + id for old rows
+
+    def answers(self, *, execution_key: str, tool_call_id: str) -> bool:
+        """Whether this approval is for the call with this execution key (an approval from
+        before keys were stored: for the call with this tool call id)."""
+        if self.execution_key.startswith(LEGACY_KEY_PREFIX):
+            return self.execution_key == LEGACY_KEY_PREFIX + tool_call_id
+        return self.execution_key == execution_key
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -285,9 +316,11 @@ class RunStore(Protocol):
         requester: str | None = None,
         origin: RunOrigin = "slack",
         task: str | None = None,
+        engine: EngineStamp | None = None,
     ) -> RunRecord:
         """A new run with its sealed state. `task` is the task as people may see it (the
-        caller redacts it; the row keeps its first TASK_SUMMARY_CHARS characters)."""
+        caller redacts it; the row keeps its first TASK_SUMMARY_CHARS characters);
+        `engine` names the agent engine that writes its state, if not ours."""
         ...
 
     async def save_run_state(
@@ -298,8 +331,20 @@ class RunStore(Protocol):
         state_json: str,
         status: RunStatus,
         schema_version: str,
+        engine: EngineStamp | None = None,
     ) -> RunRecord:
-        """Encrypt and store a new state blob and status; ConflictError if the version moved."""
+        """Encrypt and store a new state blob and status (and the engine that wrote it);
+        ConflictError if the version moved. Clears `needs_migration`: the state was just
+        written by an engine that could read it."""
+        ...
+
+    async def mark_needs_migration(
+        self, run_id: str, *, reason: str | None, actor: str
+    ) -> RunRecord | None:
+        """Set (or, with None, clear) why the run cannot be resumed by this deployment,
+        with a `needs_migration` (or `migration_cleared`) audit event in the same
+        transaction; None, and nothing written, when it already said so. Unknown run ->
+        InputError."""
         ...
 
     async def transition_run(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import get_args
 
 from bot.errors import InputError
-from store.api import Amendment, ApprovalStatus, NewApproval, Verdict, VoteRecord
+from store.api import LEGACY_KEY_PREFIX, Amendment, ApprovalStatus, NewApproval, Verdict, VoteRecord
 from store.rows import to_db
 
 APPROVAL_STATUSES: frozenset[str] = frozenset(get_args(ApprovalStatus))
@@ -30,6 +30,13 @@ def check_new(new: NewApproval) -> None:
             raise InputError(f"new approval has an empty {name}")
     if new.required_approvals < 1:
         raise InputError("new approval needs required_approvals >= 1")
+    if new.execution_key is not None and (
+        not new.execution_key or new.execution_key.startswith(LEGACY_KEY_PREFIX)
+    ):
+        raise InputError(
+            f"new approval's execution key {new.execution_key!r} is empty or reserved "
+            f"(the {LEGACY_KEY_PREFIX!r} prefix marks approvals from before keys were stored)"
+        )
     for moment in (new.expires_at, new.remind_at):
         if moment is not None:
             to_db(moment)  # refuses a naive time before anything is written

@@ -18,6 +18,7 @@ from store.api import (
     ApprovalRecord,
     ApprovalStatus,
     AuditEvent,
+    EngineStamp,
     LedgerEntry,
     RunOrigin,
     RunRecord,
@@ -37,13 +38,13 @@ class Row(Protocol):
 RUN_COLUMNS = (
     "run_id, agent_name, agent_version, schema_version, status, version, key_id, "
     "blob_digest, channel, thread_ts, requester, created_at, updated_at, origin, task, "
-    "purged_at"
+    "purged_at, engine, engine_version, engine_schema_version, needs_migration"
 )
 APPROVAL_COLUMNS = (
     "approval_id, run_id, tool_call_id, tool_name, arguments_digest, snapshot, status, "
     "requester, decider, reason, message, created_at, decided_at, expires_at, revoked_at, "
     "revoked_by, slack_channel, slack_ts, required_approvals, remind_at, reminded_at, "
-    "revoke_reason, amended_by"
+    "revoke_reason, amended_by, execution_key"
 )
 VOTE_COLUMNS = "approval_id, voter, decision, digest, reason, at"
 STANDING_COLUMNS = (
@@ -90,6 +91,18 @@ def row_to_run(row: Row) -> RunRecord:
         origin=cast(RunOrigin, row["origin"]),
         task=row["task"],
         purged_at=from_db_optional(row["purged_at"]),
+        engine=_engine(row),
+        needs_migration=row["needs_migration"],
+    )
+
+
+def _engine(row: Row) -> EngineStamp | None:
+    if row["engine"] is None:
+        return None
+    return EngineStamp(
+        name=row["engine"],
+        version=row["engine_version"],
+        schema_version=row["engine_schema_version"],
     )
 
 
@@ -118,6 +131,7 @@ def row_to_approval(row: Row) -> ApprovalRecord:
         reminded_at=from_db_optional(row["reminded_at"]),
         revoke_reason=row["revoke_reason"],
         amended_by=row["amended_by"],
+        execution_key=row["execution_key"],
     )
 
 

@@ -10,11 +10,11 @@ on the run row and checked again after opening. The SQL is the engine's
 from __future__ import annotations
 
 import hashlib
-from typing import get_args
+from typing import Any, get_args
 
 from bot.errors import ConflictError, InputError, RunStateError, TamperError
 from bot.off_loop import off_loop_if_large
-from store.api import TASK_SUMMARY_CHARS, RunOrigin, RunStatus
+from store.api import TASK_SUMMARY_CHARS, EngineStamp, RunOrigin, RunStatus
 from store.crypto import AadValue, Sealed, Sealer
 
 STATE_PURPOSE = "run-state"
@@ -41,6 +41,20 @@ def task_summary(task: str | None) -> str | None:
     if len(line) <= TASK_SUMMARY_CHARS:
         return line
     return line[: TASK_SUMMARY_CHARS - 1] + "…"
+
+
+def engine_columns(engine: EngineStamp | None) -> tuple[str | None, str | None, str | None]:
+    """A run row's engine columns (all NULL for the bot's own run core)."""
+    if engine is None:
+        return (None, None, None)
+    return (engine.name, engine.version, engine.schema_version)
+
+
+def migration_event(reason: str | None) -> tuple[str, dict[str, Any]]:
+    """The audit event of marking a run as needing migration (or clearing it)."""
+    if reason is None:
+        return "migration_cleared", {}
+    return "needs_migration", {"reason": reason}
 
 
 def check_cancel(*, actor: str, reason: str) -> None:

@@ -12,6 +12,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("bot", "store")
 ENV_MAPPINGS = {"environ", "env"}
@@ -110,3 +112,115 @@ def test_the_scan_finds_what_it_should() -> None:
         "OPS_API_TOKEN",
     ):
         assert name in read, name
+
+
+# -- the docs point at what exists -----------------------------------------------------
+
+TEST_REFERENCE = re.compile(r"`(tests/[\w/]+\.py)::(\w+)`")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+
+
+def _test_names(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+    }
+
+
+def missing_tests(text: str) -> list[str]:
+    """Each `tests/...py::test_name` the text names that is not a test in that file."""
+    missing = []
+    for file, name in TEST_REFERENCE.findall(text):
+        path = ROOT / file
+        if not path.is_file() or name not in _test_names(path):
+            missing.append(f"{file}::{name}")
+    return missing
+
+
+def test_every_test_the_security_doc_names_exists() -> None:
+    text = (ROOT / "docs" / "security.md").read_text(encoding="utf-8")
+    assert len(TEST_REFERENCE.findall(text)) > 60, "too few references: has the format changed?"
+    assert not missing_tests(text), f"docs/security.md names missing tests: {missing_tests(text)}"
+
+
+def test_a_reference_to_a_test_that_is_gone_is_caught() -> None:
+    assert (
+        missing_tests("`tests/test_docs.py::test_every_test_the_security_doc_names_exists`") == []
+    )
+    assert missing_tests("`tests/test_docs.py::test_that_never_was`") == [
+        "tests/test_docs.py::test_that_never_was"
+    ]
+    assert missing_tests("`tests/nowhere.py::test_x`") == ["tests/nowhere.py::test_x"]
+
+
+def relative_links(path: Path) -> list[str]:
+    return [
+        target for target in LINK.findall(path.read_text(encoding="utf-8")) if "://" not in target
+    ]
+
+
+def test_the_readme_links_nothing_outside_the_repository() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    outside = [
+        target for target in LINK.findall(readme) if "://" in target or target.startswith("mailto:")
+    ]
+    assert not outside, f"README.md links outside the repository: {outside}"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_link_between_the_docs_reaches_a_file(doc: Path) -> None:
+    broken = [
+        target
+        for target in relative_links(doc)
+        if not (doc.parent / target.partition("#")[0]).exists()
+    ]
+    assert not broken, f"{doc.relative_to(ROOT)} links to missing files: {broken}"
+
+
+# -- the repository speaks for itself --------------------------------------------------
+
+TEXT_ROOTS = ("bot", "store", "tests", "bench", "docs", "examples", ".ci")
+TEXT_FILES = ("README.md", "pyproject.toml", "manifest.yml")
+TEXT_SUFFIXES = {".py", ".md", ".toml", ".yml", ".yaml", ".sql", ".txt", ".cfg", ""}
+PLANNING_WORDS = re.compile(
+    r"\bissues?\s*#?\d+|\bDESIGN\.md\b|\bseed\s+(?:doc|document|\d+)|\bbuild plan\b"
+    r"|\bfrom the issue\b|\bthe issue names\b",
+    re.IGNORECASE,
+)
+
+
+def repository_text() -> list[Path]:
+    found = [ROOT / name for name in TEXT_FILES]
+    for root in TEXT_ROOTS:
+        found.extend(
+            path
+            for path in sorted((ROOT / root).rglob("*"))
+            if path.is_file() and path.suffix in TEXT_SUFFIXES and "__pycache__" not in path.parts
+        )
+    return found
+
+
+def planning_talk(text: str) -> list[str]:
+    return [match.group(0) for match in PLANNING_WORDS.finditer(text)]
+
+
+def test_no_code_doc_or_bench_speaks_of_issues_or_plans() -> None:
+    """The repository stands alone: nothing refers to tickets, design notes or plans
+    that live elsewhere."""
+    found = {
+        str(path.relative_to(ROOT)): talk
+        for path in repository_text()
+        if (talk := planning_talk(path.read_text(encoding="utf-8", errors="replace")))
+    }
+    assert not found, f"text that points outside the repository: {found}"
+
+
+def test_the_planning_check_sees_what_it_should() -> None:
+    # The phrases are split so that this file does not trip the check itself.
+    assert planning_talk("as Issue " + "12 says") == ["Issue " + "12"]
+    assert planning_talk("see DESIGN" + ".md") == ["DESIGN" + ".md"]
+    assert planning_talk("the floor the issue" + " names") == ["the issue" + " names"]
+    assert planning_talk("def seed(store): seeds the test data; a known issue") == []

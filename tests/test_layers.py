@@ -1,4 +1,4 @@
-"""Layers import only downward (DESIGN.md, "Layers").
+"""Layers import only downward (docs/architecture.md, "Layers").
 
 slack -> service -> runtime | review | policy | store; errors, credentials, canonical,
 clock, off_loop and logs are leaves anyone may import. Composition roots (bot.cli, bot.commands,
@@ -10,6 +10,7 @@ import ours.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,101 @@ def test_the_check_sees_absolute_and_relative_upward_imports(tmp_path: Path) -> 
     _, allowed = _rule_for("store.sqlite.ledger")
     assert not _within("bot.slack", allowed)
     assert not _within("bot.service", _rule_for("bot.runtime.runner")[1])
+
+
+# -- docs/architecture.md stays true ---------------------------------------------------
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+CODE = re.compile(r"`([^`\n]+)`")
+FENCED = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
+OUR_PATH = re.compile(r"(?:bot|store|tests|bench|examples|docs)/[\w./-]*")
+OUR_MODULE = re.compile(r"(?:bot|store)(?:\.\w+)*")
+
+
+def _section(text: str, title: str) -> str:
+    """The lines of the markdown section `## title`, up to the next `## ` heading."""
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+def documented_layers(text: str) -> dict[str, set[str]]:
+    """The "package | may import" table of the Layers section: package -> the prefixes
+    it may import, with "leaves" and "anything" spelled out as the test spells them."""
+    layers: dict[str, set[str]] = {}
+    for line in _section(text, "Layers").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 2 or not cells[0].startswith("`"):
+            continue
+        allowed = set(CODE.findall(cells[1]))
+        if "leaves" in cells[1]:
+            allowed |= set(LEAVES)
+        if "anything" in cells[1]:
+            allowed |= set(ANYTHING)
+        for package in CODE.findall(cells[0]):
+            layers[package] = allowed
+    return layers
+
+
+def test_the_architecture_doc_states_the_layer_rules_this_test_enforces() -> None:
+    documented = documented_layers(ARCHITECTURE.read_text(encoding="utf-8"))
+    assert set(documented) == set(ALLOWED), (
+        "docs/architecture.md's layer table lists other packages"
+    )
+    differ = {
+        package: (sorted(documented[package]), sorted(ALLOWED[package]))
+        for package in ALLOWED
+        if documented[package] != set(ALLOWED[package])
+    }
+    assert not differ, f"docs/architecture.md states other rules (doc, test): {differ}"
+
+
+def _exists(name: str) -> bool:
+    if OUR_PATH.fullmatch(name):
+        return (ROOT / name).exists()
+    parts = name.split(".")
+    return (ROOT.joinpath(*parts).with_suffix(".py")).is_file() or (
+        ROOT.joinpath(*parts) / "__init__.py"
+    ).is_file()
+
+
+def named_in_architecture(text: str) -> list[str]:
+    """Every repository path (bot/..., store/..., tests/...) and every module of ours
+    (bot.x, store.y) the page names in code spans."""
+    prose = FENCED.sub("", text)
+    return [
+        name
+        for name in CODE.findall(prose)
+        if OUR_PATH.fullmatch(name) or OUR_MODULE.fullmatch(name)
+    ]
+
+
+def test_every_path_and_module_the_architecture_doc_names_exists() -> None:
+    named = named_in_architecture(ARCHITECTURE.read_text(encoding="utf-8"))
+    assert len(named) > 100, "the check found too few names: has the page's format changed?"
+    missing = sorted({name for name in named if not _exists(name)})
+    assert not missing, f"docs/architecture.md names what does not exist: {missing}"
+
+
+def test_every_concept_row_names_a_module() -> None:
+    rows = [
+        line
+        for line in _section(
+            ARCHITECTURE.read_text(encoding="utf-8"), "Where each concept lives"
+        ).splitlines()
+        if line.startswith("| ") and not line.startswith("| concept")
+    ]
+    assert len(rows) > 60
+    bare = [row for row in rows if not named_in_architecture(row.rsplit("|", 2)[1])]
+    assert not bare, f"concepts without a module: {bare}"
+
+
+def test_the_doc_checks_see_a_wrong_name_and_a_wrong_rule() -> None:
+    assert not _exists("bot/service/nothing_here.py")
+    assert not _exists("bot.service.nothing_here")
+    assert _exists("store/migrations/sqlite/")
+    assert _exists("bot.service.voting")
+    table = (
+        "\n## Layers\n\n| package | may import |\n|---|---|\n| `bot.review` | `store`, leaves |\n"
+    )
+    assert documented_layers(table) == {"bot.review": {"store", *LEAVES}}

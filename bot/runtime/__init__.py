@@ -1,6 +1,6 @@
 """The agent run core: agents, tools, models, the Runner and the durable RunState.
 
-Pure Python and asyncio: no Slack, no database. See docs/contracts.md. Where things are:
+Pure Python and asyncio: no Slack, no database (docs/architecture.md). Where things are:
 
 - agent.py: `Agent` and the `AgentRegistry` that finds one by name and version;
 - tools.py: the `@tool` decorator and `current_tool_call()`; tool_schema.py: a tool's

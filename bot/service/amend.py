@@ -73,11 +73,15 @@ def edited_arguments(
     return dict(merged)
 
 
-def pending_call(state: RunState, tool_call_id: str) -> PendingCall:
+def pending_call(state: RunState, approval: ApprovalRecord) -> PendingCall:
+    """The pending call of `state` that `approval` is for."""
     for call in state.pending_calls():
-        if call.tool_call_id == tool_call_id:
+        if approval.answers(execution_key=call.execution_key, tool_call_id=call.tool_call_id):
             return call
-    raise UnknownCallError(f"run {state.run_id} has no pending call {tool_call_id!r}")
+    raise UnknownCallError(
+        f"run {state.run_id} has no pending call {approval.tool_call_id!r} for approval "
+        f"{approval.approval_id}"
+    )
 
 
 def amend_call(state: RunState, tool_call_id: str, arguments: dict[str, Any]) -> None:
@@ -96,7 +100,7 @@ def change_note(approval: ApprovalRecord) -> str:
 
 def noted_agent(agent: Agent, approved: Mapping[str, ApprovalRecord]) -> Agent:
     """`agent` with the tools of amended calls prefixing those calls' results with a note."""
-    notes = {call_id: change_note(row) for call_id, row in approved.items() if row.amended_by}
+    notes = {key: change_note(row) for key, row in approved.items() if row.amended_by}
     if not notes:
         return agent
     names = {row.tool_name for row in approved.values() if row.amended_by}
@@ -113,6 +117,6 @@ def _noted_tool(tool: Tool, notes: Mapping[str, str]) -> Tool:
         else:
             value = await asyncio.to_thread(original, **kwargs)
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        return notes.get(current_tool_call().tool_call_id, "") + text
+        return notes.get(current_tool_call().execution_key, "") + text
 
     return replace(tool, function=with_note)

@@ -150,19 +150,20 @@ async def request_approvals(
     """Approval rows (and cards) for the calls of `state` waiting for a decision.
 
     Idempotent: a call that already has its pending row keeps it (its card is posted only
-    if it never was). A row that exists for the same tool call id but is decided or was
-    made for other arguments means the model reused a call id: that fails closed rather
-    than letting an old decision answer a new call."""
+    if it never was). Rows are keyed by the call's execution key, so a provider that
+    reuses tool call ids across turns gets a row per call; a row for the same key that is
+    decided or was made for other arguments fails closed rather than letting an old
+    decision answer a new call."""
     waiting = [call for call in calls if call.status == "approval"]
     if not waiting:
         return []
     now = flow.clock()
-    snapshots: dict[str, ReviewSnapshot] = {}
+    snapshots: dict[str, ReviewSnapshot] = {}  # by execution key
     planned: list[NewApproval] = []
     agent = flow.registry.get(run.agent_name, run.agent_version)
     for approval_id, call in zip(approval_ids(len(waiting)), waiting, strict=True):
         snapshot = card_snapshot(agent, state, call)
-        snapshots[call.tool_call_id] = snapshot
+        snapshots[call.execution_key] = snapshot
         rule = flow.rule_for(call.tool_name)
         expires_at = now + rule.expires_after if rule.expires_after is not None else None
         remind_at = expires_at - rule.remind_before if expires_at and rule.reminds else None
@@ -178,23 +179,23 @@ async def request_approvals(
                 expires_at=expires_at,
                 required_approvals=rule.required_approvals,
                 remind_at=remind_at,
+                execution_key=call.execution_key,
             )
         )
     records = await flow.store.add_approvals(planned)
     for record in records:
-        snapshot = snapshots[record.tool_call_id]
+        snapshot = snapshots[record.execution_key]
         if record.status != "pending" or not digests_equal(
             record.arguments_digest, snapshot.digest
         ):
             raise RunStateError(
-                f"tool call id {record.tool_call_id!r} of run {run.run_id} already has a "
-                f"{record.status} approval for other arguments or an earlier turn; "
-                "refusing to reuse it"
+                f"call {record.tool_call_id!r} of run {run.run_id} already has a "
+                f"{record.status} approval for other arguments; refusing to reuse it"
             )
     standing = await flow.standing(run.run_id)
     for record in records:
         if record.slack_ts is None:
-            await _post_card(flow, run, record, snapshots[record.tool_call_id], standing)
+            await _post_card(flow, run, record, snapshots[record.execution_key], standing)
     if standing and await apply_standing(flow, run, records):
         await flow.resume_if_all_decided(run.run_id)
     return records

@@ -95,7 +95,7 @@ class ServiceJournal:
         self._store = store
         self._run_id = run_id
         self._actor = actor
-        self._approvals = approvals  # approved calls of this execution, by tool_call_id
+        self._approvals = approvals  # approved calls of this execution, by execution key
         self._authorize = authorize
         self._on_refused = on_refused  # must not raise: the refusal stands either way
         self._clock = clock
@@ -116,7 +116,7 @@ class ServiceJournal:
             # Cancelled while this execution went on (in this process or another):
             # nothing more of the run runs; the ledger is left untouched.
             return Recorded(result=CANCELLED_RESULT, is_error=True)
-        approved = self._approvals.get(tool_call_id)
+        approved = self._approvals.get(execution_key)
         if approved is not None:
             current = await self._store.get_approval(approved.approval_id)
             refused = self._check(current, tool_name, arguments_digest)

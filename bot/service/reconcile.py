@@ -36,7 +36,7 @@ from bot.runtime import (
 from bot.service.api import UncertainCall
 from bot.service.authority import may_reconcile, member_of, scoped
 from bot.service.codec import encode_state
-from bot.service.resume import current_rows
+from bot.service.resume import current_rows, row_for
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
 from store.api import RunRecord
 
@@ -158,7 +158,7 @@ async def _may_reconcile(flow: Workflow, run: RunRecord, call: PendingCall, acto
     """The rule of `may_reconcile`, with the call's requester: the requester of the call's
     approval (a thread reply's author for the calls it led to), else the run's."""
     rows = await flow.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
-    approval = current_rows(rows).get(call.tool_call_id)
+    approval = row_for(current_rows(rows), call)
     requester = approval.requester if approval is not None else run.requester
     verdict = await is_eligible(
         flow.rule_for(call.tool_name), actor, requester=requester, groups=flow.groups

@@ -4,7 +4,8 @@ The caller has claimed the run (`paused -> resuming` by compare-and-set), so exa
 worker gets here per claim. Before anything runs, the worker
 
 1. reloads and decrypts the state from the store (never trusts a copy in memory),
-2. matches each pending call with the latest approval row for its tool call id,
+2. matches each pending call with the latest approval row for its execution key (a
+   provider may reuse a tool call id in a later turn; the key names one call for good),
 3. recomputes each approved call's keyed digest from the persisted state (it binds
    agent, tool, execution key and arguments) and compares it, in constant time, with
    the digest the human approved, and the call's tool with the approved tool; a
@@ -30,7 +31,7 @@ each pass (`retry_parked`), and a thread reply meanwhile hears why it waits.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -41,7 +42,7 @@ from bot.service.api import ApprovalDecided, ResumeStalled
 from bot.service.execution import execute, fail_run, request_approvals
 from bot.service.retry import transient
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
-from store.api import ApprovalRecord, RunRecord
+from store.api import LEGACY_KEY_PREFIX, ApprovalRecord, RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -51,21 +52,31 @@ REVOKED_MESSAGE = "Not run: the approval was revoked."
 
 @dataclass(frozen=True, kw_only=True)
 class AppliedDecisions:
-    approved: dict[str, ApprovalRecord]  # by tool_call_id, digest verified
+    approved: dict[str, ApprovalRecord]  # by execution key, digest verified
     rejected: list[str]  # tool_call_ids (rejected, expired or revoked)
     mismatched: list[tuple[PendingCall, ApprovalRecord]]  # approved, arguments moved since
     undecided: list[PendingCall]  # still pending, or no row at all
 
 
 def current_rows(rows: Iterable[ApprovalRecord]) -> dict[str, ApprovalRecord]:
-    """The row that answers each tool call: its open (non-revoked) approval, of which the
-    store keeps at most one; else its newest revoked one."""
+    """The row that answers each call, by its execution key (`row_for` finds a call's):
+    its open (non-revoked) approval, of which the store keeps at most one; else its newest
+    revoked one."""
     current: dict[str, ApprovalRecord] = {}
     for row in rows:
-        known = current.get(row.tool_call_id)
+        known = current.get(row.execution_key)
         if known is None or _answers_before(row, known):
-            current[row.tool_call_id] = row
+            current[row.execution_key] = row
     return current
+
+
+def row_for(rows: Mapping[str, ApprovalRecord], call: PendingCall) -> ApprovalRecord | None:
+    """The current row (of `current_rows`) for a pending call: by its execution key, or
+    for an approval requested before keys were stored, by its tool call id."""
+    row = rows.get(call.execution_key)
+    if row is None:
+        row = rows.get(LEGACY_KEY_PREFIX + call.tool_call_id)
+    return row
 
 
 def _answers_before(row: ApprovalRecord, known: ApprovalRecord) -> bool:
@@ -83,7 +94,7 @@ def apply_decisions(state: RunState, rows: dict[str, ApprovalRecord]) -> Applied
     for call in state.get_interruptions():
         if call.status != "approval":
             continue  # uncertain calls wait for `reconcile`
-        row = rows.get(call.tool_call_id)
+        row = row_for(rows, call)
         if row is None or row.status == "pending":
             undecided.append(call)
         elif row.status != "approved":
@@ -103,7 +114,7 @@ def apply_decisions(state: RunState, rows: dict[str, ApprovalRecord]) -> Applied
             state.approve(
                 call, approver_id=row.decider, reason=row.reason, decided_at=decided_at(row)
             )
-            approved[call.tool_call_id] = row
+            approved[call.execution_key] = row
     return AppliedDecisions(
         approved=approved, rejected=rejected, mismatched=mismatched, undecided=undecided
     )

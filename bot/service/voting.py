@@ -210,7 +210,7 @@ async def record_change(
         raise ResolutionError(f"run {run.run_id} is {run.status}; try again when it is paused")
     state = await flow.load_state(run.run_id)
     agent = flow.registry.get(state.agent_name, state.agent_version)
-    call = pending_call(state, approval.tool_call_id)
+    call = pending_call(state, approval)
     tool = agent.tool_named(call.tool_name)
     if tool is None:
         raise InputError(f"the agent has no tool {call.tool_name!r}")
@@ -223,9 +223,7 @@ async def record_change(
     hidden = carried_redactions(
         ReviewSnapshot.from_json(approval.snapshot), call.arguments, new_arguments
     )
-    snapshot = card_snapshot(
-        agent, amended, pending_call(amended, call.tool_call_id), keep_hidden=hidden
-    )
+    snapshot = card_snapshot(agent, amended, pending_call(amended, approval), keep_hidden=hidden)
     saved = await _save_state(flow, run, amended)
     amendment = Amendment(arguments_digest=snapshot.digest, snapshot=snapshot.to_json())
     outcome = await _vote(flow, ballot, approval, amend=amendment)

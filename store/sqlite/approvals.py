@@ -26,6 +26,7 @@ from bot.clock import Clock
 from bot.errors import InputError
 from store import approvals as rules
 from store.api import (
+    LEGACY_KEY_PREFIX,
     ApprovalRecord,
     ApprovalStatus,
     DecisionOutcome,
@@ -42,14 +43,17 @@ from store.sqlite.connection import Database, fetch_all, fetch_one, where_all
 SELECT_ONE = f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE approval_id = ?"
 REVOCABLE = (
     "(status = 'pending' OR (status = 'approved' "
-    "AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.run_id = approvals.run_id "
+    "AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.execution_key = approvals.execution_key) "
+    f"AND NOT (approvals.execution_key LIKE '{LEGACY_KEY_PREFIX}%' "
+    "AND EXISTS (SELECT 1 FROM ledger l WHERE l.run_id = approvals.run_id "
     "AND l.tool_call_id = approvals.tool_call_id "
     # a call id reused from an earlier turn: that turn's row is older
     "AND l.tool_name = approvals.tool_name "
-    "AND l.created_at >= approvals.created_at)))"
+    "AND l.created_at >= approvals.created_at))))"
 )
 """An approval that may still be revoked: pending, or approved while its call has not
-started (no ledger row from its turn)."""
+started (no ledger row for its execution key; for an approval from before keys were
+stored, none for its tool call id from its turn)."""
 # Approvals of runs of one origin: per candidate row, one primary-key lookup of its run.
 OF_ORIGIN = "EXISTS (SELECT 1 FROM runs r WHERE r.run_id = approvals.run_id AND r.origin = ?)"
 EXPIRE_ONE = (
@@ -292,13 +296,14 @@ def _insert_or_get(
             connection,
             "INSERT INTO approvals (approval_id, run_id, tool_call_id, tool_name, "
             "arguments_digest, snapshot, status, requester, created_at, expires_at, "
-            "required_approvals, remind_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?) "
-            "ON CONFLICT (run_id, tool_call_id) WHERE status <> 'revoked' DO NOTHING "
+            "required_approvals, remind_at, execution_key) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (run_id, execution_key) WHERE status <> 'revoked' DO NOTHING "
             f"RETURNING {APPROVAL_COLUMNS}",
             (new.approval_id, new.run_id, new.tool_call_id, new.tool_name,
              new.arguments_digest, new.snapshot, new.requester, to_db(at),
              to_db_optional(new.expires_at), new.required_approvals,
-             to_db_optional(new.remind_at)),
+             to_db_optional(new.remind_at), new.key),
         )  # fmt: skip
     except sqlite3.IntegrityError as error:
         raise InputError(
@@ -308,9 +313,9 @@ def _insert_or_get(
     if row is None:
         existing = fetch_one(
             connection,
-            f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE run_id = ? AND tool_call_id = ? "
+            f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE run_id = ? AND execution_key = ? "
             "AND status <> 'revoked'",
-            (new.run_id, new.tool_call_id),
+            (new.run_id, new.key),
         )
         assert existing is not None
         return row_to_approval(existing)
@@ -324,6 +329,7 @@ def _insert_or_get(
         detail={
             "tool_name": new.tool_name,
             "tool_call_id": new.tool_call_id,
+            "execution_key": new.key,
             "arguments_digest": new.arguments_digest,
             "expires_at": to_db_optional(new.expires_at),
             "required_approvals": new.required_approvals,

@@ -11,18 +11,21 @@ import sqlite3
 
 from bot.clock import Clock
 from bot.errors import ConflictError, InputError
-from store.api import RunCursor, RunFilter, RunOrigin, RunRecord, RunStatus
+from store.api import EngineStamp, RunCursor, RunFilter, RunOrigin, RunRecord, RunStatus
 from store.crypto import Sealed, Sealer
 from store.rows import RUN_COLUMNS, row_to_run, to_db, to_db_optional
 from store.runs import (
     check_origin,
     check_status,
+    engine_columns,
+    migration_event,
     open_state,
     purged_state,
     seal_state,
     task_summary,
     version_conflict,
 )
+from store.sqlite import audit
 from store.sqlite.cancel import SqliteCancel
 from store.sqlite.connection import Database, fetch_all, fetch_one, where_all
 from store.sqlite.retention import SqliteRetention
@@ -52,6 +55,7 @@ class SqliteRuns:
         requester: str | None = None,
         origin: RunOrigin = "slack",
         task: str | None = None,
+        engine: EngineStamp | None = None,
     ) -> RunRecord:
         check_status(status)
         check_origin(origin)
@@ -69,12 +73,13 @@ class SqliteRuns:
                     connection,
                     "INSERT INTO runs (run_id, agent_name, agent_version, schema_version, "
                     "status, version, state_version, key_id, blob_digest, channel, thread_ts, "
-                    "requester, created_at, updated_at, origin, task) "
-                    "VALUES (?, ?, ?, ?, ?, 1, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "requester, created_at, updated_at, origin, task, engine, engine_version, "
+                    "engine_schema_version) "
+                    "VALUES (?, ?, ?, ?, ?, 1, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     f"RETURNING {RUN_COLUMNS}",
                     (run_id, agent_name, agent_version, schema_version, status, sealed.key_id,
                      digest, channel, thread_ts, requester, now, now, origin,
-                     task_summary(task)),
+                     task_summary(task), *engine_columns(engine)),
                 )  # fmt: skip
             except sqlite3.IntegrityError:
                 raise ConflictError(f"run {run_id!r} already exists") from None
@@ -92,6 +97,7 @@ class SqliteRuns:
         state_json: str,
         status: RunStatus,
         schema_version: str,
+        engine: EngineStamp | None = None,
     ) -> RunRecord:
         check_status(status)
         sealed, digest = await seal_state(
@@ -104,9 +110,19 @@ class SqliteRuns:
             row = fetch_one(
                 connection,
                 "UPDATE runs SET status = ?, version = version + 1, state_version = version + 1, "
-                "schema_version = ?, key_id = ?, blob_digest = ?, updated_at = ? "
+                "schema_version = ?, key_id = ?, blob_digest = ?, updated_at = ?, engine = ?, "
+                "engine_version = ?, engine_schema_version = ?, needs_migration = NULL "
                 f"WHERE run_id = ? AND version = ? RETURNING {RUN_COLUMNS}",
-                (status, schema_version, sealed.key_id, digest, now, run_id, expected_version),
+                (
+                    status,
+                    schema_version,
+                    sealed.key_id,
+                    digest,
+                    now,
+                    *engine_columns(engine),
+                    run_id,
+                    expected_version,
+                ),
             )
             if row is None:
                 found = _require_run(connection, run_id)
@@ -136,6 +152,29 @@ class SqliteRuns:
             if row is None:
                 _require_run(connection, run_id)
                 return None
+            return row_to_run(row)
+
+        return await self._db.transaction(body)
+
+    async def mark_needs_migration(
+        self, run_id: str, *, reason: str | None, actor: str
+    ) -> RunRecord | None:
+        now = to_db(self._clock())
+
+        def body(connection: sqlite3.Connection) -> RunRecord | None:
+            row = fetch_one(
+                connection,
+                "UPDATE runs SET needs_migration = ?, updated_at = ? "
+                "WHERE run_id = ? AND needs_migration IS NOT ? "
+                f"RETURNING {RUN_COLUMNS}",
+                (reason, now, run_id, reason),
+            )
+            if row is None:
+                _require_run(connection, run_id)
+                return None
+            kind, detail = migration_event(reason)
+            audit.append(connection, kind, at=self._clock(), actor=actor, run_id=run_id,
+                         detail=detail)  # fmt: skip
             return row_to_run(row)
 
         return await self._db.transaction(body)

@@ -65,7 +65,7 @@ async def test_the_same_call_in_two_runs_has_two_unrelated_digests(ops: Ops) -> 
     assert unkeyed(a.arguments) not in (digest_a, digest_b)
 
 
-async def test_the_digest_is_the_hmac_phase_b_defines(ops: Ops) -> None:
+async def test_the_digest_is_the_hmac_over_domain_identity_and_arguments(ops: Ops) -> None:
     state = await paused(ops)
     [call] = state.pending_calls()
     key = bytes.fromhex(state.to_dict()["digest_key"])

@@ -91,14 +91,14 @@ class ReusedIdModel:
         )
 
 
-async def test_an_old_decision_never_answers_a_reused_call_id(
+async def test_a_reused_call_id_gets_its_own_approval_never_the_old_decision(
     open_harness: Callable[..., Any],
 ) -> None:
     registry = AgentRegistry([build_ops_agent(ReusedIdModel())])
     harness: Harness = await open_harness(registry=registry)
     run = await start(harness)
-    [approval] = await harness.pending(run.run_id)
-    await harness.service.decide(approval.approval_id, approve=True, decider=APPROVER, reason="1")
+    [first] = await harness.pending(run.run_id)
+    await harness.service.decide(first.approval_id, approve=True, decider=APPROVER, reason="1")
     await harness.service.drain()
 
     outcome = await harness.service.follow_up(
@@ -106,9 +106,15 @@ async def test_an_old_decision_never_answers_a_reused_call_id(
     )
 
     assert isinstance(outcome, Continued)
-    assert outcome.run.status == "failed"
-    assert "refusing to reuse it" in harness.notifier.failed[0][1]
-    assert len(harness.effect_lines()) == 1
+    assert outcome.run.status == "paused"
+    [second] = await harness.pending(run.run_id)
+    assert second.tool_call_id == first.tool_call_id == "call_1"
+    assert second.execution_key != first.execution_key
+    assert len(harness.effect_lines()) == 1  # the old approval did not run it
+    await harness.service.decide(second.approval_id, approve=True, decider=APPROVER, reason="2")
+    await harness.service.drain()
+    keys = [line["execution_key"] for line in harness.effect_lines()]
+    assert keys == [first.execution_key, second.execution_key]
 
 
 async def test_a_follow_up_author_cannot_approve_the_calls_they_asked_for(

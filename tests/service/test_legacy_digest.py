@@ -66,6 +66,9 @@ async def test_pending_approvals_from_before_the_upgrade_decide_and_run_once(
             # The digest the old card showed is still the call's digest.
             assert state.call_digest(calls[call_id]) == row["arguments_digest"]
             assert row["arguments_digest"] == legacy_arguments_digest(calls[call_id].arguments)
+        # Rows from before execution keys were stored answer their call by tool call id.
+        rows = await harness.store.list_approvals(run_id=run_id)
+        assert {row.execution_key for row in rows} == {f"call:{call_id}" for call_id in shown}
 
         for row in manifest["approvals"]:
             await harness.service.decide(

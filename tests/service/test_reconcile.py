@@ -88,7 +88,7 @@ async def test_a_call_revoked_after_the_resume_began_is_not_run(harness: Harness
         store=harness.store,
         run_id=run.run_id,
         actor="service:test",
-        approvals={approval.tool_call_id: outcome.record},
+        approvals={approval.execution_key: outcome.record},
     )
     await harness.store.revoke(approval.approval_id, actor="U-security", reason="incident")
 

@@ -200,10 +200,10 @@ async def test_the_journal_compares_the_tool_name_before_the_claim(
         store=harness.store,
         run_id=run.run_id,
         actor="worker",
-        approvals={approval.tool_call_id: outcome.record},
+        approvals={approval.execution_key: outcome.record},
     )
     claim = {
-        "execution_key": "k" * 32,
+        "execution_key": approval.execution_key,
         "arguments_digest": approval.arguments_digest,
         "run_id": run.run_id,
         "tool_call_id": approval.tool_call_id,
