@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from service_harness import APPROVER, Harness, start
-
 from bot.demo import build_ops_agent
 from bot.runtime import AgentRegistry, Item, ModelResponse, ToolCall, ToolSpec
+from tests.service.service_harness import APPROVER, Harness, start
 
 
 class CallZeroEveryTurn:
