@@ -54,10 +54,6 @@ class DecisionResult:
     required: int = 1
     voters: tuple[str, ...] = ()
 
-    @property
-    def quorum_met(self) -> bool:
-        return self.approval.status == "approved"
-
 
 @dataclass(frozen=True, kw_only=True)
 class Recorded(Generic[T]):

@@ -66,7 +66,7 @@ async def test_a_non_member_is_refused_and_a_member_decides(
     result = await harness.service.decide(
         approval.approval_id, approve=True, decider=ALICE, reason="CR-7"
     )
-    assert result.quorum_met
+    assert result.approval.status == "approved"
     assert result.resume_started
     await harness.service.drain()
 
@@ -104,7 +104,7 @@ async def test_quorum_of_two_counts_the_same_person_once(
     second = await harness.service.decide(
         approval.approval_id, approve=True, decider=BOB, reason="agreed"
     )
-    assert second.quorum_met
+    assert second.approval.status == "approved"
     assert second.voters == (ALICE, BOB)
     assert second.resume_started
     await harness.service.drain()
@@ -152,7 +152,7 @@ async def test_two_racing_final_votes_make_one_transition(
     won = [o for o in outcomes if not isinstance(o, BaseException)]
     lost = [o for o in outcomes if isinstance(o, BaseException)]
     assert len(won) == 1
-    assert won[0].quorum_met
+    assert won[0].approval.status == "approved"
     assert len(lost) == 1
     assert isinstance(lost[0], AlreadyDecidedError)
     assert len(harness.effect_lines()) == 1
