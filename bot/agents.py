@@ -21,16 +21,19 @@ from collections.abc import Mapping
 
 from bot.demo.offline_model import OfflineOpsModel
 from bot.errors import ConfigError
+from bot.metrics import Metrics
 from bot.runtime import AgentRegistry, Model
 
 AGENTS_ENV = "APPROVALS_AGENTS"
 MODEL_ENV = "APPROVALS_MODEL"
 
 
-def model_from_env(environ: Mapping[str, str] | None = None) -> Model:
+def model_from_env(
+    environ: Mapping[str, str] | None = None, *, metrics: Metrics | None = None
+) -> Model:
     """The ops agent's model as configured: APPROVALS_MODEL=offline (default) or openai
-    (then OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are required). The caller
-    closes it with `close_model`."""
+    (then OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are required; its retries
+    are counted in `metrics`). The caller closes it with `close_model`."""
     env = os.environ if environ is None else environ
     choice = env.get(MODEL_ENV, "").strip().lower() or "offline"
     if choice == "offline":
@@ -40,7 +43,11 @@ def model_from_env(environ: Mapping[str, str] | None = None) -> Model:
         # start-up (this module is imported by the CLI's demo and serve commands)
         from bot.runtime.openai_model import OpenAIChatModel, openai_config_from_env
 
-        return OpenAIChatModel.from_config(openai_config_from_env(env))
+        def count_retry(reason: str) -> None:
+            if metrics is not None:
+                metrics.model_retries.labels(reason=reason).inc()
+
+        return OpenAIChatModel.from_config(openai_config_from_env(env), on_retry=count_retry)
     raise ConfigError(f"{MODEL_ENV} must be 'offline' or 'openai', not {choice!r}")
 
 

@@ -14,16 +14,29 @@ the decoded, redacted text instead.
 
 Installing is idempotent and process-wide (the record factory is global): the CLI and
 the Slack surface both install it at start.
+
+`configure_logging` sets what `serve` and `socket` write: LOG_FORMAT `text` (a line
+with `key=value` fields) or `json` (one object per line), at LOG_LEVEL. The fields are
+what a record carries beyond logging's own (`extra=`): the service's business events
+carry `event`, `run_id`, `approval_id`, `tool_call_id`, `execution_key`
+(bot.service.telemetry).
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import traceback
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TextIO
 from urllib.parse import unquote_plus
 
+import orjson
+
 from bot.credentials import redact_text
+from bot.errors import ConfigError
 
 _MARK = "_approvals_redacting"
 
@@ -69,3 +82,96 @@ def redact_message(message: str) -> str:
             if clean != decoded:
                 return clean
     return redacted
+
+
+# -- the process's log output: LOG_FORMAT and LOG_LEVEL -------------------------------
+
+LOG_FORMAT_ENV = "LOG_FORMAT"
+LOG_LEVEL_ENV = "LOG_LEVEL"
+LOG_FORMATS = ("text", "json")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+_STANDARD_ATTRIBUTES = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
+    "message",
+    "asctime",
+    "taskName",
+}
+_MARK_HANDLER = "_approvals_handler"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogSettings:
+    format: str = "text"
+    level: str = "INFO"
+
+
+def log_settings_from_env(environ: Mapping[str, str]) -> LogSettings:
+    """LOG_FORMAT (text | json, default text) and LOG_LEVEL (DEBUG | INFO | WARNING |
+    ERROR, default INFO); a ConfigError naming the variable for any other value."""
+    log_format = environ.get(LOG_FORMAT_ENV, "").strip().lower() or "text"
+    if log_format not in LOG_FORMATS:
+        raise ConfigError(f"{LOG_FORMAT_ENV} must be 'text' or 'json', not {log_format!r}")
+    level = environ.get(LOG_LEVEL_ENV, "").strip().upper() or "INFO"
+    if level not in LOG_LEVELS:
+        raise ConfigError(f"{LOG_LEVEL_ENV} must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
+    return LogSettings(format=log_format, level=level)
+
+
+def configure_logging(settings: LogSettings, *, stream: TextIO | None = None) -> None:
+    """One handler on the root logger writing `settings.format` lines to `stream`
+    (stderr) at `settings.level`; configuring again replaces our handler, never another's."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, _MARK_HANDLER, False):
+            root.removeHandler(handler)
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter() if settings.format == "json" else TextFormatter())
+    setattr(handler, _MARK_HANDLER, True)
+    root.addHandler(handler)
+    root.setLevel(settings.level)
+
+
+def record_fields(record: logging.LogRecord) -> dict[str, Any]:
+    """The structured fields a record carries (`extra=`): event, run_id, approval_id, ..."""
+    return {
+        key: redact_text(value) if isinstance(value, str) else value
+        for key, value in record.__dict__.items()
+        if key not in _STANDARD_ATTRIBUTES and not key.startswith("_")
+    }
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time (UTC), level, logger, message, the record's
+    fields, and `traceback` when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            **record_fields(record),
+        }
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            line["traceback"] = record.exc_text
+        return orjson.dumps(line, default=str).decode()
+
+
+class TextFormatter(logging.Formatter):
+    """`time level logger: message key=value ...`, then the traceback if any."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        fields = record_fields(record)
+        text = super().formatMessage(record)
+        if not fields:
+            return text
+        return text + " " + " ".join(f"{key}={_text_value(value)}" for key, value in fields.items())
+
+
+def _text_value(value: Any) -> str:
+    text = str(value)
+    return orjson.dumps(text).decode() if not text or any(c in text for c in ' "=') else text

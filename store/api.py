@@ -289,6 +289,16 @@ class MigrationReport:
     applied: tuple[str, ...]  # "0001_initial", ...
 
 
+@dataclass(frozen=True, kw_only=True)
+class SchemaStatus:
+    found: int  # the schema version the database records now
+    latest: int  # the newest this build ships
+
+    @property
+    def current(self) -> bool:
+        return self.found == self.latest
+
+
 @dataclass(kw_only=True)
 class RotationReport:
     key_id: str  # the key everything is now sealed with
@@ -635,6 +645,11 @@ class MaintenanceStore(Protocol):
         self, *, actor: str = "operator", batch_size: int = 200
     ) -> RotationReport:
         """Re-encrypt every sealed blob with the newest key of the ring, in batches."""
+        ...
+
+    async def schema_status(self) -> SchemaStatus:
+        """The schema version the database records now (a query: it also proves the
+        database answers) against the newest this build ships (readiness)."""
         ...
 
     async def close(self) -> None: ...

@@ -1,10 +1,10 @@
 """Layers import only downward (docs/architecture.md, "Layers").
 
 slack -> service -> runtime | review | policy | store; errors, credentials, canonical,
-clock, off_loop and logs are leaves anyone may import. Composition roots (bot.cli, bot.commands,
-bot.__main__) may import anything; bot.agents (which agents a deployment runs) sits above
-bot.demo and the runtime. A new package must be given its place here before it can
-import ours.
+clock, off_loop, logs and metrics are leaves anyone may import. Composition roots
+(bot.cli, bot.commands, bot.__main__) may import anything; bot.agents (which agents a
+deployment runs) sits above bot.demo and the runtime. A new package must be given its
+place here before it can import ours.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ LEAVES = (
     "bot.clock",
     "bot.off_loop",
     "bot.logs",
+    "bot.metrics",
 )
 ANYTHING = ("bot", "store")
 
@@ -33,7 +34,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bot.canonical": ("bot.errors",),
     "bot.clock": (),
     "bot.off_loop": (),
-    "bot.logs": ("bot.credentials",),
+    "bot.logs": ("bot.credentials", "bot.errors"),
+    "bot.metrics": (),
     "bot.runtime": ("bot.runtime", *LEAVES),
     "bot.review": ("bot.review", *LEAVES),
     "bot.policy": ("bot.policy", *LEAVES),
@@ -241,3 +243,16 @@ def test_the_doc_checks_see_a_wrong_name_and_a_wrong_rule() -> None:
         "\n## Layers\n\n| package | may import |\n|---|---|\n| `bot.review` | `store`, leaves |\n"
     )
     assert documented_layers(table) == {"bot.review": {"store", *LEAVES}}
+
+
+def test_every_module_has_its_row_in_the_concept_table() -> None:
+    """A newcomer finds each module from the concept it holds: a new module gets its row
+    (a package's `__init__` only gathers what its modules hold)."""
+    concepts = _section(ARCHITECTURE.read_text(encoding="utf-8"), "Where each concept lives")
+    named = set(named_in_architecture(concepts))
+    unnamed = [
+        str(path.relative_to(ROOT))
+        for path in SOURCES
+        if path.name != "__init__.py" and str(path.relative_to(ROOT)) not in named
+    ]
+    assert not unnamed, f"modules in no row of docs/architecture.md's concept table: {unnamed}"

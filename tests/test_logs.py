@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import sys
 from collections.abc import Iterator
 from urllib.parse import urlencode
 
 import pytest
 
+from bot.cli import main
 from bot.credentials import REDACTED
-from bot.logs import install_log_redaction
+from bot.logs import (
+    JsonFormatter,
+    LogSettings,
+    TextFormatter,
+    install_log_redaction,
+    log_settings_from_env,
+    redact_record,
+)
 
 TOKEN = "xoxb-" + "2718281828-3141592653-AbCdEfGhIjKlMnOp"
 PASSWORD = "Sup3rLeak9"
@@ -73,3 +83,59 @@ def test_installing_twice_wraps_once() -> None:
     factory = logging.getLogRecordFactory()
     install_log_redaction()
     assert logging.getLogRecordFactory() is factory
+
+
+@pytest.mark.parametrize(
+    ("env", "line"),
+    [
+        ({"LOG_LEVEL": "LOUD"}, "LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, not 'LOUD'"),
+        ({"LOG_FORMAT": "xml"}, "LOG_FORMAT must be 'text' or 'json', not 'xml'"),
+    ],
+)
+def test_a_bad_log_setting_stops_serve_in_one_line(
+    env: dict[str, str],
+    line: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "s")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert main(["serve"]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"approvals-bot: error: {line}"]
+
+
+def test_settings_default_to_text_at_info_and_accept_any_case() -> None:
+    assert log_settings_from_env({}) == LogSettings(format="text", level="INFO")
+    assert log_settings_from_env({"LOG_FORMAT": "JSON", "LOG_LEVEL": "debug"}) == LogSettings(
+        format="json", level="DEBUG"
+    )
+
+
+def test_the_text_format_appends_the_fields_and_the_json_format_carries_them() -> None:
+    record = log.makeRecord(
+        "approvals.events", logging.INFO, __file__, 1, "approval decided", None, None,
+        extra={"event": "approval_decided", "run_id": "r1", "note": "two words"},
+    )  # fmt: skip
+    text = TextFormatter().format(record)
+    assert text.endswith('approval decided event=approval_decided run_id=r1 note="two words"')
+    line = json.loads(JsonFormatter().format(record))
+    assert {key: line[key] for key in ("level", "logger", "message", "event", "run_id")} == {
+        "level": "INFO",
+        "logger": "approvals.events",
+        "message": "approval decided",
+        "event": "approval_decided",
+        "run_id": "r1",
+    }
+
+
+def test_a_json_line_carries_its_traceback_redacted() -> None:
+    try:
+        raise RuntimeError(f"upstream said Bearer {TOKEN}")
+    except RuntimeError:
+        record = log.makeRecord("x", logging.ERROR, __file__, 1, "failed", None, sys.exc_info())
+    redact_record(record)
+    line = json.loads(JsonFormatter().format(record))
+    assert "RuntimeError: upstream said Bearer" in line["traceback"]
+    assert TOKEN not in json.dumps(line)

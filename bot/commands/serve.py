@@ -22,9 +22,13 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from bot.agents import close_model, load_agent_registry, model_from_env
 from bot.demo import default_registry, ops_dependencies
+from bot.errors import ConfigError
+from bot.logs import configure_logging, log_settings_from_env
+from bot.metrics import Metrics
 from bot.policy.loading import POLICY_ENV, load_policy
 from bot.service import (
     ApprovalService,
@@ -37,7 +41,10 @@ from store.config import database_url_from_env
 from store.sqlite.store import open_store
 
 if TYPE_CHECKING:
+    from aiohttp import web
+
     from bot.slack.gateway import SlackGateway
+    from bot.slack.probes import Probes
     from bot.slack.surface import SlackSurface
 
 log = logging.getLogger(__name__)
@@ -65,27 +72,47 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def run(mode: Mode) -> int:
     """Serve in `mode` until stopped (the body of `approvals-bot serve` / `socket`)."""
+    logging_settings = log_settings_from_env(os.environ)
     settings = load_settings(os.environ, mode=mode)
-    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO").upper())
+    configure_logging(logging_settings)
     asyncio.run(serve(settings, mode=mode, environ=os.environ))
     return 0
 
 
 async def serve(settings: SlackSettings, *, mode: Mode, environ: Mapping[str, str]) -> None:
-    async with open_bot(settings, environ=environ) as surface:
+    """Open, recover, serve until SIGINT/SIGTERM, close. A signal while still starting
+    (waiting for an unreachable Slack, say) stops at once, closing what was opened."""
+    with _Signals() as stop:
+        try:
+            await _open_and_serve(settings, mode=mode, environ=environ, stop=stop)
+        except asyncio.CancelledError:
+            if not stop.cancelled_start:
+                raise
+            log.info("stopped while starting")
+
+
+async def _open_and_serve(
+    settings: SlackSettings, *, mode: Mode, environ: Mapping[str, str], stop: _Signals
+) -> None:
+    metrics = Metrics()
+    async with open_bot(settings, environ=environ, metrics=metrics) as surface:
         recovered = await surface.service.recover()
         if recovered:
             log.info("recovered %d run(s) left by a previous process", recovered)
         surface.service.start_expiry_sweeper()
+        from bot.slack.probes import Probes
+
+        probes = Probes(service=surface.service, health=surface.health, metrics=metrics)
+        about = started_line(settings, environ=environ, surface=surface)
         if mode == "http":
-            await _serve_http(surface, settings)
+            await _serve_http(surface, settings, probes, about, stop)
         else:
-            await _serve_socket(surface, settings)
+            await _serve_socket(surface, settings, probes, about, stop)
 
 
 @contextlib.asynccontextmanager
 async def open_bot(
-    settings: SlackSettings, *, environ: Mapping[str, str]
+    settings: SlackSettings, *, environ: Mapping[str, str], metrics: Metrics | None = None
 ) -> AsyncIterator[SlackSurface]:
     """The model, the store, the registry, the service and the Slack surface around
     them, open for the block; each is closed on the way out by the one who opened it,
@@ -104,7 +131,7 @@ async def open_bot(
     worker_id = installation_worker_id(database_url, environ)
     approval_ttl = approval_ttl_from_env(environ)
     async with contextlib.AsyncExitStack() as stack:
-        model = model_from_env(environ)
+        model = model_from_env(environ, metrics=metrics)
         stack.push_async_callback(close_model, model)
         registry = load_agent_registry(settings.agents, default=default_registry(model))
         store = await open_store(database_url, environ=environ)
@@ -123,6 +150,7 @@ async def open_bot(
                 policy=policy,
                 groups=SlackGroupDirectory(slack.client),
                 channels=SlackChannelDirectory(slack.client),
+                metrics=metrics,
             )
 
         surface = await SlackSurface.open(
@@ -130,47 +158,120 @@ async def open_bot(
             signing_secret=settings.signing_secret,
             api_url=settings.api_url,
             make_service=make_service,
+            metrics=metrics,
         )
         yield await stack.enter_async_context(surface)
 
 
-async def _serve_http(surface: SlackSurface, settings: SlackSettings) -> None:
-    from aiohttp import web
+def started_line(
+    settings: SlackSettings, *, environ: Mapping[str, str], surface: SlackSurface
+) -> str:
+    """What the start-up line says besides where it listens: the database (never its
+    credentials), the policy and the agents."""
+    database = without_credentials(settings.database_url or database_url_from_env(environ))
+    policy = environ.get(POLICY_ENV, "").strip() or "built-in defaults"
+    agents = ", ".join(sorted({agent.name for agent in surface.service.registry}))
+    return f"database {database}, policy {policy}, agents {agents}"
 
+
+def without_credentials(url: str) -> str:
+    """`url` with any password in it replaced (a path is returned as it is)."""
+    parts = urlsplit(url)
+    if not parts.scheme or parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+
+
+async def _serve_http(
+    surface: SlackSurface, settings: SlackSettings, probes: Probes, about: str, stop: _Signals
+) -> None:
     from bot.slack.server import EVENTS_PATH, build_web_app
 
-    runner = web.AppRunner(
-        build_web_app(bolt_app=surface.bolt_app, signing_secret=settings.signing_secret)
+    app = build_web_app(
+        bolt_app=surface.bolt_app, signing_secret=settings.signing_secret, probes=probes
     )
+    async with _listening(app, settings) as (host, port):
+        print(
+            f"approvals-bot: serving Slack at http://{host}:{port}{EVENTS_PATH} ({about})",
+            file=sys.stderr,
+        )
+        await stop.serving()
+
+
+async def _serve_socket(
+    surface: SlackSurface, settings: SlackSettings, probes: Probes, about: str, stop: _Signals
+) -> None:
+    from bot.slack.probes import build_probe_app
+    from bot.slack.socket_mode import socket_mode
+
+    assert settings.app_token is not None  # load_settings requires it in socket mode
+    async with (
+        _listening(build_probe_app(probes), settings) as (host, port),
+        socket_mode(surface.bolt_app, settings.app_token),
+    ):
+        print(
+            "approvals-bot: connected to Slack over Socket Mode; probes and metrics at "
+            f"http://{host}:{port} ({about})",
+            file=sys.stderr,
+        )
+        await stop.serving()
+
+
+@contextlib.asynccontextmanager
+async def _listening(
+    app: web.Application, settings: SlackSettings
+) -> AsyncIterator[tuple[str, int]]:
+    """Serve `app` on HOST:PORT for the block; (host, port) as bound. A port in use or
+    a HOST that does not resolve is a ConfigError in one line."""
+    from aiohttp import web
+
+    runner = web.AppRunner(app)
     await runner.setup()
     try:
-        await web.TCPSite(runner, settings.host, settings.port).start()
+        try:
+            await web.TCPSite(runner, settings.host, settings.port).start()
+        except OSError as error:
+            raise ConfigError(
+                f"cannot listen on {settings.host}:{settings.port} (HOST, PORT): "
+                f"{error.strerror or error}"
+            ) from None
         host, port = runner.addresses[0][:2]
-        print(f"approvals-bot: serving Slack at http://{host}:{port}{EVENTS_PATH}", file=sys.stderr)
-        await _until_stopped()
+        yield host, port
     finally:
         await runner.cleanup()
 
 
-async def _serve_socket(surface: SlackSurface, settings: SlackSettings) -> None:
-    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+class _Signals:
+    """SIGINT and SIGTERM for the whole command: while starting, a signal cancels the
+    start-up (its `async with` blocks close what they opened); once serving, it ends
+    `serving()`, and the bot drains and closes as usual."""
 
-    handler = AsyncSocketModeHandler(surface.bolt_app, settings.app_token)
-    await handler.connect_async()  # type: ignore[no-untyped-call]
-    try:
-        print("approvals-bot: connected to Slack over Socket Mode", file=sys.stderr)
-        await _until_stopped()
-    finally:
-        await handler.close_async()  # type: ignore[no-untyped-call]
+    def __init__(self) -> None:
+        self._stopped = asyncio.Event()
+        self._task = asyncio.current_task()
+        self._serving = False
+        self.cancelled_start = False
 
+    def __enter__(self) -> _Signals:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, self._on_signal)
+        return self
 
-async def _until_stopped() -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    try:
-        await stop.wait()
-    finally:
+    def __exit__(self, *exc_info: object) -> None:
+        loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
+
+    def _on_signal(self) -> None:
+        if self._serving:
+            self._stopped.set()
+        elif self._task is not None and not self.cancelled_start:
+            self.cancelled_start = True
+            self._task.cancel()
+
+    async def serving(self) -> None:
+        """Serve until a signal comes."""
+        self._serving = True
+        await self._stopped.wait()

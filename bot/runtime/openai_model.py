@@ -11,14 +11,21 @@ ModelResponse. Every failure (HTTP status, timeout, refused connection, non-JSON
 tool-call arguments that are not a JSON object) is a ModelError with a clear message
 that never contains the API key.
 
+A 429 or a 5xx is tried again (`ModelRetry`: up to 3 more times, after the server's
+`Retry-After` when it gives one, else after a doubling backoff); a wait longer than the
+bound (`max_delay`) is not waited for: the request fails at once, saying so. Each retry
+is reported to `on_retry` with its reason (the status), for the metrics.
+
 The model owns the aiohttp session it creates and closes it in `aclose()` (or on
 leaving `async with`); a session passed in belongs to the caller and is left open.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Mapping, Sequence
+import random
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -30,6 +37,41 @@ from bot.errors import ConfigError, ModelError
 from bot.runtime.model import Item, ModelResponse, ToolCall, ToolSpec
 
 _ERROR_EXCERPT = 300
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRetry:
+    """`attempts` requests in all for one turn; before try n+1 the server's Retry-After,
+    or about `first_delay * 2**(n-1)` seconds (half of it random); never more than
+    `max_delay` (a longer Retry-After fails the request at once)."""
+
+    attempts: int = 4
+    first_delay: float = 1.0
+    max_delay: float = 30.0
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep
+
+    def delay(self, failures: int, retry_after: str | None) -> float | None:
+        """Seconds to wait before the next try, or None: do not try again."""
+        if failures >= self.attempts:
+            return None
+        asked = _seconds(retry_after)
+        if asked is not None:
+            return asked if asked <= self.max_delay else None
+        ceiling = min(self.max_delay, self.first_delay * 2.0 ** (failures - 1))
+        return ceiling / 2 + random.uniform(0.0, ceiling / 2)
+
+
+def _seconds(retry_after: str | None) -> float | None:
+    """Retry-After in seconds (its delta-seconds form; a date is ignored)."""
+    try:
+        seconds = float(retry_after) if retry_after is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and 0 <= seconds < float("inf") else None
+
+
+def _worth_retrying(status: int) -> bool:
+    return status == 429 or status >= 500
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +119,8 @@ class OpenAIChatModel:
         model: str,
         timeout: float = 30.0,
         session: aiohttp.ClientSession | None = None,
+        retry: ModelRetry = ModelRetry(),
+        on_retry: Callable[[str], None] | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"model base URL must start with http:// or https://: {base_url!r}")
@@ -92,14 +136,19 @@ class OpenAIChatModel:
         self._session = session
         self._owns_session = session is None
         self._closed = False
+        self._retry = retry
+        self._on_retry = on_retry
 
     @classmethod
-    def from_config(cls, config: OpenAIConfig) -> OpenAIChatModel:
+    def from_config(
+        cls, config: OpenAIConfig, *, on_retry: Callable[[str], None] | None = None
+    ) -> OpenAIChatModel:
         return cls(
             base_url=config.base_url,
             api_key=config.api_key,
             model=config.model,
             timeout=config.timeout,
+            on_retry=on_retry,
         )
 
     def __repr__(self) -> str:
@@ -138,6 +187,30 @@ class OpenAIChatModel:
         return self._session
 
     async def _post(self, body: dict[str, Any]) -> Any:
+        failures = 0
+        while True:
+            status, text, retry_after = await self._send(body)
+            if status < 400:
+                return self._json(text)
+            failures += 1
+            delay = self._retry.delay(failures, retry_after) if _worth_retrying(status) else None
+            if delay is None:
+                tries = f" after {failures} tries" if failures > 1 else ""
+                waits = (
+                    f" (it asked to wait {retry_after} s, more than {self._retry.max_delay:g} s)"
+                    if failures < self._retry.attempts and _worth_retrying(status)
+                    else ""
+                )
+                raise ModelError(
+                    f"model server at {self._safe(self._url)} answered HTTP {status}"
+                    f"{tries}{waits}: {self._excerpt(text)}"
+                )
+            if self._on_retry is not None:
+                self._on_retry(str(status))
+            await self._retry.sleep(delay)
+
+    async def _send(self, body: dict[str, Any]) -> tuple[int, str, str | None]:
+        """One request: (status, body text, Retry-After)."""
         session = self._session_for_request()
         headers = {"Authorization": f"Bearer {self._api_key}"}
         try:
@@ -145,11 +218,7 @@ class OpenAIChatModel:
                 self._url, json=body, headers=headers, timeout=self._timeout
             ) as response:
                 text = await response.text(errors="replace")
-                if response.status >= 400:
-                    raise ModelError(
-                        f"model server at {self._safe(self._url)} answered HTTP "
-                        f"{response.status}: {self._excerpt(text)}"
-                    )
+                return response.status, text, response.headers.get("Retry-After")
         except TimeoutError:
             raise ModelError(
                 f"model server at {self._safe(self._url)} did not answer within "
@@ -160,6 +229,8 @@ class OpenAIChatModel:
                 f"cannot reach the model server at {self._safe(self._url)}: "
                 f"{self._safe(str(error) or type(error).__name__)}"
             ) from None
+
+    def _json(self, text: str) -> Any:
         try:
             return json.loads(text)
         except (ValueError, RecursionError):  # nested past the parser's depth

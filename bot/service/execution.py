@@ -36,7 +36,6 @@ from bot.service.api import (
     UncertainCall,
 )
 from bot.service.authority import execution_check
-from bot.service.codec import encode_state
 from bot.service.journal import ServiceJournal
 from bot.service.limits import calls_per_turn_exceeded, check_pending
 from bot.service.retry import transient
@@ -78,6 +77,7 @@ async def execute(
         authorize=partial(execution_check, flow),
         on_refused=partial(_tell_refused, flow, run),
         clock=flow.clock,
+        telemetry=flow.telemetry,
     )
     try:
         result = await _run_agent(flow, noted_agent(agent, approvals), state, journal)
@@ -123,15 +123,17 @@ async def persist_outcome(
     saved = await flow.store.save_run_state(
         run.run_id,
         expected_version=run.version,
-        state_json=await encode_state(result.state),
+        state_json=await flow.encode_state(run.run_id, result.state),
         status="paused" if paused else "completed",
         schema_version=CURRENT_SCHEMA_VERSION,
     )
     if not paused:
+        flow.telemetry.run_ended(saved, status="completed")
         await flow.notify(
             RunFinished(run=saved, final_output=result.final_output, status=result.outcome)
         )
         return saved
+    flow.telemetry.run_paused(saved, waiting=len(result.interruptions))
     await request_approvals(flow, saved, result.state, result.interruptions, requester=requester)
     for call in result.interruptions:
         if call.status == "uncertain":
@@ -183,6 +185,10 @@ async def request_approvals(
             )
         )
     records = await flow.store.add_approvals(planned)
+    created = {approval.approval_id for approval in planned}
+    for record in records:
+        if record.approval_id in created:  # not a row an earlier try of this pause made
+            flow.telemetry.approval_requested(record)
     for record in records:
         snapshot = snapshots[record.execution_key]
         if record.status != "pending" or not digests_equal(
@@ -275,6 +281,8 @@ async def fail_run(flow: Workflow, run: RunRecord, message: str) -> RunRecord:
         failed = await flow.store.transition_run(
             run.run_id, expected_status=current.status, new_status="failed"
         )
+    if failed is not None:
+        flow.telemetry.run_ended(failed, status="failed")
     await flow.store.append_audit(
         "failed", actor=flow.actor, run_id=run.run_id, detail={"error": message}
     )

@@ -20,7 +20,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from bot.errors import ConfigError
+from bot.errors import ApprovalsError, ConfigError
 from bot.service.api import ApprovalDecided, ApprovalExpired, ApprovalReminder
 from bot.service.workflow import Workflow
 from store.api import ApprovalRecord
@@ -33,6 +33,7 @@ async def expire_overdue(flow: Workflow) -> list[ApprovalRecord]:
     and resume the runs with nothing left to wait for."""
     expired = await flow.store.expire_due(now=flow.clock())
     for record in expired:
+        flow.telemetry.approval_closed(record)
         run = await flow.run_of(record)
         await flow.notify(ApprovalDecided(run=run, approval=record))
         await flow.notify(ApprovalExpired(run=run, approval=record))
@@ -74,6 +75,8 @@ class ExpirySweeper:
         while True:
             try:
                 await self._sweep()
+            except ApprovalsError as error:  # the database, say: one line, not a bug
+                log.warning("expiry sweep failed (%s); trying again in %s s", error, self._every)
             except Exception:  # one bad pass must not end expiry for good
                 log.exception("expiry sweep failed; trying again in %s s", self._every)
             await asyncio.sleep(self._every)

@@ -34,6 +34,7 @@ from datetime import datetime
 from bot.canonical import digests_equal
 from bot.clock import Clock, utc_now
 from bot.runtime.journal import Claim, Fresh, Journal, Recorded
+from bot.service.telemetry import CallIds, Telemetry
 from store.api import ApprovalRecord, Store
 
 CANCELLED_RESULT = "Not run: the run was cancelled."
@@ -90,8 +91,10 @@ class ServiceJournal:
         authorize: Callable[[ApprovalRecord], Awaitable[str | None]] | None = None,
         on_refused: Callable[[ApprovalRecord, str], Awaitable[None]] | None = None,
         clock: Clock = utc_now,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self._inner = inner
+        self._telemetry = telemetry or Telemetry()
         self._store = store
         self._run_id = run_id
         self._actor = actor
@@ -134,6 +137,14 @@ class ServiceJournal:
             tool_name=tool_name,
             redispatch=redispatch,
         )
+        ids = CallIds(
+            run_id=run_id,
+            tool_call_id=tool_call_id,
+            execution_key=execution_key,
+            approval_id=approved.approval_id if approved else None,
+        )
+        if isinstance(claim, Recorded):
+            self._telemetry.execution_reused(ids)
         if not isinstance(claim, Fresh):
             return claim
         if approved is not None:
@@ -157,6 +168,7 @@ class ServiceJournal:
             attempt=claim.attempt,
             approval_id=approved.approval_id if approved else None,
         )
+        self._telemetry.execution_claimed(ids, attempt=claim.attempt)
         return claim
 
     def _check(
@@ -181,6 +193,9 @@ class ServiceJournal:
         }
         if refused.kind == "digest_mismatch":
             detail["approved_tool"] = (current or approved).tool_name
+            self._telemetry.digest_mismatch(
+                run_id=self._run_id, approval_id=approved.approval_id, tool_call_id=tool_call_id
+            )
         await self._audit(refused.kind, approved.approval_id, detail)
         if self._on_refused is not None:
             await self._on_refused(current or approved, refused.why)
@@ -193,6 +208,13 @@ class ServiceJournal:
         )
         dispatch = self._dispatches.pop(execution_key, None)
         if dispatch is not None:
+            ids = CallIds(
+                run_id=self._run_id,
+                tool_call_id=dispatch.tool_call_id,
+                execution_key=execution_key,
+                approval_id=dispatch.approval_id,
+            )
+            self._telemetry.execution_recorded(ids, attempt=dispatch.attempt, is_error=is_error)
             await self._audit(
                 "executed",
                 dispatch.approval_id,
@@ -207,6 +229,7 @@ class ServiceJournal:
 
     async def mark_uncertain(self, *, execution_key: str) -> None:
         await self._inner.mark_uncertain(execution_key=execution_key)
+        self._telemetry.execution_uncertain(run_id=self._run_id, execution_key=execution_key)
         await self._store.append_audit(
             "uncertain",
             actor=self._actor,

@@ -62,7 +62,9 @@ def _may_cancel(flow: Workflow, run: RunRecord, actor: str) -> bool:
 
 
 async def _tell(flow: Workflow, outcome: CancelOutcome, *, actor: str, reason: str) -> None:
+    flow.telemetry.run_ended(outcome.run, status="cancelled")
     for approval in outcome.closed:
+        flow.telemetry.approval_closed(approval)
         await flow.notify(ApprovalDecided(run=outcome.run, approval=approval))
     await flow.notify(RunCancelled(run=outcome.run, actor=actor, reason=reason))
 

@@ -35,7 +35,6 @@ from bot.runtime import (
 )
 from bot.service.api import UncertainCall
 from bot.service.authority import may_reconcile, member_of, scoped
-from bot.service.codec import encode_state
 from bot.service.resume import current_rows, row_for
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
 from store.api import RunRecord
@@ -147,7 +146,7 @@ async def _resolve(
     saved = await flow.store.save_run_state(
         run.run_id,
         expected_version=run.version,
-        state_json=await encode_state(state),
+        state_json=await flow.encode_state(run.run_id, state),
         status="resuming",
         schema_version=CURRENT_SCHEMA_VERSION,
     )

@@ -59,8 +59,8 @@ async def recover_runs(flow: Workflow) -> int:
     for run in await flow.store.list_runs(status="paused", limit=RUNS_PER_STATUS_LIMIT):
         try:
             stalled = await stalled_pause(flow, run)
-        except ApprovalsError:
-            log.exception("cannot inspect paused run %s; leaving it", run.run_id)
+        except ApprovalsError as error:
+            log.warning("cannot inspect paused run %s (%s); leaving it", run.run_id, error)
             continue
         if stalled:
             await _show_decisions(flow, run)

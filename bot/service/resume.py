@@ -158,6 +158,7 @@ async def _with_retries(
 ) -> RunRecord | None:
     failures = 0
     while True:
+        flow.telemetry.resume_attempted(run_id, attempt=failures + 1)
         try:
             done = await _advance(flow, run_id, first)
         except ApprovalsError as error:
@@ -170,10 +171,9 @@ async def _with_retries(
                 await _give_up(flow, run_id, failures, error)
                 return None
             delay = flow.retry.delay(failures)
-            log.warning(
-                "resume of run %s failed (%s); try %d of %d in %.1f s",
-                run_id, error, failures + 1, attempts, delay,
-            )  # fmt: skip
+            flow.telemetry.resume_retried(
+                run_id, attempt=failures + 1, of=attempts, delay=delay, error=str(error)
+            )
             await flow.retry.sleep(delay)
             first = None
         else:
@@ -300,11 +300,16 @@ async def _void_and_ask_again(
                 "state_digest": state.call_digest(call),
             },
         )
+        flow.telemetry.digest_mismatch(
+            run_id=run.run_id, approval_id=row.approval_id, tool_call_id=call.tool_call_id
+        )
         voided = await flow.store.revoke(
             row.approval_id,
             actor=flow.actor,
             reason="voided: the arguments in the stored state differ from the approved ones",
         )
+        if voided.won:
+            flow.telemetry.approval_closed(voided.record)
         await flow.notify(ApprovalDecided(run=run, approval=voided.record))
     again = [call for call, _ in applied.mismatched]
     return await _back_to_paused(flow, run, state, again + applied.undecided, requester=requester)

@@ -26,7 +26,9 @@ from bot.errors import (
     ApprovalsError,
     ConfigError,
     InputError,
+    StoreError,
 )
+from bot.metrics import Metrics
 from bot.policy.eligibility import ChannelDirectory, GroupDirectory, NoGroups
 from bot.policy.rules import DEFAULT_POLICY, Policy
 from bot.runtime import CURRENT_SCHEMA_VERSION, AgentRegistry, Resolution, RunState
@@ -56,7 +58,6 @@ from bot.service.authority import (
     require_visible,
     views_of,
 )
-from bot.service.codec import encode_state
 from bot.service.config import DEFAULT_APPROVAL_TTL
 from bot.service.execution import execute
 from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
@@ -68,6 +69,7 @@ from bot.service.recovery import recover_runs
 from bot.service.resume import retry_parked
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy
 from bot.service.tasks import TaskOwner
+from bot.service.telemetry import Telemetry
 from bot.service.voting import (
     Ballot,
     record_change,
@@ -97,7 +99,10 @@ class ApprovalService:
     `surface` says whom the service serves (bot.service.api.Surface): "slack" (the bot,
     the default) and "terminal" (the demo) start runs of that origin and show and decide
     only those; "cli" (operators) starts none and reaches every run. Decisions record it
-    as their audit `via`."""
+    as their audit `via`.
+
+    `metrics` (bot.metrics): where the business events are counted (bot.service.telemetry
+    logs them either way)."""
 
     def __init__(
         self,
@@ -117,6 +122,7 @@ class ApprovalService:
         channels: ChannelDirectory | None = None,
         resume_retry: RetryPolicy = DEFAULT_RETRY,
         surface: Surface = "slack",
+        metrics: Metrics | None = None,
     ) -> None:
         if not worker_id.strip():
             raise ConfigError("the service needs a worker id (see installation_worker_id)")
@@ -136,9 +142,14 @@ class ApprovalService:
             channels=channels,
             retry=resume_retry,
             surface=surface,
+            telemetry=Telemetry(metrics, clock=clock),
         )
         self._default_agent = default_agent
         self._sweeper: ExpirySweeper | None = None
+
+    @property
+    def registry(self) -> AgentRegistry:
+        return self._flow.registry
 
     @property
     def store(self) -> Store:
@@ -180,7 +191,7 @@ class ApprovalService:
                 context, serializer=agent.context_serializer, strict=agent.strict_context
             ),
         )
-        state_json = await encode_state(state)  # refuses a context holding a secret
+        state_json = await self._flow.encode_state(state.run_id, state)  # refuses secrets
         run = await self._flow.store.create_run(
             run_id=state.run_id,
             agent_name=agent.name,
@@ -193,6 +204,7 @@ class ApprovalService:
             origin=origin,
             task=redact_text(text),
         )
+        self._flow.telemetry.run_started(run)
         thread = await self._flow.notify(RunStarted(run=run, task=text))
         if thread is not None:
             await self._flow.store.set_run_thread(
@@ -436,6 +448,25 @@ class ApprovalService:
         expired = await self.expire_due()
         await self.send_reminders()
         return expired
+
+    async def readiness(self) -> str | None:
+        """Why the service cannot serve now (None: it can): the database does not
+        answer, or records another schema version than this build's."""
+        try:
+            schema = await self._flow.store.schema_status()
+        except StoreError as error:
+            return f"database does not answer: {error}"
+        if not schema.current:
+            return (
+                f"database schema is at version {schema.found}; this build expects {schema.latest}"
+            )
+        return None
+
+    async def observe_pending(self) -> None:
+        """Read the oldest pending approval of this surface into the telemetry's gauge
+        (a metrics scrape calls this: one indexed row)."""
+        oldest = await self._flow.store.pending_page(limit=1, origin=self._flow.origin)
+        self._flow.telemetry.oldest_pending(oldest[0].created_at if oldest else None)
 
     # -- follow-up, reconciliation, recovery ----------------------------------------------
 

@@ -81,6 +81,7 @@ async def apply_decision(
         )
         if outcome.result == "decided":
             decided = True
+            flow.telemetry.approval_closed(outcome.record)
             standing = await flow.standing(run.run_id)
             await flow.notify(ApprovalDecided(run=run, approval=outcome.record, standing=standing))
     return decided

@@ -15,6 +15,8 @@ import logging
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from bot.errors import ApprovalsError
+
 T = TypeVar("T")
 
 _log = logging.getLogger(__name__)
@@ -61,7 +63,9 @@ class TaskOwner:
         if task.cancelled():
             return
         error = task.exception()
-        if error is not None:
+        if isinstance(error, ApprovalsError):  # one of ours: its line says it all
+            self._log.warning("background task %s failed: %s", task.get_name(), error)
+        elif error is not None:
             self._log.error("background task %s failed", task.get_name(), exc_info=error)
 
     async def drain(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109 (a shutdown deadline, passed down)

@@ -45,7 +45,6 @@ from bot.service.authority import (
     require_decider,
     revoke_refusal,
 )
-from bot.service.codec import encode_state
 from bot.service.execution import card_snapshot
 from bot.service.reading import has_seen_all, unread
 from bot.service.standing import apply_decision
@@ -154,6 +153,7 @@ async def settle(
     voters = tuple(counted_voters(record, list(outcome.votes)))
     standing = await flow.standing(run.run_id)
     if outcome.result == "decided":
+        flow.telemetry.approval_closed(record)
         await flow.notify(ApprovalDecided(run=run, approval=record, standing=standing))
         started = await flow.resume_if_all_decided(record.run_id)
         return _result(record, voters, resume_started=started)
@@ -163,6 +163,7 @@ async def settle(
         return _result(record, voters, resume_started=False)
     await refuse(flow, record, actor=ballot.decider, why=outcome.result)
     if outcome.result == "expired":
+        flow.telemetry.approval_closed(record)
         await flow.notify(ApprovalDecided(run=run, approval=record))
         await flow.notify(ApprovalExpired(run=run, approval=record))
         await flow.resume_if_all_decided(record.run_id)
@@ -283,6 +284,7 @@ async def record_revocation(
 
 
 async def _revoked(flow: Workflow, run: RunRecord, record: ApprovalRecord) -> ApprovalRecord:
+    flow.telemetry.approval_closed(record)
     standing = await flow.standing(run.run_id)
     await flow.notify(ApprovalDecided(run=run, approval=record, standing=standing))
     await flow.resume_if_all_decided(record.run_id)
@@ -301,7 +303,7 @@ async def _save_state(flow: Workflow, run: RunRecord, state: RunState) -> RunRec
         return await flow.store.save_run_state(
             run.run_id,
             expected_version=run.version,
-            state_json=await encode_state(state),
+            state_json=await flow.encode_state(run.run_id, state),
             status="paused",
             schema_version=CURRENT_SCHEMA_VERSION,
         )

@@ -18,7 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.clock import Clock
-from bot.errors import InputError, StoreError
+from bot.errors import (
+    ApprovalsError,
+    InputError,
+    RunStateError,
+    SchemaVersionError,
+    StoreError,
+    TamperError,
+)
 from bot.policy.eligibility import ChannelDirectory, GroupDirectory
 from bot.policy.rules import Policy, ToolRule
 from bot.runtime import AgentRegistry, RunState
@@ -34,9 +41,10 @@ from bot.service.api import (
     RunStarted,
     Surface,
 )
-from bot.service.codec import decode_state
+from bot.service.codec import decode_state, encode_state
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy, StalledResumes, transient
 from bot.service.tasks import TaskOwner
+from bot.service.telemetry import Telemetry
 from store.api import (
     TERMINAL_APPROVAL_STATUSES,
     ApprovalRecord,
@@ -67,6 +75,7 @@ class Workflow:
     retry: RetryPolicy = DEFAULT_RETRY  # a resume the database failed (bot.service.retry)
     stalled: StalledResumes = field(default_factory=StalledResumes)
     surface: Surface = "slack"
+    telemetry: Telemetry = field(default_factory=Telemetry)
 
     @property
     def actor(self) -> str:
@@ -130,8 +139,19 @@ class Workflow:
         return run
 
     async def load_state(self, run_id: str) -> RunState:
-        """The run's stored state, decrypted and decoded."""
-        return await decode_state(await self.store.load_run_state(run_id))
+        """The run's stored state, decrypted and decoded (a blob that fails either is
+        reported to the telemetry before the error goes on)."""
+        try:
+            return await decode_state(await self.store.load_run_state(run_id))
+        except (TamperError, RunStateError) as error:
+            self.telemetry.state_unreadable(run_id, reason=_unreadable(error), error=str(error))
+            raise
+
+    async def encode_state(self, run_id: str, state: RunState) -> str:
+        """The state's JSON text, to be saved for `run_id` (its size is measured)."""
+        text = await encode_state(state)
+        self.telemetry.state_saved(run_id, size=len(text) if text.isascii() else len(text.encode()))
+        return text
 
     # -- telling people ------------------------------------------------------------------
 
@@ -141,9 +161,11 @@ class Workflow:
         abort a recorded decision or a finished run."""
         try:
             return await self.notifier.notify(event)
+        except ApprovalsError as error:  # Slack said no: one line, not a bug
+            log.warning("notifier.%s failed for %s: %s", event.kind, _subject(event), error)
         except Exception:
             log.exception("notifier.%s failed for %s", event.kind, _subject(event))
-            return None
+        return None
 
     # -- resuming --------------------------------------------------------------------------
 
@@ -179,6 +201,12 @@ class Workflow:
         from bot.service.resume import resume_run  # resume builds on this module
 
         self.tasks.spawn(resume_run(self, run), name=f"resume:{run.run_id}")
+
+
+def _unreadable(error: TamperError | RunStateError) -> str:
+    if isinstance(error, TamperError):
+        return "tampered"
+    return "schema_version" if isinstance(error, SchemaVersionError) else "invalid"
 
 
 def _subject(event: Event) -> str:

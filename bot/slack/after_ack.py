@@ -118,6 +118,10 @@ class Responder:
         async def guarded() -> None:
             try:
                 await work()
+            except ApprovalsError as error:  # Slack refused a reply, say: one line
+                log.warning("Slack task %s failed: %s", name, error)
+                if on_failure is not None:
+                    await on_failure(UNEXPECTED_FAILURE_TEXT)
             except Exception:
                 log.exception("Slack task %s failed", name)
                 if on_failure is not None:

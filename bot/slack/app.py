@@ -29,6 +29,7 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.errors import ApprovalsError, InputError
+from bot.metrics import Metrics
 from bot.service import (
     ApprovalService,
     Busy,
@@ -48,6 +49,7 @@ from bot.slack.home import publish_home
 from bot.slack.interactions import CardInteractions
 from bot.slack.messages import approval_lines, replies
 from bot.slack.modals import optional_text
+from bot.slack.observed import TimeAcks
 from bot.slack.reading_modal import CONTINUE_ACTION_ID, NEXT_PAGE_ACTION_ID
 from bot.slack.reconcile_modal import RECONCILE_CALLBACK_ID
 from bot.slack.workspace import Foreign, PinToWorkspace, Workspace
@@ -337,8 +339,10 @@ def build_bolt_app(
     client: AsyncWebClient,
     signing_secret: str,
     listeners: SlackListeners | None = None,
+    metrics: Metrics | None = None,
 ) -> AsyncApp:
-    """A Bolt app that answers Slack only after the (fast) listener returned."""
+    """A Bolt app that answers Slack only after the (fast) listener returned; with
+    `metrics`, each request's time to its ack is observed (bot.slack.observed)."""
     app = AsyncApp(
         client=client,
         signing_secret=signing_secret,
@@ -347,6 +351,8 @@ def build_bolt_app(
         # (bot.slack.server) and Socket Mode skips verification by design.
         request_verification_enabled=False,
     )
+    if metrics is not None:
+        app.use(TimeAcks(metrics))  # first: it times the other middlewares too
     if listeners is not None:
         listeners.register(app)
     return app

@@ -33,6 +33,8 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.credentials import redact_text
 from bot.errors import SlackError
+from bot.metrics import Metrics
+from bot.slack.observed import ObservedWebClient, SlackHealth
 
 RATE_LIMIT_RETRIES = 2
 ViewOutcome = Literal["opened", "trigger_expired"]
@@ -64,9 +66,19 @@ def redact_outgoing(value: Any) -> Any:
 
 
 def build_web_client(
-    *, token: str, api_url: str, session: aiohttp.ClientSession, timeout: int = 10
+    *,
+    token: str,
+    api_url: str,
+    session: aiohttp.ClientSession,
+    timeout: int = 10,
+    metrics: Metrics | None = None,
+    health: SlackHealth | None = None,
 ) -> AsyncWebClient:
-    return AsyncWebClient(
+    """The Web API client; its failures are counted in `metrics` and its last answer
+    kept in `health` (bot.slack.observed)."""
+    return ObservedWebClient(
+        metrics=metrics,
+        health=health or SlackHealth(),
         token=token,
         base_url=api_url,
         session=session,
@@ -94,8 +106,19 @@ class SlackGateway:
         self._response_hosts = {"hooks.slack.com", urlsplit(client.base_url).netloc}
 
     @classmethod
-    def open(cls, *, token: str, api_url: str, session: aiohttp.ClientSession) -> SlackGateway:
-        return cls(build_web_client(token=token, api_url=api_url, session=session), session=session)
+    def open(
+        cls,
+        *,
+        token: str,
+        api_url: str,
+        session: aiohttp.ClientSession,
+        metrics: Metrics | None = None,
+        health: SlackHealth | None = None,
+    ) -> SlackGateway:
+        client = build_web_client(
+            token=token, api_url=api_url, session=session, metrics=metrics, health=health
+        )
+        return cls(client, session=session)
 
     @property
     def client(self) -> AsyncWebClient:
@@ -162,7 +185,7 @@ class SlackGateway:
         try:
             await self._call("views_open", trigger_id=trigger_id, view=view)
         except SlackError as error:
-            if _api_error_code(error) in ("expired_trigger_id", "invalid_trigger_id"):
+            if api_error_code(error) in ("expired_trigger_id", "invalid_trigger_id"):
                 return "trigger_expired"
             raise
         return "opened"
@@ -175,7 +198,7 @@ class SlackGateway:
         try:
             await self._call("views_update", view_id=view_id, view=view, hash=view_hash)
         except SlackError as error:
-            if _api_error_code(error) in ("hash_conflict", "not_found"):
+            if api_error_code(error) in ("hash_conflict", "not_found"):
                 return "gone"
             raise
         return "updated"
@@ -205,7 +228,8 @@ def _redacted(method: str, key: str, value: Any) -> Any:
     return redacted
 
 
-def _api_error_code(error: SlackError) -> str | None:
+def api_error_code(error: SlackError) -> str | None:
+    """Slack's error code when Slack answered the call with one (None: no answer)."""
     cause = error.__cause__
     if isinstance(cause, SlackApiError) and cause.response is not None:
         code = cause.response.get("error")

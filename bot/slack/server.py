@@ -3,7 +3,7 @@
 `POST /slack/events` takes everything Slack sends (events, interactivity, slash
 commands). The signature is checked here, before Bolt parses anything, so a bad,
 missing, stale or malformed one is a 401 with no side effect (never a 500).
-`GET /healthz` answers 200 while the process serves.
+`GET /healthz`, `GET /readyz` and `GET /metrics` are bot.slack.probes.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bot.errors import InputError
 from bot.slack.after_ack import collecting
+from bot.slack.probes import Probes, add_probe_routes
 from bot.slack.signature import verify_signature
 
 EVENTS_PATH = "/slack/events"
-HEALTH_PATH = "/healthz"
 MAX_BODY_BYTES = 1024 * 1024  # Slack payloads are far smaller; refuse anything bigger
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,7 @@ def build_web_app(
     bolt_app: AsyncApp,
     signing_secret: str,
     clock: Callable[[], float] = time.time,
+    probes: Probes | None = None,
 ) -> web.Application:
     """An aiohttp application serving Bolt behind our own signature check."""
 
@@ -67,10 +68,7 @@ def build_web_app(
         after_ack.start()  # Slack has its answer: now the slow work may begin
         return response
 
-    async def healthz(request: web.Request) -> web.Response:
-        return web.json_response({"ok": True})
-
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     app.router.add_post(EVENTS_PATH, slack_events)
-    app.router.add_get(HEALTH_PATH, healthz)
+    add_probe_routes(app, probes)
     return app

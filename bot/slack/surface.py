@@ -15,9 +15,11 @@ factory captures, the model) the caller closes, after the surface.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
 
@@ -26,13 +28,30 @@ from slack_bolt.app.async_app import AsyncApp
 
 from bot.errors import ConfigError, SlackError
 from bot.logs import install_log_redaction
+from bot.metrics import Metrics
 from bot.service import ApprovalService, TaskOwner
 from bot.slack.app import SlackListeners, build_bolt_app
 from bot.slack.dedupe import EventDeduplicator
-from bot.slack.gateway import SlackGateway
+from bot.slack.gateway import SlackGateway, api_error_code
+from bot.slack.observed import SlackHealth
 from bot.slack.workspace import Workspace, workspace_from_auth_test
 
 DRAIN_SECONDS = 30.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuthRetry:
+    """How start-up waits for an unreachable Slack: doubling from `first_delay` to
+    `max_delay` seconds, for as long as it takes (the process is stopped by a signal)."""
+
+    first_delay: float = 1.0
+    max_delay: float = 30.0
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep
+
+    def delay(self, failures: int) -> float:
+        return min(self.max_delay, self.first_delay * 2.0 ** (failures - 1))
+
+
 log = logging.getLogger(__name__)
 
 ServiceFactory = Callable[[SlackGateway, TaskOwner], ApprovalService]
@@ -49,12 +68,14 @@ class SlackSurface:
         bolt_app: AsyncApp,
         workspace: Workspace,
         closing: contextlib.AsyncExitStack,
+        health: SlackHealth | None = None,
     ) -> None:
         self.slack = slack
         self.tasks = tasks
         self.service = service
         self.bolt_app = bolt_app
         self.workspace = workspace
+        self.health = health or SlackHealth()  # the last Web API answer (for /readyz)
         self._closing = closing
 
     @classmethod
@@ -65,15 +86,20 @@ class SlackSurface:
         signing_secret: str,
         api_url: str,
         make_service: ServiceFactory,
+        metrics: Metrics | None = None,
+        auth_retry: AuthRetry = AuthRetry(),
     ) -> SlackSurface:
         install_log_redaction()
+        health = SlackHealth()
         async with contextlib.AsyncExitStack() as stack:  # unwinds only if opening fails
             session = await stack.enter_async_context(aiohttp.ClientSession())
-            slack = SlackGateway.open(token=bot_token, api_url=api_url, session=session)
+            slack = SlackGateway.open(
+                token=bot_token, api_url=api_url, session=session, metrics=metrics, health=health
+            )
             tasks = TaskOwner(logger=log)
             service = make_service(slack, tasks)  # may refuse its configuration
             stack.push_async_callback(partial(service.aclose, timeout=0.0))
-            workspace = await _own_workspace(slack)
+            workspace = await _own_workspace(slack, auth_retry)
             listeners = SlackListeners(
                 service=service,
                 slack=slack,
@@ -82,7 +108,10 @@ class SlackSurface:
                 workspace=workspace,
             )
             bolt_app = build_bolt_app(
-                client=slack.client, signing_secret=signing_secret, listeners=listeners
+                client=slack.client,
+                signing_secret=signing_secret,
+                listeners=listeners,
+                metrics=metrics,
             )
             closing = stack.pop_all()
         return cls(
@@ -92,6 +121,7 @@ class SlackSurface:
             bolt_app=bolt_app,
             workspace=workspace,
             closing=closing,
+            health=health,
         )
 
     async def aclose(self, *, drain_seconds: float = DRAIN_SECONDS) -> None:
@@ -115,12 +145,23 @@ class SlackSurface:
         await self.aclose()
 
 
-async def _own_workspace(slack: SlackGateway) -> Workspace:
-    """The bot's workspace by auth.test; ConfigError when Slack does not accept the token."""
-    try:
-        answer = await slack.auth_test()
-    except SlackError as error:
-        raise ConfigError(f"{error}; check SLACK_BOT_TOKEN and SLACK_API_URL") from None
+async def _own_workspace(slack: SlackGateway, retry: AuthRetry) -> Workspace:
+    """The bot's workspace by auth.test. A token Slack refuses is a ConfigError in one
+    line; an unreachable Slack (or a 5xx) is tried again with backoff, one line a try."""
+    failures = 0
+    while True:
+        try:
+            answer = await slack.auth_test()
+            break
+        except SlackError as error:
+            code = api_error_code(error)
+            if code is not None:
+                raise ConfigError(f"SLACK_BOT_TOKEN rejected by Slack: {code}") from None
+            failures += 1
+            delay = retry.delay(failures)
+            log.warning("%s; Slack unreachable, trying again in %.0f s (try %d)",
+                        error, delay, failures + 1)  # fmt: skip
+            await retry.sleep(delay)
     workspace = workspace_from_auth_test(answer)
     log.info(
         "serving Slack team %s (org %s, app %s)",

@@ -3,23 +3,23 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from bot.clock import Clock, utc_now
 from bot.errors import ConfigError
-from store.api import MigrationReport, Store
+from store.api import MigrationReport, SchemaStatus, Store
 from store.config import database_url_from_env, parse_database_url, synchronous_from_env
 from store.crypto import KeyRing, Sealer
 from store.engine import EngineStore
 from store.keys import KEYS_ENV, resolve_keyring
+from store.schema import bundled_migrations
 from store.sqlite.approvals import SqliteApprovals
 from store.sqlite.audit import SqliteAudit
 from store.sqlite.connection import DEFAULT_BUSY_TIMEOUT_MS, Database, Synchronous
 from store.sqlite.ledger import SqliteLedger
-from store.sqlite.migrations import migrate
+from store.sqlite.migrations import ENGINE, current_version, migrate
 from store.sqlite.rotation import SqliteKeyRotation
 from store.sqlite.runs import SqliteRuns
 from store.sqlite.standing import SqliteStanding
@@ -51,6 +51,10 @@ class SqliteStore(EngineStore):
         self.database = database
         self.keyring = keyring
         self.migration_report = migration_report
+        self._latest_schema = len(bundled_migrations(ENGINE))
+
+    async def schema_status(self) -> SchemaStatus:
+        return SchemaStatus(found=await current_version(self.database), latest=self._latest_schema)
 
     async def close(self) -> None:
         await self.database.close()
@@ -99,9 +103,14 @@ async def open_store(
 
 def _create_private(path: Path) -> None:
     """Create a new database file with mode 0600 (SQLite gives its -wal and -shm files the
-    same mode): it holds the audit trail and review snapshots. An existing file is kept."""
-    with contextlib.suppress(FileExistsError):
+    same mode): it holds the audit trail and review snapshots. An existing file is kept.
+    A directory the process may not write is a ConfigError naming the file."""
+    try:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as error:
+        raise ConfigError(f"cannot create the database {path}: {error.strerror}") from None
 
 
 async def _sealed_key_ids(database: Database) -> set[str]:

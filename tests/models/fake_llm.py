@@ -19,6 +19,7 @@ class Reply:
     status: int = 200
     body: str = ""
     hold: asyncio.Event | None = None
+    headers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def json(cls, payload: Any, status: int = 200) -> Reply:
@@ -72,4 +73,9 @@ class FakeLLM:
         if reply.hold is not None:
             self._held.append(reply.hold)
             await reply.hold.wait()
-        return web.Response(status=reply.status, text=reply.body, content_type="application/json")
+        return web.Response(
+            status=reply.status,
+            text=reply.body,
+            content_type="application/json",
+            headers=reply.headers,
+        )

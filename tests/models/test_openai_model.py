@@ -15,7 +15,7 @@ from bot.demo import build_ops_agent, ops_dependencies
 from bot.errors import ConfigError, ModelError
 from bot.runtime import Runner
 from bot.runtime.model import Item, ToolSpec
-from bot.runtime.openai_model import OpenAIChatModel
+from bot.runtime.openai_model import ModelRetry, OpenAIChatModel
 from tests.models.fake_llm import FakeLLM, Reply, completion, function_call
 
 API_KEY = "sk-test-0123456789abcdefghijklmnop"
@@ -28,6 +28,9 @@ DEPLOY_SPEC = ToolSpec(
         "required": ["service", "version"],
     },
 )
+
+
+NO_RETRY = ModelRetry(attempts=1)
 
 
 def model_for(llm: FakeLLM, **options: Any) -> OpenAIChatModel:
@@ -134,7 +137,7 @@ async def test_no_tools_means_no_tools_field(llm: FakeLLM) -> None:
 async def test_an_http_error_is_a_model_error_without_the_key(llm: FakeLLM) -> None:
     echoed = json.dumps({"error": {"message": f"upstream exploded; you sent Bearer {API_KEY}"}})
     llm.replies.append(Reply(status=500, body=echoed))
-    async with model_for(llm) as model:
+    async with model_for(llm, retry=NO_RETRY) as model:
         with pytest.raises(ModelError, match="HTTP 500") as caught:
             await ask(model)
     assert "upstream exploded" in str(caught.value)
@@ -146,7 +149,7 @@ async def test_an_echoed_key_cut_by_the_excerpt_leaves_no_part_of_it(llm: FakeLL
     # first half (no longer the whole key, nor credential-shaped) slips through
     lead = "x" * 280 + " "
     llm.replies.append(Reply(status=502, body=f"{lead}{API_KEY} end"))
-    async with model_for(llm) as model:
+    async with model_for(llm, retry=NO_RETRY) as model:
         with pytest.raises(ModelError, match="HTTP 502") as caught:
             await ask(model)
     assert API_KEY[:12] not in str(caught.value)

@@ -98,13 +98,15 @@ async def test_the_sweeper_logs_a_failed_sweep_and_tries_again(
         recovered.set()
 
     sweeper = ExpirySweeper(sweep, every_seconds=0.001)
-    with caplog.at_level(logging.ERROR, logger="bot.service"):
+    with caplog.at_level(logging.WARNING, logger="bot.service"):
         sweeper.start()
         await asyncio.wait_for(recovered.wait(), timeout=5)
         await sweeper.aclose()
     assert not sweeper.running
-    assert "expiry sweep failed" in caplog.text
+    (failed,) = [r for r in caplog.records if "expiry sweep failed" in r.getMessage()]
     assert len(calls) >= 2
+    # the database's trouble is one line; a bug keeps its traceback
+    assert (failed.exc_info is None) == isinstance(error, StoreError)
 
 
 def test_the_sweep_interval_must_be_positive() -> None:

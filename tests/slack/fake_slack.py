@@ -66,22 +66,37 @@ class FakeSlack:
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _runner: web.AppRunner | None = None
+    _sockets: list[web.WebSocketResponse] = field(default_factory=list)
     api_url: str = ""
+    socket_url: str = ""  # what apps.connections.open answers (Socket Mode's WebSocket)
 
     async def start(self) -> str:
         app = web.Application()
         app.router.add_post("/api/{method}", self._handle)
         app.router.add_get("/api/{method}", self._handle)  # slack_sdk GETs some reads
         app.router.add_post("/hooks/{path:.*}", self._handle_response_url)
+        app.router.add_get("/socket", self._handle_socket)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self.api_url = f"http://127.0.0.1:{port}/api/"
+        self.socket_url = f"ws://127.0.0.1:{port}/socket"
         return self.api_url
 
+    async def _handle_socket(self, request: web.Request) -> web.WebSocketResponse:
+        """A Socket Mode connection that delivers nothing (pings are answered)."""
+        socket = web.WebSocketResponse()
+        await socket.prepare(request)
+        self._sockets.append(socket)
+        async for _ in socket:
+            pass
+        return socket
+
     async def close(self) -> None:
+        for socket in self._sockets:
+            await socket.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -298,7 +313,12 @@ def _conversations_members(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str
     }
 
 
+def _connections_open(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    return {"ok": True, "url": fake.socket_url}
+
+
 _HANDLERS: dict[str, Callable[[FakeSlack, Mapping[str, Any]], dict[str, Any]]] = {
+    "apps.connections.open": _connections_open,
     "auth.test": _auth_test,
     "chat.postMessage": _post_message,
     "chat.update": _update,

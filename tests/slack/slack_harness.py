@@ -20,6 +20,7 @@ import pytest
 from aiohttp import web
 
 from bot.errors import ModelError
+from bot.metrics import Metrics
 from bot.policy.rules import Policy
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, current_tool_call, tool
 from bot.runtime.model import Item, ModelResponse, ToolCall, ToolSpec
@@ -30,6 +31,7 @@ from bot.slack.channels import SlackChannelDirectory
 from bot.slack.gateway import SlackGateway
 from bot.slack.groups import SlackGroupDirectory
 from bot.slack.notifier import SlackNotifier
+from bot.slack.probes import Probes
 from bot.slack.server import EVENTS_PATH, build_web_app
 from bot.slack.surface import SlackSurface
 from store.crypto import KeyRing
@@ -215,6 +217,7 @@ class Bot:
     store: SqliteStore
     effects: Effects
     models: Mapping[str, ScriptedModel]
+    base_url: str = ""
 
     @property
     def service(self) -> ApprovalService:
@@ -264,15 +267,21 @@ async def start_bot(
     busy_timeout_ms: int = 5000,
     resume_retry: RetryPolicy = DEFAULT_RETRY,
     agents: Callable[[Effects], tuple[AgentRegistry, dict[str, ScriptedModel]]] = build_registry,
+    metrics: Metrics | None = None,
 ) -> tuple[Bot, web.AppRunner, aiohttp.ClientSession]:
     """The bot over `database`; with `policy`, governed by it, with approver groups and
     channel members read from the fake Slack (cached 60 s on `clock`); `agents` builds the
-    agents it runs; its writes wait `busy_timeout_ms` for another connection's lock.
+    agents it runs; its writes wait `busy_timeout_ms` for another connection's lock;
+    with `metrics`, it counts there and serves /metrics and /readyz.
     Unless the test says otherwise, CHANNEL has the CHANNEL_MEMBERS."""
     effects = Effects()
     registry, models = agents(effects)
     store = await open_store(
-        str(database), keyring=keyring, environ={}, busy_timeout_ms=busy_timeout_ms
+        str(database),
+        keyring=keyring,
+        environ={},
+        busy_timeout_ms=busy_timeout_ms,
+        clock=clock,  # one time for the rows and the service (None: the real one)
     )
     fake.channel_members.setdefault(CHANNEL, list(CHANNEL_MEMBERS))
     monotonic = clock.monotonic if clock is not None else time.monotonic
@@ -293,6 +302,7 @@ async def start_bot(
             groups=SlackGroupDirectory(slack.client, clock=monotonic),
             channels=SlackChannelDirectory(slack.client, clock=monotonic),
             resume_retry=resume_retry,
+            metrics=metrics,
             **timing,
         )
 
@@ -301,8 +311,16 @@ async def start_bot(
         signing_secret=SIGNING_SECRET,
         api_url=fake.api_url,
         make_service=make_service,
+        metrics=metrics,
     )
-    runner = web.AppRunner(build_web_app(bolt_app=surface.bolt_app, signing_secret=SIGNING_SECRET))
+    probes = (
+        Probes(service=surface.service, health=surface.health, metrics=metrics)
+        if metrics is not None
+        else None
+    )
+    runner = web.AppRunner(
+        build_web_app(bolt_app=surface.bolt_app, signing_secret=SIGNING_SECRET, probes=probes)
+    )
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
@@ -315,7 +333,15 @@ async def start_bot(
         response_url=fake.response_url,
     )
     return (
-        Bot(fake=fake, driver=driver, surface=surface, store=store, effects=effects, models=models),
+        Bot(
+            fake=fake,
+            driver=driver,
+            surface=surface,
+            store=store,
+            effects=effects,
+            models=models,
+            base_url=f"http://127.0.0.1:{port}",
+        ),
         runner,
         session,
     )

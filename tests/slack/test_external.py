@@ -162,5 +162,5 @@ async def test_start_up_stops_when_slack_cannot_say_who_the_bot_is(
     fake_slack: FakeSlack, tmp_path: Path, keyring: KeyRing
 ) -> None:
     fake_slack.fail("auth.test", error="invalid_auth")
-    with pytest.raises(ConfigError, match=r"auth\.test failed: invalid_auth"):
+    with pytest.raises(ConfigError, match=r"^SLACK_BOT_TOKEN rejected by Slack: invalid_auth$"):
         await start_bot(fake_slack, tmp_path / "approvals.db", keyring)
