@@ -10,14 +10,7 @@ opening, key rotation and closing (the maintenance protocol).
 
 from __future__ import annotations
 
-from store.api import (
-    ApprovalStore,
-    AuditStore,
-    LedgerStore,
-    RunStore,
-    StandingStore,
-    VoteStore,
-)
+from store.api import ApprovalStore, AuditStore, LedgerStore, RunStore, StandingStore, VoteStore
 
 
 class EngineStore:

@@ -31,7 +31,7 @@ from bot.service.api import (
     RunFinished,
     RunStarted,
 )
-from store.api import ApprovalRecord, StandingDecision
+from store.records import ApprovalRecord, StandingDecision
 
 
 class TerminalNotifier:

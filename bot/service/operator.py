@@ -22,7 +22,7 @@ from __future__ import annotations
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
 from bot.service.api import ApprovalDecided, RunCancelled
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
-from store.api import CancelOutcome, RunRecord
+from store.records import CancelOutcome, RunRecord
 
 CANCEL_ATTEMPTS = 3
 

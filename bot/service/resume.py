@@ -42,7 +42,7 @@ from bot.service.api import ApprovalDecided, ResumeStalled
 from bot.service.execution import execute, fail_run, request_approvals
 from bot.service.retry import transient
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
-from store.api import LEGACY_KEY_PREFIX, ApprovalRecord, RunRecord
+from store.records import LEGACY_KEY_PREFIX, ApprovalRecord, RunRecord
 
 log = logging.getLogger(__name__)
 

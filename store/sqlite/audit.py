@@ -14,8 +14,8 @@ from typing import Any
 
 from bot.clock import Clock
 from bot.errors import InputError
-from store.api import AuditEvent, AuditVerification
 from store.audit import GENESIS_HASH, canonical_detail, next_event, verify_chain
+from store.records import AuditEvent, AuditVerification
 from store.rows import EVENT_COLUMNS, row_to_event, to_db
 from store.sqlite.connection import Database, fetch_one, where_all
 

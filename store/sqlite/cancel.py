@@ -14,8 +14,8 @@ import sqlite3
 
 from bot.clock import Clock
 from bot.errors import InputError
-from store.api import ApprovalRecord, CancelOutcome, RunRecord, StandingDecision
 from store.audit import with_via
+from store.records import ApprovalRecord, CancelOutcome, RunRecord, StandingDecision
 from store.rows import (
     APPROVAL_COLUMNS,
     RUN_COLUMNS,

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from bot.clock import Clock
 from bot.runtime.journal import Claim, Fresh, Interrupted, Recorded, Uncertain
-from store.api import LedgerEntry
 from store.crypto import Sealed, Sealer
 from store.ledger import (
     Lease,
@@ -27,6 +26,7 @@ from store.ledger import (
     taken_over,
     unknown_key,
 )
+from store.records import LedgerEntry
 from store.rows import row_to_ledger_entry, to_db
 from store.sqlite.connection import Database, fetch_all, fetch_one, where_all
 

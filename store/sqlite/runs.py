@@ -11,8 +11,8 @@ import sqlite3
 
 from bot.clock import Clock
 from bot.errors import ConflictError, InputError
-from store.api import EngineStamp, RunCursor, RunFilter, RunOrigin, RunRecord, RunStatus
 from store.crypto import Sealed, Sealer
+from store.records import EngineStamp, RunCursor, RunFilter, RunOrigin, RunRecord, RunStatus
 from store.rows import RUN_COLUMNS, row_to_run, to_db, to_db_optional
 from store.runs import (
     check_origin,

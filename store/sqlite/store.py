@@ -9,11 +9,12 @@ from pathlib import Path
 
 from bot.clock import Clock, utc_now
 from bot.errors import ConfigError
-from store.api import MigrationReport, SchemaStatus, Store
+from store.api import Store
 from store.config import database_url_from_env, parse_database_url, synchronous_from_env
 from store.crypto import KeyRing, Sealer
 from store.engine import EngineStore
 from store.keys import KEYS_ENV, resolve_keyring
+from store.records import MigrationReport, SchemaStatus
 from store.schema import bundled_migrations
 from store.sqlite.approvals import SqliteApprovals
 from store.sqlite.audit import SqliteAudit

@@ -17,7 +17,7 @@ import pytest
 
 from bot.cli import main
 from store import SqliteStore, open_store
-from store.api import ApprovalRecord
+from store.records import ApprovalRecord
 
 T = TypeVar("T")
 OPS_TOKEN = "xoxb-2718281828-operator-token-never-stored"

@@ -27,7 +27,7 @@ from bot.service.api import (
     RunStarted,
 )
 from store import SqliteStore, open_store
-from store.api import ApprovalRecord, RunRecord
+from store.records import ApprovalRecord, RunRecord
 
 REQUESTER = "U-requester"
 APPROVER = "U-approver"

@@ -22,7 +22,7 @@ from bot.service.authority import (
     revoke_refusal,
     scoped,
 )
-from store.api import ApprovalRecord, ApprovalStatus
+from store.records import ApprovalRecord, ApprovalStatus
 
 ADMIN, REQUESTER, APPROVER, STRANGER = "U0ADMIN", "U0REQ", "U0APP", "U0STRANGE"
 POLICY = parse_policy(f"admins = ['{ADMIN}']\n", source="test")

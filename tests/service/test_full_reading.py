@@ -10,7 +10,7 @@ import pytest
 
 from bot.errors import ArgumentsUnreadError, ResolutionError
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, tool
-from store.api import ApprovalRecord
+from store.records import ApprovalRecord
 from tests.service.governance_helpers import ALICE, BOB, audit_of
 from tests.service.service_harness import REQUESTER, Harness
 

@@ -16,7 +16,7 @@ from bot.errors import InputError
 from bot.slack.blocks import SECTION_TEXT_LIMIT
 from bot.slack.gateway import SlackGateway
 from bot.slack.messages import approval_lines, replies, run_thread
-from store.api import AuditEvent
+from store.records import AuditEvent
 from tests.slack.fake_slack import FakeSlack
 from tests.slack.slack_harness import BOT_TOKEN
 

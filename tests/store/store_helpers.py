@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from store import SqliteStore
-from store.api import NewApproval
+from store.records import NewApproval
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 DIGEST = "a" * 64

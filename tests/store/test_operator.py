@@ -11,8 +11,8 @@ import pytest
 from bot.errors import InputError, RunStateError
 from bot.runtime.journal import Fresh
 from store import SqliteStore, open_store
-from store.api import RunFilter
 from store.crypto import KeyRing
+from store.records import RunFilter
 from store.schema import bundled_migrations
 from store.sqlite.migrations import split_statements
 from tests.store.store_helpers import Clock, make_run, new_approval, raw

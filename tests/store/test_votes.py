@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from bot.errors import InputError
 from store import SqliteStore, open_store
-from store.api import Amendment
 from store.crypto import KeyRing
 from store.keys import generate_key
+from store.records import Amendment
 from tests.store.store_helpers import DIGEST, T0, Clock, make_run, new_approval, raw
 
 NEW_DIGEST = "b" * 64
