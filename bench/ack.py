@@ -53,6 +53,7 @@ from slack_load import (
     thread_reply,
 )
 
+from bot.metrics import Metrics
 from bot.runtime import Agent, AgentRegistry, ModelResponse, ScriptedModel, tool
 from bot.service import ApprovalService
 from bot.service.tasks import TaskOwner
@@ -62,10 +63,10 @@ from bot.slack.gateway import SlackGateway
 from bot.slack.notifier import SlackNotifier
 from bot.slack.server import build_web_app
 from bot.slack.surface import SlackSurface
+from store import open_store
 from store.api import Store
 from store.crypto import KeyRing
 from store.keys import generate_key
-from store.sqlite.store import open_store
 
 TOKEN = "xoxb-bench"
 LEVELS = (1, 16, 64)
@@ -142,9 +143,11 @@ class GatedModel:
 async def open_surface(
     slack: SlackProcess, database: Path, *, model: Any, wrap: Callable[[Any], Any] = lambda s: s
 ) -> tuple[SlackSurface, Store]:
-    """The surface, and the store it uses (closed by the caller, after the surface)."""
+    """The surface, and the store it uses (closed by the caller, after the surface); it
+    counts into metrics, as `serve` does (ack latency, business events)."""
     store = await open_store(str(database), keyring=KeyRing([generate_key("k1")]), environ={})
     agents = registry(model)
+    metrics = Metrics()
 
     def make_service(gateway: SlackGateway, tasks: TaskOwner) -> ApprovalService:
         return ApprovalService(
@@ -154,6 +157,7 @@ async def open_surface(
             dependencies={},
             tasks=tasks,
             worker_id="bench",
+            metrics=metrics,
         )
 
     surface = await SlackSurface.open(
@@ -161,6 +165,7 @@ async def open_surface(
         signing_secret=SECRET,
         api_url=slack.api_url,
         make_service=make_service,
+        metrics=metrics,
     )
     return surface, store
 

@@ -48,11 +48,11 @@ from bot.service.codec import encode_state
 from bot.service.tasks import TaskOwner
 from bot.slack.app import list_text
 from bot.slack.home import build_home
+from store import open_store
 from store.api import Store
 from store.crypto import KeyRing
 from store.keys import generate_key
 from store.records import NewApproval
-from store.sqlite.store import open_store
 
 VIEWER = "U0VIEWER"
 OTHER = "U0REQUEST"

@@ -1,17 +1,19 @@
 """Parse `APPROVALS_DATABASE_URL` into an engine location.
 
 Accepted: a file path, or `sqlite:///relative/or/absolute/path` (`sqlite:////abs` also
-works); the default is `./approvals.db`. `postgresql://...` is reserved for the Postgres
-engine, which this build does not include. Anything else is refused by name.
+works), for SQLite; the default is `./approvals.db`. `postgresql://user@host:port/db`
+(or `postgres://`) selects Postgres (it needs the `postgres` extra: asyncpg). Anything
+else is refused by name.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from bot.errors import ConfigError
 
@@ -24,14 +26,28 @@ SYNCHRONOUS_ENV = "APPROVALS_SQLITE_SYNCHRONOUS"
 class SqliteLocation:
     path: Path
 
+    @property
+    def display(self) -> str:
+        return str(self.path)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PostgresLocation:
+    dsn: str = field(repr=False)  # as given: may carry a password
+    display: str  # the URL without its password, for messages and logs
+
+
+Location = SqliteLocation | PostgresLocation
+
 
 def database_url_from_env(environ: Mapping[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     return env.get(DATABASE_URL_ENV, "").strip() or DEFAULT_DATABASE
 
 
-def parse_database_url(url: str) -> SqliteLocation:
-    """A path or sqlite:///path -> SqliteLocation; postgres and unknown schemes refused."""
+def parse_database_url(url: str) -> Location:
+    """A path or sqlite:///path -> SqliteLocation; postgresql://... -> PostgresLocation;
+    unknown schemes refused."""
     text = url.strip()
     if not text:
         raise ConfigError(f"{DATABASE_URL_ENV} is empty; give a file path or sqlite:///path")
@@ -40,14 +56,11 @@ def parse_database_url(url: str) -> SqliteLocation:
         return SqliteLocation(path=Path(text).expanduser())
     scheme = scheme.lower()
     if scheme in ("postgresql", "postgres"):
-        raise ConfigError(
-            f"{DATABASE_URL_ENV} names a Postgres database; postgresql:// is reserved for "
-            "the Postgres engine, not in this build (use a file path or sqlite:///path)"
-        )
+        return parse_postgres_url(text)
     if scheme != "sqlite":
         raise ConfigError(
             f"{DATABASE_URL_ENV} has unsupported scheme {scheme!r}; "
-            "use a file path or sqlite:///path"
+            "use a file path, sqlite:///path or postgresql://user@host:port/database"
         )
     if not rest.startswith("/") or rest == "/":
         raise ConfigError(
@@ -59,6 +72,25 @@ def parse_database_url(url: str) -> SqliteLocation:
             f"{DATABASE_URL_ENV} must name a database file (no :memory:, no query string)"
         )
     return SqliteLocation(path=Path(path).expanduser())
+
+
+def parse_postgres_url(url: str) -> PostgresLocation:
+    """postgresql://user[:password]@host[:port]/database[?options]; the database name is
+    required (the store never falls back to a default database)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as error:
+        raise ConfigError(f"{DATABASE_URL_ENV} is not a valid postgresql:// URL: {error}") from None
+    if not parts.hostname or not parts.path.strip("/"):
+        raise ConfigError(
+            f"{DATABASE_URL_ENV} must name a host and a database: "
+            "postgresql://user@host:port/database"
+        )
+    user = f"{parts.username}@" if parts.username else ""
+    where = f"{parts.hostname}:{port}" if port else parts.hostname
+    display = urlunsplit((parts.scheme, f"{user}{where}", parts.path, "", ""))
+    return PostgresLocation(dsn=url, display=display)
 
 
 def synchronous_from_env(environ: Mapping[str, str] | None = None) -> Literal["FULL", "NORMAL"]:

@@ -10,6 +10,7 @@ column name (sqlite3.Row, asyncpg.Record).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
@@ -30,9 +31,17 @@ from store.records import (
 
 
 class Row(Protocol):
-    """One result row, read by column name."""
+    """One result row, read by column name or position (sqlite3.Row, asyncpg.Record)."""
 
-    def __getitem__(self, key: str, /) -> Any: ...
+    def __getitem__(self, key: Any, /) -> Any: ...
+
+
+def where_all(conditions: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """`WHERE c1 AND c2 ...` over the conditions (each with one `?`) whose value is not
+    None, and those values as its parameters; ("", []) when none applies."""
+    applied = {clause: value for clause, value in conditions.items() if value is not None}
+    where = f"WHERE {' AND '.join(applied)}" if applied else ""
+    return where, list(applied.values())
 
 
 RUN_COLUMNS = (

@@ -2,7 +2,8 @@
 
 Every operator command (`keys`, `audit`, `runs`, `db`) takes `--db` (default:
 $APPROVALS_DATABASE_URL, else ./approvals.db) and, except `keys generate` and
-`db migrate`, opens only a database that exists: a typo must not mint an empty one. Our
+`db migrate`, opens only a database file that exists: a typo must not mint an empty one
+(a Postgres database is created by its operator; opening it applies the migrations). Our
 errors become one line on stderr and exit code 2 (bot/cli.py).
 """
 
@@ -13,11 +14,14 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.errors import ConfigError
 from store import SqliteStore, open_store
-from store.config import database_url_from_env, parse_database_url
+from store.config import SqliteLocation, database_url_from_env, parse_database_url
+
+if TYPE_CHECKING:
+    from store.postgres.store import PostgresStore
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -48,8 +52,8 @@ def db_command(
     parser.add_argument(
         "--db",
         default=None,
-        help="database path or sqlite:///path (default: $APPROVALS_DATABASE_URL, "
-        "else ./approvals.db)",
+        help="database path, sqlite:///path or postgresql://user@host:port/db "
+        "(default: $APPROVALS_DATABASE_URL, else ./approvals.db)",
     )
     parser.set_defaults(func=command)
     return parser
@@ -75,14 +79,16 @@ def database_url(args: argparse.Namespace) -> str:
 
 
 @contextlib.asynccontextmanager
-async def existing_store(args: argparse.Namespace) -> AsyncIterator[SqliteStore]:
-    """The open database, closed on the way out. It refuses to create one: a typo must not
-    mint an empty database."""
+async def existing_store(
+    args: argparse.Namespace,
+) -> AsyncIterator[SqliteStore | PostgresStore]:
+    """The open database, closed on the way out. It refuses to create a database file: a
+    typo must not mint an empty database."""
     url = database_url(args)
-    path = parse_database_url(url).path
-    if not path.exists():
+    location = parse_database_url(url)
+    if isinstance(location, SqliteLocation) and not location.path.exists():
         raise ConfigError(
-            f"database {path} does not exist (give --db or set APPROVALS_DATABASE_URL)"
+            f"database {location.path} does not exist (give --db or set APPROVALS_DATABASE_URL)"
         )
     store = await open_store(url)
     try:
@@ -103,9 +109,9 @@ async def _db_migrate(args: argparse.Namespace) -> int:
         await store.close()
     if report.applied:
         print(
-            f"migrated {store.database.path} from schema version {report.before} to "
+            f"migrated {store.location} from schema version {report.before} to "
             f"{report.after}: applied {', '.join(report.applied)}"
         )
     else:
-        print(f"{store.database.path} is at schema version {report.after}; nothing to apply")
+        print(f"{store.location} is at schema version {report.after}; nothing to apply")
     return 0

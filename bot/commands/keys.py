@@ -23,7 +23,7 @@ from bot.commands.database import (
     positive_int,
 )
 from bot.errors import ConfigError
-from store.config import parse_database_url
+from store.config import SqliteLocation, parse_database_url
 from store.keys import (
     KEYS_ENV,
     create_key_file,
@@ -57,7 +57,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def keys_generate(args: argparse.Namespace) -> int:
     key = generate_key(args.key_id)
-    if args.print or os.environ.get(KEYS_ENV, "").strip():
+    location = parse_database_url(database_url(args))
+    if (
+        args.print
+        or os.environ.get(KEYS_ENV, "").strip()
+        or not isinstance(location, SqliteLocation)
+    ):  # a Postgres database has no key file beside it
         print(format_key(key))
         print(
             f"put this entry first in {KEYS_ENV} (keep the old keys after it), restart, "
@@ -65,7 +70,7 @@ def keys_generate(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 0
-    database = parse_database_url(database_url(args)).path
+    database = location.path
     key_file = key_file_for(database)
     if key_file.exists():
         ring = prepend_key_to_file(key_file, key)

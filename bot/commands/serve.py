@@ -37,8 +37,8 @@ from bot.service import (
     installation_worker_id,
 )
 from bot.slack.config import Mode, SlackSettings, load_settings
+from store import open_store
 from store.config import database_url_from_env
-from store.sqlite.store import open_store
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -54,18 +54,20 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Register `serve` and `socket`."""
     serve_http = subparsers.add_parser(
         "serve",
-        help="serve Slack over HTTP at POST /slack/events (and GET /healthz)",
+        help="serve Slack over HTTP at POST /slack/events (and /healthz, /readyz, /metrics)",
         description="Serve Slack over HTTP. Configuration comes from the environment: "
         "SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_API_URL, HOST, PORT, "
         "APPROVALS_DATABASE_URL, APPROVALS_KEYS, APPROVALS_AGENTS, APPROVALS_POLICY, "
-        "APPROVALS_MODEL.",
+        "APPROVALS_MODEL, LOG_LEVEL, LOG_FORMAT. GET /healthz, /readyz and /metrics are "
+        "served beside the Slack path.",
     )
     serve_http.set_defaults(func=lambda args: run("http"))
     socket_mode = subparsers.add_parser(
         "socket",
         help="serve Slack over Socket Mode (needs SLACK_APP_TOKEN)",
         description="Serve Slack over Socket Mode: no public URL needed. Same environment "
-        "as `serve`, plus SLACK_APP_TOKEN (xapp-...).",
+        "as `serve`, plus SLACK_APP_TOKEN (xapp-...); HOST:PORT serves only /healthz, "
+        "/readyz and /metrics.",
     )
     socket_mode.set_defaults(func=lambda args: run("socket"))
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import socket
 from collections.abc import Mapping
 from datetime import timedelta
 
 from bot.errors import ConfigError
-from store.config import parse_database_url
+from store.config import PostgresLocation, parse_database_url
 
 WORKER_ID_ENV = "APPROVALS_WORKER_ID"
 APPROVAL_TTL_ENV = "APPROVALS_APPROVAL_TTL_SECONDS"
@@ -29,7 +30,8 @@ _WORKER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 
 
 def installation_worker_id(database_url: str, environ: Mapping[str, str] | None = None) -> str:
-    """`APPROVALS_WORKER_ID` when set, else `local-<12 hex of the database's path>`."""
+    """`APPROVALS_WORKER_ID` when set, else `local-<12 hex of the database's path>` for
+    SQLite, or `<host>-<pid>` for Postgres (one worker per replica process)."""
     env = os.environ if environ is None else environ
     explicit = env.get(WORKER_ID_ENV, "").strip()
     if explicit:
@@ -39,7 +41,11 @@ def installation_worker_id(database_url: str, environ: Mapping[str, str] | None 
                 "starting with a letter or digit"
             )
         return explicit
-    path = parse_database_url(database_url).path.expanduser().resolve()
+    location = parse_database_url(database_url)
+    if isinstance(location, PostgresLocation):
+        # Replicas share the database: each process is a worker of its own.
+        return f"{socket.gethostname()}-{os.getpid()}"
+    path = location.path.expanduser().resolve()
     return "local-" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
 
 

@@ -33,12 +33,13 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
 from bot.errors import StoreError
+from store.tx import Body, IntegrityViolation, Statement
 
 Synchronous = Literal["FULL", "NORMAL"]
 Params = Sequence[Any]
@@ -152,6 +153,11 @@ class Database:
             raise
         return cls(path, thread=thread, writer=writer, reader_thread=reader_thread, reader=reader)
 
+    async def transact(self, body: Callable[[], Body[T]]) -> T:
+        """Run the transaction body made by `body()` (store.tx) whole on the writer thread,
+        inside BEGIN IMMEDIATE ... COMMIT."""
+        return await self.transaction(lambda connection: drive(body(), connection))
+
     async def transaction(self, body: Callable[[sqlite3.Connection], T]) -> T:
         """Run `body(connection)` on the writer thread inside BEGIN IMMEDIATE ... COMMIT.
 
@@ -173,7 +179,7 @@ class Database:
         except BaseException as error:
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
-            if isinstance(error, sqlite3.Error):
+            if isinstance(error, sqlite3.Error | IntegrityViolation):
                 raise StoreError(f"write failed on {self.path}: {error}") from error
             raise
         return result
@@ -185,7 +191,7 @@ class Database:
 
     def _query(self, sql: str, params: Params) -> list[sqlite3.Row]:
         try:
-            return self._reader.execute(sql, params).fetchall()
+            return self._reader.execute(sqlite_sql(sql), params).fetchall()
         except sqlite3.Error as error:
             raise StoreError(f"read failed on {self.path}: {error}") from error
 
@@ -264,19 +270,39 @@ def _enable_wal(connection: sqlite3.Connection, path: Path, busy_timeout_ms: int
         return
 
 
-def fetch_all(connection: sqlite3.Connection, sql: str, params: Params = ()) -> list[sqlite3.Row]:
-    """Rows of one statement inside a write transaction."""
-    return connection.execute(sql, params).fetchall()
+_SQLITE_SQL: dict[str, str] = {}
 
 
-def fetch_one(connection: sqlite3.Connection, sql: str, params: Params = ()) -> sqlite3.Row | None:
-    row: sqlite3.Row | None = connection.execute(sql, params).fetchone()
-    return row
+def sqlite_sql(sql: str) -> str:
+    """The shared SQL (store.tx) as SQLite runs it: without `FOR UPDATE`, since the
+    writer holds the whole database for its transaction (`BEGIN IMMEDIATE`)."""
+    found = _SQLITE_SQL.get(sql)
+    if found is None:
+        found = _SQLITE_SQL[sql] = sql.replace(" FOR UPDATE", "")
+    return found
 
 
-def where_all(conditions: Mapping[str, Any]) -> tuple[str, list[Any]]:
-    """`WHERE c1 AND c2 ...` over the conditions (each with one `?`) whose value is not
-    None, and those values as its parameters; ("", []) when none applies."""
-    applied = {clause: value for clause, value in conditions.items() if value is not None}
-    where = f"WHERE {' AND '.join(applied)}" if applied else ""
-    return where, list(applied.values())
+def drive(body: Body[T], connection: sqlite3.Connection) -> T:
+    """Run a transaction body (store.tx) on `connection`, statement by statement; a
+    constraint's refusal is thrown into the body as IntegrityViolation."""
+    try:
+        statement = next(body)
+        while True:
+            try:
+                result = execute(connection, statement)
+            except sqlite3.IntegrityError as error:
+                statement = body.throw(IntegrityViolation(str(error)))
+            else:
+                statement = body.send(result)
+    except StopIteration as done:
+        outcome: T = done.value
+        return outcome
+
+
+def execute(connection: sqlite3.Connection, statement: Statement) -> Any:
+    cursor = connection.execute(sqlite_sql(statement.sql), statement.params)
+    if statement.fetch == "one":
+        return cursor.fetchone()
+    if statement.fetch == "all":
+        return cursor.fetchall()
+    return None

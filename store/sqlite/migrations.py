@@ -17,7 +17,7 @@ from bot.errors import MigrationError
 from store.records import MigrationReport
 from store.rows import to_db
 from store.schema import Migration, bundled_migrations, refuse_newer
-from store.sqlite.connection import Database, fetch_all
+from store.sqlite.connection import Database
 
 ENGINE = "sqlite"
 LEDGER_DDL = (
@@ -70,9 +70,9 @@ async def migrate(database: Database, *, now: datetime) -> MigrationReport:
 async def _apply(database: Database, migration: Migration, *, now: datetime) -> bool:
     def body(connection: sqlite3.Connection) -> bool:
         connection.execute(LEDGER_DDL)
-        done = fetch_all(
-            connection, "SELECT 1 FROM schema_migrations WHERE version = ?", (migration.version,)
-        )
+        done = connection.execute(
+            "SELECT 1 FROM schema_migrations WHERE version = ?", (migration.version,)
+        ).fetchall()
         if done:
             return False  # another process applied it while we waited for the lock
         for statement in split_statements(migration.sql):

@@ -1,5 +1,5 @@
-"""SqliteStore: the Store on one SQLite file, joined from its concept parts, and
-`open_store`."""
+"""SqliteStore: the Store on one SQLite file, joined from the concept parts
+(store.sql), and `open_sqlite_store`."""
 
 from __future__ import annotations
 
@@ -10,21 +10,22 @@ from pathlib import Path
 from bot.clock import Clock, utc_now
 from bot.errors import ConfigError
 from store.api import Store
-from store.config import database_url_from_env, parse_database_url, synchronous_from_env
+from store.config import SqliteLocation, synchronous_from_env
 from store.crypto import KeyRing, Sealer
 from store.engine import EngineStore
-from store.keys import KEYS_ENV, resolve_keyring
+from store.keys import resolve_keyring
 from store.records import MigrationReport, SchemaStatus
 from store.schema import bundled_migrations
-from store.sqlite.approvals import SqliteApprovals
-from store.sqlite.audit import SqliteAudit
+from store.sql.approvals import Approvals
+from store.sql.audit import Audit
+from store.sql.keys import check_keys_cover, sealed_key_ids
+from store.sql.ledger import Ledger
+from store.sql.rotation import KeyRotation
+from store.sql.runs import Runs
+from store.sql.standing import Standing
+from store.sql.votes import Votes
 from store.sqlite.connection import DEFAULT_BUSY_TIMEOUT_MS, Database, Synchronous
-from store.sqlite.ledger import SqliteLedger
 from store.sqlite.migrations import ENGINE, current_version, migrate
-from store.sqlite.rotation import SqliteKeyRotation
-from store.sqlite.runs import SqliteRuns
-from store.sqlite.standing import SqliteStanding
-from store.sqlite.votes import SqliteVotes
 
 
 class SqliteStore(EngineStore):
@@ -38,20 +39,21 @@ class SqliteStore(EngineStore):
         *,
         migration_report: MigrationReport,
     ) -> None:
-        audit = SqliteAudit(database, clock)
+        audit = Audit(database, clock)
         sealer = Sealer(keyring, audit)
         super().__init__(
-            runs=SqliteRuns(database, sealer, clock),
-            approvals=SqliteApprovals(database, clock),
-            votes=SqliteVotes(database, clock),
-            standing=SqliteStanding(database, clock),
+            runs=Runs(database, sealer, clock),
+            approvals=Approvals(database, clock),
+            votes=Votes(database, clock),
+            standing=Standing(database, clock),
             audit=audit,
-            ledger=SqliteLedger(database, sealer, clock),
+            ledger=Ledger(database, sealer, clock),
         )
-        self.rotate_keys = SqliteKeyRotation(database, sealer, audit).rotate_keys
+        self.rotate_keys = KeyRotation(database, sealer, audit).rotate_keys
         self.database = database
         self.keyring = keyring
         self.migration_report = migration_report
+        self.location = str(database.path)
         self._latest_schema = len(bundled_migrations(ENGINE))
 
     async def schema_status(self) -> SchemaStatus:
@@ -61,8 +63,8 @@ class SqliteStore(EngineStore):
         await self.database.close()
 
 
-async def open_store(
-    url: str | None = None,
+async def open_sqlite_store(
+    location: SqliteLocation,
     *,
     keyring: KeyRing | None = None,
     clock: Clock | None = None,
@@ -70,17 +72,15 @@ async def open_store(
     environ: Mapping[str, str] | None = None,
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
 ) -> SqliteStore:
-    """Open (creating if needed) the database at `url` and migrate it.
+    """Open (creating if needed) the database file at `location` and migrate it.
 
-    `url`: a file path or sqlite:///path; default APPROVALS_DATABASE_URL, else
-    ./approvals.db. `keyring`: default APPROVALS_KEYS, else the key file beside the
+    `keyring`: default APPROVALS_KEYS, else the key file beside the
     database (created on first run). `synchronous`: default
     APPROVALS_SQLITE_SYNCHRONOUS, else FULL (see store.sqlite.connection).
     `busy_timeout_ms`: how long a write waits for another connection's lock before it
     fails with StoreError.
     """
     env = os.environ if environ is None else environ
-    location = parse_database_url(url if url is not None else database_url_from_env(env))
     path = location.path
     if not path.parent.is_dir():
         raise ConfigError(f"database directory {path.parent} does not exist")
@@ -93,9 +93,9 @@ async def open_store(
     try:
         report = await migrate(database, now=now())
         ring = keyring or resolve_keyring(
-            path, environ=env, may_create=not await _sealed_key_ids(database)
+            path, environ=env, may_create=not await sealed_key_ids(database)
         )
-        await _check_keys_cover(database, ring, path)
+        await check_keys_cover(database, ring, str(path))
     except BaseException:
         await database.close()
         raise
@@ -112,24 +112,6 @@ def _create_private(path: Path) -> None:
         pass
     except OSError as error:
         raise ConfigError(f"cannot create the database {path}: {error.strerror}") from None
-
-
-async def _sealed_key_ids(database: Database) -> set[str]:
-    rows = await database.read(
-        "SELECT key_id FROM run_blobs UNION SELECT result_key_id FROM ledger "
-        "WHERE result_key_id IS NOT NULL"
-    )
-    return {str(row[0]) for row in rows}
-
-
-async def _check_keys_cover(database: Database, keyring: KeyRing, path: Path) -> None:
-    missing = sorted(await _sealed_key_ids(database) - set(keyring.key_ids))
-    if missing:
-        raise ConfigError(
-            f"database {path} holds data sealed with key id(s) {', '.join(missing)}, which the "
-            f"key ring lacks (it has {', '.join(keyring.key_ids)}); add them to {KEYS_ENV} "
-            "or the key file"
-        )
 
 
 def _satisfies_store_protocol(store: SqliteStore) -> Store:

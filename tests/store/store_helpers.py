@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
-from store import SqliteStore
+from store.api import Store
 from store.records import NewApproval
+from tests.store.postgres_db import RawPostgres, RawRefused
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 DIGEST = "a" * 64
@@ -29,14 +31,44 @@ class Clock:
         self.now += timedelta(seconds=seconds)
 
 
+class RawSqlite:
+    """A plain sqlite3 connection, as an attacker or an operator with the file has
+    (sqlite3's calls; a refusal by a trigger or constraint is RawRefused)."""
+
+    def __init__(self, path: str) -> None:
+        self._connection = sqlite3.connect(path, isolation_level=None)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        try:
+            return self._connection.execute(sql, params)
+        except sqlite3.IntegrityError as error:
+            raise RawRefused(str(error)) from error
+
+    def executescript(self, sql: str) -> None:
+        self._connection.executescript(sql)
+
+    def drop_trigger(self, name: str, table: str) -> None:
+        self._connection.execute(f"DROP TRIGGER {name}")
+
+    def close(self) -> None:
+        self._connection.close()
+
+
+Raw = RawSqlite | RawPostgres
+
+
 @contextmanager
-def raw(db_path: Path) -> Iterator[sqlite3.Connection]:
-    """A plain sqlite3 connection, as an attacker or an operator with the file has."""
-    with closing(sqlite3.connect(db_path, isolation_level=None)) as connection:
+def raw(database_url: str | Path) -> Iterator[Raw]:
+    """A plain connection to the store's database, whichever the engine."""
+    url = str(database_url)
+    connection = RawPostgres(url) if url.startswith("postgresql://") else RawSqlite(url)
+    try:
         yield connection
+    finally:
+        connection.close()
 
 
-async def make_run(store: SqliteStore, run_id: str = "run-1", state: str = '{"n": 1}') -> None:
+async def make_run(store: Store, run_id: str = "run-1", state: str = '{"n": 1}') -> None:
     await store.create_run(
         run_id=run_id,
         agent_name="ops",

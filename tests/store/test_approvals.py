@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sqlite3
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
 from bot.errors import InputError
 from store import SqliteStore, open_store
 from store.crypto import KeyRing
+from tests.store.postgres_db import RawRefused
 from tests.store.store_helpers import Clock, make_run, new_approval, raw
 
 
@@ -154,7 +153,7 @@ async def test_a_call_id_reused_from_an_earlier_turn_does_not_block_revocation(
 
 
 async def test_terminal_states_are_final_even_for_raw_sql(
-    store: SqliteStore, db_path: Path
+    store: SqliteStore, database_url: str
 ) -> None:
     await make_run(store)
     (approval,) = await store.add_approvals([new_approval()])
@@ -163,7 +162,7 @@ async def test_terminal_states_are_final_even_for_raw_sql(
     again = await store.revoke(approval.approval_id, actor="U-OPS", reason=None)
     assert not again.won
     assert again.record.status == "rejected"
-    with raw(db_path) as connection, pytest.raises(sqlite3.IntegrityError, match="final"):
+    with raw(database_url) as connection, pytest.raises(RawRefused, match="final"):
         connection.execute("UPDATE approvals SET status = 'approved'")
 
 
@@ -204,10 +203,10 @@ async def test_racing_tasks_on_one_store_exactly_one_wins(store: SqliteStore) ->
 
 
 async def test_racing_deciders_over_several_connections(
-    db_path: Path, keyring: KeyRing, clock: Clock
+    database_url: str, keyring: KeyRing, clock: Clock
 ) -> None:
     stores = [
-        await open_store(str(db_path), keyring=keyring, clock=clock, environ={}) for _ in range(4)
+        await open_store(database_url, keyring=keyring, clock=clock, environ={}) for _ in range(4)
     ]
     try:
         await make_run(stores[0])

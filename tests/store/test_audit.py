@@ -5,16 +5,15 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import sqlite3
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
 from bot.errors import InputError
 from store import SqliteStore
 from store.audit import event_hash, event_to_json_line
-from tests.store.store_helpers import Clock, raw
+from tests.store.postgres_db import RawRefused
+from tests.store.store_helpers import Clock, Raw, raw
 
 
 async def fill(store: SqliteStore, clock: Clock, count: int = 6) -> None:
@@ -23,10 +22,10 @@ async def fill(store: SqliteStore, clock: Clock, count: int = 6) -> None:
         clock.advance(60)
 
 
-def unlocked(connection: sqlite3.Connection) -> sqlite3.Connection:
-    """Drop the append-only triggers, as someone with write access to the file can."""
-    connection.execute("DROP TRIGGER audit_events_no_update")
-    connection.execute("DROP TRIGGER audit_events_no_delete")
+def unlocked(connection: Raw) -> Raw:
+    """Drop the append-only triggers, as someone with write access to the database can."""
+    connection.drop_trigger("audit_events_no_update", "audit_events")
+    connection.drop_trigger("audit_events_no_delete", "audit_events")
     return connection
 
 
@@ -43,35 +42,35 @@ async def test_a_clean_chain_verifies_and_links(store: SqliteStore, clock: Clock
 
 
 async def test_the_log_is_append_only_through_sql(
-    store: SqliteStore, clock: Clock, db_path: Path
+    store: SqliteStore, clock: Clock, database_url: str
 ) -> None:
     await fill(store, clock, 2)
-    with raw(db_path) as connection:
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    with raw(database_url) as connection:
+        with pytest.raises(RawRefused, match="append-only"):
             connection.execute("UPDATE audit_events SET actor = 'X'")
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        with pytest.raises(RawRefused, match="append-only"):
             connection.execute("DELETE FROM audit_events")
 
 
-def edit_detail(connection: sqlite3.Connection) -> None:
+def edit_detail(connection: Raw) -> None:
     connection.execute("""UPDATE audit_events SET detail = '{"n":99}' WHERE seq = 3""")
 
 
-def delete_middle(connection: sqlite3.Connection) -> None:
+def delete_middle(connection: Raw) -> None:
     connection.execute("DELETE FROM audit_events WHERE seq = 3")
 
 
-def delete_tail(connection: sqlite3.Connection) -> None:
+def delete_tail(connection: Raw) -> None:
     connection.execute("DELETE FROM audit_events WHERE seq >= 5")
 
 
-def swap_order(connection: sqlite3.Connection) -> None:
+def swap_order(connection: Raw) -> None:
     connection.execute("UPDATE audit_events SET seq = -3 WHERE seq = 3")
     connection.execute("UPDATE audit_events SET seq = 3 WHERE seq = 4")
     connection.execute("UPDATE audit_events SET seq = 4 WHERE seq = -3")
 
 
-def rewrite_with_fresh_hash(connection: sqlite3.Connection) -> None:
+def rewrite_with_fresh_hash(connection: Raw) -> None:
     prev_hash, at = connection.execute(
         "SELECT prev_hash, at FROM audit_events WHERE seq = 3"
     ).fetchone()
@@ -84,7 +83,7 @@ def rewrite_with_fresh_hash(connection: sqlite3.Connection) -> None:
     )
 
 
-def delete_and_renumber(connection: sqlite3.Connection) -> None:
+def delete_and_renumber(connection: Raw) -> None:
     connection.execute("DELETE FROM audit_events WHERE seq = 3")
     for seq in (4, 5, 6):
         connection.execute("UPDATE audit_events SET seq = ? WHERE seq = ?", (seq - 1, seq))
@@ -104,10 +103,10 @@ def delete_and_renumber(connection: sqlite3.Connection) -> None:
     ids=["edited", "deleted-middle", "deleted-tail", "reordered", "rehashed", "renumbered"],
 )
 async def test_verify_finds_the_first_bad_event(
-    store: SqliteStore, clock: Clock, db_path: Path, tamper, first_bad: int, problem: str
+    store: SqliteStore, clock: Clock, database_url: str, tamper, first_bad: int, problem: str
 ) -> None:
     await fill(store, clock)
-    with raw(db_path) as connection:
+    with raw(database_url) as connection:
         tamper(unlocked(connection))
 
     verification = await store.verify_audit()

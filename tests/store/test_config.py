@@ -10,8 +10,13 @@ from pathlib import Path
 import pytest
 
 from bot.errors import ConfigError
-from store import open_store
-from store.config import parse_database_url, synchronous_from_env
+from store import SqliteStore, open_store
+from store.config import (
+    PostgresLocation,
+    SqliteLocation,
+    parse_database_url,
+    synchronous_from_env,
+)
 from store.keys import format_key, generate_key, key_file_for, parse_keyring, prepend_key_to_file
 from tests.store.store_helpers import make_run
 
@@ -29,14 +34,31 @@ GOOD = base64.b64encode(bytes(range(32))).decode()
     ],
 )
 def test_database_urls(url: str, expected: str) -> None:
-    assert parse_database_url(url).path == Path(expected)
+    location = parse_database_url(url)
+    assert isinstance(location, SqliteLocation)
+    assert location.path == Path(expected)
+
+
+@pytest.mark.parametrize(
+    ("url", "display"),
+    [
+        ("postgresql://u@h/db", "postgresql://u@h/db"),
+        ("postgres://u:secret@h:5433/db?sslmode=require", "postgres://u@h:5433/db"),
+    ],
+)
+def test_postgres_urls_select_postgres_and_never_show_the_password(url: str, display: str) -> None:
+    location = parse_database_url(url)
+    assert isinstance(location, PostgresLocation)
+    assert (location.dsn, location.display) == (url, display)
+    assert "secret" not in repr(location)
 
 
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("postgresql://u@h/db", "reserved for the Postgres engine, not in this build"),
-        ("postgres://u@h/db", "reserved for the Postgres engine"),
+        ("postgresql://u@h", "must name a host and a database"),
+        ("postgresql:///db", "must name a host and a database"),
+        ("postgresql://u@h:port/db", "not a valid postgresql:// URL"),
         ("mysql://h/db", "unsupported scheme 'mysql'"),
         ("sqlite://approvals.db", "three slashes"),
         ("sqlite:///:memory:", "database file"),
@@ -153,6 +175,7 @@ async def test_the_writer_uses_the_configured_synchronous_level(
     tmp_path: Path, environ: dict[str, str], expected: int
 ) -> None:
     store = await open_store(str(tmp_path / "s.db"), environ=environ)
+    assert isinstance(store, SqliteStore)
     try:
         level = await store.database.transaction(
             lambda connection: connection.execute("PRAGMA synchronous").fetchone()[0]

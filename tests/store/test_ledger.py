@@ -3,7 +3,6 @@ real Runner (one approved state resumed by two workers runs the tool once)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -145,15 +144,15 @@ def ops_agent(effects: list[dict[str, Any]]) -> Agent:
 
 
 async def test_one_approved_state_resumed_by_two_workers_runs_once(
-    db_path: Path, keyring: KeyRing
+    database_url: str, keyring: KeyRing
 ) -> None:
     effects: list[dict[str, Any]] = []
     agent = ops_agent(effects)
     paused = (await Runner.arun(agent, "deploy api")).state
     paused.approve(paused.get_interruptions()[0], approver_id="U-A", reason="ok")
     approved_json = paused.to_json()
-    worker_a = await open_store(str(db_path), keyring=keyring, environ={})
-    worker_b = await open_store(str(db_path), keyring=keyring, environ={})
+    worker_a = await open_store(database_url, keyring=keyring, environ={})
+    worker_b = await open_store(database_url, keyring=keyring, environ={})
     try:
         first = await Runner.arun(
             agent, RunState.from_json(approved_json), journal=StoreJournal(worker_a, owner="a")

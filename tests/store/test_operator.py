@@ -4,7 +4,6 @@ standing decisions, the runs list's filters and keyset pages, origin filters."""
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
@@ -14,7 +13,6 @@ from store import SqliteStore, open_store
 from store.crypto import KeyRing
 from store.records import RunFilter
 from store.schema import bundled_migrations
-from store.sqlite.migrations import split_statements
 from tests.store.store_helpers import Clock, make_run, new_approval, raw
 
 
@@ -109,7 +107,7 @@ async def test_an_approved_call_that_started_stays_approved_on_cancel(store: Sql
 
 
 async def test_purge_removes_content_of_old_finished_runs_only(
-    store: SqliteStore, clock: Clock, db_path: Path
+    store: SqliteStore, clock: Clock, database_url: str
 ) -> None:
     await make_run(store, "old", state='{"secret-ish": "old state"}')
     await store.add_approvals([new_approval("old", "c1")])
@@ -155,7 +153,7 @@ async def test_purge_removes_content_of_old_finished_runs_only(
     assert approval.arguments_digest == "a" * 64  # the digest stays
     [entry] = await store.ledger_entries(run_id="old")
     assert entry.state == "succeeded"  # the row stays, the result is gone
-    with raw(db_path) as connection:
+    with raw(database_url) as connection:
         sealed = connection.execute(
             "SELECT result_ciphertext FROM ledger WHERE execution_key = 'k-old'"
         ).fetchone()
@@ -250,24 +248,24 @@ async def test_origin_filters_the_pending_list_and_recent_decisions(store: Sqlit
 
 
 async def test_a_demo_database_from_before_origins_is_migrated(
-    db_path: Path, keyring: KeyRing
+    engine: str, database_url: str, keyring: KeyRing
 ) -> None:
     """Runs the demo made before runs had an origin (its requester, no channel) become
     terminal runs; every other run is a Slack run."""
-    shipped = bundled_migrations("sqlite")
+    shipped = bundled_migrations(engine)
     before = [m for m in shipped if "operator_control" not in m.name and m.version < 5]
-    with raw(db_path) as connection:
+    with raw(database_url) as connection:
         for migration in before:
-            for statement in split_statements(migration.sql):
-                connection.execute(statement)
+            connection.executescript(migration.sql)
         connection.execute(
             "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
             "applied_at TEXT NOT NULL)"
         )
-        connection.executemany(
-            "INSERT INTO schema_migrations VALUES (?, ?, '2026-01-01T00:00:00.000000Z')",
-            [(m.version, m.name) for m in before],
-        )
+        for migration in before:
+            connection.execute(
+                "INSERT INTO schema_migrations VALUES (?, ?, '2026-01-01T00:00:00.000000Z')",
+                (migration.version, migration.name),
+            )
         for run_id, requester, channel in (("d", "demo-requester", None), ("s", "U1", "C1")):
             connection.execute(
                 "INSERT INTO runs (run_id, agent_name, agent_version, schema_version, status, "
@@ -276,7 +274,7 @@ async def test_a_demo_database_from_before_origins_is_migrated(
                 "'2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z')",
                 (run_id, requester, channel),
             )
-    store = await open_store(str(db_path), keyring=keyring, environ={})
+    store = await open_store(database_url, keyring=keyring, environ={})
     try:
         demo, slack = await store.get_run("d"), await store.get_run("s")
     finally:

@@ -10,8 +10,8 @@ from store.keys import generate_key
 from tests.store.store_helpers import Clock, make_run, raw
 
 
-async def seed(db_path: Path, ring: KeyRing, clock: Clock, runs: int) -> None:
-    store = await open_store(str(db_path), keyring=ring, clock=clock, environ={})
+async def seed(database_url: str | Path, ring: KeyRing, clock: Clock, runs: int) -> None:
+    store = await open_store(str(database_url), keyring=ring, clock=clock, environ={})
     try:
         for n in range(runs):
             await make_run(store, f"run-{n}", f'{{"n": {n}}}')
@@ -27,11 +27,11 @@ async def seed(db_path: Path, ring: KeyRing, clock: Clock, runs: int) -> None:
         await store.close()
 
 
-async def test_rotation_moves_everything_to_the_newest_key(db_path: Path, clock: Clock) -> None:
+async def test_rotation_moves_everything_to_the_newest_key(database_url: str, clock: Clock) -> None:
     old = generate_key("old")
-    await seed(db_path, KeyRing([old]), clock, runs=7)
+    await seed(database_url, KeyRing([old]), clock, runs=7)
     ring = KeyRing([generate_key("new"), old])
-    store = await open_store(str(db_path), keyring=ring, clock=clock, environ={})
+    store = await open_store(str(database_url), keyring=ring, clock=clock, environ={})
     try:
         report = await store.rotate_keys(batch_size=3)
         assert (report.key_id, report.run_states, report.ledger_results) == ("new", 7, 7)
@@ -45,7 +45,7 @@ async def test_rotation_moves_everything_to_the_newest_key(db_path: Path, clock:
         await store.close()
 
     # the old key can now leave the ring: everything opens with the new key alone
-    store = await open_store(str(db_path), keyring=KeyRing([ring.newest]), environ={})
+    store = await open_store(database_url, keyring=KeyRing([ring.newest]), environ={})
     try:
         assert await store.load_run_state("run-3") == '{"n": 3}'
         claim = await store.ledger_claim(
@@ -88,22 +88,24 @@ async def test_interrupted_rotation_resumes(tmp_path: Path, clock: Clock) -> Non
         await store.close()
 
 
-async def test_a_tampered_blob_is_not_laundered_by_rotation(db_path: Path, clock: Clock) -> None:
+async def test_a_tampered_blob_is_not_laundered_by_rotation(
+    database_url: str, clock: Clock
+) -> None:
     old = generate_key("old")
-    await seed(db_path, KeyRing([old]), clock, runs=3)
-    with raw(db_path) as connection:
+    await seed(database_url, KeyRing([old]), clock, runs=3)
+    with raw(database_url) as connection:
         connection.execute(
             "UPDATE run_blobs SET ciphertext = substr(ciphertext, 2) || x'00' "
             "WHERE run_id = 'run-1'"
         )
     store = await open_store(
-        str(db_path), keyring=KeyRing([generate_key("new"), old]), clock=clock, environ={}
+        database_url, keyring=KeyRing([generate_key("new"), old]), clock=clock, environ={}
     )
     try:
         report = await store.rotate_keys()
         assert report.tampered == ["run-state run-1"]
         assert report.run_states == 2
-        with raw(db_path) as connection:
+        with raw(database_url) as connection:
             (key_id,) = connection.execute(
                 "SELECT key_id FROM run_blobs WHERE run_id = 'run-1'"
             ).fetchone()

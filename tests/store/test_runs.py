@@ -20,15 +20,22 @@ from tests.store.store_helpers import Clock, database_bytes, make_run, raw
 
 
 async def test_state_round_trips_and_is_not_stored_in_clear(
-    store: SqliteStore, db_path: Path
+    store: SqliteStore, database_url: str
 ) -> None:
     state = json.dumps({"context": {"ticket": "OPS-7 ünïcode"}, "history": []})
     await make_run(store, state=state)
 
     assert await store.load_run_state("run-1") == state
-    with raw(db_path) as connection:
+    with raw(database_url) as connection:
         (ciphertext,) = connection.execute("SELECT ciphertext FROM run_blobs").fetchone()
     assert b"OPS-7" not in ciphertext
+
+
+async def test_no_byte_of_the_sqlite_file_holds_the_state(
+    sqlite_store: SqliteStore, db_path: Path
+) -> None:
+    await make_run(sqlite_store, state=json.dumps({"ticket": "OPS-7 ünïcode"}))
+
     assert b"OPS-7" not in database_bytes(db_path)
 
 

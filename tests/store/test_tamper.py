@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -13,15 +11,15 @@ from bot.runtime.journal import Fresh
 from store import SqliteStore, open_store
 from store.crypto import DataKey, KeyRing
 from store.keys import generate_key
-from tests.store.store_helpers import Clock, make_run, raw
+from tests.store.store_helpers import Clock, Raw, make_run, raw
 
-Tamper = Callable[[sqlite3.Connection], object]
+Tamper = Callable[[Raw], object]
 
 
 def flip_last_byte(
     column: str, table: str = "run_blobs", where: str = "run_id = 'run-1'"
 ) -> Tamper:
-    def tamper(connection: sqlite3.Connection) -> None:
+    def tamper(connection: Raw) -> None:
         (value,) = connection.execute(f"SELECT {column} FROM {table} WHERE {where}").fetchone()
         changed = value[:-1] + bytes([value[-1] ^ 0x01])
         connection.execute(f"UPDATE {table} SET {column} = ? WHERE {where}", (changed,))
@@ -29,24 +27,24 @@ def flip_last_byte(
     return tamper
 
 
-def truncate_ciphertext(connection: sqlite3.Connection) -> None:
+def truncate_ciphertext(connection: Raw) -> None:
     connection.execute(
         "UPDATE run_blobs SET ciphertext = substr(ciphertext, 1, length(ciphertext) - 5) "
         "WHERE run_id = 'run-1'"
     )
 
 
-def truncate_to_nothing(connection: sqlite3.Connection) -> None:
+def truncate_to_nothing(connection: Raw) -> None:
     connection.execute("UPDATE run_blobs SET ciphertext = x'00' WHERE run_id = 'run-1'")
 
 
-def ciphertext_as_text(connection: sqlite3.Connection) -> None:
+def ciphertext_as_text(connection: Raw) -> None:
     connection.execute(
         "UPDATE run_blobs SET ciphertext = substr(ciphertext, 2) || x'00' WHERE run_id = 'run-1'"
     )
 
 
-def swap_blobs(connection: sqlite3.Connection) -> None:
+def swap_blobs(connection: Raw) -> None:
     connection.execute(
         "UPDATE run_blobs SET (key_id, nonce, ciphertext) = "
         "(SELECT key_id, nonce, ciphertext FROM run_blobs WHERE run_id = 'run-2') "
@@ -54,19 +52,19 @@ def swap_blobs(connection: sqlite3.Connection) -> None:
     )
 
 
-def edit_schema_version(connection: sqlite3.Connection) -> None:
+def edit_schema_version(connection: Raw) -> None:
     connection.execute("UPDATE runs SET schema_version = '0.9' WHERE run_id = 'run-1'")
 
 
-def edit_blob_digest(connection: sqlite3.Connection) -> None:
+def edit_blob_digest(connection: Raw) -> None:
     connection.execute("UPDATE runs SET blob_digest = ? WHERE run_id = 'run-1'", ("0" * 64,))
 
 
-def delete_blob(connection: sqlite3.Connection) -> None:
+def delete_blob(connection: Raw) -> None:
     connection.execute("DELETE FROM run_blobs WHERE run_id = 'run-1'")
 
 
-def relabel_key(connection: sqlite3.Connection) -> None:
+def relabel_key(connection: Raw) -> None:
     connection.execute("UPDATE run_blobs SET key_id = 'k2' WHERE run_id = 'run-1'")
 
 
@@ -91,13 +89,13 @@ def two_keys() -> KeyRing:
 
 @pytest.mark.parametrize("shape", list(TAMPER_SHAPES))
 async def test_tampered_state_fails_closed_with_an_audit_event(
-    shape: str, db_path: Path, two_keys: KeyRing, clock: Clock
+    shape: str, database_url: str, two_keys: KeyRing, clock: Clock
 ) -> None:
-    store = await open_store(str(db_path), keyring=two_keys, clock=clock, environ={})
+    store = await open_store(database_url, keyring=two_keys, clock=clock, environ={})
     try:
         await make_run(store, "run-1", '{"secret": "state one"}')
         await make_run(store, "run-2", '{"secret": "state two"}')
-        with raw(db_path) as connection:
+        with raw(database_url) as connection:
             TAMPER_SHAPES[shape](connection)
 
         with pytest.raises(TamperError) as caught:
@@ -113,15 +111,15 @@ async def test_tampered_state_fails_closed_with_an_audit_event(
 
 
 async def test_an_older_blob_of_the_same_run_put_back_fails(
-    store: SqliteStore, db_path: Path
+    store: SqliteStore, database_url: str
 ) -> None:
     await make_run(store, "run-1", '{"step": 1}')
-    with raw(db_path) as connection:
+    with raw(database_url) as connection:
         old = connection.execute("SELECT nonce, ciphertext FROM run_blobs").fetchone()
     await store.save_run_state(
         "run-1", expected_version=1, state_json='{"step": 2}', status="paused", schema_version="1.0"
     )
-    with raw(db_path) as connection:
+    with raw(database_url) as connection:
         connection.execute("UPDATE run_blobs SET nonce = ?, ciphertext = ?", old)
 
     with pytest.raises(TamperError, match="failed authentication"):
@@ -129,13 +127,13 @@ async def test_an_older_blob_of_the_same_run_put_back_fails(
 
 
 async def test_wrong_key_under_the_same_id_fails(
-    db_path: Path, keyring: KeyRing, clock: Clock
+    database_url: str, keyring: KeyRing, clock: Clock
 ) -> None:
-    store = await open_store(str(db_path), keyring=keyring, clock=clock, environ={})
+    store = await open_store(database_url, keyring=keyring, clock=clock, environ={})
     await make_run(store)
     await store.close()
     impostor = KeyRing([DataKey(key_id="k1", secret=bytes(32))])
-    store = await open_store(str(db_path), keyring=impostor, clock=clock, environ={})
+    store = await open_store(database_url, keyring=impostor, clock=clock, environ={})
     try:
         with pytest.raises(TamperError, match="different key"):
             await store.load_run_state("run-1")
@@ -145,18 +143,18 @@ async def test_wrong_key_under_the_same_id_fails(
 
 
 async def test_a_ring_missing_a_used_key_is_refused_at_open(
-    db_path: Path, keyring: KeyRing, clock: Clock
+    database_url: str, keyring: KeyRing, clock: Clock
 ) -> None:
-    store = await open_store(str(db_path), keyring=keyring, clock=clock, environ={})
+    store = await open_store(database_url, keyring=keyring, clock=clock, environ={})
     await make_run(store)
     await store.close()
     with pytest.raises(ConfigError, match="k1"):
-        await open_store(str(db_path), keyring=KeyRing([generate_key("k9")]), environ={})
+        await open_store(database_url, keyring=KeyRing([generate_key("k9")]), environ={})
 
 
-async def test_unknown_key_id_on_a_blob_is_tamper(store: SqliteStore, db_path: Path) -> None:
+async def test_unknown_key_id_on_a_blob_is_tamper(store: SqliteStore, database_url: str) -> None:
     await make_run(store)
-    with raw(db_path) as connection:
+    with raw(database_url) as connection:
         connection.execute("UPDATE run_blobs SET key_id = 'nobody'")
     with pytest.raises(TamperError, match="not in the key ring"):
         await store.load_run_state("run-1")
@@ -164,7 +162,7 @@ async def test_unknown_key_id_on_a_blob_is_tamper(store: SqliteStore, db_path: P
 
 @pytest.mark.parametrize("column", ["result_ciphertext", "result_nonce"])
 async def test_tampered_ledger_result_is_never_reused(
-    store: SqliteStore, db_path: Path, column: str
+    store: SqliteStore, database_url: str, column: str
 ) -> None:
     claim_args = {
         "execution_key": "key-1", "arguments_digest": "d", "run_id": "run-1",
@@ -175,7 +173,7 @@ async def test_tampered_ledger_result_is_never_reused(
     await store.ledger_record_result(
         execution_key="key-1", lease_token=fresh.lease_token, result="deployed", is_error=False
     )
-    with raw(db_path) as connection:
+    with raw(database_url) as connection:
         flip_last_byte(column, table="ledger", where="execution_key = 'key-1'")(connection)
 
     with pytest.raises(TamperError, match="ledger-result"):

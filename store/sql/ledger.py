@@ -1,14 +1,16 @@
-"""The idempotency ledger on SQLite: one `ledger` row per execution key.
+"""The idempotency ledger: one `ledger` row per execution key.
 
-The states, the fencing token and what a claim does to each state are engine-neutral
-(store.ledger: `claim_step` decides, the transaction here writes). Sealed results are
-read with `CAST(... AS BLOB)` so that a ciphertext rewritten as TEXT still reaches the
-authentication check (and fails it) instead of failing somewhere else.
+The states, the fencing token and what a claim does to each state are in store.ledger
+(`claim_step` decides, the transaction here writes). A claim inserts a new key with
+`ON CONFLICT DO NOTHING` and otherwise works on the row read `FOR UPDATE`, so of two
+workers claiming one key at once (on Postgres, in two processes) one makes it `executing`
+and the other sees its lease. Sealed results are read with `CAST(... AS BLOB)` so that on
+SQLite a ciphertext rewritten as TEXT still reaches the authentication check (and fails
+it) instead of failing somewhere else.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 
 from bot.clock import Clock
@@ -27,8 +29,8 @@ from store.ledger import (
     unknown_key,
 )
 from store.records import LedgerEntry
-from store.rows import row_to_ledger_entry, to_db
-from store.sqlite.connection import Database, fetch_all, fetch_one, where_all
+from store.rows import Row, row_to_ledger_entry, to_db, where_all
+from store.tx import Body, Engine, many, one, run
 
 LEDGER_COLUMNS = (
     "execution_key, arguments_digest, run_id, tool_call_id, tool_name, state, attempt, "
@@ -36,6 +38,7 @@ LEDGER_COLUMNS = (
     "CAST(result_nonce AS BLOB) AS result_nonce, "
     "CAST(result_ciphertext AS BLOB) AS result_ciphertext, is_error, created_at, updated_at"
 )
+LOCK_ENTRY = f"SELECT {LEDGER_COLUMNS} FROM ledger WHERE execution_key = ? FOR UPDATE"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,10 +52,10 @@ class _SealedResult:
     is_error: bool
 
 
-class SqliteLedger:
-    """The LedgerStore on SQLite."""
+class Ledger:
+    """The LedgerStore."""
 
-    def __init__(self, database: Database, sealer: Sealer, clock: Clock) -> None:
+    def __init__(self, database: Engine, sealer: Sealer, clock: Clock) -> None:
         self._db = database
         self._sealer = sealer
         self._clock = clock
@@ -74,32 +77,32 @@ class SqliteLedger:
             now=self._clock(),
         )  # fmt: skip
 
-        def body(connection: sqlite3.Connection) -> Claim | _SealedResult:
-            row = fetch_one(
-                connection, f"SELECT {LEDGER_COLUMNS} FROM ledger WHERE execution_key = ?",
-                (execution_key,),
-            )  # fmt: skip
+        def body() -> Body[Claim | _SealedResult]:
+            row = yield one(LOCK_ENTRY, (execution_key,))
             if row is None:
-                connection.execute(
+                inserted = yield one(
                     "INSERT INTO ledger (execution_key, arguments_digest, run_id, tool_call_id, "
                     "tool_name, state, attempt, lease_owner, lease_expires_at, lease_version, "
-                    "created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'executing', 1, ?, ?, 1, ?, ?)",
+                    "created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'executing', 1, ?, ?, 1, ?, ?) "
+                    "ON CONFLICT (execution_key) DO NOTHING RETURNING execution_key",
                     (execution_key, arguments_digest, run_id, tool_call_id, tool_name,
                      owner, to_db(lease.expires), to_db(lease.now), to_db(lease.now)),
                 )  # fmt: skip
-                return Fresh(lease_token=1, attempt=1)
+                if inserted is not None:
+                    return Fresh(lease_token=1, attempt=1)
+                row = yield one(LOCK_ENTRY, (execution_key,))  # claimed meanwhile
             step = claim_step(
                 row, arguments_digest=arguments_digest, lease=lease, redispatch=redispatch
             )
             if step == "recorded":
                 return _recorded(row)
             if step == "take_over":
-                return _take_over(connection, row, lease)
+                return (yield from _take_over(row, lease))
             if step == "uncertain":
                 return Uncertain()
             return Interrupted(attempt=int(row["attempt"]))
 
-        outcome = await self._db.transaction(body)
+        outcome = await self._db.transact(body)
         if isinstance(outcome, _SealedResult):
             result = await open_result(
                 self._sealer, outcome.execution_key, outcome.sealed,
@@ -123,9 +126,8 @@ class SqliteLedger:
         )
         now = to_db(self._clock())
 
-        def body(connection: sqlite3.Connection) -> None:
-            rows = fetch_all(
-                connection,
+        def body() -> Body[None]:
+            rows = yield many(
                 "UPDATE ledger SET state = ?, result_key_id = ?, result_nonce = ?, "
                 "result_ciphertext = ?, is_error = ?, lease_owner = NULL, "
                 "lease_expires_at = NULL, updated_at = ? "
@@ -135,11 +137,10 @@ class SqliteLedger:
                  execution_key, lease_token),
             )  # fmt: skip
             if not rows:
-                raise lease_lost(
-                    execution_key, lease_token, _entry_state(connection, execution_key)
-                )
+                found = yield from _entry_state(execution_key)
+                raise lease_lost(execution_key, lease_token, found)
 
-        await self._db.transaction(body)
+        await self._db.transact(body)
 
     async def ledger_mark_uncertain(self, *, execution_key: str, owner: str | None = None) -> None:
         """executing -> uncertain; the fencing token moves on, so a holder that is still
@@ -151,23 +152,22 @@ class SqliteLedger:
         worker may have taken the key over, and its run must not be fenced off."""
         now = to_db(self._clock())
 
-        def body(connection: sqlite3.Connection) -> None:
-            rows = fetch_all(
-                connection,
+        def body() -> Body[None]:
+            rows = yield many(
                 "UPDATE ledger SET state = 'uncertain', lease_version = lease_version + 1, "
                 "lease_owner = NULL, lease_expires_at = NULL, updated_at = ? "
-                "WHERE execution_key = ? AND state = 'executing' AND (? IS NULL "
+                "WHERE execution_key = ? AND state = 'executing' AND (CAST(? AS TEXT) IS NULL "
                 "OR lease_owner IS NULL OR lease_owner = ? OR lease_expires_at <= ?) "
                 "RETURNING execution_key",
                 (now, execution_key, owner, owner, now),
             )
             if rows:
                 return
-            row = _require_entry(connection, execution_key)
+            row = yield from _require_entry(execution_key)
             if row["state"] == "executing":
                 raise taken_over(execution_key, row["lease_owner"])
 
-        await self._db.transaction(body)
+        await self._db.transact(body)
 
     async def ledger_resolve_with_result(self, *, execution_key: str, result: str) -> None:
         current = await self._db.read_one(
@@ -181,9 +181,8 @@ class SqliteLedger:
         )
         now = to_db(self._clock())
 
-        def body(connection: sqlite3.Connection) -> None:
-            rows = fetch_all(
-                connection,
+        def body() -> Body[None]:
+            rows = yield many(
                 "UPDATE ledger SET state = 'succeeded', lease_version = ?, result_key_id = ?, "
                 "result_nonce = ?, result_ciphertext = ?, is_error = 0, lease_owner = NULL, "
                 "lease_expires_at = NULL, updated_at = ? WHERE execution_key = ? "
@@ -193,9 +192,10 @@ class SqliteLedger:
                  version - 1),
             )  # fmt: skip
             if not rows:
-                raise not_resolvable(execution_key, _require_entry(connection, execution_key))
+                found = yield from _require_entry(execution_key)
+                raise not_resolvable(execution_key, found)
 
-        await self._db.transaction(body)
+        await self._db.transact(body)
 
     async def ledger_entries(
         self, *, run_id: str | None = None, state: str | None = None, limit: int = 100
@@ -208,7 +208,7 @@ class SqliteLedger:
         return [row_to_ledger_entry(row) for row in rows]
 
 
-def _recorded(row: sqlite3.Row) -> _SealedResult:
+def _recorded(row: Row) -> _SealedResult:
     return _SealedResult(
         execution_key=row["execution_key"],
         run_id=row["run_id"],
@@ -222,9 +222,9 @@ def _recorded(row: sqlite3.Row) -> _SealedResult:
     )
 
 
-def _take_over(connection: sqlite3.Connection, row: sqlite3.Row, lease: Lease) -> Fresh:
+def _take_over(row: Row, lease: Lease) -> Body[Fresh]:
     version, attempt = int(row["lease_version"]) + 1, int(row["attempt"]) + 1
-    connection.execute(
+    yield run(
         "UPDATE ledger SET state = 'executing', attempt = ?, lease_owner = ?, "
         "lease_expires_at = ?, lease_version = ?, result_key_id = NULL, result_nonce = NULL, "
         "result_ciphertext = NULL, is_error = 0, updated_at = ? "
@@ -235,16 +235,16 @@ def _take_over(connection: sqlite3.Connection, row: sqlite3.Row, lease: Lease) -
     return Fresh(lease_token=version, attempt=attempt)
 
 
-def _entry_state(connection: sqlite3.Connection, execution_key: str) -> sqlite3.Row | None:
-    return fetch_one(
-        connection,
+def _entry_state(execution_key: str) -> Body[Row | None]:
+    row: Row | None = yield one(
         "SELECT state, lease_version, lease_owner FROM ledger WHERE execution_key = ?",
         (execution_key,),
     )
+    return row
 
 
-def _require_entry(connection: sqlite3.Connection, execution_key: str) -> sqlite3.Row:
-    row = _entry_state(connection, execution_key)
+def _require_entry(execution_key: str) -> Body[Row]:
+    row = yield from _entry_state(execution_key)
     if row is None:
         raise unknown_key(execution_key)
     return row

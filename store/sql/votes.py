@@ -1,4 +1,4 @@
-"""Votes on SQLite: N-of-M quorum, one write transaction per vote; and who has read an
+"""Votes: N-of-M quorum, one write transaction per vote; and who has read an
 approval's arguments in full before voting (`approval_full_reads`).
 
 `vote` reads the approval, checks it is pending, unexpired and on the digest the voter
@@ -6,16 +6,16 @@ saw, applies an amendment (approve-with-changes: new digest and snapshot; votes 
 old digest stop counting, and earlier votes on the new one are dropped), inserts the
 vote (the primary key (approval, voter, digest) makes a second vote by the same person
 on the same arguments a no-op), asks the quorum rule (store.approvals.tally) and makes
-the transition it names. It all runs in one `BEGIN IMMEDIATE` transaction on the writer
-thread and every update is conditional on `status = 'pending'`, so of two racing final
-votes exactly one makes the transition. A vote that does not close the approval is
+the transition it names. It all runs in one write transaction that reads the approval
+`FOR UPDATE` (on SQLite the writer holds the whole database), and every update is
+conditional on `status = 'pending'`, so of two racing final votes exactly one makes the
+transition. A vote that does not close the approval is
 audited `voted`; the closing one is the `decided` event, which lists every counted voter.
 """
 
 from __future__ import annotations
 
 import hmac
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,17 +26,18 @@ from store.approvals import Tally, check_vote, tally
 from store.audit import with_via
 from store.records import Amendment, ApprovalRecord, Verdict, VoteOutcome, VoteRecord, VoteResult
 from store.rows import APPROVAL_COLUMNS, VOTE_COLUMNS, from_db, row_to_approval, row_to_vote, to_db
-from store.sqlite import audit
-from store.sqlite.approvals import SELECT_ONE, expire_one
-from store.sqlite.connection import Database, fetch_all, fetch_one
+from store.sql import audit
+from store.sql.approvals import SELECT_ONE, expire_one
+from store.tx import Body, Engine, many, one, placeholders, run
 
-IN_CLAUSE_CHUNK = 500  # SQLite's default limit on `?` parameters is far above this
+IN_CLAUSE_CHUNK = 500  # far below SQLite's and Postgres's limits on parameters
+LOCK_ONE = f"{SELECT_ONE} FOR UPDATE"
 
 
-class SqliteVotes:
-    """The VoteStore on SQLite."""
+class Votes:
+    """The VoteStore."""
 
-    def __init__(self, database: Database, clock: Clock) -> None:
+    def __init__(self, database: Engine, clock: Clock) -> None:
         self._db = database
         self._clock = clock
 
@@ -67,25 +68,23 @@ class SqliteVotes:
             amend=amend,
             via=via,
         )
-        return await self._db.transaction(ballot.cast_in)
+        return await self._db.transact(ballot.cast_in)
 
     async def record_full_read(self, approval_id: str, *, reader: str, digest: str) -> bool:
         at = self._clock()
 
-        def body(connection: sqlite3.Connection) -> bool:
-            row = fetch_one(connection, SELECT_ONE, (approval_id,))
+        def body() -> Body[bool]:
+            row = yield one(SELECT_ONE, (approval_id,))
             if row is None:
                 raise InputError(f"there is no approval with id {approval_id!r}")
-            inserted = fetch_one(
-                connection,
+            inserted = yield one(
                 "INSERT INTO approval_full_reads (approval_id, reader, digest, at) "
                 "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING reader",
                 (approval_id, reader, digest, to_db(at)),
             )
             if inserted is None:
                 return False
-            audit.append(
-                connection,
+            yield from audit.append(
                 "read_in_full",
                 at=at,
                 actor=reader,
@@ -95,7 +94,7 @@ class SqliteVotes:
             )
             return True
 
-        return await self._db.transaction(body)
+        return await self._db.transact(body)
 
     async def has_read_in_full(self, approval_id: str, *, reader: str, digest: str) -> bool:
         row = await self._db.read_one(
@@ -108,7 +107,7 @@ class SqliteVotes:
         found: dict[str, list[VoteRecord]] = {approval_id: [] for approval_id in approval_ids}
         for start in range(0, len(approval_ids), IN_CLAUSE_CHUNK):
             chunk = list(approval_ids[start : start + IN_CLAUSE_CHUNK])
-            marks = ", ".join("?" * len(chunk))
+            marks = placeholders(len(chunk))
             rows = await self._db.read(
                 f"SELECT {VOTE_COLUMNS} FROM approval_votes WHERE approval_id IN ({marks}) "
                 "ORDER BY at, voter",
@@ -121,7 +120,7 @@ class SqliteVotes:
 
 @dataclass(kw_only=True, slots=True)  # not frozen: built on every vote, frozen costs 2x
 class _Ballot:
-    """One vote's transaction body (runs on the writer thread)."""
+    """One vote's transaction body."""
 
     approval_id: str
     decision: Verdict
@@ -134,33 +133,30 @@ class _Ballot:
     amend: Amendment | None
     via: str | None
 
-    def cast_in(self, connection: sqlite3.Connection) -> VoteOutcome:
-        row = fetch_one(connection, SELECT_ONE, (self.approval_id,))
+    def cast_in(self) -> Body[VoteOutcome]:
+        row = yield one(LOCK_ONE, (self.approval_id,))
         if row is None:
             raise InputError(f"there is no approval with id {self.approval_id!r}")
         record = row_to_approval(row)
         if record.status != "pending":
-            return self._outcome(connection, "closed", record)
+            return (yield from self._outcome("closed", record))
         if record.expires_at is not None and record.expires_at <= self.at:
-            expired = expire_one(connection, self.approval_id, self.at)
-            return self._outcome(connection, "expired", expired or record)
+            expired = yield from expire_one(self.approval_id, self.at)
+            return (yield from self._outcome("expired", expired or record))
         if not _same(record.arguments_digest, self.digest):
-            return self._outcome(connection, "stale_digest", record)
+            return (yield from self._outcome("stale_digest", record))
         if self.amend is not None and not _same(
             self.amend.arguments_digest, record.arguments_digest
         ):
             # An "amendment" to the arguments already under review changes nothing: it is
             # a plain approval, and must not drop the other approvers' votes.
-            record = self._apply_amendment(connection, record, self.amend)
-        if not self._insert_vote(connection, record.arguments_digest):
-            return self._outcome(connection, "already_voted", record)
-        return self._count(connection, record)
+            record = yield from self._apply_amendment(record, self.amend)
+        if not (yield from self._insert_vote(record.arguments_digest)):
+            return (yield from self._outcome("already_voted", record))
+        return (yield from self._count(record))
 
-    def _apply_amendment(
-        self, connection: sqlite3.Connection, record: ApprovalRecord, amend: Amendment
-    ) -> ApprovalRecord:
-        row = fetch_one(
-            connection,
+    def _apply_amendment(self, record: ApprovalRecord, amend: Amendment) -> Body[ApprovalRecord]:
+        row = yield one(
             "UPDATE approvals SET arguments_digest = ?, snapshot = ?, amended_by = ? "
             "WHERE approval_id = ? AND status = 'pending' AND arguments_digest = ? "
             f"RETURNING {APPROVAL_COLUMNS}",
@@ -170,12 +166,11 @@ class _Ballot:
         assert row is not None  # read and checked in this same write transaction
         # Arguments changed back to ones voted on before (A -> B -> A): those votes were
         # cast before the latest change and must not count again (the audit keeps them).
-        connection.execute(
+        yield run(
             "DELETE FROM approval_votes WHERE approval_id = ? AND digest = ?",
             (self.approval_id, amend.arguments_digest),
         )
-        audit.append(
-            connection,
+        yield from audit.append(
             "arguments_changed",
             at=self.at,
             actor=self.voter,
@@ -192,36 +187,31 @@ class _Ballot:
         )
         return row_to_approval(row)
 
-    def _insert_vote(self, connection: sqlite3.Connection, digest: str) -> bool:
-        inserted = fetch_one(
-            connection,
+    def _insert_vote(self, digest: str) -> Body[bool]:
+        inserted = yield one(
             f"INSERT INTO approval_votes ({VOTE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT DO NOTHING RETURNING voter",
             (self.approval_id, self.voter, self.decision, digest, self.reason, self.at_text),
         )
         return inserted is not None
 
-    def _count(self, connection: sqlite3.Connection, record: ApprovalRecord) -> VoteOutcome:
+    def _count(self, record: ApprovalRecord) -> Body[VoteOutcome]:
         """Tally the votes on the current digest; close the approval if they decide it."""
         digest = record.arguments_digest
         if self.decision == "approved" and record.required_approvals == 1:
             # A quorum of one closes on the first vote on a digest: this one is alone.
             votes: tuple[VoteRecord, ...] = (self._as_record(digest),)
         else:
-            votes = _votes_on(connection, self.approval_id, digest)
+            votes = yield from _votes_on(self.approval_id, digest)
         counted = tally(votes, required=record.required_approvals, digest=digest)
         if counted.verdict is None:
-            self._audit_counted(connection, record, counted)
+            yield from self._audit_counted(record, counted)
             return VoteOutcome(result="counted", record=record, votes=votes)
-        return VoteOutcome(
-            result="decided", record=self._close(connection, record, counted), votes=votes
-        )
+        decided = yield from self._close(record, counted)
+        return VoteOutcome(result="decided", record=decided, votes=votes)
 
-    def _audit_counted(
-        self, connection: sqlite3.Connection, record: ApprovalRecord, counted: Tally
-    ) -> None:
-        audit.append(
-            connection,
+    def _audit_counted(self, record: ApprovalRecord, counted: Tally) -> Body[None]:
+        yield from audit.append(
             "voted",
             at=self.at,
             actor=self.voter,
@@ -239,12 +229,9 @@ class _Ballot:
             ),
         )
 
-    def _close(
-        self, connection: sqlite3.Connection, record: ApprovalRecord, counted: Tally
-    ) -> ApprovalRecord:
+    def _close(self, record: ApprovalRecord, counted: Tally) -> Body[ApprovalRecord]:
         verdict = counted.verdict
-        row = fetch_one(
-            connection,
+        row = yield one(
             "UPDATE approvals SET status = ?, decider = ?, reason = ?, message = ?, "
             "decided_at = ? WHERE approval_id = ? AND status = 'pending' "
             f"AND arguments_digest = ? RETURNING {APPROVAL_COLUMNS}",
@@ -254,8 +241,7 @@ class _Ballot:
         )  # fmt: skip
         assert row is not None  # pending was checked in this same write transaction
         decided = row_to_approval(row)
-        audit.append(
-            connection,
+        yield from audit.append(
             "decided",
             at=self.at,
             actor=self.voter,
@@ -286,20 +272,15 @@ class _Ballot:
             at=from_db(self.at_text),  # as it reads back from the row
         )
 
-    def _outcome(
-        self, connection: sqlite3.Connection, result: VoteResult, record: ApprovalRecord
-    ) -> VoteOutcome:
-        votes = _votes_on(connection, self.approval_id, record.arguments_digest)
+    def _outcome(self, result: VoteResult, record: ApprovalRecord) -> Body[VoteOutcome]:
+        votes = yield from _votes_on(self.approval_id, record.arguments_digest)
         return VoteOutcome(result=result, record=record, votes=votes)
 
 
-def _votes_on(
-    connection: sqlite3.Connection, approval_id: str, digest: str
-) -> tuple[VoteRecord, ...]:
+def _votes_on(approval_id: str, digest: str) -> Body[tuple[VoteRecord, ...]]:
     """The votes on one digest of the approval's arguments, in order (the primary key's
     prefix (approval_id, voter, digest) finds them without a table scan)."""
-    rows = fetch_all(
-        connection,
+    rows = yield many(
         f"SELECT {VOTE_COLUMNS} FROM approval_votes WHERE approval_id = ? AND digest = ? "
         "ORDER BY at, voter",
         (approval_id, digest),

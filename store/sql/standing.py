@@ -1,4 +1,4 @@
-"""Standing decisions on SQLite: a decided approval made to stand for the rest of its run.
+"""Standing decisions: a decided approval made to stand for the rest of its run.
 
 At most one standing decision is active per run and tool (a partial unique index); a new
 one for the same tool ends the old one in the same transaction (`superseded`). Each
@@ -7,7 +7,6 @@ change is audited in its own transaction: `standing_set`, `standing_revoked`.
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime
 
 from bot.clock import Clock
@@ -15,17 +14,17 @@ from bot.errors import InputError
 from store.audit import with_via
 from store.records import FINISHED_RUN_STATUSES, StandingDecision
 from store.rows import STANDING_COLUMNS, row_to_approval, row_to_standing, to_db
-from store.sqlite import audit
-from store.sqlite.approvals import SELECT_ONE
-from store.sqlite.connection import Database, fetch_one
+from store.sql import audit
+from store.sql.approvals import SELECT_ONE
+from store.tx import Body, Engine, one
 
 SUPERSEDED = "superseded by a newer standing decision"
 
 
-class SqliteStanding:
-    """The StandingStore on SQLite."""
+class Standing:
+    """The StandingStore."""
 
-    def __init__(self, database: Database, clock: Clock) -> None:
+    def __init__(self, database: Engine, clock: Clock) -> None:
         self._db = database
         self._clock = clock
 
@@ -34,8 +33,8 @@ class SqliteStanding:
     ) -> StandingDecision:
         at = self._clock()
 
-        def body(connection: sqlite3.Connection) -> StandingDecision:
-            found = fetch_one(connection, SELECT_ONE, (approval_id,))
+        def body() -> Body[StandingDecision]:
+            found = yield one(SELECT_ONE, (approval_id,))
             if found is None:
                 raise InputError(f"there is no approval with id {approval_id!r}")
             approval = row_to_approval(found)
@@ -43,30 +42,27 @@ class SqliteStanding:
                 raise InputError(
                     f"approval {approval_id} is {approval.status}; only a decided one can stand"
                 )
-            run = fetch_one(
-                connection, "SELECT status FROM runs WHERE run_id = ?", (approval.run_id,)
+            run = yield one(  # locked: one standing decision at a time per run
+                "SELECT status FROM runs WHERE run_id = ? FOR UPDATE", (approval.run_id,)
             )
             if run is None or run["status"] in FINISHED_RUN_STATUSES:
                 raise InputError(f"run {approval.run_id} has finished; nothing more to decide")
-            existing = fetch_one(
-                connection,
+            existing = yield one(
                 f"SELECT {STANDING_COLUMNS} FROM standing_decisions WHERE approval_id = ?",
                 (approval_id,),
             )
             if existing is not None:
                 return row_to_standing(existing)
-            ended = fetch_one(
-                connection,
+            ended = yield one(
                 "UPDATE standing_decisions SET revoked_at = ?, revoked_by = ?, revoke_reason = ? "
                 "WHERE run_id = ? AND tool_name = ? AND revoked_at IS NULL "
                 f"RETURNING {STANDING_COLUMNS}",
                 (to_db(at), approval.decider, SUPERSEDED, approval.run_id, approval.tool_name),
             )
             if ended is not None:
-                _audit(connection, "standing_revoked", row_to_standing(ended), at, via=via,
+                yield from _audit("standing_revoked", row_to_standing(ended), at, via=via,
                        actor=approval.decider, detail={"reason": SUPERSEDED})  # fmt: skip
-            row = fetch_one(
-                connection,
+            row = yield one(
                 f"INSERT INTO standing_decisions ({STANDING_COLUMNS}) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL) "
                 f"RETURNING {STANDING_COLUMNS}",
@@ -75,11 +71,11 @@ class SqliteStanding:
             )  # fmt: skip
             assert row is not None
             decision = row_to_standing(row)
-            _audit(connection, "standing_set", decision, at, via=via, actor=decision.decider,
+            yield from _audit("standing_set", decision, at, via=via, actor=decision.decider,
                    detail={"decision": decision.decision, "reason": decision.reason})  # fmt: skip
             return decision
 
-        return await self._db.transaction(body)
+        return await self._db.transact(body)
 
     async def standing_decisions(
         self, run_id: str, *, active_only: bool = True
@@ -106,9 +102,8 @@ class SqliteStanding:
             raise InputError("a revocation needs the actor's id")
         at = self._clock()
 
-        def body(connection: sqlite3.Connection) -> StandingDecision | None:
-            row = fetch_one(
-                connection,
+        def body() -> Body[StandingDecision | None]:
+            row = yield one(
                 "UPDATE standing_decisions SET revoked_at = ?, revoked_by = ?, revoke_reason = ? "
                 "WHERE approval_id = ? AND revoked_at IS NULL "
                 f"RETURNING {STANDING_COLUMNS}",
@@ -117,15 +112,14 @@ class SqliteStanding:
             if row is None:
                 return None
             decision = row_to_standing(row)
-            _audit(connection, "standing_revoked", decision, at, via=via, actor=actor,
+            yield from _audit("standing_revoked", decision, at, via=via, actor=actor,
                    detail={"reason": reason})  # fmt: skip
             return decision
 
-        return await self._db.transaction(body)
+        return await self._db.transact(body)
 
 
 def _audit(
-    connection: sqlite3.Connection,
     kind: str,
     decision: StandingDecision,
     at: datetime,
@@ -133,9 +127,8 @@ def _audit(
     via: str | None,
     actor: str,
     detail: dict[str, object],
-) -> None:
-    audit.append(
-        connection,
+) -> Body[None]:
+    yield from audit.append(
         kind,
         at=at,
         actor=actor,

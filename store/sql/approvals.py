@@ -1,4 +1,4 @@
-"""Approvals on SQLite: every transition is one conditional UPDATE from the expected state.
+"""Approvals: every transition is one conditional UPDATE from the expected state.
 
 `decide` moves pending -> approved|rejected only while the approval is unexpired; of two
 racing deciders exactly one UPDATE matches, and the other reads back the winner's row.
@@ -7,18 +7,17 @@ decided approvals decided (the one exit: approved -> revoked before the call exe
 The audit event for a transition is written in the same transaction as the transition.
 
 The people-facing lists are each served by an index (migration 0004), named in the
-query (`INDEXED BY`):
+query for SQLite (`INDEXED BY`; Postgres's planner picks the same index):
 - pending_page: keyset pagination over the partial index of pending approvals by
   (created_at, approval_id): a page costs the same with 10 or 10,000 pending;
 - approvals_requested_by: (requester, created_at), newest first;
 - recent_decisions: the partial index on decided_at, newest first.
 
-What each operation refuses is engine-neutral (store.approvals); here is the SQL.
+What each operation refuses is in store.approvals; here is the SQL.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -36,9 +35,9 @@ from store.records import (
     RunOrigin,
     Verdict,
 )
-from store.rows import APPROVAL_COLUMNS, row_to_approval, to_db, to_db_optional
-from store.sqlite import audit
-from store.sqlite.connection import Database, fetch_all, fetch_one, where_all
+from store.rows import APPROVAL_COLUMNS, row_to_approval, to_db, to_db_optional, where_all
+from store.sql import audit
+from store.tx import Body, Engine, IntegrityViolation, many, one
 
 SELECT_ONE = f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE approval_id = ?"
 REVOCABLE = (
@@ -62,10 +61,10 @@ EXPIRE_ONE = (
 )
 
 
-class SqliteApprovals:
-    """The ApprovalStore on SQLite."""
+class Approvals:
+    """The ApprovalStore."""
 
-    def __init__(self, database: Database, clock: Clock) -> None:
+    def __init__(self, database: Engine, clock: Clock) -> None:
         self._db = database
         self._clock = clock
 
@@ -74,10 +73,13 @@ class SqliteApprovals:
         for new in approvals:
             rules.check_new(new)
 
-        def body(connection: sqlite3.Connection) -> list[ApprovalRecord]:
-            return [_insert_or_get(connection, new, at=at) for new in approvals]
+        def body() -> Body[list[ApprovalRecord]]:
+            added = []
+            for new in approvals:
+                added.append((yield from _insert_or_get(new, at=at)))
+            return added
 
-        return await self._db.transaction(body)
+        return await self._db.transact(body)
 
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
         row = await self._db.read_one(SELECT_ONE, (approval_id,))
@@ -113,9 +115,8 @@ class SqliteApprovals:
         at = now or self._clock()
         at_text = to_db(at)
 
-        def body(connection: sqlite3.Connection) -> DecisionOutcome:
-            row = fetch_one(
-                connection,
+        def body() -> Body[DecisionOutcome]:
+            row = yield one(
                 "UPDATE approvals SET status = ?, decider = ?, reason = ?, message = ?, "
                 "decided_at = ? WHERE approval_id = ? AND status = 'pending' "
                 "AND (expires_at IS NULL OR expires_at > ?) "
@@ -124,8 +125,7 @@ class SqliteApprovals:
             )
             if row is not None:
                 record = row_to_approval(row)
-                audit.append(
-                    connection,
+                yield from audit.append(
                     "decided",
                     at=at,
                     actor=decider,
@@ -134,28 +134,28 @@ class SqliteApprovals:
                     detail={"decision": decision, "reason": reason, "message": message},
                 )
                 return DecisionOutcome(won=True, record=record)
-            expired = expire_one(connection, approval_id, at)
-            lost = expired or require_approval(connection, approval_id)
+            lost = yield from expire_one(approval_id, at)
+            if lost is None:
+                lost = yield from require_approval(approval_id)
             return DecisionOutcome(won=False, record=lost)
 
-        return await self._db.transaction(body)
+        return await self._db.transact(body)
 
     async def expire_due(self, *, now: datetime | None = None) -> list[ApprovalRecord]:
         at = now or self._clock()
 
-        def body(connection: sqlite3.Connection) -> list[ApprovalRecord]:
-            rows = fetch_all(
-                connection,
+        def body() -> Body[list[ApprovalRecord]]:
+            rows = yield many(
                 "UPDATE approvals SET status = 'expired' WHERE status = 'pending' "
                 f"AND expires_at IS NOT NULL AND expires_at <= ? RETURNING {APPROVAL_COLUMNS}",
                 (to_db(at),),
             )
             expired = sorted((row_to_approval(row) for row in rows), key=lambda r: r.approval_id)
             for record in expired:
-                _audit_expired(connection, record, at)
+                yield from _audit_expired(record, at)
             return expired
 
-        return await self._db.transaction(body)
+        return await self._db.transact(body)
 
     async def revoke(
         self, approval_id: str, *, actor: str, reason: str | None, via: str | None = None
@@ -163,19 +163,18 @@ class SqliteApprovals:
         rules.check_revocation(actor=actor)
         at = self._clock()
 
-        def body(connection: sqlite3.Connection) -> DecisionOutcome:
-            row = fetch_one(
-                connection,
+        def body() -> Body[DecisionOutcome]:
+            row = yield one(
                 "UPDATE approvals SET status = 'revoked', revoked_at = ?, revoked_by = ?, "
                 "revoke_reason = ? "
                 f"WHERE approval_id = ? AND {REVOCABLE} RETURNING {APPROVAL_COLUMNS}",
                 (to_db(at), actor, reason, approval_id),
             )
             if row is None:
-                return DecisionOutcome(won=False, record=require_approval(connection, approval_id))
+                now = yield from require_approval(approval_id)
+                return DecisionOutcome(won=False, record=now)
             record = row_to_approval(row)
-            audit.append(
-                connection,
+            yield from audit.append(
                 "revoked",
                 at=at,
                 actor=actor,
@@ -185,12 +184,11 @@ class SqliteApprovals:
             )
             return DecisionOutcome(won=True, record=record)
 
-        return await self._db.transaction(body)
+        return await self._db.transact(body)
 
     async def set_approval_message(self, approval_id: str, *, channel: str, ts: str) -> None:
-        def body(connection: sqlite3.Connection) -> None:
-            rows = fetch_all(
-                connection,
+        def body() -> Body[None]:
+            rows = yield many(
                 "UPDATE approvals SET slack_channel = ?, slack_ts = ? WHERE approval_id = ? "
                 "RETURNING approval_id",
                 (channel, ts, approval_id),
@@ -198,14 +196,13 @@ class SqliteApprovals:
             if not rows:
                 raise InputError(f"no approval {approval_id!r}")
 
-        await self._db.transaction(body)
+        await self._db.transact(body)
 
     async def claim_reminders(self, *, now: datetime) -> list[ApprovalRecord]:
         at = to_db(now)
 
-        def body(connection: sqlite3.Connection) -> list[ApprovalRecord]:
-            rows = fetch_all(
-                connection,
+        def body() -> Body[list[ApprovalRecord]]:
+            rows = yield many(
                 "UPDATE approvals SET reminded_at = ? WHERE status = 'pending' "
                 "AND reminded_at IS NULL AND remind_at IS NOT NULL AND remind_at <= ? "
                 "AND (expires_at IS NULL OR expires_at > ?) "
@@ -214,8 +211,7 @@ class SqliteApprovals:
             )
             claimed = sorted((row_to_approval(r) for r in rows), key=lambda r: r.approval_id)
             for record in claimed:
-                audit.append(
-                    connection,
+                yield from audit.append(
                     "reminded",
                     at=now,
                     actor="store",
@@ -225,7 +221,7 @@ class SqliteApprovals:
                 )
             return claimed
 
-        return await self._db.transaction(body)
+        return await self._db.transact(body)
 
     async def pending_page(
         self,
@@ -288,12 +284,9 @@ class SqliteApprovals:
         return [row_to_approval(row) for row in rows]
 
 
-def _insert_or_get(
-    connection: sqlite3.Connection, new: NewApproval, *, at: datetime
-) -> ApprovalRecord:
+def _insert_or_get(new: NewApproval, *, at: datetime) -> Body[ApprovalRecord]:
     try:
-        row = fetch_one(
-            connection,
+        row = yield one(
             "INSERT INTO approvals (approval_id, run_id, tool_call_id, tool_name, "
             "arguments_digest, snapshot, status, requester, created_at, expires_at, "
             "required_approvals, remind_at, execution_key) "
@@ -305,22 +298,20 @@ def _insert_or_get(
              to_db_optional(new.expires_at), new.required_approvals,
              to_db_optional(new.remind_at), new.key),
         )  # fmt: skip
-    except sqlite3.IntegrityError as error:
+    except IntegrityViolation as error:
         raise InputError(
             f"approval {new.approval_id!r} cannot be added: {error} "
             "(unknown run, or the approval id is taken by another call)"
         ) from None
     if row is None:
-        existing = fetch_one(
-            connection,
+        existing = yield one(
             f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE run_id = ? AND execution_key = ? "
             "AND status <> 'revoked'",
             (new.run_id, new.key),
         )
         assert existing is not None
         return row_to_approval(existing)
-    audit.append(
-        connection,
+    yield from audit.append(
         "requested",
         at=at,
         actor=new.requester,
@@ -338,30 +329,27 @@ def _insert_or_get(
     return row_to_approval(row)
 
 
-def require_approval(connection: sqlite3.Connection, approval_id: str) -> ApprovalRecord:
+def require_approval(approval_id: str) -> Body[ApprovalRecord]:
     """The approval as it is now, inside a write transaction; InputError if unknown."""
-    row = fetch_one(connection, SELECT_ONE, (approval_id,))
+    row = yield one(SELECT_ONE, (approval_id,))
     if row is None:
         raise InputError(f"no approval {approval_id!r}")
     return row_to_approval(row)
 
 
-def expire_one(
-    connection: sqlite3.Connection, approval_id: str, at: datetime
-) -> ApprovalRecord | None:
+def expire_one(approval_id: str, at: datetime) -> Body[ApprovalRecord | None]:
     """Expire the approval if it is pending and past its expiry at `at` (audited);
     None when it is not."""
-    expired = fetch_one(connection, EXPIRE_ONE, (approval_id, to_db(at)))
+    expired = yield one(EXPIRE_ONE, (approval_id, to_db(at)))
     if expired is None:
         return None
     record = row_to_approval(expired)
-    _audit_expired(connection, record, at)
+    yield from _audit_expired(record, at)
     return record
 
 
-def _audit_expired(connection: sqlite3.Connection, record: ApprovalRecord, at: datetime) -> None:
-    audit.append(
-        connection,
+def _audit_expired(record: ApprovalRecord, at: datetime) -> Body[None]:
+    yield from audit.append(
         "expired",
         at=at,
         actor="store",

@@ -1,4 +1,4 @@
-"""Retention on SQLite: purge what finished runs carry, keep what the audit needs.
+"""Retention: purge what finished runs carry, keep what the audit needs.
 
 A finished run (completed, failed, cancelled) older than the cut loses, in batches of
 one write transaction each: its sealed state (`run_blobs`), its ledger results (the
@@ -11,7 +11,6 @@ passes and says what was removed and when.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import replace
 from datetime import datetime
 
@@ -20,17 +19,17 @@ from bot.errors import InputError
 from store.approvals import purged_snapshot
 from store.records import FINISHED_RUN_STATUSES, PurgeReport
 from store.rows import to_db
-from store.sqlite import audit
-from store.sqlite.connection import Database, fetch_all
+from store.sql import audit
+from store.tx import Body, Engine, many, placeholders, run
 
 _FINISHED = ", ".join(f"'{status}'" for status in sorted(FINISHED_RUN_STATUSES))
-MAX_BATCH = 500  # run ids per `IN (...)`, well under SQLite's parameter limit
+MAX_BATCH = 500  # run ids per `IN (...)`, well under SQLite's and Postgres's limits
 
 
-class SqliteRetention:
-    """`purge_finished_runs` on SQLite (part of the RunStore)."""
+class Retention:
+    """`purge_finished_runs` (part of the RunStore)."""
 
-    def __init__(self, database: Database, clock: Clock) -> None:
+    def __init__(self, database: Engine, clock: Clock) -> None:
         self._db = database
         self._clock = clock
 
@@ -44,10 +43,8 @@ class SqliteRetention:
         cut = to_db(finished_before)
         report = PurgeReport(finished_before=finished_before)
         while True:
-            batch = await self._db.transaction(
-                lambda connection: _purge_batch(
-                    connection, cut=cut, actor=actor, at=self._clock(), limit=batch_size
-                )
+            batch = await self._db.transact(
+                lambda: _purge_batch(cut=cut, actor=actor, at=self._clock(), limit=batch_size)
             )
             if batch.runs == 0:
                 return report
@@ -60,50 +57,46 @@ class SqliteRetention:
             )
 
 
-def _purge_batch(
-    connection: sqlite3.Connection, *, cut: str, actor: str, at: datetime, limit: int
-) -> PurgeReport:
-    rows = fetch_all(
-        connection,
+def _purge_batch(*, cut: str, actor: str, at: datetime, limit: int) -> Body[PurgeReport]:
+    rows = yield many(
         f"SELECT run_id FROM runs WHERE status IN ({_FINISHED}) AND updated_at < ? "
-        "AND purged_at IS NULL ORDER BY updated_at, run_id LIMIT ?",
+        "AND purged_at IS NULL ORDER BY updated_at, run_id LIMIT ? FOR UPDATE",
         (cut, limit),
     )
     run_ids = [str(row["run_id"]) for row in rows]
     report = PurgeReport(finished_before=datetime.fromisoformat(cut))
     if not run_ids:
         return report
-    marks = ", ".join("?" * len(run_ids))
-    blobs = connection.execute(f"DELETE FROM run_blobs WHERE run_id IN ({marks})", run_ids)
-    results = connection.execute(
+    marks = placeholders(len(run_ids))
+    blobs = yield many(f"DELETE FROM run_blobs WHERE run_id IN ({marks}) RETURNING run_id", run_ids)
+    results = yield many(
         "UPDATE ledger SET result_key_id = NULL, result_nonce = NULL, result_ciphertext = NULL "
-        f"WHERE run_id IN ({marks}) AND result_ciphertext IS NOT NULL",
+        f"WHERE run_id IN ({marks}) AND result_ciphertext IS NOT NULL RETURNING execution_key",
         run_ids,
     )
     snapshots = 0
-    for row in fetch_all(
-        connection,
+    approvals = yield many(
         f"SELECT approval_id, tool_name, arguments_digest FROM approvals WHERE run_id IN ({marks})",
         run_ids,
-    ):
-        connection.execute(
+    )
+    for row in approvals:
+        yield run(
             "UPDATE approvals SET snapshot = ? WHERE approval_id = ?",
             (purged_snapshot(row["tool_name"], row["arguments_digest"]), row["approval_id"]),
         )
         snapshots += 1
-    connection.execute(
+    yield run(
         f"UPDATE runs SET purged_at = ?, task = NULL WHERE run_id IN ({marks})",
         [to_db(at), *run_ids],
     )
     report = replace(
         report,
         runs=len(run_ids),
-        state_blobs=blobs.rowcount,
-        ledger_results=results.rowcount,
+        state_blobs=len(blobs),
+        ledger_results=len(results),
         snapshots=snapshots,
     )
-    audit.append(
-        connection,
+    yield from audit.append(
         "purged",
         at=at,
         actor=actor,

@@ -1,4 +1,4 @@
-"""Key rotation on SQLite: re-encrypt every sealed blob with the newest key of the ring.
+"""Key rotation: re-encrypt every sealed blob with the newest key of the ring.
 
 Work goes in batches, each its own transaction, and every rewrite is conditional on the
 nonce it read, so a blob rewritten meanwhile (by a state save) is left alone. Stopping
@@ -10,7 +10,6 @@ is counted, audited as `tamper_detected`, and left as it is.
 from __future__ import annotations
 
 import functools
-import sqlite3
 from dataclasses import dataclass
 
 from bot.errors import TamperError
@@ -18,8 +17,9 @@ from store.api import AuditStore
 from store.crypto import AadValue, Sealed, Sealer
 from store.ledger import RESULT_PURPOSE, result_fields
 from store.records import RotationReport
+from store.rows import Row
 from store.runs import STATE_PURPOSE, state_fields
-from store.sqlite.connection import Database, fetch_all
+from store.tx import Body, Engine, many, run
 
 DEFAULT_BATCH = 200
 
@@ -32,10 +32,10 @@ class _Pending:
     sealed: Sealed
 
 
-class SqliteKeyRotation:
-    """`rotate_keys` on SQLite."""
+class KeyRotation:
+    """`rotate_keys`."""
 
-    def __init__(self, database: Database, sealer: Sealer, audit: AuditStore) -> None:
+    def __init__(self, database: Engine, sealer: Sealer, audit: AuditStore) -> None:
         self._db = database
         self._sealer = sealer
         self._audit = audit
@@ -92,7 +92,7 @@ class SqliteKeyRotation:
                 )  # fmt: skip
                 if pending is not None:
                     batch.append(pending)
-            report.run_states += await self._db.transaction(
+            report.run_states += await self._db.transact(
                 functools.partial(_write_states, batch=batch, report=report)
             )
 
@@ -119,13 +119,13 @@ class SqliteKeyRotation:
                 )  # fmt: skip
                 if pending is not None:
                     batch.append(pending)
-            report.ledger_results += await self._db.transaction(
+            report.ledger_results += await self._db.transact(
                 functools.partial(_write_results, batch=batch, report=report)
             )
 
     async def _reseal(
         self,
-        row: sqlite3.Row,
+        row: Row,
         report: RotationReport,
         *,
         purpose: str,
@@ -143,14 +143,11 @@ class SqliteKeyRotation:
         return _Pending(record=record, run_id=run_id, old_nonce=old.nonce, sealed=sealed)
 
 
-def _write_states(
-    connection: sqlite3.Connection, *, batch: list[_Pending], report: RotationReport
-) -> int:
+def _write_states(*, batch: list[_Pending], report: RotationReport) -> Body[int]:
     written = 0
     for pending in batch:
         sealed = pending.sealed
-        rows = fetch_all(
-            connection,
+        rows = yield many(
             "UPDATE run_blobs SET key_id = ?, nonce = ?, ciphertext = ? "
             "WHERE run_id = ? AND nonce = ? RETURNING run_id",
             (sealed.key_id, sealed.nonce, sealed.ciphertext, pending.record, pending.old_nonce),
@@ -158,21 +155,16 @@ def _write_states(
         if not rows:
             report.skipped_rewritten += 1
             continue
-        connection.execute(
-            "UPDATE runs SET key_id = ? WHERE run_id = ?", (sealed.key_id, pending.record)
-        )
+        yield run("UPDATE runs SET key_id = ? WHERE run_id = ?", (sealed.key_id, pending.record))
         written += 1
     return written
 
 
-def _write_results(
-    connection: sqlite3.Connection, *, batch: list[_Pending], report: RotationReport
-) -> int:
+def _write_results(*, batch: list[_Pending], report: RotationReport) -> Body[int]:
     written = 0
     for pending in batch:
         sealed = pending.sealed
-        rows = fetch_all(
-            connection,
+        rows = yield many(
             "UPDATE ledger SET result_key_id = ?, result_nonce = ?, result_ciphertext = ? "
             "WHERE execution_key = ? AND result_nonce = ? RETURNING execution_key",
             (sealed.key_id, sealed.nonce, sealed.ciphertext, pending.record, pending.old_nonce),

@@ -1,4 +1,4 @@
-"""Cancelling a run on SQLite: one write transaction, a compare-and-set on its version.
+"""Cancelling a run: one write transaction, a compare-and-set on its version.
 
 The run moves to `cancelled` only from the version the caller read and only while it is
 not finished, so a run that another worker saved meanwhile (a resume that got further)
@@ -9,8 +9,6 @@ any more) and its standing decisions end; the audit gets one `cancelled` event a
 """
 
 from __future__ import annotations
-
-import sqlite3
 
 from bot.clock import Clock
 from bot.errors import InputError
@@ -26,9 +24,9 @@ from store.rows import (
     to_db,
 )
 from store.runs import CANCELLABLE_STATUSES, check_cancel
-from store.sqlite import audit
-from store.sqlite.approvals import REVOCABLE
-from store.sqlite.connection import Database, fetch_all, fetch_one
+from store.sql import audit
+from store.sql.approvals import REVOCABLE
+from store.tx import Body, Engine, many, one
 
 _CANCELLABLE = ", ".join(f"'{status}'" for status in sorted(CANCELLABLE_STATUSES))
 
@@ -38,10 +36,10 @@ def cancel_reason(reason: str) -> str:
     return f"run cancelled: {reason}"
 
 
-class SqliteCancel:
-    """`cancel_run` on SQLite (part of the RunStore)."""
+class Cancel:
+    """`cancel_run` (part of the RunStore)."""
 
-    def __init__(self, database: Database, clock: Clock) -> None:
+    def __init__(self, database: Engine, clock: Clock) -> None:
         self._db = database
         self._clock = clock
 
@@ -59,10 +57,9 @@ class SqliteCancel:
         at_text = to_db(at)
         why = reason.strip()
 
-        def body(connection: sqlite3.Connection) -> CancelOutcome:
-            before = _require_run(connection, run_id)
-            row = fetch_one(
-                connection,
+        def body() -> Body[CancelOutcome]:
+            before = yield from _require_run(run_id)
+            row = yield one(
                 "UPDATE runs SET status = 'cancelled', version = version + 1, updated_at = ? "
                 f"WHERE run_id = ? AND version = ? AND status IN ({_CANCELLABLE}) "
                 f"RETURNING {RUN_COLUMNS}",
@@ -70,11 +67,10 @@ class SqliteCancel:
             )
             if row is None:
                 return CancelOutcome(won=False, run=before)
-            closed = _close_approvals(connection, run_id, actor, cancel_reason(why), at_text)
-            standing = _end_standing(connection, run_id, actor, cancel_reason(why), at_text)
+            closed = yield from _close_approvals(run_id, actor, cancel_reason(why), at_text)
+            standing = yield from _end_standing(run_id, actor, cancel_reason(why), at_text)
             for record in closed:
-                audit.append(
-                    connection,
+                yield from audit.append(
                     "revoked",
                     at=at,
                     actor=actor,
@@ -82,8 +78,7 @@ class SqliteCancel:
                     approval_id=record.approval_id,
                     detail=with_via({"reason": record.revoke_reason}, via),
                 )
-            audit.append(
-                connection,
+            yield from audit.append(
                 "cancelled",
                 at=at,
                 actor=actor,
@@ -102,21 +97,18 @@ class SqliteCancel:
                 won=True, run=row_to_run(row), closed=tuple(closed), standing=tuple(standing)
             )
 
-        return await self._db.transaction(body)
+        return await self._db.transact(body)
 
 
-def _require_run(connection: sqlite3.Connection, run_id: str) -> RunRecord:
-    row = fetch_one(connection, f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+def _require_run(run_id: str) -> Body[RunRecord]:
+    row = yield one(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ? FOR UPDATE", (run_id,))
     if row is None:
         raise InputError(f"there is no run with id {run_id!r}")
     return row_to_run(row)
 
 
-def _close_approvals(
-    connection: sqlite3.Connection, run_id: str, actor: str, reason: str, at: str
-) -> list[ApprovalRecord]:
-    rows = fetch_all(
-        connection,
+def _close_approvals(run_id: str, actor: str, reason: str, at: str) -> Body[list[ApprovalRecord]]:
+    rows = yield many(
         "UPDATE approvals SET status = 'revoked', revoked_at = ?, revoked_by = ?, "
         f"revoke_reason = ? WHERE run_id = ? AND {REVOCABLE} RETURNING {APPROVAL_COLUMNS}",
         (at, actor, reason, run_id),
@@ -126,11 +118,8 @@ def _close_approvals(
     )
 
 
-def _end_standing(
-    connection: sqlite3.Connection, run_id: str, actor: str, reason: str, at: str
-) -> list[StandingDecision]:
-    rows = fetch_all(
-        connection,
+def _end_standing(run_id: str, actor: str, reason: str, at: str) -> Body[list[StandingDecision]]:
+    rows = yield many(
         "UPDATE standing_decisions SET revoked_at = ?, revoked_by = ?, revoke_reason = ? "
         f"WHERE run_id = ? AND revoked_at IS NULL RETURNING {STANDING_COLUMNS}",
         (at, actor, reason, run_id),

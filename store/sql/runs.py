@@ -1,19 +1,17 @@
-"""Runs on SQLite: a small `runs` row for status and compare-and-set, the sealed state
+"""Runs: a small `runs` row for status and compare-and-set, the sealed state
 in `run_blobs` (so a compare-and-set never rewrites a large blob).
 
-Sealing, the blob's associated data and the digest check are engine-neutral
-(store.runs); here is the SQL.
+Sealing, the blob's associated data and the digest check are in store.runs; here is
+the SQL.
 """
 
 from __future__ import annotations
-
-import sqlite3
 
 from bot.clock import Clock
 from bot.errors import ConflictError, InputError
 from store.crypto import Sealed, Sealer
 from store.records import EngineStamp, RunCursor, RunFilter, RunOrigin, RunRecord, RunStatus
-from store.rows import RUN_COLUMNS, row_to_run, to_db, to_db_optional
+from store.rows import RUN_COLUMNS, Row, row_to_run, to_db, to_db_optional, where_all
 from store.runs import (
     check_origin,
     check_status,
@@ -25,21 +23,21 @@ from store.runs import (
     task_summary,
     version_conflict,
 )
-from store.sqlite import audit
-from store.sqlite.cancel import SqliteCancel
-from store.sqlite.connection import Database, fetch_all, fetch_one, where_all
-from store.sqlite.retention import SqliteRetention
+from store.sql import audit
+from store.sql.cancel import Cancel
+from store.sql.retention import Retention
+from store.tx import Body, Engine, IntegrityViolation, many, one, run
 
 
-class SqliteRuns:
-    """The RunStore on SQLite."""
+class Runs:
+    """The RunStore."""
 
-    def __init__(self, database: Database, sealer: Sealer, clock: Clock) -> None:
+    def __init__(self, database: Engine, sealer: Sealer, clock: Clock) -> None:
         self._db = database
         self._sealer = sealer
         self._clock = clock
-        self.cancel_run = SqliteCancel(database, clock).cancel_run
-        self.purge_finished_runs = SqliteRetention(database, clock).purge_finished_runs
+        self.cancel_run = Cancel(database, clock).cancel_run
+        self.purge_finished_runs = Retention(database, clock).purge_finished_runs
 
     async def create_run(
         self,
@@ -67,10 +65,9 @@ class SqliteRuns:
         )  # fmt: skip
         now = to_db(self._clock())
 
-        def body(connection: sqlite3.Connection) -> RunRecord:
+        def body() -> Body[RunRecord]:
             try:
-                row = fetch_one(
-                    connection,
+                row = yield one(
                     "INSERT INTO runs (run_id, agent_name, agent_version, schema_version, "
                     "status, version, state_version, key_id, blob_digest, channel, thread_ts, "
                     "requester, created_at, updated_at, origin, task, engine, engine_version, "
@@ -81,13 +78,13 @@ class SqliteRuns:
                      digest, channel, thread_ts, requester, now, now, origin,
                      task_summary(task), *engine_columns(engine)),
                 )  # fmt: skip
-            except sqlite3.IntegrityError:
+            except IntegrityViolation:
                 raise ConflictError(f"run {run_id!r} already exists") from None
-            _write_blob(connection, run_id, sealed, insert=True)
+            yield from _write_blob(run_id, sealed, insert=True)
             assert row is not None
             return row_to_run(row)
 
-        return await self._db.transaction(body)
+        return await self._db.transact(body)
 
     async def save_run_state(
         self,
@@ -106,9 +103,8 @@ class SqliteRuns:
         )  # fmt: skip
         now = to_db(self._clock())
 
-        def body(connection: sqlite3.Connection) -> RunRecord:
-            row = fetch_one(
-                connection,
+        def body() -> Body[RunRecord]:
+            row = yield one(
                 "UPDATE runs SET status = ?, version = version + 1, state_version = version + 1, "
                 "schema_version = ?, key_id = ?, blob_digest = ?, updated_at = ?, engine = ?, "
                 "engine_version = ?, engine_schema_version = ?, needs_migration = NULL "
@@ -125,15 +121,15 @@ class SqliteRuns:
                 ),
             )
             if row is None:
-                found = _require_run(connection, run_id)
+                found = yield from _require_run(run_id)
                 raise version_conflict(
                     run_id, expected_version=expected_version,
                     version=found["version"], status=found["status"],
                 )  # fmt: skip
-            _write_blob(connection, run_id, sealed, insert=False)
+            yield from _write_blob(run_id, sealed, insert=False)
             return row_to_run(row)
 
-        return await self._db.transaction(body)
+        return await self._db.transact(body)
 
     async def transition_run(
         self, run_id: str, *, expected_status: RunStatus, new_status: RunStatus
@@ -142,42 +138,40 @@ class SqliteRuns:
         check_status(new_status)
         now = to_db(self._clock())
 
-        def body(connection: sqlite3.Connection) -> RunRecord | None:
-            row = fetch_one(
-                connection,
+        def body() -> Body[RunRecord | None]:
+            row = yield one(
                 "UPDATE runs SET status = ?, version = version + 1, updated_at = ? "
                 f"WHERE run_id = ? AND status = ? RETURNING {RUN_COLUMNS}",
                 (new_status, now, run_id, expected_status),
             )
             if row is None:
-                _require_run(connection, run_id)
+                yield from _require_run(run_id)
                 return None
             return row_to_run(row)
 
-        return await self._db.transaction(body)
+        return await self._db.transact(body)
 
     async def mark_needs_migration(
         self, run_id: str, *, reason: str | None, actor: str
     ) -> RunRecord | None:
         now = to_db(self._clock())
 
-        def body(connection: sqlite3.Connection) -> RunRecord | None:
-            row = fetch_one(
-                connection,
+        def body() -> Body[RunRecord | None]:
+            row = yield one(
                 "UPDATE runs SET needs_migration = ?, updated_at = ? "
-                "WHERE run_id = ? AND needs_migration IS NOT ? "
+                "WHERE run_id = ? AND needs_migration IS DISTINCT FROM CAST(? AS TEXT) "
                 f"RETURNING {RUN_COLUMNS}",
                 (reason, now, run_id, reason),
             )
             if row is None:
-                _require_run(connection, run_id)
+                yield from _require_run(run_id)
                 return None
             kind, detail = migration_event(reason)
-            audit.append(connection, kind, at=self._clock(), actor=actor, run_id=run_id,
-                         detail=detail)  # fmt: skip
+            yield from audit.append(kind, at=self._clock(), actor=actor, run_id=run_id,
+                                    detail=detail)  # fmt: skip
             return row_to_run(row)
 
-        return await self._db.transaction(body)
+        return await self._db.transact(body)
 
     async def load_run_state(self, run_id: str) -> str:
         row = await self._db.read_one(
@@ -213,9 +207,8 @@ class SqliteRuns:
     async def set_run_thread(self, run_id: str, *, channel: str, thread_ts: str) -> None:
         now = to_db(self._clock())
 
-        def body(connection: sqlite3.Connection) -> None:
-            rows = fetch_all(
-                connection,
+        def body() -> Body[None]:
+            rows = yield many(
                 "UPDATE runs SET channel = ?, thread_ts = ?, updated_at = ? WHERE run_id = ? "
                 "RETURNING run_id",
                 (channel, thread_ts, now, run_id),
@@ -223,7 +216,7 @@ class SqliteRuns:
             if not rows:
                 raise InputError(f"no run {run_id!r}")
 
-        await self._db.transaction(body)
+        await self._db.transact(body)
 
     async def list_runs(
         self,
@@ -268,18 +261,16 @@ def run_filter_sql(
     return joined, [*params, moment, moment, after[1]]
 
 
-def _write_blob(
-    connection: sqlite3.Connection, run_id: str, sealed: Sealed, *, insert: bool
-) -> None:
+def _write_blob(run_id: str, sealed: Sealed, *, insert: bool) -> Body[None]:
     if insert:
         sql = "INSERT INTO run_blobs (key_id, nonce, ciphertext, run_id) VALUES (?, ?, ?, ?)"
     else:
         sql = "UPDATE run_blobs SET key_id = ?, nonce = ?, ciphertext = ? WHERE run_id = ?"
-    connection.execute(sql, (sealed.key_id, sealed.nonce, sealed.ciphertext, run_id))
+    yield run(sql, (sealed.key_id, sealed.nonce, sealed.ciphertext, run_id))
 
 
-def _require_run(connection: sqlite3.Connection, run_id: str) -> sqlite3.Row:
-    row = fetch_one(connection, "SELECT version, status FROM runs WHERE run_id = ?", (run_id,))
+def _require_run(run_id: str) -> Body[Row]:
+    row: Row | None = yield one("SELECT version, status FROM runs WHERE run_id = ?", (run_id,))
     if row is None:
         raise InputError(f"no run {run_id!r}")
     return row

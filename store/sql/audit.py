@@ -1,14 +1,15 @@
-"""The audit log on SQLite: append inside a write transaction, read, verify.
+"""The audit log: append inside a write transaction, read, verify.
 
-The chain itself (hashing, linking, the verification walk) is engine-neutral in
-store.audit. Here: the `audit_events` table (append-only: triggers refuse UPDATE and
-DELETE) and the `audit_head` row that an insert trigger advances to the newest event.
+The chain itself (hashing, linking, the verification walk) is in store.audit. Here: the
+`audit_events` table (append-only: triggers refuse UPDATE and DELETE) and the
+`audit_head` row that an insert trigger advances to the newest event. An append reads
+the head `FOR UPDATE`: on Postgres concurrent appenders, from any number of processes,
+wait for each other there, so the log stays one chain.
 """
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -16,14 +17,13 @@ from bot.clock import Clock
 from bot.errors import InputError
 from store.audit import GENESIS_HASH, canonical_detail, next_event, verify_chain
 from store.records import AuditEvent, AuditVerification
-from store.rows import EVENT_COLUMNS, row_to_event, to_db
-from store.sqlite.connection import Database, fetch_one, where_all
+from store.rows import EVENT_COLUMNS, Row, row_to_event, to_db, where_all
+from store.tx import Body, Engine, one, run
 
 INSERT_EVENT = f"INSERT INTO audit_events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 def append(
-    connection: sqlite3.Connection,
     kind: str,
     *,
     at: datetime,
@@ -31,9 +31,9 @@ def append(
     run_id: str | None = None,
     approval_id: str | None = None,
     detail: Mapping[str, Any] | None = None,
-) -> AuditEvent:
-    """Append one event; call inside a write transaction (the head row is read there)."""
-    head = fetch_one(connection, "SELECT seq, hash FROM audit_head WHERE id = 1")
+) -> Body[AuditEvent]:
+    """Append one event, inside a write transaction (the head row is read there)."""
+    head = yield one("SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE")
     if head is None:
         raise InputError("audit head row is missing; the database was altered")
     event, row = next_event(
@@ -45,14 +45,14 @@ def append(
         approval_id=approval_id,
         detail=detail,
     )
-    connection.execute(INSERT_EVENT, row)
+    yield run(INSERT_EVENT, row)
     return event
 
 
-class SqliteAudit:
-    """The AuditStore on SQLite (and the chain reads that store.audit verifies)."""
+class Audit:
+    """The AuditStore (and the chain reads that store.audit verifies)."""
 
-    def __init__(self, database: Database, clock: Clock) -> None:
+    def __init__(self, database: Engine, clock: Clock) -> None:
         self._db = database
         self._clock = clock
 
@@ -69,9 +69,8 @@ class SqliteAudit:
         at = self._clock()
         canonical_detail(detail)  # refuse a bad detail before taking the write lock
 
-        def body(connection: sqlite3.Connection) -> AuditEvent:
+        def body() -> Body[AuditEvent]:
             return append(
-                connection,
                 kind,
                 at=at,
                 actor=actor,
@@ -80,7 +79,7 @@ class SqliteAudit:
                 detail=detail,
             )
 
-        return await self._db.transaction(body)
+        return await self._db.transact(body)
 
     async def audit_events(
         self,
@@ -108,7 +107,7 @@ class SqliteAudit:
         row = await self._db.read_one("SELECT seq, hash FROM audit_head WHERE id = 1")
         return (0, GENESIS_HASH) if row is None else (int(row[0]), str(row[1]))
 
-    async def chain_page(self, first: int, last: int, limit: int) -> list[sqlite3.Row]:
+    async def chain_page(self, first: int, last: int, limit: int) -> Sequence[Row]:
         return await self._db.read(
             f"SELECT {EVENT_COLUMNS} FROM audit_events WHERE seq >= ? AND seq <= ? "
             "ORDER BY seq LIMIT ?",

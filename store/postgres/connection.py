@@ -1,0 +1,130 @@
+"""The Postgres connections: one asyncpg pool for write transactions and reads.
+
+A write transaction is a body from store.tx, driven statement by statement on one
+pooled connection inside `BEGIN ... COMMIT` (asyncpg's transaction: any exception rolls
+it back, a cancelled caller included). The isolation level is Postgres's default, READ
+COMMITTED: every transition in the shared SQL is a conditional UPDATE, and a read whose
+row the transaction goes on to change says `FOR UPDATE`, so of two racing writers in any
+number of processes one waits for the other and then sees its commit. Two transactions
+that lock the same rows in opposite orders (a deadlock, which Postgres breaks by failing
+one) or a serialization failure are run again from the start, up to `RETRIES` times: a
+body is made afresh by its factory each time.
+
+Reads go through the same pool, each one statement outside any transaction (the last
+commit). Pool size: `APPROVALS_PG_POOL_SIZE` (default 10) connections per process; each
+replica holds up to that many of the server's `max_connections`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import asyncpg
+
+from bot.errors import ConfigError, StoreError
+from store.postgres.dialect import postgres_sql
+from store.tx import Body, IntegrityViolation, Statement
+
+T = TypeVar("T")
+POOL_SIZE_ENV = "APPROVALS_PG_POOL_SIZE"
+DEFAULT_POOL_SIZE = 10
+RETRIES = 5
+_RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError)
+
+
+def pool_size_from_env(environ: Mapping[str, str] | None = None) -> int:
+    env = os.environ if environ is None else environ
+    text = env.get(POOL_SIZE_ENV, "").strip()
+    if not text:
+        return DEFAULT_POOL_SIZE
+    if not text.isdigit() or not 1 <= int(text) <= 1000:
+        raise ConfigError(f"{POOL_SIZE_ENV} must be a whole number from 1 to 1000, not {text!r}")
+    return int(text)
+
+
+class PgDatabase:
+    """A Postgres database opened for the store: `transact()` writes and `read()` queries."""
+
+    def __init__(self, pool: Any, *, location: str) -> None:
+        self._pool = pool
+        self.location = location  # the URL without its password, for messages
+
+    @classmethod
+    async def open(cls, dsn: str, *, location: str, pool_size: int) -> PgDatabase:
+        try:
+            pool = await asyncpg.create_pool(
+                dsn,
+                min_size=1,
+                max_size=pool_size,
+                server_settings={"application_name": "approvals-bot"},
+            )
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            raise StoreError(f"cannot open database {location}: {error}") from error
+        return cls(pool, location=location)
+
+    async def transact(self, body: Callable[[], Body[T]]) -> T:
+        """Run the body made by `body()` as one transaction; deadlocks and serialization
+        failures run it again from the start."""
+        for attempt in range(1, RETRIES + 1):
+            try:
+                async with self._pool.acquire() as connection, connection.transaction():
+                    return await drive(body(), connection)
+            except _RETRYABLE as error:
+                if attempt == RETRIES:
+                    raise StoreError(f"write failed on {self.location}: {error}") from error
+            except IntegrityViolation as error:
+                raise StoreError(f"write failed on {self.location}: {error}") from error
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+                raise StoreError(f"write failed on {self.location}: {error}") from error
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        try:
+            rows: list[Any] = await self._pool.fetch(postgres_sql(sql), *params)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            raise StoreError(f"read failed on {self.location}: {error}") from error
+        return rows
+
+    async def read_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        rows = await self.read(sql, params)
+        return rows[0] if rows else None
+
+    async def connection(self) -> Any:
+        """A pooled connection of one's own (migrations, copies); release it with
+        `release`."""
+        return await self._pool.acquire()
+
+    async def release(self, connection: Any) -> None:
+        await self._pool.release(connection)
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+
+async def drive(body: Body[T], connection: Any) -> T:
+    """Run a transaction body (store.tx) on `connection`, statement by statement; a
+    constraint's refusal is thrown into the body as IntegrityViolation."""
+    try:
+        statement = next(body)
+        while True:
+            try:
+                result = await execute(connection, statement)
+            except asyncpg.IntegrityConstraintViolationError as error:
+                statement = body.throw(IntegrityViolation(str(error)))
+            else:
+                statement = body.send(result)
+    except StopIteration as done:
+        outcome: T = done.value
+        return outcome
+
+
+async def execute(connection: Any, statement: Statement) -> Any:
+    sql = postgres_sql(statement.sql)
+    if statement.fetch == "one":
+        return await connection.fetchrow(sql, *statement.params)
+    if statement.fetch == "all":
+        return await connection.fetch(sql, *statement.params)
+    await connection.execute(sql, *statement.params)
+    return None

@@ -1,0 +1,33 @@
+"""The shared SQL (store.tx) as Postgres runs it.
+
+- `?` placeholders become `$1, $2, ...` in order (the shared SQL has no `?` inside a
+  string literal);
+- `INDEXED BY name` (SQLite's index hint) goes: Postgres's planner picks the index;
+- `CAST(column AS BLOB)` becomes the column: sealed blobs are `bytea` already.
+`FOR UPDATE` stays: it locks the row for the rest of the transaction. Each statement is
+translated once and remembered.
+"""
+
+from __future__ import annotations
+
+import re
+
+_INDEXED_BY = re.compile(r"\s+INDEXED BY \w+")
+_CAST_BLOB = re.compile(r"CAST\(([\w.]+) AS BLOB\)")
+_TRANSLATED: dict[str, str] = {}
+
+
+def postgres_sql(sql: str) -> str:
+    found = _TRANSLATED.get(sql)
+    if found is None:
+        found = _TRANSLATED[sql] = _translate(sql)
+    return found
+
+
+def _translate(sql: str) -> str:
+    text = _CAST_BLOB.sub(r"\1", _INDEXED_BY.sub("", sql))
+    pieces = text.split("?")
+    numbered = [pieces[0]]
+    for number, piece in enumerate(pieces[1:], start=1):
+        numbered.append(f"${number}{piece}")
+    return "".join(numbered)

@@ -1,0 +1,112 @@
+"""PostgresStore: the Store on a Postgres database, joined from the concept parts
+(store.sql), and `open_postgres_store`.
+
+The key ring comes from `APPROVALS_KEYS` (or the caller): there is no file beside a
+Postgres database to keep a key in, and the server never sees a key or a plaintext.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from bot.clock import Clock, utc_now
+from bot.errors import ConfigError
+from store.api import Store
+from store.config import PostgresLocation
+from store.crypto import KeyRing, Sealer
+from store.engine import EngineStore
+from store.keys import KEYS_ENV, parse_keyring
+from store.postgres.connection import PgDatabase, pool_size_from_env
+from store.postgres.migrations import ENGINE, current_version, migrate
+from store.records import MigrationReport, SchemaStatus
+from store.schema import bundled_migrations
+from store.sql.approvals import Approvals
+from store.sql.audit import Audit
+from store.sql.keys import check_keys_cover
+from store.sql.ledger import Ledger
+from store.sql.rotation import KeyRotation
+from store.sql.runs import Runs
+from store.sql.standing import Standing
+from store.sql.votes import Votes
+
+
+class PostgresStore(EngineStore):
+    """The engine for more than one process. Open it with `open_postgres_store`."""
+
+    def __init__(
+        self,
+        database: PgDatabase,
+        keyring: KeyRing,
+        clock: Clock = utc_now,
+        *,
+        migration_report: MigrationReport,
+    ) -> None:
+        audit = Audit(database, clock)
+        sealer = Sealer(keyring, audit)
+        super().__init__(
+            runs=Runs(database, sealer, clock),
+            approvals=Approvals(database, clock),
+            votes=Votes(database, clock),
+            standing=Standing(database, clock),
+            audit=audit,
+            ledger=Ledger(database, sealer, clock),
+        )
+        self.rotate_keys = KeyRotation(database, sealer, audit).rotate_keys
+        self.database = database
+        self.keyring = keyring
+        self.migration_report = migration_report
+        self.location = database.location
+        self._latest_schema = len(bundled_migrations(ENGINE))
+
+    async def schema_status(self) -> SchemaStatus:
+        connection = await self.database.connection()
+        try:
+            found = await current_version(connection)
+        finally:
+            await self.database.release(connection)
+        return SchemaStatus(found=found, latest=self._latest_schema)
+
+    async def close(self) -> None:
+        await self.database.close()
+
+
+async def open_postgres_store(
+    location: PostgresLocation,
+    *,
+    keyring: KeyRing | None = None,
+    clock: Clock | None = None,
+    environ: Mapping[str, str] | None = None,
+    pool_size: int | None = None,
+) -> PostgresStore:
+    """Connect to the database at `location` and migrate it (under the migration lock).
+
+    `keyring`: default APPROVALS_KEYS (required). `pool_size`: default
+    APPROVALS_PG_POOL_SIZE, else 10 connections."""
+    env = os.environ if environ is None else environ
+    ring = keyring or _keyring_from_env(env, location)
+    size = pool_size or pool_size_from_env(env)
+    now = clock or utc_now
+    database = await PgDatabase.open(location.dsn, location=location.display, pool_size=size)
+    try:
+        report = await migrate(database, now=now())
+        await check_keys_cover(database, ring, location.display)
+    except BaseException:
+        await database.close()
+        raise
+    return PostgresStore(database, ring, now, migration_report=report)
+
+
+def _keyring_from_env(env: Mapping[str, str], location: PostgresLocation) -> KeyRing:
+    configured = env.get(KEYS_ENV, "").strip()
+    if not configured:
+        raise ConfigError(
+            f"database {location.display} is Postgres: set {KEYS_ENV} (kid:base64key,...; "
+            "`approvals-bot keys generate --print` makes one); there is no key file beside it"
+        )
+    return parse_keyring(configured, source=KEYS_ENV)
+
+
+def _satisfies_store_protocol(store: PostgresStore) -> Store:
+    """Never called: mypy checks here that PostgresStore implements the Store protocol."""
+    return store

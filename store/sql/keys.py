@@ -1,0 +1,28 @@
+"""What the sealed data needs of the key ring, checked when a store opens."""
+
+from __future__ import annotations
+
+from bot.errors import ConfigError
+from store.crypto import KeyRing
+from store.keys import KEYS_ENV
+from store.tx import Engine
+
+
+async def sealed_key_ids(database: Engine) -> set[str]:
+    """The key ids of every sealed state blob and ledger result in the database."""
+    rows = await database.read(
+        "SELECT key_id FROM run_blobs UNION SELECT result_key_id FROM ledger "
+        "WHERE result_key_id IS NOT NULL"
+    )
+    return {str(row[0]) for row in rows}
+
+
+async def check_keys_cover(database: Engine, keyring: KeyRing, where: str) -> None:
+    """ConfigError naming the key ids the data uses and the ring lacks."""
+    missing = sorted(await sealed_key_ids(database) - set(keyring.key_ids))
+    if missing:
+        raise ConfigError(
+            f"database {where} holds data sealed with key id(s) {', '.join(missing)}, which the "
+            f"key ring lacks (it has {', '.join(keyring.key_ids)}); add them to {KEYS_ENV} "
+            "or the key file"
+        )
