@@ -407,5 +407,10 @@ if __name__ == "__main__":
     parser.add_argument("--requests", type=int, default=1000, help="clicks per level and app")
     parser.add_argument("--stall-requests", type=int, default=250)
     parser.add_argument("--rounds", type=int, default=3, help="median over this many rounds")
+    parser.add_argument(
+        "--quick", action="store_true", help="300 clicks, 100 stall requests, one round"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.requests, args.stall_requests, args.rounds = 300, 100, 1
     sys.exit(asyncio.run(main(args.requests, args.stall_requests, args.rounds)))

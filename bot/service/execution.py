@@ -123,7 +123,7 @@ async def persist_outcome(
     saved = await flow.store.save_run_state(
         run.run_id,
         expected_version=run.version,
-        state_json=await flow.encode_state(run.run_id, result.state),
+        state_json=await flow.encode_state(result.state),
         status="paused" if paused else "completed",
         schema_version=CURRENT_SCHEMA_VERSION,
     )

@@ -146,7 +146,7 @@ async def _resolve(
     saved = await flow.store.save_run_state(
         run.run_id,
         expected_version=run.version,
-        state_json=await flow.encode_state(run.run_id, state),
+        state_json=await flow.encode_state(state),
         status="resuming",
         schema_version=CURRENT_SCHEMA_VERSION,
     )

@@ -192,7 +192,7 @@ class ApprovalService:
                 context, serializer=agent.context_serializer, strict=agent.strict_context
             ),
         )
-        state_json = await self._flow.encode_state(state.run_id, state)  # refuses secrets
+        state_json = await self._flow.encode_state(state)  # refuses secrets
         run = await self._flow.store.create_run(
             run_id=state.run_id,
             agent_name=agent.name,

@@ -144,7 +144,8 @@ class Telemetry:
             level=logging.WARNING,
         )
 
-    def state_saved(self, run_id: str, *, size: int) -> None:
+    def state_saved(self, *, size: int) -> None:
+        """A run state of `size` bytes is about to be saved (a metric only: no line)."""
         if self.metrics:
             self.metrics.state_blob_bytes.observe(size)
 

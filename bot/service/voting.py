@@ -303,7 +303,7 @@ async def _save_state(flow: Workflow, run: RunRecord, state: RunState) -> RunRec
         return await flow.store.save_run_state(
             run.run_id,
             expected_version=run.version,
-            state_json=await flow.encode_state(run.run_id, state),
+            state_json=await flow.encode_state(state),
             status="paused",
             schema_version=CURRENT_SCHEMA_VERSION,
         )

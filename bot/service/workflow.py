@@ -147,10 +147,10 @@ class Workflow:
             self.telemetry.state_unreadable(run_id, reason=_unreadable(error), error=str(error))
             raise
 
-    async def encode_state(self, run_id: str, state: RunState) -> str:
-        """The state's JSON text, to be saved for `run_id` (its size is measured)."""
+    async def encode_state(self, state: RunState) -> str:
+        """The state's JSON text, to be saved (its size is measured)."""
         text = await encode_state(state)
-        self.telemetry.state_saved(run_id, size=len(text) if text.isascii() else len(text.encode()))
+        self.telemetry.state_saved(size=len(text) if text.isascii() else len(text.encode()))
         return text
 
     # -- telling people ------------------------------------------------------------------

@@ -134,6 +134,6 @@ class SlackNotifier:
 
     async def _post_in_thread(self, run: RunRecord, text: str) -> None:
         if run.channel is None:
-            log.info("run %s has no channel; not posting: %s", run.run_id, text[:200])
+            log.info("run %s has no channel; a thread message was not posted", run.run_id)
             return
         await self._slack.post(channel=run.channel, thread_ts=run.thread_ts, text=text)

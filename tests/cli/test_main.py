@@ -73,3 +73,17 @@ def test_help_does_not_load_the_server() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert loaded.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("./approvals.db", "./approvals.db"),
+        ("sqlite:///srv/bot/approvals.db", "sqlite:///srv/bot/approvals.db"),
+        ("postgresql://bot:s3cret@db.internal:5432/ab", "postgresql://bot:***@db.internal:5432/ab"),
+    ],
+)
+def test_the_start_up_line_names_the_database_without_its_password(url: str, shown: str) -> None:
+    from bot.commands.serve import without_credentials
+
+    assert without_credentials(url) == shown

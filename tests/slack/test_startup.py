@@ -130,6 +130,7 @@ async def test_the_start_up_line_names_what_serves_and_the_probes_answer(
         async with session.get(f"{base}/metrics") as metrics:
             assert metrics.status == 200
             assert "approval_pending_oldest_age_seconds 0.0" in await metrics.text()
+    assert not any("Traceback" in line or "Unclosed" in line for line in served.log)
     started = next(line for line in served.log if "serving Slack at" in line)
     database = tmp_path / "approvals.db"
     assert started.endswith(f"(database {database}, policy built-in defaults, agents ops)")
