@@ -49,9 +49,10 @@ from bot.service.tasks import TaskOwner
 from bot.slack.app import list_text
 from bot.slack.home import build_home
 from store import open_store
-from store.api import NewApproval, Store
+from store.api import Store
 from store.crypto import KeyRing
 from store.keys import generate_key
+from store.records import NewApproval
 
 VIEWER = "U0VIEWER"
 OTHER = "U0REQUEST"

@@ -32,7 +32,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from bot.metrics import Metrics
 from bot.service.telemetry import CallIds, Telemetry
 from bot.slack.observed import TimeAcks
-from store.api import ApprovalRecord, RunRecord
+from store.records import ApprovalRecord, RunRecord
 
 ACTION_ID = "approval_approve"
 BODY = (

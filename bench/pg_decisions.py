@@ -37,9 +37,9 @@ from typing import Any
 import asyncpg
 
 from store import open_store
-from store.api import NewApproval
 from store.crypto import KeyRing
 from store.keys import format_key, generate_key
+from store.records import NewApproval
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 CAS = (

@@ -42,9 +42,9 @@ from pathlib import Path
 import aiosqlite
 
 from store import SqliteStore, open_store
-from store.api import NewApproval
 from store.crypto import KeyRing
 from store.keys import generate_key
+from store.records import NewApproval
 from store.sqlite.connection import Synchronous
 
 ITEM_SIZES = (10, 100, 1000)

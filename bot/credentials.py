@@ -229,11 +229,6 @@ def _secret_spans(text: str) -> list[tuple[int, int]]:
     return merged
 
 
-def looks_like_secret_value(value: str) -> bool:
-    """True when the string is, or contains, something shaped like a credential."""
-    return bool(_secret_spans(value))
-
-
 def redact_text(text: str, marker: str = REDACTED) -> str:
     """Replace each credential-shaped part of `text` with `marker`; keep the rest."""
     spans = _secret_spans(text)

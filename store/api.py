@@ -1,341 +1,49 @@
-"""The store's one async interface: records and operations, no SQL.
+"""The store's one async interface: its operations, no SQL (what they take and return
+is store.records).
 
-Callers (the service, the CLI) see only this module's types. `Store` is the sum of one
-protocol per concept: runs, approvals, votes, audit, ledger, maintenance. Each engine
-implements every concept in its own package (store/sqlite/, the embedded default) from
-the engine-neutral rules beside this module, and `store.engine.EngineStore` joins the
-parts into one Store. Every state transition is one conditional update from an expected
+Callers (the service, the CLI) see only these protocols and the records. `Store` is the
+sum of one protocol per concept: runs, approvals, votes, audit, ledger, maintenance.
+Each engine implements every concept in its own package (store/sqlite/, the embedded
+default) from the engine-neutral rules beside this module, and `store.engine.EngineStore`
+joins the parts into one Store. Every state transition is one conditional update from an expected
 state, so of two racing callers exactly one wins.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from bot.runtime.journal import Claim
-
-RunStatus = Literal["running", "paused", "resuming", "completed", "failed", "cancelled"]
-ApprovalStatus = Literal["pending", "approved", "rejected", "expired", "revoked"]
-Verdict = Literal["approved", "rejected"]  # how a decision or a vote went
-TERMINAL_APPROVAL_STATUSES: frozenset[str] = frozenset(
-    {"approved", "rejected", "expired", "revoked"}
+from store.records import (
+    Amendment,
+    ApprovalRecord,
+    ApprovalStatus,
+    AuditEvent,
+    AuditVerification,
+    CancelOutcome,
+    DecisionOutcome,
+    EngineStamp,
+    LeaseTerms,
+    LedgerEntry,
+    MigrationReport,
+    NewApproval,
+    PendingCursor,
+    PurgeReport,
+    RotationReport,
+    RunCursor,
+    RunFilter,
+    RunLease,
+    RunOrigin,
+    RunRecord,
+    RunStatus,
+    SchemaStatus,
+    StandingDecision,
+    Verdict,
+    VoteOutcome,
+    VoteRecord,
 )
-FINISHED_RUN_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
-WORKING_RUN_STATUSES: frozenset[str] = frozenset({"running", "resuming"})
-"""A run in one of these is being worked on, by the worker holding its lease (RunLease)."""
-FIRST_LEASE_TOKEN = 1  # the token of the lease a run is created with (`create_run(lease=...)`)
-RunOrigin = Literal["slack", "terminal"]
-"""Where a run was started: from Slack (the bot; also runs started from code) or at the
-terminal (`approvals-bot demo`). Each surface shows and decides only its own runs;
-operators (the CLI) reach every run."""
-TASK_SUMMARY_CHARS = 200  # how much of a run's (redacted) task its row keeps
-LEGACY_KEY_PREFIX = "call:"
-"""An approval requested before approvals were keyed by execution key carries
-`call:<tool call id>` as its key: its call is matched by tool call id, as it was then."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class EngineStamp:
-    """Which agent engine wrote a run's state, when not the bot's own run core: its name
-    ("openai-agents"), its version ("0.24.0") and the schema version of its state ("1.21")."""
-
-    name: str
-    version: str
-    schema_version: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunRecord:
-    run_id: str
-    agent_name: str
-    agent_version: str
-    schema_version: str
-    status: RunStatus
-    version: int  # bumped by every transition; the compare-and-set token
-    key_id: str  # key that encrypted the current blob
-    blob_digest: str  # SHA-256 hex of the plaintext state JSON
-    channel: str | None
-    thread_ts: str | None
-    requester: str | None
-    created_at: datetime
-    updated_at: datetime
-    origin: RunOrigin = "slack"
-    task: str | None = None  # the task as people may see it: redacted, clipped (None: not kept)
-    purged_at: datetime | None = None  # retention removed its state, results and snapshots
-    engine: EngineStamp | None = None  # None: the bot's own run core wrote the state
-    needs_migration: str | None = None  # why this deployment cannot resume it (None: it can)
-
-    @property
-    def finished(self) -> bool:
-        return self.status in FINISHED_RUN_STATUSES
-
-
-@dataclass(frozen=True, kw_only=True)
-class LeaseTerms:
-    """A lease asked for: held by `owner` for `seconds` from now, unless renewed."""
-
-    owner: str
-    seconds: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunLease:
-    """A worker's hold on a run it works on (`running` or `resuming`). Another worker may
-    take the run over once `expires_at` has passed (unless it was renewed meanwhile);
-    `token` is the fencing token: it moves on at every claim and every release, and the
-    holder's writes name it (`ledger_claim(run_lease_token=...)`, `renew_run_lease`,
-    `release_run_lease`), so a worker that lost the run writes nothing more for it."""
-
-    run: RunRecord
-    owner: str
-    token: int
-    expires_at: datetime
-
-    @property
-    def run_id(self) -> str:
-        return self.run.run_id
-
-
-RunCursor = tuple[datetime, str]
-"""Keyset position in the runs list: (updated_at, run_id) of the last run seen (the list
-runs newest first)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunFilter:
-    """Which runs `list_runs` returns (every field optional; all given must hold)."""
-
-    status: RunStatus | None = None
-    requester: str | None = None
-    agent_name: str | None = None
-    updated_since: datetime | None = None
-    origin: RunOrigin | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class CancelOutcome:
-    """What `cancel_run` did. `won`: this call cancelled the run (else nothing changed and
-    `run` shows where it is now). `closed`: the approvals it closed (revoked, with the
-    cancel's reason), in order; `standing`: the standing decisions it ended."""
-
-    won: bool
-    run: RunRecord
-    closed: tuple[ApprovalRecord, ...] = ()
-    standing: tuple[StandingDecision, ...] = ()
-
-
-@dataclass(frozen=True, kw_only=True)
-class PurgeReport:
-    """What `purge_finished_runs` removed (runs, and per kind of content)."""
-
-    finished_before: datetime
-    runs: int = 0
-    state_blobs: int = 0
-    ledger_results: int = 0
-    snapshots: int = 0
-
-
-@dataclass(frozen=True, kw_only=True)
-class StandingDecision:
-    """A decision made to stand for the rest of its run: every later call of `tool_name`
-    in the run is decided the same way (by its own approval row, voted for by `decider`)
-    until it is revoked. Keyed by the approval that made it."""
-
-    approval_id: str
-    run_id: str
-    tool_name: str
-    decision: Verdict
-    decider: str
-    reason: str | None
-    message: str | None
-    created_at: datetime
-    revoked_at: datetime | None = None
-    revoked_by: str | None = None
-    revoke_reason: str | None = None
-
-    @property
-    def active(self) -> bool:
-        return self.revoked_at is None
-
-
-@dataclass(frozen=True, kw_only=True)
-class NewApproval:
-    approval_id: str
-    run_id: str
-    tool_call_id: str
-    tool_name: str
-    arguments_digest: str
-    snapshot: str  # redacted review snapshot (JSON text) - never the raw arguments
-    requester: str | None
-    expires_at: datetime | None
-    required_approvals: int = 1
-    remind_at: datetime | None = None
-    execution_key: str | None = None  # the call's; None: keyed by its tool call id (legacy)
-
-    @property
-    def key(self) -> str:
-        """What makes the approval unique in its run (one open approval per key)."""
-        if self.execution_key is not None:
-            return self.execution_key
-        return LEGACY_KEY_PREFIX + self.tool_call_id
-
-
-@dataclass(frozen=True, kw_only=True)
-class ApprovalRecord:
-    approval_id: str
-    run_id: str
-    tool_call_id: str
-    tool_name: str
-    arguments_digest: str
-    snapshot: str
-    status: ApprovalStatus
-    requester: str | None
-    decider: str | None
-    reason: str | None
-    message: str | None  # what the model sees on reject
-    created_at: datetime
-    decided_at: datetime | None
-    expires_at: datetime | None
-    revoked_at: datetime | None
-    slack_channel: str | None
-    slack_ts: str | None
-    revoked_by: str | None = None  # who revoked it (decider keeps who decided)
-    required_approvals: int = 1  # the quorum, fixed by the policy when it was requested
-    remind_at: datetime | None = None  # when approvers get their one reminder (None: never)
-    reminded_at: datetime | None = None  # when it was sent (set once, by claim_reminders)
-    revoke_reason: str | None = None  # why it was revoked (reason keeps the decider's)
-    amended_by: str | None = None  # the approver who changed the arguments, if one did
-    execution_key: str = ""  # the call's execution key; LEGACY_KEY_PREFIX + id for old rows
-
-    def answers(self, *, execution_key: str, tool_call_id: str) -> bool:
-        """Whether this approval is for the call with this execution key (an approval from
-        before keys were stored: for the call with this tool call id)."""
-        if self.execution_key.startswith(LEGACY_KEY_PREFIX):
-            return self.execution_key == LEGACY_KEY_PREFIX + tool_call_id
-        return self.execution_key == execution_key
-
-
-@dataclass(frozen=True, kw_only=True)
-class DecisionOutcome:
-    """`won` is true when this call made the transition; otherwise `record` shows the
-    state that won (who decided, when)."""
-
-    won: bool
-    record: ApprovalRecord
-
-
-@dataclass(frozen=True, kw_only=True)
-class VoteRecord:
-    """One person's vote on one digest of an approval's arguments."""
-
-    approval_id: str
-    voter: str
-    decision: Verdict
-    digest: str  # the arguments digest voted on; votes on an older digest no longer count
-    reason: str | None
-    at: datetime
-
-
-VoteResult = Literal["decided", "counted", "already_voted", "stale_digest", "closed", "expired"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class VoteOutcome:
-    """What `vote` did, in one transaction:
-
-    - decided: the vote was recorded and moved the approval to approved (quorum met)
-      or rejected (one rejection rejects); this caller made the transition;
-    - counted: the vote was recorded; the quorum is not met yet;
-    - already_voted: this voter already voted on this digest (nothing changed);
-    - stale_digest: the arguments changed since the voter saw them (nothing changed);
-    - closed: the approval is no longer pending (`record` shows who decided);
-    - expired: it was past its expiry: it is now `expired` (nothing else changed).
-    `votes` are the votes on the approval's current digest after the call."""
-
-    result: VoteResult
-    record: ApprovalRecord
-    votes: tuple[VoteRecord, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Amendment:
-    """Approve-with-changes: the approval's digest and snapshot become these before the
-    vote is counted; votes on the old digest stop counting."""
-
-    arguments_digest: str
-    snapshot: str  # redacted review snapshot JSON of the new arguments
-
-
-PendingCursor = tuple[datetime, str]
-"""Keyset position in the pending list: (created_at, approval_id) of the last row seen."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class AuditEvent:
-    seq: int
-    kind: str  # requested, decided, resumed, executed, expired, revoked, reconciled,
-    #            tamper_detected, digest_mismatch, revealed, read_in_full, key_rotated, ...
-    actor: str | None
-    run_id: str | None
-    approval_id: str | None
-    detail: Mapping[str, Any]
-    at: datetime
-    prev_hash: str
-    hash: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class AuditVerification:
-    ok: bool
-    checked: int
-    first_bad_seq: int | None = None
-    problem: str | None = None  # "edited", "deleted", "reordered", ...
-
-
-@dataclass(frozen=True, kw_only=True)
-class LedgerEntry:
-    """One ledger row as operators see it (the result stays sealed)."""
-
-    execution_key: str
-    run_id: str
-    tool_call_id: str
-    tool_name: str
-    state: str
-    attempt: int
-    lease_owner: str | None
-    lease_expires_at: datetime | None
-    lease_version: int
-    updated_at: datetime
-
-
-@dataclass(frozen=True, kw_only=True)
-class MigrationReport:
-    before: int  # schema version found at open (0: empty database)
-    after: int
-    applied: tuple[str, ...]  # "0001_initial", ...
-
-
-@dataclass(frozen=True, kw_only=True)
-class SchemaStatus:
-    found: int  # the schema version the database records now
-    latest: int  # the newest this build ships
-
-    @property
-    def current(self) -> bool:
-        return self.found == self.latest
-
-
-@dataclass(kw_only=True)
-class RotationReport:
-    key_id: str  # the key everything is now sealed with
-    run_states: int = 0  # re-encrypted in this pass
-    ledger_results: int = 0
-    already_current: int = 0  # sealed with the newest key before this pass
-    skipped_rewritten: int = 0  # rewritten by someone else while we worked (already current)
-    tampered: list[str] = field(default_factory=list)  # records that failed to decrypt
 
 
 class RunStore(Protocol):

@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from typing import get_args
 
 from bot.errors import InputError
-from store.api import LEGACY_KEY_PREFIX, Amendment, ApprovalStatus, NewApproval, Verdict, VoteRecord
+from store.records import (
+    LEGACY_KEY_PREFIX,
+    Amendment,
+    ApprovalStatus,
+    NewApproval,
+    Verdict,
+    VoteRecord,
+)
 from store.rows import to_db
 
 APPROVAL_STATUSES: frozenset[str] = frozenset(get_args(ApprovalStatus))

@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from bot.errors import InputError, StoreError
-from store.api import AuditEvent, AuditVerification
+from store.records import AuditEvent, AuditVerification
 from store.rows import Row, from_db, to_db
 
 GENESIS_HASH = "0" * 64

@@ -16,7 +16,7 @@ import math
 from datetime import datetime, timedelta
 
 from bot.errors import InputError, LeaseLostError
-from store.api import WORKING_RUN_STATUSES, RunLease, RunRecord
+from store.records import WORKING_RUN_STATUSES, RunLease, RunRecord
 from store.rows import Row, from_db
 from store.runs import check_status
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
 from bot.errors import InputError
-from store.api import (
+from store.records import (
     ApprovalRecord,
     ApprovalStatus,
     AuditEvent,

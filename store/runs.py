@@ -14,8 +14,8 @@ from typing import Any, get_args
 
 from bot.errors import ConflictError, InputError, RunStateError, TamperError
 from bot.off_loop import off_loop_if_large
-from store.api import TASK_SUMMARY_CHARS, EngineStamp, RunOrigin, RunStatus
 from store.crypto import AadValue, Sealed, Sealer
+from store.records import TASK_SUMMARY_CHARS, EngineStamp, RunOrigin, RunStatus
 
 STATE_PURPOSE = "run-state"
 RUN_STATUSES: frozenset[str] = frozenset(get_args(RunStatus))

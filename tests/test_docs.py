@@ -79,13 +79,15 @@ def variables_read_by_the_code() -> dict[str, list[str]]:
                     key = node.args[1] if len(node.args) > 1 else None  # bot.slack.config helpers
             elif isinstance(node, ast.Subscript) and _is_environment(node.value):
                 key = node.slice
+            if key is None:
+                continue
             value = None
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 value = key.value
             elif isinstance(key, ast.Name):
                 value = names.get(key.id)
             if value is not None and NAME.fullmatch(value):
-                found.setdefault(value, []).append(f"{path.relative_to(ROOT)}:{node.lineno}")
+                found.setdefault(value, []).append(f"{path.relative_to(ROOT)}:{key.lineno}")
     return found
 
 

@@ -115,7 +115,7 @@ def test_settings_default_to_text_at_info_and_accept_any_case() -> None:
 
 def test_the_text_format_appends_the_fields_and_the_json_format_carries_them() -> None:
     record = log.makeRecord(
-        "approvals.events", logging.INFO, __file__, 1, "approval decided", None, None,
+        "approvals.events", logging.INFO, __file__, 1, "approval decided", (), None,
         extra={"event": "approval_decided", "run_id": "r1", "note": "two words"},
     )  # fmt: skip
     text = TextFormatter().format(record)
@@ -134,7 +134,7 @@ def test_a_json_line_carries_its_traceback_redacted() -> None:
     try:
         raise RuntimeError(f"upstream said Bearer {TOKEN}")
     except RuntimeError:
-        record = log.makeRecord("x", logging.ERROR, __file__, 1, "failed", None, sys.exc_info())
+        record = log.makeRecord("x", logging.ERROR, __file__, 1, "failed", (), sys.exc_info())
     redact_record(record)
     line = json.loads(JsonFormatter().format(record))
     assert "RuntimeError: upstream said Bearer" in line["traceback"]

@@ -31,7 +31,7 @@ from bot.errors import InputError
 from bot.review.snapshot import ReviewSnapshot
 from bot.service import ApprovalService, ApprovalView, DecisionResult
 from bot.service.api import decode_cursor, encode_cursor
-from store.api import ApprovalRecord, AuditEvent
+from store.records import ApprovalRecord, AuditEvent
 
 DIGEST_HEX = re.compile(r"[0-9a-f]{64}")
 MAX_LIST = 1000

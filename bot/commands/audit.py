@@ -15,8 +15,8 @@ from typing import Any, TextIO
 from bot.commands.database import command_group, db_command, existing_store
 from bot.errors import InputError
 from bot.policy.durations import parse_duration
-from store.api import AuditEvent
 from store.audit import event_to_json_line
+from store.records import AuditEvent
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:

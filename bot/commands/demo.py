@@ -48,8 +48,8 @@ from bot.policy.loading import POLICY_ENV, load_policy
 from bot.runtime import Agent, AgentEngine
 from bot.service import ApprovalService, TaskOwner, approval_ttl_from_env, installation_worker_id
 from store import open_store
-from store.api import ApprovalRecord, RunRecord
 from store.config import database_url_from_env
+from store.records import ApprovalRecord, RunRecord
 
 DEMO_REQUESTER = "demo-requester"
 DEFAULT_REASON = "decided in the approvals-bot terminal demo"

@@ -35,7 +35,7 @@ from bot.credentials import redact
 from bot.errors import InputError
 from bot.review.visible import visible
 from bot.service.api import decode_cursor, encode_cursor
-from store.api import ApprovalRecord, LedgerEntry, RunFilter, RunRecord
+from store.records import ApprovalRecord, LedgerEntry, RunFilter, RunRecord
 
 RUN_STATUSES = ("running", "paused", "resuming", "completed", "failed", "cancelled")
 RUN_ORIGINS = ("slack", "terminal")

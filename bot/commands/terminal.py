@@ -32,7 +32,7 @@ from bot.service.api import (
     RunNeedsMigration,
     RunStarted,
 )
-from store.api import ApprovalRecord, StandingDecision
+from store.records import ApprovalRecord, StandingDecision
 
 
 class TerminalNotifier:

@@ -42,15 +42,6 @@ class PendingCall:
 
 
 @dataclass(frozen=True, kw_only=True)
-class DeferredToolRequests:
-    """Pending calls by status, decided or not (`get_interruptions()` lists the
-    undecided ones)."""
-
-    approvals: list[PendingCall]
-    uncertain: list[PendingCall]
-
-
-@dataclass(frozen=True, kw_only=True)
 class OutstandingCall:
     """A call of the last model turn that has no result yet (used by the Runner)."""
 

@@ -36,7 +36,6 @@ from bot.runtime.decisions import (
     ApprovalMetadata,
     ApprovedCall,
     Decision,
-    DeferredToolRequests,
     OutstandingCall,
     PendingCall,
     RejectedCall,
@@ -106,14 +105,6 @@ class RunState:
     def get_interruptions(self) -> list[PendingCall]:
         """Pending calls that still need a human: approval or reconciliation."""
         return self._pending.undecided()
-
-    @property
-    def deferred_tool_requests(self) -> DeferredToolRequests:
-        calls = self._pending.calls.values()
-        return DeferredToolRequests(
-            approvals=[call for call in calls if call.status == "approval"],
-            uncertain=[call for call in calls if call.status == "uncertain"],
-        )
 
     def decision_for(self, call: PendingCall | str) -> Decision | None:
         """The decision that applies to a pending call: its own, or for an approval an

@@ -26,7 +26,7 @@ from bot.canonical import canonical_arguments
 from bot.credentials import REDACTED, redact
 from bot.errors import InputError, UnknownCallError
 from bot.runtime import Agent, PendingCall, RunState, Tool, current_tool_call
-from store.api import ApprovalRecord
+from store.records import ApprovalRecord
 
 
 def merge_edit(stored: Any, edited: Any) -> Any:

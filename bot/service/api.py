@@ -1,9 +1,10 @@
 """What the service shows the layer above: its answers, its read models, its notifier.
 
-Like `store.api` for the store, this module holds the records and tagged unions the
-service's operations answer with (`DecisionResult`, `FollowUpOutcome`), the read models
-people are shown (`ApprovalView`, `Page`, `UncertainCall`), and the notifier the service
-talks through, with one event record per step of a run.
+As `store.api` and `store.records` do for the store, this module holds the records and
+tagged unions the service's operations answer with (`DecisionResult`,
+`FollowUpOutcome`), the read models people are shown (`ApprovalView`, `Page`,
+`UncertainCall`), and the notifier the service talks through, with one event record per
+step of a run.
 
 The notifier is the only way the service talks to people (Slack, a terminal, ...). The
 service calls `notify(event)` at each step of a run, with one small frozen record per
@@ -28,7 +29,7 @@ from typing import Generic, Literal, Protocol, TypeVar
 from bot.errors import InputError
 from bot.review.snapshot import ReviewSnapshot
 from bot.runtime import PendingCall
-from store.api import ApprovalRecord, PendingCursor, RunRecord, StandingDecision, VoteRecord
+from store.records import ApprovalRecord, PendingCursor, RunRecord, StandingDecision, VoteRecord
 
 T = TypeVar("T")
 
@@ -53,10 +54,6 @@ class DecisionResult:
     approvals_count: int = 1
     required: int = 1
     voters: tuple[str, ...] = ()
-
-    @property
-    def quorum_met(self) -> bool:
-        return self.approval.status == "approved"
 
 
 @dataclass(frozen=True, kw_only=True)

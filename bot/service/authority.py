@@ -39,7 +39,7 @@ from bot.policy.rules import Policy, ToolRule
 from bot.service import reading
 from bot.service.api import ApprovalView, Page, decode_cursor, encode_cursor
 from bot.service.workflow import Workflow
-from store.api import ApprovalRecord, VoteRecord
+from store.records import ApprovalRecord, VoteRecord
 
 MAX_LIMIT = 100
 MAX_PAGES_PER_CALL = 20

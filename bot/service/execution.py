@@ -57,8 +57,8 @@ from bot.service.limits import calls_per_turn_exceeded, check_pending
 from bot.service.retry import transient
 from bot.service.standing import apply_standing
 from bot.service.workflow import Workflow
-from store.api import ApprovalRecord, EngineStamp, NewApproval, RunRecord, StandingDecision
 from store.journal import StoreJournal
+from store.records import ApprovalRecord, EngineStamp, NewApproval, RunRecord, StandingDecision
 
 log = logging.getLogger(__name__)
 

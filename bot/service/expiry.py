@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from bot.errors import ApprovalsError, ConfigError
 from bot.service.api import ApprovalDecided, ApprovalExpired, ApprovalReminder
 from bot.service.workflow import Workflow
-from store.api import ApprovalRecord
+from store.records import ApprovalRecord
 
 log = logging.getLogger(__name__)
 

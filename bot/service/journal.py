@@ -35,7 +35,8 @@ from bot.canonical import digests_equal
 from bot.clock import Clock, utc_now
 from bot.runtime.journal import Claim, Fresh, Journal, Recorded
 from bot.service.telemetry import CallIds, Telemetry
-from store.api import ApprovalRecord, Store
+from store.api import Store
+from store.records import ApprovalRecord
 
 CANCELLED_RESULT = "Not run: the run was cancelled."
 

@@ -28,14 +28,8 @@ import math
 from datetime import timedelta
 
 from bot.errors import ApprovalsError, ConfigError, LeaseLostError
-from store.api import (
-    FIRST_LEASE_TOKEN,
-    LeaseTerms,
-    RunLease,
-    RunRecord,
-    RunStatus,
-    Store,
-)
+from store.api import Store
+from store.records import FIRST_LEASE_TOKEN, LeaseTerms, RunLease, RunRecord, RunStatus
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, Reso
 from bot.service.api import ApprovalDecided, RunCancelled
 from bot.service.leases import claim
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
-from store.api import CancelOutcome, RunRecord
+from store.records import CancelOutcome, RunRecord
 
 CANCEL_ATTEMPTS = 3
 

@@ -21,7 +21,7 @@ import functools
 from bot.errors import ArgumentsUnreadError, InputError, ResolutionError
 from bot.review.snapshot import ReviewSnapshot
 from bot.service.workflow import Workflow
-from store.api import ApprovalRecord
+from store.records import ApprovalRecord
 
 CARD_ARGUMENTS_LIMIT = 2600
 """Characters of rendered arguments and script warnings a card (and the modal repeating

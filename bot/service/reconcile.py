@@ -38,7 +38,7 @@ from bot.service.execution import engine_stamp
 from bot.service.leases import claim, leave_working
 from bot.service.resume import current_rows, row_for
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
-from store.api import RunRecord
+from store.records import RunRecord
 
 CHOICE_LABELS: dict[type, str] = {VerifiedResult: "result", RetryCall: "retry", AbortCall: "abort"}
 """How each resolution is named in the audit log (`reconciled`, detail.choice)."""

@@ -44,7 +44,7 @@ from bot.service.execution import fail_run
 from bot.service.leases import claim
 from bot.service.resume import current_rows, stalled_pause
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
-from store.api import TERMINAL_APPROVAL_STATUSES, RunRecord
+from store.records import TERMINAL_APPROVAL_STATUSES, RunRecord
 
 log = logging.getLogger(__name__)
 

@@ -55,7 +55,7 @@ from bot.service.execution import (
 from bot.service.leases import claim, leave_working
 from bot.service.retry import transient
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
-from store.api import LEGACY_KEY_PREFIX, ApprovalRecord, RunRecord
+from store.records import LEGACY_KEY_PREFIX, ApprovalRecord, RunRecord
 
 log = logging.getLogger(__name__)
 

@@ -80,7 +80,8 @@ from bot.service.voting import (
     record_vote,
 )
 from bot.service.workflow import Workflow
-from store.api import ApprovalRecord, AuditEvent, CancelOutcome, RunRecord, Store
+from store.api import Store
+from store.records import ApprovalRecord, AuditEvent, CancelOutcome, RunRecord
 
 SWEEP_SECONDS = 10.0  # an unclicked card shows "expired" within this of its expiry
 

@@ -30,7 +30,7 @@ from bot.policy.eligibility import Eligible
 from bot.service.api import ApprovalDecided
 from bot.service.authority import eligibility
 from bot.service.workflow import Workflow
-from store.api import ApprovalRecord, RunRecord, StandingDecision
+from store.records import ApprovalRecord, RunRecord, StandingDecision
 
 log = logging.getLogger(__name__)
 

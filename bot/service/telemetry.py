@@ -28,7 +28,7 @@ from datetime import datetime
 
 from bot.clock import Clock, utc_now
 from bot.metrics import Metrics
-from store.api import ApprovalRecord, RunRecord
+from store.records import ApprovalRecord, RunRecord
 
 log = logging.getLogger("approvals.events")
 

@@ -49,7 +49,7 @@ from bot.service.execution import card_snapshot
 from bot.service.reading import has_seen_all, unread
 from bot.service.standing import apply_decision
 from bot.service.workflow import Workflow
-from store.api import Amendment, ApprovalRecord, RunRecord, VoteOutcome
+from store.records import Amendment, ApprovalRecord, RunRecord, VoteOutcome
 
 log = logging.getLogger(__name__)
 

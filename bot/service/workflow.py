@@ -47,13 +47,13 @@ from bot.service.leases import HeldLeases, claim
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy, StalledResumes, transient
 from bot.service.tasks import TaskOwner
 from bot.service.telemetry import Telemetry
-from store.api import (
+from store.api import Store
+from store.records import (
     TERMINAL_APPROVAL_STATUSES,
     ApprovalRecord,
     RunOrigin,
     RunRecord,
     StandingDecision,
-    Store,
 )
 
 log = logging.getLogger(__name__)

@@ -58,7 +58,6 @@ log = logging.getLogger(__name__)
 
 AGENT_COMMAND = "/agent"
 APPROVALS_COMMAND = "/approvals"
-SLASH_COMMANDS = (AGENT_COMMAND, APPROVALS_COMMAND)
 LIST_PAGE_SIZE = 20
 MAX_LIST_PAGE = 50  # pages are walked by cursor; deeper than this, narrow it down
 

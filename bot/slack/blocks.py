@@ -21,7 +21,7 @@ from bot.errors import InputError
 from bot.policy.rules import SLACK_USER_ID
 from bot.review.snapshot import ReviewSnapshot
 from bot.service.reading import card_arguments, card_warnings
-from store.api import ApprovalRecord
+from store.records import ApprovalRecord
 
 Block = dict[str, Any]
 

@@ -44,7 +44,7 @@ from bot.slack.modals import (
     submitter,
     text_field,
 )
-from store.api import ApprovalRecord, RunRecord, StandingDecision
+from store.records import ApprovalRecord, RunRecord, StandingDecision
 
 APPROVE_ACTION_ID = "approval_approve"
 REJECT_ACTION_ID = "approval_reject"

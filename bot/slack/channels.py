@@ -66,13 +66,6 @@ class SlackChannelDirectory:
         members = await self._members(channel_id)
         return members is not None and user in members
 
-    def forget(self, channel_id: str | None = None) -> None:
-        """Drop the cached members of one channel (or all)."""
-        if channel_id is None:
-            self._cache.clear()
-        else:
-            self._cache.pop(channel_id, None)
-
     async def _members(self, channel_id: str) -> frozenset[str] | None:
         cached = self._fresh(channel_id)
         if cached is not None:

@@ -66,13 +66,6 @@ class SlackGroupDirectory:
             self._cache[group_id] = _Cached(members=members, fetched_at=self._clock())
             return members
 
-    def forget(self, group_id: str | None = None) -> None:
-        """Drop the cached membership of one group (or all)."""
-        if group_id is None:
-            self._cache.clear()
-        else:
-            self._cache.pop(group_id, None)
-
     def _fresh(self, group_id: str) -> frozenset[str] | None:
         cached = self._cache.get(group_id)
         if cached is None or self._clock() - cached.fetched_at >= self._ttl:

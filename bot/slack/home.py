@@ -30,7 +30,7 @@ from bot.slack.messages.approval_lines import (
     decision_line,
     quorum_line,
 )
-from store.api import ApprovalRecord
+from store.records import ApprovalRecord
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from bot.slack import cards
 from bot.slack.blocks import Block, mrkdwn_context, mrkdwn_section
 from bot.slack.gateway import SlackGateway
 from bot.slack.messages import run_thread
-from store.api import ApprovalRecord, RunRecord, StandingDecision
+from store.records import ApprovalRecord, RunRecord, StandingDecision
 
 log = logging.getLogger(__name__)
 

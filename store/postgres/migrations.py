@@ -19,8 +19,8 @@ from typing import Any
 import asyncpg
 
 from bot.errors import MigrationError
-from store.api import MigrationReport
 from store.postgres.connection import PgDatabase
+from store.records import MigrationReport
 from store.rows import to_db
 from store.schema import Migration, bundled_migrations, refuse_newer
 

@@ -12,12 +12,13 @@ from collections.abc import Mapping
 
 from bot.clock import Clock, utc_now
 from bot.errors import ConfigError
-from store.api import MigrationReport, Store
+from store.api import Store
 from store.config import PostgresLocation
 from store.crypto import KeyRing
 from store.keys import KEYS_ENV, parse_keyring
 from store.postgres.connection import PgDatabase, pool_size_from_env
 from store.postgres.migrations import ENGINE, migrate
+from store.records import MigrationReport
 from store.schema import bundled_migrations
 from store.sql.keys import check_keys_cover
 from store.sql.store import SqlStore

@@ -24,7 +24,8 @@ from datetime import datetime
 from bot.clock import Clock
 from bot.errors import InputError
 from store import approvals as rules
-from store.api import (
+from store.audit import with_via
+from store.records import (
     LEGACY_KEY_PREFIX,
     ApprovalRecord,
     ApprovalStatus,
@@ -34,7 +35,6 @@ from store.api import (
     RunOrigin,
     Verdict,
 )
-from store.audit import with_via
 from store.rows import APPROVAL_COLUMNS, row_to_approval, to_db, to_db_optional, where_all
 from store.sql import audit
 from store.tx import Body, Engine, IntegrityViolation, many, one

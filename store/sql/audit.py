@@ -15,8 +15,8 @@ from typing import Any
 
 from bot.clock import Clock
 from bot.errors import InputError
-from store.api import AuditEvent, AuditVerification
 from store.audit import GENESIS_HASH, canonical_detail, new_event, verify_chain
+from store.records import AuditEvent, AuditVerification
 from store.rows import EVENT_COLUMNS, Row, row_to_event, to_db, where_all
 from store.tx import Body, Engine, one
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from bot.clock import Clock
 from bot.errors import InputError
-from store.api import ApprovalRecord, CancelOutcome, RunRecord, StandingDecision
 from store.audit import with_via
+from store.records import ApprovalRecord, CancelOutcome, RunRecord, StandingDecision
 from store.rows import (
     APPROVAL_COLUMNS,
     RUN_COLUMNS,

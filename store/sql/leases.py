@@ -13,7 +13,6 @@ from datetime import datetime
 
 from bot.clock import Clock
 from bot.errors import InputError
-from store.api import WORKING_RUN_STATUSES, RunLease, RunRecord, RunStatus
 from store.leases import (
     check_claim,
     check_release,
@@ -24,6 +23,7 @@ from store.leases import (
     lease_lost,
     lease_of,
 )
+from store.records import WORKING_RUN_STATUSES, RunLease, RunRecord, RunStatus
 from store.rows import RUN_COLUMNS, Row, row_to_run, to_db
 from store.tx import Body, Engine, many, one, run
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from bot.clock import Clock
 from bot.runtime.journal import Claim, Fresh, Interrupted, Recorded, Uncertain
-from store.api import LedgerEntry
 from store.crypto import Sealed, Sealer
 from store.leases import lease_lost as run_lease_lost
 from store.ledger import (
@@ -30,6 +29,7 @@ from store.ledger import (
     taken_over,
     unknown_key,
 )
+from store.records import LedgerEntry
 from store.rows import Row, row_to_ledger_entry, to_db, where_all
 from store.sql.leases import lease_row
 from store.tx import Body, Engine, many, one, run

@@ -16,8 +16,8 @@ from datetime import datetime
 
 from bot.clock import Clock
 from bot.errors import InputError
-from store.api import FINISHED_RUN_STATUSES, PurgeReport
 from store.approvals import purged_snapshot
+from store.records import FINISHED_RUN_STATUSES, PurgeReport
 from store.rows import to_db
 from store.sql import audit
 from store.tx import Body, Engine, many, placeholders, run

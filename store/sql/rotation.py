@@ -13,9 +13,10 @@ import functools
 from dataclasses import dataclass
 
 from bot.errors import TamperError
-from store.api import AuditStore, RotationReport
+from store.api import AuditStore
 from store.crypto import AadValue, Sealed, Sealer
 from store.ledger import RESULT_PURPOSE, result_fields
+from store.records import RotationReport
 from store.rows import Row
 from store.runs import STATE_PURPOSE, state_fields
 from store.tx import Body, Engine, many, run

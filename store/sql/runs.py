@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from bot.clock import Clock
 from bot.errors import ConflictError, InputError
-from store.api import (
+from store.crypto import Sealed, Sealer
+from store.leases import check_claim, expiry
+from store.records import (
     FIRST_LEASE_TOKEN,
     WORKING_RUN_STATUSES,
     EngineStamp,
@@ -20,8 +22,6 @@ from store.api import (
     RunRecord,
     RunStatus,
 )
-from store.crypto import Sealed, Sealer
-from store.leases import check_claim, expiry
 from store.rows import RUN_COLUMNS, Row, row_to_run, to_db, to_db_optional, where_all
 from store.runs import (
     check_origin,

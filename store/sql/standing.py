@@ -11,8 +11,8 @@ from datetime import datetime
 
 from bot.clock import Clock
 from bot.errors import InputError
-from store.api import FINISHED_RUN_STATUSES, StandingDecision
 from store.audit import with_via
+from store.records import FINISHED_RUN_STATUSES, StandingDecision
 from store.rows import STANDING_COLUMNS, row_to_approval, row_to_standing, to_db
 from store.sql import audit
 from store.sql.approvals import SELECT_ONE

@@ -4,9 +4,9 @@ Store. An engine subclasses it with its own database, where it is, and how it cl
 from __future__ import annotations
 
 from bot.clock import Clock
-from store.api import MigrationReport, SchemaStatus
 from store.crypto import KeyRing, Sealer
 from store.engine import EngineStore
+from store.records import MigrationReport, SchemaStatus
 from store.sql.approvals import Approvals
 from store.sql.audit import Audit
 from store.sql.leases import Leases, RequestMemory

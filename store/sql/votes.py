@@ -22,9 +22,9 @@ from datetime import datetime
 
 from bot.clock import Clock
 from bot.errors import InputError
-from store.api import Amendment, ApprovalRecord, Verdict, VoteOutcome, VoteRecord, VoteResult
 from store.approvals import Tally, check_vote, tally
 from store.audit import with_via
+from store.records import Amendment, ApprovalRecord, Verdict, VoteOutcome, VoteRecord, VoteResult
 from store.rows import APPROVAL_COLUMNS, VOTE_COLUMNS, from_db, row_to_approval, row_to_vote, to_db
 from store.sql import audit
 from store.sql.approvals import SELECT_ONE, expire_one

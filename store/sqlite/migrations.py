@@ -14,7 +14,7 @@ import sqlite3
 from datetime import datetime
 
 from bot.errors import MigrationError
-from store.api import MigrationReport
+from store.records import MigrationReport
 from store.rows import to_db
 from store.schema import Migration, bundled_migrations, refuse_newer
 from store.sqlite.connection import Database

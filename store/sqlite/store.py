@@ -9,10 +9,11 @@ from pathlib import Path
 
 from bot.clock import Clock, utc_now
 from bot.errors import ConfigError
-from store.api import MigrationReport, Store
+from store.api import Store
 from store.config import SqliteLocation, synchronous_from_env
 from store.crypto import KeyRing
 from store.keys import resolve_keyring
+from store.records import MigrationReport
 from store.schema import bundled_migrations
 from store.sql.keys import check_keys_cover, sealed_key_ids
 from store.sql.store import SqlStore

@@ -18,7 +18,8 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from bot.adapters.openai_agents import OpenAIAgentsEngine
 from bot.errors import RunStateError
 from bot.runtime import AgentRegistry, ExternalRunState
-from store import SqliteStore, open_store
+from store import open_store
+from store.api import Store
 from store.journal import StoreJournal
 from tests.service.service_harness import APPROVER, REQUESTER, Harness
 
@@ -45,7 +46,7 @@ def script(*final_answers: str) -> ScriptedModel:
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
     opened = await open_store(str(tmp_path / "ledger.db"), environ={})
     yield opened
     await opened.close()
@@ -65,7 +66,7 @@ async def test_without_the_ledger_a_duplicate_resume_runs_the_tool_twice() -> No
     assert effects == ["payments 1.2.3", "payments 1.2.3"]
 
 
-async def test_with_the_ledger_a_duplicate_resume_runs_it_once(store: SqliteStore) -> None:
+async def test_with_the_ledger_a_duplicate_resume_runs_it_once(store: Store) -> None:
     effects: list[str] = []
     engine = OpenAIAgentsEngine(deploy_agent(effects, script("done", "done")), version="1")
     journal = StoreJournal(store, owner="worker-a", lease_seconds=60)
@@ -89,7 +90,7 @@ async def test_with_the_ledger_a_duplicate_resume_runs_it_once(store: SqliteStor
     assert (entry.state, entry.attempt) == ("succeeded", 1)
 
 
-async def test_the_restored_call_must_be_the_decided_one(store: SqliteStore) -> None:
+async def test_the_restored_call_must_be_the_decided_one(store: Store) -> None:
     effects: list[str] = []
     engine = OpenAIAgentsEngine(deploy_agent(effects, script("done")), version="1")
     journal = StoreJournal(store, owner="worker-a", lease_seconds=60)

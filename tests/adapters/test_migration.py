@@ -19,7 +19,7 @@ from bot.commands.runs import render_run_detail, run_detail_json
 from bot.demo import build_ops_agent
 from bot.runtime import AgentRegistry, ExternalRunState
 from bot.service.api import RunNeedsMigration
-from store.api import RunRecord
+from store.records import RunRecord
 from tests.service.service_harness import APPROVER, REQUESTER, Harness
 
 

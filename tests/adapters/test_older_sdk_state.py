@@ -41,6 +41,7 @@ async def test_a_state_from_sdk_0_23_1_resumes_with_the_installed_sdk(effects_pa
     assert [line["execution_key"] for line in lines] == [calls["deploy_release"].execution_key]
     assert lines[0]["arguments_digest"] == state.call_digest(calls["deploy_release"])
     # what the run stores now is written by the installed SDK
+    assert result.state.engine is not None
     assert (result.state.engine.version, result.state.engine.schema_version) == (
         SDK_VERSION,
         SDK_SCHEMA_VERSION,

@@ -13,7 +13,7 @@ import pytest
 from bot.adapters.openai_agents import SDK_SCHEMA_VERSION, SDK_VERSION
 from bot.errors import InputError
 from bot.runtime import ExternalRunState
-from store.api import EngineStamp, RunRecord
+from store.records import EngineStamp, RunRecord
 from tests.service.service_harness import APPROVER, REQUESTER, Harness
 
 SDK_ENGINE = EngineStamp(

@@ -17,7 +17,8 @@ import pytest
 
 from bot.cli import main
 from store import SqliteStore, open_store
-from store.api import ApprovalRecord
+from store.postgres.store import PostgresStore
+from store.records import ApprovalRecord
 
 T = TypeVar("T")
 OPS_TOKEN = "xoxb-2718281828-operator-token-never-stored"
@@ -64,7 +65,7 @@ class Home:
         pending = self.store(lambda store: store.list_approvals(run_id=run_id, status="pending"))
         return run_id, pending
 
-    def store(self, work: Callable[[SqliteStore], Coroutine[Any, Any, T]]) -> T:
+    def store(self, work: Callable[[SqliteStore | PostgresStore], Coroutine[Any, Any, T]]) -> T:
         """Do `work` on the database with the store, outside any command."""
 
         async def body() -> T:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import shlex
 from datetime import UTC, datetime, timedelta
 
-from store import SqliteStore
+from store.api import Store
 from tests.cli.operator_support import Home
 
 
-async def _many_runs(store: SqliteStore, count: int) -> None:
+async def _many_runs(store: Store, count: int) -> None:
     for index in range(count):
         await store.create_run(
             run_id=f"run-{index:04d}",
@@ -24,7 +24,7 @@ async def _many_runs(store: SqliteStore, count: int) -> None:
         )
 
 
-async def _hiding_task(store: SqliteStore) -> None:
+async def _hiding_task(store: Store) -> None:
     await store.create_run(
         run_id="hider-run", agent_name="hider", agent_version="1", schema_version="1.0",
         state_json="{}", status="completed", task="deploy \u202eevil",
@@ -98,7 +98,7 @@ def test_runs_cancel_closes_everything_and_is_audited(home: Home) -> None:
     assert home.cli("audit", "verify")[0] == 0
 
 
-async def _leave_resuming(store: SqliteStore, run_id: str, approval_id: str, digest: str) -> None:
+async def _leave_resuming(store: Store, run_id: str, approval_id: str, digest: str) -> None:
     await store.vote(approval_id, decision="approved", voter="U0ALICE", digest=digest, reason="ok")
     await store.transition_run(run_id, expected_status="paused", new_status="resuming")
 

@@ -8,10 +8,11 @@ applied once, for a person to reconcile."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from store.api import RunRecord
+from store.records import RunRecord
 from tests.replicas.replica_pair import Pair, replica_pair, until
 from tests.slack.fake_slack import FakeSlack
 from tests.slack.serve_process import SERVE_CHANNEL
@@ -47,7 +48,7 @@ async def run_ends(pair: Pair, run_id: str, status: str) -> RunRecord:
     return await until(ended, f"run {run_id} never became {status}")
 
 
-def applied(pair: Pair, tool: str) -> list[dict[str, object]]:
+def applied(pair: Pair, tool: str) -> list[dict[str, Any]]:
     """The downstream's applied effects of `tool` (a recognised repeat is not one)."""
     return [line for line in pair.effect_lines() if line["tool"] == tool and not line["duplicate"]]
 

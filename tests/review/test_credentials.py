@@ -10,7 +10,6 @@ from bot.credentials import (
     REDACTED,
     find_secrets,
     is_secret_key,
-    looks_like_secret_value,
     redact,
     redact_text,
 )
@@ -63,7 +62,6 @@ WHOLE_VALUES = [
 
 @pytest.mark.parametrize("secret", WHOLE_VALUES)
 def test_each_credential_shape_is_recognised_and_replaced_whole(secret: str) -> None:
-    assert looks_like_secret_value(secret)
     assert redact_text(secret) == REDACTED
 
 
@@ -97,7 +95,6 @@ def test_a_credential_inside_a_sentence_is_cut_out_and_the_rest_kept(secret: str
     ],
 )
 def test_secrets_in_key_context_keep_their_key_visible(text: str, expected: str) -> None:
-    assert looks_like_secret_value(text)
     assert redact_text(text) == expected
 
 
@@ -122,7 +119,6 @@ def test_secrets_in_key_context_keep_their_key_visible(text: str, expected: str)
     ],
 )
 def test_look_alikes_are_left_alone(text: str) -> None:
-    assert not looks_like_secret_value(text)
     assert redact_text(text) == text
 
 

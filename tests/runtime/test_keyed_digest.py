@@ -166,7 +166,7 @@ class RecordingJournal(InMemoryJournal):
         super().__init__()
         self.digests: list[str] = []
 
-    async def claim(self, **arguments: Any) -> Any:  # type: ignore[override]
+    async def claim(self, **arguments: Any) -> Any:
         self.digests.append(arguments["arguments_digest"])
         return await super().claim(**arguments)
 

@@ -94,8 +94,7 @@ async def test_manual_policy_pauses_the_call_as_uncertain(ops: Ops) -> None:
     [uncertain] = result.interruptions
     assert uncertain.status == "uncertain"
     assert uncertain.tool_name == "restart_service"
-    assert result.state.deferred_tool_requests.uncertain == [uncertain]
-    assert result.state.deferred_tool_requests.approvals == []
+    assert result.state.pending_calls() == [uncertain]
     # Unresolved, it stays paused without calling the tool.
     again = await Runner.arun(ops.agent([[RESTART], "finished"]), result.state, journal=journal)
     assert again.outcome == "paused"

@@ -51,8 +51,7 @@ async def test_pause_happens_before_any_call_of_the_turn_runs(ops: Ops) -> None:
         ("deploy_release", "approval"),
         ("restart_service", "approval"),
     ]
-    assert result.state.deferred_tool_requests.approvals == result.interruptions
-    assert result.state.deferred_tool_requests.uncertain == []
+    assert result.state.pending_calls() == result.interruptions
     assert result.state.get_interruptions() == result.interruptions
 
 
@@ -60,7 +59,7 @@ async def test_approve_runs_each_approved_call_exactly_once(ops: Ops) -> None:
     agent = ops.agent([[STATUS, DEPLOY], "deployed"])
     paused = await Runner.arun(agent, "deploy")
     state = RunState.from_json(paused.state.to_json())
-    deploy = state.deferred_tool_requests.approvals[0]
+    [deploy] = state.get_interruptions()
     state.approve(deploy, approver_id="U_ALICE", reason="CR-1234")
 
     result = await Runner.arun(agent, state)

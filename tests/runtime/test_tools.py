@@ -190,7 +190,7 @@ def _typed(service: str) -> str:
     return service
 
 
-def _untyped(service):  # type: ignore[no-untyped-def]
+def _untyped(service):
     return service
 
 

@@ -27,7 +27,8 @@ from bot.service.api import (
     RunStarted,
 )
 from store import SqliteStore, open_store
-from store.api import ApprovalRecord, RunRecord
+from store.postgres.store import PostgresStore
+from store.records import ApprovalRecord, RunRecord
 
 REQUESTER = "U-requester"
 APPROVER = "U-approver"
@@ -104,7 +105,7 @@ class RecordingNotifier:
 
 @dataclass
 class Harness:
-    store: SqliteStore
+    store: SqliteStore | PostgresStore
     service: ApprovalService
     notifier: RecordingNotifier
     effects: Path

@@ -22,7 +22,7 @@ from bot.service.authority import (
     revoke_refusal,
     scoped,
 )
-from store.api import ApprovalRecord
+from store.records import ApprovalRecord, ApprovalStatus
 
 ADMIN, REQUESTER, APPROVER, STRANGER = "U0ADMIN", "U0REQ", "U0APP", "U0STRANGE"
 POLICY = parse_policy(f"admins = ['{ADMIN}']\n", source="test")
@@ -49,7 +49,7 @@ APPROVAL = ApprovalRecord(
     slack_channel=None,
     slack_ts=None,
 )
-STATUSES = ("pending", "approved", "rejected", "expired", "revoked")
+STATUSES: tuple[ApprovalStatus, ...] = ("pending", "approved", "rejected", "expired", "revoked")
 
 
 @pytest.mark.parametrize(
@@ -66,7 +66,9 @@ def test_who_may_revoke(user: str, verdict: Eligibility, allowed: bool) -> None:
 
 
 @pytest.mark.parametrize("status", STATUSES)
-def test_revocation_is_refused_to_strangers_first_then_on_closed_calls(status: str) -> None:
+def test_revocation_is_refused_to_strangers_first_then_on_closed_calls(
+    status: ApprovalStatus,
+) -> None:
     approval = replace(APPROVAL, status=status)
     open_ = status in ("pending", "approved")
     assert revoke_refusal(POLICY, NOT_AN_APPROVER, approval, STRANGER) == "not_authorized"

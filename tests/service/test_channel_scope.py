@@ -74,7 +74,7 @@ async def test_a_non_member_neither_sees_nor_decides_a_call_of_the_channel(
     admin_view = await service.approval_view(approval.approval_id, viewer=ADMIN)
     assert admin_view.can_decide  # admins aside: no membership needed
     result = await service.decide(approval.approval_id, approve=True, decider=ALICE, reason="ok")
-    assert result.quorum_met
+    assert result.approval.status == "approved"
     await service.drain()
     assert [r.approval_id for r in await service.recent_decisions(viewer=ALICE)] == [
         approval.approval_id
@@ -98,7 +98,7 @@ async def test_a_call_started_in_a_direct_message_is_scoped_by_the_policy_alone(
     result = await harness.service.decide(
         approval.approval_id, approve=True, decider=BOB, reason="ok"
     )
-    assert result.quorum_met
+    assert result.approval.status == "approved"
     assert channels.asked == []
 
 
@@ -112,7 +112,7 @@ async def test_an_approver_who_left_the_channel_no_longer_counts_at_execution(
     result = await harness.service.decide(
         approval.approval_id, approve=True, decider=ALICE, reason="ok"
     )
-    assert result.quorum_met
+    assert result.approval.status == "approved"
     members.discard(ALICE)  # before the resume reaches the call
     await harness.service.drain()
     assert harness.effect_lines() == []

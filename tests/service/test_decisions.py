@@ -12,6 +12,7 @@ import pytest
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError
 from bot.service import DecisionResult
 from tests.service.service_harness import APPROVER, OPS_TOKEN, REQUESTER, Harness, kinds, start
+from tests.states import own_state
 
 
 async def test_approve_runs_the_call_once_and_answers(harness: Harness) -> None:
@@ -38,7 +39,7 @@ async def test_approve_runs_the_call_once_and_answers(harness: Harness) -> None:
     assert final is not None
     assert final.status == "completed"
     assert "payments" in harness.notifier.answer(run.run_id)
-    state = await harness.service.load_state(run.run_id)
+    state = await own_state(harness.service, run.run_id)
     metadata = state.approval_metadata[approval.tool_call_id]
     assert (metadata.approver_id, metadata.reason) == (APPROVER, "CR-42 change window")
     trail = await kinds(harness, run.run_id)
@@ -68,7 +69,7 @@ async def test_reject_runs_nothing_and_only_the_message_reaches_the_model(
     answer = harness.notifier.answer(run.run_id)
     assert message in answer
     assert reason not in answer
-    state = await harness.service.load_state(run.run_id)
+    state = await own_state(harness.service, run.run_id)
     assert reason not in json.dumps(state.history)
     assert state.approval_metadata[approval.tool_call_id].reason == reason
 

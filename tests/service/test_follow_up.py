@@ -12,6 +12,7 @@ from bot.errors import NotAuthorizedError
 from bot.runtime import AgentRegistry, Item, ModelResponse, ToolCall, ToolSpec
 from bot.service import Busy, Continued, NotARunThread, WaitingForApproval
 from tests.service.service_harness import APPROVER, REQUESTER, Harness, start
+from tests.states import own_state
 
 
 async def test_a_thread_reply_continues_an_idle_run(harness: Harness) -> None:
@@ -41,7 +42,7 @@ async def test_a_thread_reply_continues_an_idle_run(harness: Harness) -> None:
     await harness.service.drain()
     [effect] = harness.effect_lines()
     assert effect["arguments"] == {"service": "payments", "version": "2.0.0"}
-    state = await harness.service.load_state(run.run_id)
+    state = await own_state(harness.service, run.run_id)
     users = [item["content"] for item in state.history if item["type"] == "user"]
     assert users == ["status payments", "deploy payments 2.0.0"]
 

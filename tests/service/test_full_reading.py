@@ -10,7 +10,7 @@ import pytest
 
 from bot.errors import ArgumentsUnreadError, ResolutionError
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, tool
-from store.api import ApprovalRecord
+from store.records import ApprovalRecord
 from tests.service.governance_helpers import ALICE, BOB, audit_of
 from tests.service.service_harness import REQUESTER, Harness
 
@@ -64,7 +64,7 @@ async def test_a_cut_call_is_approved_only_by_people_who_read_it_whole(
     with pytest.raises(ArgumentsUnreadError):  # one person's read is not another's
         await service.decide(approval.approval_id, approve=True, decider=BOB, reason="ok")
     result = await service.decide(approval.approval_id, approve=True, decider=ALICE, reason="ok")
-    assert result.quorum_met
+    assert result.approval.status == "approved"
     await service.drain()
     assert ran == [LONG_COMMAND]
     refused = await audit_of(harness, approval.run_id, "refused")
@@ -108,4 +108,4 @@ async def test_a_call_that_fits_its_card_needs_no_full_read(harness: Harness) ->
     result = await harness.service.decide(
         approval.approval_id, approve=True, decider=ALICE, reason="ok"
     )
-    assert result.quorum_met
+    assert result.approval.status == "approved"

@@ -34,6 +34,7 @@ from tests.service.governance_helpers import (
     policy,
 )
 from tests.service.service_harness import REQUESTER, Harness, RecordingNotifier, open_service, start
+from tests.states import own_state
 
 
 async def test_self_approval_is_refused_and_audited(open_harness: Callable[..., Any]) -> None:
@@ -66,7 +67,7 @@ async def test_a_non_member_is_refused_and_a_member_decides(
     result = await harness.service.decide(
         approval.approval_id, approve=True, decider=ALICE, reason="CR-7"
     )
-    assert result.quorum_met
+    assert result.approval.status == "approved"
     assert result.resume_started
     await harness.service.drain()
 
@@ -104,7 +105,7 @@ async def test_quorum_of_two_counts_the_same_person_once(
     second = await harness.service.decide(
         approval.approval_id, approve=True, decider=BOB, reason="agreed"
     )
-    assert second.quorum_met
+    assert second.approval.status == "approved"
     assert second.voters == (ALICE, BOB)
     assert second.resume_started
     await harness.service.drain()
@@ -152,7 +153,7 @@ async def test_two_racing_final_votes_make_one_transition(
     won = [o for o in outcomes if not isinstance(o, BaseException)]
     lost = [o for o in outcomes if isinstance(o, BaseException)]
     assert len(won) == 1
-    assert won[0].quorum_met
+    assert won[0].approval.status == "approved"
     assert len(lost) == 1
     assert isinstance(lost[0], AlreadyDecidedError)
     assert len(harness.effect_lines()) == 1
@@ -355,7 +356,7 @@ async def test_a_refusal_stands_when_people_cannot_be_told(
 
     assert harness.effect_lines() == []
     assert "Not run: approver UALICE is no longer eligible" in json.dumps(
-        (await harness.service.load_state(run.run_id)).to_json()
+        (await own_state(harness.service, run.run_id)).to_json()
     )
     final = await harness.store.get_run(run.run_id)
     assert final is not None
@@ -431,6 +432,6 @@ async def test_a_revocation_during_the_last_check_stops_the_call(
     trail = [event.kind for event in await harness.store.audit_events(run_id=run.run_id)]
     assert "executed" not in trail
     assert "execution_refused" in trail
-    state = await harness.service.load_state(run.run_id)
+    state = await own_state(harness.service, run.run_id)
     results = [item for item in state.history if item["type"] == "tool_result"]
     assert "Not run: its approval is revoked" in json.dumps(results)

@@ -30,6 +30,7 @@ from tests.service.service_harness import (
     paused_with_an_uncertain_restart,
     start,
 )
+from tests.states import own_state
 
 SECRET = "xoxp-5555555555-6666666666-abcdefabcdef"
 
@@ -71,7 +72,7 @@ async def test_changed_arguments_get_a_new_digest_drop_earlier_votes_and_run(
     changed = await harness.service.approve_with_changes(
         approval.approval_id, decider=BOB, reason="use the hotfix", arguments={"version": "1.2.4"}
     )
-    state = await harness.service.load_state(run.run_id)
+    state = await own_state(harness.service, run.run_id)
     [call] = state.pending_calls()
     assert call.arguments == {"service": "payments", "version": "1.2.4"}
     new_digest = state.call_digest(call)
@@ -84,14 +85,14 @@ async def test_changed_arguments_get_a_new_digest_drop_earlier_votes_and_run(
     assert changed.approval.amended_by == BOB
     assert json.loads(changed.approval.snapshot)["arguments"]["version"] == "1.2.4"
     assert harness.notifier.updated[-1].approval.arguments_digest == new_digest
-    state = await harness.service.load_state(run.run_id)
+    state = await own_state(harness.service, run.run_id)
     [pending] = state.pending_calls()
     assert pending.arguments == {"service": "payments", "version": "1.2.4"}
 
     done = await harness.service.decide(
         approval.approval_id, approve=True, decider=ALICE, reason="hotfix is fine"
     )
-    assert done.quorum_met
+    assert done.approval.status == "approved"
     assert done.voters == (BOB, ALICE)
     await harness.service.drain()
 
@@ -119,10 +120,10 @@ async def test_redacted_fields_keep_their_real_value_unless_replaced(
     result = await harness.service.approve_with_changes(
         approval.approval_id, decider=ALICE, reason="billing, not payments", arguments=shown
     )
-    assert result.quorum_met
+    assert result.approval.status == "approved"
     await harness.service.drain()
 
-    state = await harness.service.load_state(run.run_id)
+    state = await own_state(harness.service, run.run_id)
     [call] = [
         c for item in state.history if item["type"] == "assistant" for c in item["tool_calls"]
     ]
@@ -220,7 +221,7 @@ async def test_the_author_of_a_thread_reply_may_not_reconcile_the_call_it_led_to
     )
     [approval] = await harness.pending(run.run_id)
     assert approval.requester == BOB
-    state = await harness.service.load_state(run.run_id)
+    state = await own_state(harness.service, run.run_id)
     [call] = state.get_interruptions()
     await harness.store.ledger_claim(  # a worker dispatched it and died
         execution_key=call.execution_key,
@@ -357,7 +358,7 @@ async def test_an_edit_that_does_not_land_leaves_the_arguments_as_they_were(
     assert refused.value.status == "expired"
     await harness.service.drain()
 
-    state = await harness.service.load_state(run.run_id)
+    state = await own_state(harness.service, run.run_id)
     [call] = [
         c for item in state.history if item["type"] == "assistant" for c in item["tool_calls"]
     ]

@@ -19,7 +19,8 @@ from bot.errors import ResolutionError
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, current_tool_call, tool
 from bot.service import ApprovalService, TaskOwner
 from bot.service.recovery import INTERRUPTED_RUN_MESSAGE
-from store import SqliteStore, open_store
+from store import open_store
+from store.api import Store
 from store.crypto import KeyRing
 from store.keys import generate_key
 from tests.service.service_harness import RecordingNotifier
@@ -90,7 +91,7 @@ def registry(downstream: Downstream) -> AgentRegistry:
 @dataclass
 class Worker:
     name: str
-    store: SqliteStore
+    store: Store
     service: ApprovalService
     notifier: RecordingNotifier
     stopped: bool = False
@@ -258,7 +259,7 @@ async def test_a_recorded_result_is_not_run_again_by_the_worker_taking_over(
         lease_seconds=LEASE, run_lease_token=lease.token,
     )  # fmt: skip
     await a.store.ledger_record_result(
-        execution_key=call.execution_key, lease_token=claim.lease_token,  # type: ignore[union-attr]
+        execution_key=call.execution_key, lease_token=claim.lease_token,
         result="deploy done", is_error=False,
     )  # fmt: skip
     await a.stop(dies=True)

@@ -20,6 +20,7 @@ import pytest
 from bot.canonical import legacy_arguments_digest
 from bot.runtime import CURRENT_SCHEMA_VERSION
 from tests.service.service_harness import Harness, close_harness, open_service
+from tests.states import own_state
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "pre_keyed_digest"
 FROZEN = {
@@ -58,7 +59,7 @@ async def test_pending_approvals_from_before_the_upgrade_decide_and_run_once(
     try:
         run_id = manifest["run_id"]
         assert manifest["schema_version"] == "1.0"
-        state = await harness.service.load_state(run_id)
+        state = await own_state(harness.service, run_id)
         calls = {call.tool_call_id: call for call in state.pending_calls()}
         shown = {row["tool_call_id"]: row for row in manifest["approvals"]}
         assert state.legacy_digest_calls == frozenset(shown)

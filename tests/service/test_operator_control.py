@@ -19,6 +19,7 @@ from bot.service.api import ApprovalRequested, RunCancelled, RunFailed
 from bot.service.execution import approval_ids
 from tests.service.governance_helpers import Clock, Gate, audit_of, gated_registry, policy
 from tests.service.service_harness import APPROVER, REQUESTER, Harness, kinds, start
+from tests.states import own_state
 
 STANDING_POLICY = """
 [tools.restart_service]
@@ -171,7 +172,7 @@ async def test_resume_is_refused_for_a_run_waiting_or_with_live_work(
     run = await start(slack, "restart api")
     with pytest.raises(InputError, match="waiting for 1 decision"):
         await harness.service.resume_stuck(run.run_id, actor="alice")
-    [call] = (await slack.service.load_state(run.run_id)).get_interruptions()
+    [call] = (await own_state(slack.service, run.run_id)).get_interruptions()
     await slack.store.transition_run(run.run_id, expected_status="paused", new_status="resuming")
     await slack.store.ledger_claim(
         execution_key=call.execution_key, arguments_digest="x", run_id=run.run_id,
@@ -387,7 +388,7 @@ async def test_approval_metadata_records_when_the_person_decided(
     await harness.service.decide(second.approval_id, approve=True, decider="U-other", reason="b")
     await harness.service.drain(timeout=10)
 
-    state = await harness.service.load_state(run.run_id)
+    state = await own_state(harness.service, run.run_id)
     stamps = {m.approver_id: m.timestamp for m in state.approval_metadata.values()}
     assert stamps == {APPROVER: decided_first, "U-other": decided_first + timedelta(minutes=30)}
 

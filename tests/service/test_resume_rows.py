@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from bot.runtime import PendingCall
 from bot.service.resume import current_rows, row_for
-from store.api import LEGACY_KEY_PREFIX, ApprovalRecord, ApprovalStatus
+from store.records import LEGACY_KEY_PREFIX, ApprovalRecord, ApprovalStatus
 
 AT = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 
 import pytest
@@ -73,7 +74,8 @@ async def test_aclose_cancels_what_outlives_the_grace_and_refuses_new_work() -> 
     coro = late()
     with pytest.raises(RuntimeError, match="closed"):
         owner.spawn(coro, name="late")
-    assert coro.cr_frame is None  # closed, so no "never awaited" warning
+    # closed, so no "never awaited" warning
+    assert inspect.getcoroutinestate(coro) == inspect.CORO_CLOSED
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,7 @@ from tests.service.service_harness import (
     open_service,
     start,
 )
+from tests.states import own_state
 
 PASSWORD_TASK = "set payments db_password=Summer2024!"
 PASSWORD_ARGS = {"service": "payments", "key": "db_password", "value": "Summer2024!"}
@@ -64,7 +65,7 @@ async def test_the_same_call_in_two_deployments_shows_unrelated_digests(
         try:
             run = await start(harness, PASSWORD_TASK)
             [(approval, snapshot)] = harness.notifier.cards
-            state = await harness.service.load_state(run.run_id)
+            state = await own_state(harness.service, run.run_id)
             [call] = state.pending_calls()
             assert call.arguments == PASSWORD_ARGS
             assert snapshot.digest == approval.arguments_digest == state.call_digest(call)
@@ -138,7 +139,7 @@ def backup_registry(ran: list[str]) -> AgentRegistry:
 async def reseal_with_tool(harness: Harness, run_id: str, tool_name: str) -> None:
     """What only someone holding the key ring could do: decrypt the stored state, swap
     the tool of the pending call (same call id, same arguments), seal it again."""
-    data = (await harness.service.load_state(run_id)).to_dict()
+    data = (await own_state(harness.service, run_id)).to_dict()
     data["history"][-1]["tool_calls"][0]["name"] = tool_name
     data["pending_calls"][0]["tool_name"] = tool_name
     run = await harness.store.get_run(run_id)
@@ -245,7 +246,7 @@ async def test_approve_with_changes_keeps_a_hidden_value_hidden(
             "key": "db_host",
             "value": REDACTED,
         }
-    state = await harness.service.load_state(run.run_id)
+    state = await own_state(harness.service, run.run_id)
     assert state.pending_calls()[0].arguments["value"] == "hunter2"  # what will run
 
 

@@ -37,6 +37,7 @@ from bot.slack.surface import SlackSurface
 from store import SqliteStore, open_store
 from store.crypto import KeyRing
 from store.keys import generate_key
+from store.postgres.store import PostgresStore
 from tests.slack.fake_slack import Call, FakeSlack
 from tests.slack.slack_driver import SlackDriver
 
@@ -209,12 +210,19 @@ def build_registry(effects: Effects) -> tuple[AgentRegistry, dict[str, ScriptedM
     return registry, models
 
 
+def sqlite_file(store: SqliteStore | PostgresStore) -> Path:
+    """The database file of a bot's store, for a test that locks it as another process
+    would (such a test needs the SQLite engine)."""
+    assert isinstance(store, SqliteStore), "this test needs the SQLite engine"
+    return store.database.path
+
+
 @dataclass(kw_only=True)
 class Bot:
     fake: FakeSlack
     driver: SlackDriver
     surface: SlackSurface
-    store: SqliteStore
+    store: SqliteStore | PostgresStore
     effects: Effects
     models: Mapping[str, ScriptedModel]
     base_url: str = ""

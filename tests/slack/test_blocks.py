@@ -12,7 +12,7 @@ from bot.review.snapshot import review_snapshot
 from bot.slack import blocks
 from bot.slack.decision_modal import decision_modal
 from bot.slack.modals import ModalContext
-from store.api import ApprovalRecord, RunRecord
+from store.records import ApprovalRecord, RunRecord
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 RUN = RunRecord(

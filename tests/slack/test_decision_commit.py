@@ -22,6 +22,7 @@ from tests.slack.slack_harness import (
     Bot,
     in_thread,
     open_modal,
+    sqlite_file,
     start_bot,
     start_run,
     stop_bot,
@@ -51,7 +52,7 @@ async def status_of(bot: Bot, approval_id: str) -> str:
 async def test_slack_is_answered_only_once_the_decision_is_committed(bot: Bot) -> None:
     root, (card,) = await start_run(bot)
     view = await open_modal(bot, card, "Approve", user=APPROVER)
-    with write_lock(bot.store.database.path):
+    with write_lock(sqlite_file(bot.store)):
         submit = asyncio.create_task(bot.driver.submit(view, user=APPROVER, reason="ship it"))
         done, _ = await asyncio.wait({submit}, timeout=BUSY_SECONDS)
         assert not done  # no "done" for Slack while the database cannot take the vote
@@ -68,7 +69,7 @@ async def test_a_database_too_slow_for_the_answer_keeps_the_modal_open_then_tell
     monkeypatch.setattr(interactions, "SUBMISSION_BUDGET_SECONDS", 0.2)
     root, (card,) = await start_run(bot)
     view = await open_modal(bot, card, "Approve", user=APPROVER)
-    with write_lock(bot.store.database.path):
+    with write_lock(sqlite_file(bot.store)):
         reply = await bot.driver.submit(view, user=APPROVER, reason="ship it")
         assert reply.json() == {
             "response_action": "errors",
@@ -102,7 +103,7 @@ async def test_a_failing_database_keeps_the_modal_open_and_nothing_changes(
 ) -> None:
     _, (card,) = await start_run(impatient)
     view = await open_modal(impatient, card, "Reject", user=APPROVER)
-    with write_lock(impatient.store.database.path):
+    with write_lock(sqlite_file(impatient.store)):
         reply = await impatient.driver.submit(view, user=APPROVER, reason="not today")
     assert reply.json() == {
         "response_action": "errors",

@@ -22,6 +22,7 @@ from tests.slack.slack_harness import (
     open_modal,
     start_run,
 )
+from tests.states import own_state
 
 
 async def test_approve_from_the_card_resumes_and_answers_in_the_thread(bot: Bot) -> None:
@@ -55,7 +56,7 @@ async def test_approve_from_the_card_resumes_and_answers_in_the_thread(bot: Bot)
     run = await bot.service.store.find_run_by_thread(CHANNEL, root.answer["ts"])
     assert run is not None
     assert run.status == "completed"
-    state = await bot.service.load_state(run.run_id)
+    state = await own_state(bot.service, run.run_id)
     (metadata,) = state.approval_metadata.values()
     assert (metadata.approver_id, metadata.reason) == (APPROVER, "change ticket CHG-1 <ok>")
     decided = await bot.service.store.audit_events(approval_id=approval_id)
@@ -198,7 +199,7 @@ async def card_digest(bot: Bot, approval_id: str) -> str:
     """The digest a card must show: its call's keyed digest, from the run's own state."""
     record = await bot.service.store.get_approval(approval_id)
     assert record is not None
-    state = await bot.service.load_state(record.run_id)
+    state = await own_state(bot.service, record.run_id)
     digest = state.call_digest(record.tool_call_id)
     assert digest == record.arguments_digest
     return digest

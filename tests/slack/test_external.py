@@ -11,8 +11,8 @@ import pytest
 
 from bot.errors import ConfigError
 from bot.policy.loading import parse_policy
-from store.api import AuditEvent
 from store.crypto import KeyRing
+from store.records import AuditEvent
 from tests.slack.fake_slack import FakeSlack
 from tests.slack.slack_harness import (
     APPROVER,

@@ -50,17 +50,6 @@ async def test_members_are_cached_for_the_ttl_then_asked_again(
     assert [call.args["usergroup"] for call in calls] == ["S0RELEASE", "S0RELEASE"]
 
 
-async def test_forget_drops_the_cache(
-    fake_slack: FakeSlack, session: aiohttp.ClientSession
-) -> None:
-    groups = directory(fake_slack, session, Clock())
-    fake_slack.usergroups["S0RELEASE"] = ["U0A"]
-    await groups.members("S0RELEASE")
-    fake_slack.usergroups["S0RELEASE"] = []
-    groups.forget("S0RELEASE")
-    assert await groups.members("S0RELEASE") == frozenset()
-
-
 @pytest.mark.parametrize("error", ["no_such_subteam", "missing_scope", "ratelimited"])
 async def test_a_slack_error_counts_as_no_members_is_logged_and_not_cached(
     fake_slack: FakeSlack,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ async def test_bad_signatures_get_401_and_change_nothing(bot: Bot) -> None:
     now = str(int(time.time()))
     forged = compute_signature(signing_secret="not-the-secret", timestamp=now, body=body.encode())
     stale = str(int(time.time()) - 600)
-    cases = [
+    cases: list[dict[str, Any]] = [
         {"timestamp": now, "signature": forged},
         {"sign": False},
         {

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 import aiohttp
 import pytest
@@ -15,7 +16,7 @@ from bot.errors import InputError
 from bot.slack.blocks import SECTION_TEXT_LIMIT
 from bot.slack.gateway import SlackGateway
 from bot.slack.messages import approval_lines, replies, run_thread
-from store.api import AuditEvent
+from store.records import AuditEvent
 from tests.slack.fake_slack import FakeSlack
 from tests.slack.slack_harness import BOT_TOKEN
 
@@ -82,7 +83,7 @@ async def test_the_gateway_redacts_everything_it_sends(fake_slack: FakeSlack) ->
         "block_id": "call",
         "text": {"type": "mrkdwn", "text": f"token {TOKEN}"},
     }
-    buttons = {
+    buttons: dict[str, Any] = {
         "type": "actions",
         "block_id": "decision",
         "elements": [
@@ -118,7 +119,7 @@ async def test_the_gateway_redacts_everything_it_sends(fake_slack: FakeSlack) ->
         **buttons,
         "elements": [
             {
-                **buttons["elements"][0],  # type: ignore[index]
+                **buttons["elements"][0],
                 "text": {"type": "plain_text", "text": f"password={REDACTED}"},
             }
         ],

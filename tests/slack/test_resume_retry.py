@@ -22,6 +22,7 @@ from tests.slack.slack_harness import (
     Bot,
     in_thread,
     open_modal,
+    sqlite_file,
     start_bot,
     start_run,
     stop_bot,
@@ -51,7 +52,7 @@ async def fragile(fake_slack: FakeSlack, tmp_path: Path, keyring: KeyRing) -> As
 
 
 async def test_the_thread_hears_the_truth_while_the_database_fails(fragile: Bot) -> None:
-    other = sqlite3.connect(fragile.store.database.path, isolation_level=None)
+    other = sqlite3.connect(sqlite_file(fragile.store), isolation_level=None)
 
     def lock_the_database() -> None:
         other.execute("BEGIN IMMEDIATE")

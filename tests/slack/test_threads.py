@@ -6,14 +6,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tests.slack.fake_slack import Call
+from store.crypto import KeyRing
+from tests.slack.fake_slack import Call, FakeSlack
 from tests.slack.slack_harness import (
     APPROVER,
     REQUESTER,
     Bot,
     Effects,
-    FakeSlack,
-    KeyRing,
     in_thread,
     open_modal,
     start_bot,

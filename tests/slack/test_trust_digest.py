@@ -22,7 +22,7 @@ import pytest
 
 from bot.canonical import canonical_arguments
 from bot.credentials import REDACTED
-from bot.runtime import Agent, AgentRegistry, ScriptedModel, tool
+from bot.runtime import Agent, AgentRegistry, ScriptedModel, Tool, tool
 from store.crypto import KeyRing
 from tests.slack.fake_slack import Call, FakeSlack
 from tests.slack.governance_harness import approval_id_of, card_update
@@ -62,7 +62,7 @@ def with_trust_agents(
         effects.deploys.append((file, host, note))
         return "uploaded"
 
-    extra = {
+    extra: dict[str, tuple[list[Any], Tool]] = {
         "vault": (
             [[("set_config", {"service": "db", "key": "db_password", "value": PASSWORD})], "ok"],
             set_config,

@@ -12,7 +12,7 @@ import json
 import sys
 
 from store import open_store
-from store.api import NewApproval
+from store.records import NewApproval
 
 
 async def work(url: str, name: str, rounds: int, shared: int) -> dict[str, int]:

@@ -11,7 +11,7 @@ import json
 import sys
 
 from store import open_store
-from store.api import NewApproval
+from store.records import NewApproval
 
 
 def progress(label: str) -> None:

@@ -140,7 +140,7 @@ class RawRows:
     def __init__(self, rows: list[Any]) -> None:
         self._rows = [tuple(row) for row in rows]
 
-    def fetchone(self) -> tuple[Any, ...] | None:
+    def fetchone(self) -> Any:  # as sqlite3's: a row, or None when there is none
         return self._rows[0] if self._rows else None
 
     def fetchall(self) -> list[tuple[Any, ...]]:

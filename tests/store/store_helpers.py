@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from store import SqliteStore
-from store.api import NewApproval
+from store.api import Store
+from store.records import NewApproval
 from tests.store.postgres_db import RawPostgres, RawRefused
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -68,7 +68,7 @@ def raw(database_url: str | Path) -> Iterator[Raw]:
         connection.close()
 
 
-async def make_run(store: SqliteStore, run_id: str = "run-1", state: str = '{"n": 1}') -> None:
+async def make_run(store: Store, run_id: str = "run-1", state: str = '{"n": 1}') -> None:
     await store.create_run(
         run_id=run_id,
         agent_name="ops",

@@ -11,7 +11,8 @@ import pytest
 from bot.errors import InputError
 from store import SqliteStore, open_store
 from store.crypto import KeyRing
-from tests.store.store_helpers import Clock, RawRefused, make_run, new_approval, raw
+from tests.store.postgres_db import RawRefused
+from tests.store.store_helpers import Clock, make_run, new_approval, raw
 
 
 async def test_add_is_unique_per_run_and_call_and_audited_once(store: SqliteStore) -> None:

@@ -12,7 +12,8 @@ import pytest
 from bot.errors import InputError
 from store import SqliteStore
 from store.audit import event_hash, event_to_json_line
-from tests.store.store_helpers import Clock, Raw, RawRefused, raw
+from tests.store.postgres_db import RawRefused
+from tests.store.store_helpers import Clock, Raw, raw
 
 
 async def fill(store: SqliteStore, clock: Clock, count: int = 6) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.errors import ConfigError
-from store import open_store
+from store import SqliteStore, open_store
 from store.config import (
     PostgresLocation,
     SqliteLocation,
@@ -175,6 +175,7 @@ async def test_the_writer_uses_the_configured_synchronous_level(
     tmp_path: Path, environ: dict[str, str], expected: int
 ) -> None:
     store = await open_store(str(tmp_path / "s.db"), environ=environ)
+    assert isinstance(store, SqliteStore)
     try:
         level = await store.database.transaction(
             lambda connection: connection.execute("PRAGMA synchronous").fetchone()[0]

@@ -12,7 +12,8 @@ import pytest
 
 from bot.cli import main
 from bot.runtime.journal import Recorded
-from store import SqliteStore, open_store
+from store import open_store
+from store.api import Store
 from store.crypto import KeyRing
 from store.keys import format_key
 from tests.store.postgres_db import fresh_postgres_database
@@ -25,7 +26,7 @@ def postgres_url() -> Iterator[str]:
         yield url
 
 
-async def _fill(store: SqliteStore) -> None:
+async def _fill(store: Store) -> None:
     """A bit of everything: runs and states, approvals decided by vote, a full read, a
     standing decision, a ledger result, plain audit events."""
     await make_run(store, "run-1", state='{"n": 1, "secret": "OPS-7"}')

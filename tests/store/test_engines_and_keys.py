@@ -9,7 +9,7 @@ import pytest
 
 from bot.errors import InputError
 from store import SqliteStore
-from store.api import EngineStamp
+from store.records import EngineStamp
 from tests.store.store_helpers import make_run, new_approval
 
 SDK = EngineStamp(name="openai-agents", version="0.24.0", schema_version="1.21")

@@ -13,8 +13,8 @@ import pytest
 from bot.errors import ConflictError, InputError, LeaseLostError
 from bot.runtime.journal import Fresh, Interrupted
 from store import SqliteStore, open_store
-from store.api import LeaseTerms, RunLease
 from store.crypto import KeyRing
+from store.records import LeaseTerms, RunLease
 from tests.store.store_helpers import Clock, new_approval
 
 TTL = 15.0
@@ -35,7 +35,7 @@ async def resuming_by(store: SqliteStore, owner: str, run_id: str = "run-1") -> 
     return lease
 
 
-def ledger_claim(store: SqliteStore, owner: str, token: int, key: str = "key-1"):  # type: ignore[no-untyped-def]
+def ledger_claim(store: SqliteStore, owner: str, token: int, key: str = "key-1"):
     return store.ledger_claim(
         execution_key=key, arguments_digest="d" * 64, run_id="run-1", tool_call_id="call-1",
         tool_name="deploy_release", owner=owner, lease_seconds=TTL, run_lease_token=token,

@@ -22,7 +22,7 @@ from store.journal import StoreJournal
 from tests.store.store_helpers import Clock
 
 
-def claim(store: SqliteStore, *, owner: str = "w1", digest: str = "d1", redispatch: bool = False):  # type: ignore[no-untyped-def]
+def claim(store: SqliteStore, *, owner: str = "w1", digest: str = "d1", redispatch: bool = False):
     return store.ledger_claim(
         execution_key="key-1", arguments_digest=digest, run_id="run-1", tool_call_id="call-1",
         tool_name="deploy_release", owner=owner, lease_seconds=30, redispatch=redispatch,
@@ -183,6 +183,6 @@ async def test_mark_uncertain_does_not_fence_a_worker_that_took_over(
         execution_key="key-1",
         lease_token=takeover.lease_token,
         result="ok",
-        is_error=False,  # type: ignore[union-attr]
+        is_error=False,
     )
     assert await claim(store, owner="w3") == Recorded(result="ok", is_error=False)

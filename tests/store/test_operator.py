@@ -8,9 +8,10 @@ from datetime import timedelta
 import pytest
 
 from bot.errors import InputError, RunStateError
+from bot.runtime.journal import Fresh
 from store import SqliteStore, open_store
-from store.api import RunFilter
 from store.crypto import KeyRing
+from store.records import RunFilter
 from store.schema import bundled_migrations
 from tests.store.store_helpers import Clock, make_run, new_approval, raw
 
@@ -119,6 +120,7 @@ async def test_purge_removes_content_of_old_finished_runs_only(
         owner="w1",
         lease_seconds=60,
     )
+    assert isinstance(claim, Fresh)
     await store.ledger_record_result(
         execution_key="k-old", lease_token=claim.lease_token, result="deployed", is_error=False
     )

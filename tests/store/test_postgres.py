@@ -16,9 +16,9 @@ from collections.abc import Iterator
 import pytest
 
 from store import open_store
-from store.api import NewApproval
 from store.crypto import KeyRing
 from store.keys import format_key, generate_key
+from store.records import NewApproval
 from tests.store.postgres_db import fresh_postgres_database
 
 WRITERS = 3

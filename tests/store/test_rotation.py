@@ -10,7 +10,7 @@ from store.keys import generate_key
 from tests.store.store_helpers import Clock, make_run, raw
 
 
-async def seed(database_url: str, ring: KeyRing, clock: Clock, runs: int) -> None:
+async def seed(database_url: str | Path, ring: KeyRing, clock: Clock, runs: int) -> None:
     store = await open_store(str(database_url), keyring=ring, clock=clock, environ={})
     try:
         for n in range(runs):

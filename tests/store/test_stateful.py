@@ -9,7 +9,7 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -111,7 +111,9 @@ class StoreMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.model.approvals)
     @rule(data=st.data(), decision=st.sampled_from(["approved", "rejected"]),
           decider=st.sampled_from(["U1", "U2"]))  # fmt: skip
-    def decide(self, data: st.DataObject, decision: str, decider: str) -> None:
+    def decide(
+        self, data: st.DataObject, decision: Literal["approved", "rejected"], decider: str
+    ) -> None:
         approval_id = data.draw(st.sampled_from(sorted(self.model.approvals)))
         expected = self.model.approvals[approval_id]
         outcome = self.run(

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from bot.errors import ConfigError, TamperError
+from bot.runtime.journal import Fresh
 from store import SqliteStore, open_store
 from store.crypto import DataKey, KeyRing
 from store.keys import generate_key
@@ -168,11 +169,9 @@ async def test_tampered_ledger_result_is_never_reused(
         "tool_call_id": "c1", "tool_name": "deploy_release", "owner": "w", "lease_seconds": 60.0,
     }  # fmt: skip
     fresh = await store.ledger_claim(**claim_args)  # type: ignore[arg-type]
+    assert isinstance(fresh, Fresh)
     await store.ledger_record_result(
-        execution_key="key-1",
-        lease_token=fresh.lease_token,
-        result="deployed",
-        is_error=False,  # type: ignore[union-attr]
+        execution_key="key-1", lease_token=fresh.lease_token, result="deployed", is_error=False
     )
     with raw(database_url) as connection:
         flip_last_byte(column, table="ledger", where="execution_key = 'key-1'")(connection)

@@ -13,16 +13,18 @@ from hypothesis import strategies as st
 
 from bot.errors import InputError
 from store import SqliteStore, open_store
-from store.api import Amendment
+from store.api import Store
 from store.crypto import KeyRing
 from store.keys import generate_key
-from tests.store.store_helpers import DIGEST, T0, Clock, RawRefused, make_run, new_approval, raw
+from store.records import Amendment
+from tests.store.postgres_db import RawRefused
+from tests.store.store_helpers import DIGEST, T0, Clock, make_run, new_approval, raw
 
 NEW_DIGEST = "b" * 64
 
 
 async def quorum(
-    store: SqliteStore,
+    store: Store,
     required: int = 2,
     *,
     expires_at: datetime | None = None,
@@ -36,7 +38,7 @@ async def quorum(
     return record.approval_id
 
 
-async def quorum_again(store: SqliteStore) -> str:
+async def quorum_again(store: Store) -> str:
     """A second quorum-of-2 approval in the same run."""
     planned = dataclasses.replace(new_approval(call="call-2"), required_approvals=2)
     [record] = await store.add_approvals([planned])

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from bot.service import ApprovalView
 from bot.slack.blocks import MESSAGE_TEXT_LIMIT, escape, escape_join, person, slack_date
 from bot.slack.messages.forms import READ_ALL_LABEL
-from store.api import ApprovalRecord, AuditEvent
+from store.records import ApprovalRecord, AuditEvent
 
 MAX_VOTERS_SHOWN = 20
 MAX_DETAIL_CHARS = 300

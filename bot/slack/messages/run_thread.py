@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from bot.policy.rules import SLACK_GROUP_ID
 from bot.service import UncertainCall
 from bot.slack.blocks import MESSAGE_TEXT_LIMIT, escape, escape_line, person, slack_date
-from store.api import ApprovalRecord
+from store.records import ApprovalRecord
 
 MAX_MENTIONS = 30
 
