@@ -3,8 +3,8 @@
 Each operation comes whole (`decide`) and in two steps (`record_decision`, then the
 answer's `finish()`): the first commits the decision, so the people layer can tell the
 person before the card is updated and the run resumes. The checks and the store's part
-are in bot.service.voting and bot.service.amend; this is the service's face of them,
-inherited by `ApprovalService`.
+are in bot.service.voting and bot.service.amend; this is the service's face of them:
+`ApprovalService` exposes these bound methods as its own.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from store.records import ApprovalRecord
 class DecisionOperations:
     """The deciding operations of `ApprovalService` (see the module doc)."""
 
-    _flow: Workflow
+    def __init__(self, flow: Workflow) -> None:
+        self._flow = flow
 
     async def decide(
         self,

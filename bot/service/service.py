@@ -63,7 +63,7 @@ from store.records import ApprovalRecord, AuditEvent, CancelOutcome, RunRecord
 SWEEP_SECONDS = 10.0  # an unclicked card shows "expired" within this of its expiry
 
 
-class ApprovalService(DecisionOperations):
+class ApprovalService:
     """The approval workflow over one store; see the module doc. The service owns the
     TaskOwner it is given: `aclose` closes it.
 
@@ -84,7 +84,7 @@ class ApprovalService(DecisionOperations):
     logs them either way).
 
     The deciding operations (`decide`, `approve_with_changes`, `revoke` and their
-    `record_*` halves) are inherited from bot.service.deciding."""
+    `record_*` halves) are bot.service.deciding's, bound here as its own."""
 
     def __init__(
         self,
@@ -127,6 +127,13 @@ class ApprovalService(DecisionOperations):
             surface=surface,
             telemetry=Telemetry(metrics, clock=clock),
         )
+        deciding = DecisionOperations(self._flow)
+        self.decide = deciding.decide
+        self.record_decision = deciding.record_decision
+        self.approve_with_changes = deciding.approve_with_changes
+        self.record_changes = deciding.record_changes
+        self.revoke = deciding.revoke
+        self.record_revocation = deciding.record_revocation
         self._default_agent = default_agent
         self._requests = RequestLog(store)
         self._sweeper: ExpirySweeper | None = None
