@@ -15,40 +15,24 @@ operations answer and the read models the people layer renders are in bot.servic
 
 from __future__ import annotations
 
-import asyncio
-import uuid
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 from bot.clock import Clock, utc_now
-from bot.credentials import redact_text
-from bot.errors import (
-    ApprovalsError,
-    ConfigError,
-    InputError,
-    StoreError,
-)
+from bot.errors import ConfigError
 from bot.metrics import Metrics
 from bot.policy.eligibility import ChannelDirectory, GroupDirectory, NoGroups
 from bot.policy.rules import DEFAULT_POLICY, Policy
 from bot.runtime import AgentRegistry, AgentRun, Resolution
+from bot.service import conversation, health
 from bot.service.api import (
     ApprovalView,
-    Busy,
-    Closed,
-    Continued,
-    DecisionResult,
     FollowUpOutcome,
-    NotARunThread,
     Notifier,
     Page,
-    Recorded,
-    Retrying,
-    RunStarted,
     Surface,
     UncertainCall,
-    WaitingForApproval,
 )
 from bot.service.authority import (
     build_view,
@@ -59,9 +43,9 @@ from bot.service.authority import (
     views_of,
 )
 from bot.service.config import DEFAULT_APPROVAL_TTL
-from bot.service.execution import engine_stamp, execute
+from bot.service.deciding import DecisionOperations
 from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
-from bot.service.leases import DEFAULT_LEASE_SECONDS, HeldLeases, claim, leave_working
+from bot.service.leases import DEFAULT_LEASE_SECONDS, HeldLeases
 from bot.service.limits import checked_task
 from bot.service.operator import cancel_run, resume_stuck
 from bot.service.reading import record_read
@@ -72,13 +56,6 @@ from bot.service.resume import retry_parked
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy
 from bot.service.tasks import TaskOwner
 from bot.service.telemetry import Telemetry
-from bot.service.voting import (
-    Ballot,
-    record_change,
-    record_revocation,
-    record_standing_vote,
-    record_vote,
-)
 from bot.service.workflow import Workflow
 from store.api import Store
 from store.records import ApprovalRecord, AuditEvent, CancelOutcome, RunRecord
@@ -104,7 +81,10 @@ class ApprovalService:
     as their audit `via`.
 
     `metrics` (bot.metrics): where the business events are counted (bot.service.telemetry
-    logs them either way)."""
+    logs them either way).
+
+    The deciding operations (`decide`, `approve_with_changes`, `revoke` and their
+    `record_*` halves) are bot.service.deciding's, bound here as its own."""
 
     def __init__(
         self,
@@ -147,6 +127,13 @@ class ApprovalService:
             surface=surface,
             telemetry=Telemetry(metrics, clock=clock),
         )
+        deciding = DecisionOperations(self._flow)
+        self.decide = deciding.decide
+        self.record_decision = deciding.record_decision
+        self.approve_with_changes = deciding.approve_with_changes
+        self.record_changes = deciding.record_changes
+        self.revoke = deciding.revoke
+        self.record_revocation = deciding.record_revocation
         self._default_agent = default_agent
         self._requests = RequestLog(store)
         self._sweeper: ExpirySweeper | None = None
@@ -179,118 +166,21 @@ class ApprovalService:
         agent) until it completes, fails or pauses for decisions; returns the run as it
         stands then. A context holding a secret, or a task longer than the policy's
         `limits.task_chars`, is refused before anything is stored."""
-        text = self.check_task(task)
-        if not requester.strip():
-            raise InputError("a run needs a requester")
-        origin = self._flow.origin
-        if origin is None:
-            raise InputError("operators do not start runs; use Slack or the demo")
-        agent = self._flow.registry.latest(agent_name or self._default_agent)
-        # off the loop: an engine may import its framework on first use (seconds)
-        state = await asyncio.to_thread(
-            agent.new_state, text, run_id=uuid.uuid4().hex, context=context
-        )
-        state_json = await self._flow.encode_state(state)  # refuses secrets
-        run = await self._flow.store.create_run(
-            run_id=state.run_id,
-            agent_name=agent.name,
-            agent_version=agent.version,
-            schema_version=state.schema_version,
-            engine=engine_stamp(state.engine),
-            state_json=state_json,
-            status="running",
-            channel=channel,
+        return await conversation.start_run(
+            self._flow,
+            agent_name=agent_name or self._default_agent,
+            task=task,
             requester=requester,
-            origin=origin,
-            task=redact_text(text),
-            lease=self._flow.leases.terms,
+            channel=channel,
+            context=context,
         )
-        self._flow.leases.hold_new_run(run)
-        self._flow.telemetry.run_started(run)
-        thread = await self._flow.notify(RunStarted(run=run, task=text))
-        if thread is not None:
-            await self._flow.store.set_run_thread(
-                run.run_id, channel=thread[0], thread_ts=thread[1]
-            )
-            run = await self._flow.require_run(run.run_id)
-        return await execute(self._flow, run, agent, state)
 
     def check_task(self, task: str) -> str:
         """The task, stripped; InputError when it is empty or longer than the policy's
         `limits.task_chars` (no I/O: a Slack listener asks before it acknowledges)."""
         return checked_task(self._flow.policy.limits, task)
 
-    # -- deciding ------------------------------------------------------------------------
-
-    async def decide(
-        self,
-        approval_id: str,
-        *,
-        approve: bool,
-        decider: str,
-        reason: str,
-        message: str | None = None,
-        digest: str | None = None,
-        always: bool = False,
-    ) -> DecisionResult:
-        """Record one person's vote under the policy.
-
-        Refused (audited `refused`): NotAuthorizedError when the decider is not eligible
-        (not an approver or a member of an approver group; not a member of the call's
-        channel; the requester unless the rule allows self approval), and its
-        ArgumentsUnreadError when they approve a call the card cuts without having read
-        its arguments whole (`read_in_full`); InputError for an unknown approval, a
-        blank decider, or a blank reason when the rule requires one; AlreadyDecidedError
-        when the approval is closed, expired (it becomes `expired` now, its card is
-        updated and the run goes on) or this person already voted on these arguments
-        (each person counts once); ResolutionError when `digest` (the one the decider
-        saw) is no longer current.
-
-        An approval stays `pending` until `required_approvals` distinct eligible people
-        approved the current arguments; one rejection rejects. A counted vote updates
-        the card (`ApprovalUpdated`); a closing one `ApprovalDecided`, and when it was
-        the run's last open approval the resume is claimed and runs in a service task.
-
-        `always`: the decision stands for the rest of the run (bot.service.standing):
-        every later call of the tool in this run is decided the same way, each by its own
-        approval with the same checks, until the decision is revoked. Only where the
-        policy allows it for the tool (NotAuthorizedError otherwise, audited)."""
-        recorded = await self.record_decision(
-            approval_id,
-            approve=approve,
-            decider=decider,
-            reason=reason,
-            message=message,
-            digest=digest,
-            always=always,
-        )
-        return await recorded.finish()
-
-    async def record_decision(
-        self,
-        approval_id: str,
-        *,
-        approve: bool,
-        decider: str,
-        reason: str,
-        message: str | None = None,
-        digest: str | None = None,
-        always: bool = False,
-    ) -> Recorded[DecisionResult]:
-        """`decide` in two steps: this commits the vote (refusals found before the store
-        raise here) and `finish()` does the rest (card, resume; refusals from the
-        store's answer raise there). Tell the person in between: the vote is durable."""
-        ballot = Ballot(
-            approval_id=approval_id,
-            approve=approve,
-            decider=decider,
-            reason=reason or "",
-            message=message,
-            digest=digest,
-        )
-        if always:
-            return await record_standing_vote(self._flow, ballot)
-        return await record_vote(self._flow, ballot)
+    # -- expiry ----------------------------------------------------------------------------
 
     async def expire_due(self) -> list[ApprovalRecord]:
         """Expire every pending approval past its expiry, update its card, and resume the
@@ -303,69 +193,7 @@ class ApprovalService:
             self._sweeper = ExpirySweeper(self.sweep, every_seconds=every_seconds)
             self._sweeper.start()
 
-    # -- governance: edits, revocation, reminders, read models ----------------------------
-
-    async def approve_with_changes(
-        self,
-        approval_id: str,
-        *,
-        decider: str,
-        reason: str,
-        arguments: Mapping[str, Any],
-        digest: str | None = None,
-    ) -> DecisionResult:
-        """Approve the call with changed arguments.
-
-        `arguments` are merged over the call's real stored arguments: a top-level field
-        left out, or a value equal to the redaction marker (`bot.credentials.REDACTED`, as
-        the card shows it), keeps its stored value, so a redacted secret is never edited
-        blind. The result is validated against the tool's schema (InputError naming each
-        problem, nothing changed), gets a new digest and snapshot, and every earlier vote
-        stops counting; this counts as the decider's approval of the new digest (so with
-        a quorum of 1 the call is approved). The run's state gets the new arguments, the
-        model is told the call ran with arguments an approver changed, and the audit keeps
-        both digests (`arguments_changed`). Eligibility as for `decide`; the run must be
-        paused (ResolutionError otherwise)."""
-        recorded = await self.record_changes(
-            approval_id, decider=decider, reason=reason, arguments=arguments, digest=digest
-        )
-        return await recorded.finish()
-
-    async def record_changes(
-        self,
-        approval_id: str,
-        *,
-        decider: str,
-        reason: str,
-        arguments: Mapping[str, Any],
-        digest: str | None = None,
-    ) -> Recorded[DecisionResult]:
-        """`approve_with_changes` in two steps, as `record_decision` splits `decide`."""
-        ballot = Ballot(
-            approval_id=approval_id, approve=True, decider=decider, reason=reason, digest=digest
-        )
-        return await record_change(self._flow, ballot, arguments)
-
-    async def revoke(self, approval_id: str, *, actor: str, reason: str) -> ApprovalRecord:
-        """Withdraw a pending, or approved but not yet executed, call: it never runs.
-
-        Allowed for the run's requester, anyone eligible to decide it and the policy's
-        admins (NotAuthorizedError otherwise, audited `refused`). A blank reason ->
-        InputError; already executed or closed -> AlreadyDecidedError. The card is
-        updated (`ApprovalDecided`, status `revoked`, `revoked_by`, `reason`), and the run
-        resumes with the call rejected when nothing else is open.
-
-        When the approval made a decision that stands for the rest of the run, that ends
-        too (`standing_revoked`): later calls of the tool are asked again. That works
-        after the call itself ran (the approval then stays as it is)."""
-        recorded = await self.record_revocation(approval_id, actor=actor, reason=reason)
-        return await recorded.finish()
-
-    async def record_revocation(
-        self, approval_id: str, *, actor: str, reason: str
-    ) -> Recorded[ApprovalRecord]:
-        """`revoke` in two steps, as `record_decision` splits `decide`."""
-        return await record_revocation(self._flow, approval_id, actor=actor, reason=reason)
+    # -- governance: refusals, read models -------------------------------------------------
 
     async def audit_refusal(
         self,
@@ -464,21 +292,12 @@ class ApprovalService:
     async def readiness(self) -> str | None:
         """Why the service cannot serve now (None: it can): the database does not
         answer, or records another schema version than this build's."""
-        try:
-            schema = await self._flow.store.schema_status()
-        except StoreError as error:
-            return f"database does not answer: {error}"
-        if not schema.current:
-            return (
-                f"database schema is at version {schema.found}; this build expects {schema.latest}"
-            )
-        return None
+        return await health.readiness(self._flow)
 
     async def observe_pending(self) -> None:
         """Read the oldest pending approval of this surface into the telemetry's gauge
         (a metrics scrape calls this: one indexed row)."""
-        oldest = await self._flow.store.pending_page(limit=1, origin=self._flow.origin)
-        self._flow.telemetry.oldest_pending(oldest[0].created_at if oldest else None)
+        await health.observe_pending(self._flow)
 
     # -- follow-up, reconciliation, recovery ----------------------------------------------
 
@@ -486,41 +305,9 @@ class ApprovalService:
         self, *, channel: str, thread_ts: str, user: str, text: str
     ) -> FollowUpOutcome:
         """A message in a run's thread: new input for the agent once the run is idle."""
-        run = await self._flow.store.find_run_by_thread(channel, thread_ts)
-        if run is None:
-            return NotARunThread()
-        if self._flow.stalled.troubled(run.run_id):
-            return Retrying(run=run)
-        if run.status == "paused":
-            pending = await self._flow.store.list_approvals(run_id=run.run_id, status="pending")
-            return WaitingForApproval(run=run, pending=len(pending))
-        if run.status in ("running", "resuming"):
-            return Busy(run=run)
-        if run.status == "cancelled" or run.purged_at is not None:
-            return Closed(run=run)
-        if not text.strip():
-            raise InputError("the message is empty")
-        self.check_task(text)
-        flow = self._flow
-        claimed = await claim(
-            flow.store, flow.leases, run.run_id, expected_status=run.status, new_status="running"
+        return await conversation.follow_up(
+            self._flow, channel=channel, thread_ts=thread_ts, user=user, text=text
         )
-        if claimed is None:
-            return Busy(run=run)
-        try:
-            state = await flow.load_state(run.run_id)
-            state.append_user_message(text.strip())
-            agent = flow.registry.get(state.agent_name, state.agent_version)
-        except ApprovalsError:
-            await leave_working(
-                flow.store, flow.leases, run.run_id,
-                expected_status="running", new_status=run.status,
-            )  # fmt: skip
-            raise
-        await self._flow.store.append_audit(
-            "follow_up", actor=user, run_id=run.run_id, detail={"chars": len(text)}
-        )
-        return Continued(run=await execute(self._flow, claimed, agent, state, requester=user))
 
     async def reconcile(
         self,
