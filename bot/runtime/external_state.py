@@ -25,27 +25,22 @@ import orjson
 
 from bot.canonical import call_digest
 from bot.errors import (
-    AlreadyDecidedError,
     InputError,
-    ResolutionError,
     RunStateError,
     SchemaVersionError,
-    UnknownCallError,
 )
 from bot.runtime.decisions import (
     DEFAULT_REJECTION_MESSAGE,
-    AbortCall,
     ApprovalMetadata,
     ApprovedCall,
     Decision,
     PendingCall,
     RejectedCall,
     Resolution,
-    RetryCall,
-    VerifiedResult,
     execution_key,
 )
 from bot.runtime.engine import ENGINE_KEY, EngineInfo
+from bot.runtime.pending import PendingCalls
 from bot.runtime.state_fields import (
     count,
     optional_str,
@@ -91,8 +86,12 @@ class ExternalRunState:
         self._engine = engine
         self.engine_state = engine_state
         self.pauses = pauses
-        self._pending = {call.tool_call_id: call for call in pending}
-        self._decisions: dict[str, Decision] = dict(decisions or {})
+        self._calls = PendingCalls(
+            run_id,
+            calls={call.tool_call_id: call for call in pending},
+            decisions=dict(decisions or {}),
+            always={},  # standing decisions are the service's, never an engine run's
+        )
         self.approval_metadata: dict[str, ApprovalMetadata] = dict(approval_metadata or {})
         self._digest_key = new_digest_key() if digest_key is None else bytes(digest_key)
         self._final_output = final_output
@@ -113,16 +112,16 @@ class ExternalRunState:
         return self._final_output
 
     def pending_calls(self) -> list[PendingCall]:
-        return list(self._pending.values())
+        return list(self._calls.calls.values())
 
     def get_interruptions(self) -> list[PendingCall]:
-        return [call for call in self._pending.values() if self.decision_for(call) is None]
+        return self._calls.undecided()
 
     def decision_for(self, call: PendingCall | str) -> Decision | None:
-        return self._decisions.get(self._find(call).tool_call_id)
+        return self._calls.decision_for(call)
 
     def call_digest(self, call: PendingCall | str) -> str:
-        pending = self._find(call)
+        pending = self._calls.find(call)
         return self.digest_of(
             tool_name=pending.tool_name,
             execution_key=pending.execution_key,
@@ -153,8 +152,8 @@ class ExternalRunState:
     ) -> None:
         """Approve a call waiting for approval (`always` is the service's standing
         decisions' business, never the engine's: refused here)."""
-        pending = self._decidable(call, always=always)
-        self._decisions[pending.tool_call_id] = ApprovedCall()
+        pending = self._decidable(call, always=always, action="approved")
+        self._calls.decisions[pending.tool_call_id] = ApprovedCall()
         self._note(pending, approver_id, reason, decided_at)
 
     def reject(
@@ -170,8 +169,8 @@ class ExternalRunState:
         """Reject a call: the model sees `message` (or the neutral default) only."""
         if message is not None and not isinstance(message, str):
             raise InputError("a rejection message must be a string")
-        pending = self._decidable(call, always=always)
-        self._decisions[pending.tool_call_id] = RejectedCall(
+        pending = self._decidable(call, always=always, action="rejected")
+        self._calls.decisions[pending.tool_call_id] = RejectedCall(
             message=message or DEFAULT_REJECTION_MESSAGE
         )
         self._note(pending, approver_id, reason, decided_at)
@@ -185,24 +184,12 @@ class ExternalRunState:
         reason: str | None = None,
     ) -> None:
         """Reconcile an uncertain call (VerifiedResult, RetryCall or AbortCall)."""
-        if not isinstance(resolution, VerifiedResult | RetryCall | AbortCall):
-            raise ResolutionError(
-                f"resolve() takes a VerifiedResult, RetryCall or AbortCall, "
-                f"got {type(resolution).__name__}"
-            )
-        pending = self._find(call_or_key)
-        if pending.status != "uncertain":
-            raise ResolutionError(
-                f"call {pending.tool_call_id} ({pending.tool_name}) waits for approval, "
-                "not reconciliation: approve or reject it"
-            )
-        self._refuse_second_decision(pending)
-        self._decisions[pending.tool_call_id] = resolution
+        pending = self._calls.resolve(call_or_key, resolution)
         self._note(pending, approver_id, reason, None)
 
     def append_user_message(self, text: str) -> None:
         """Follow-up input for an idle run; the engine answers it on its next run."""
-        if self._pending:
+        if self._calls.calls:
             raise RunStateError("the run is waiting on tool calls; decide those first")
         self.new_input = text
 
@@ -232,12 +219,12 @@ class ExternalRunState:
         keys = set(keys)
         calls = [
             _with_status(call, "uncertain") if call.execution_key in keys else call
-            for call in self._pending.values()
+            for call in self._calls.calls.values()
         ]
         decisions = {
             call_id: decision
-            for call_id, decision in self._decisions.items()
-            if self._pending[call_id].execution_key not in keys
+            for call_id, decision in self._calls.decisions.items()
+            if self._calls.calls[call_id].execution_key not in keys
         }
         return self._copy(pending=calls, decisions=decisions)
 
@@ -262,8 +249,8 @@ class ExternalRunState:
             "engine": self._engine,
             "engine_state": self.engine_state,
             "pauses": self.pauses,
-            "pending": self._pending.values(),
-            "decisions": self._decisions,
+            "pending": self._calls.calls.values(),
+            "decisions": self._calls.decisions,
             "approval_metadata": self.approval_metadata,
             "digest_key": self._digest_key,
             "final_output": self._final_output,
@@ -273,46 +260,12 @@ class ExternalRunState:
 
     # -- helpers --------------------------------------------------------------------------
 
-    def _find(self, call: PendingCall | str) -> PendingCall:
-        key = call.tool_call_id if isinstance(call, PendingCall) else call
-        found = self._pending.get(key)
-        if found is None:
-            found = next((c for c in self._pending.values() if c.execution_key == key), None)
-        if found is None:
-            known = ", ".join(self._pending) or "none"
-            raise UnknownCallError(
-                f"no pending call with tool call id or execution key {key!r} "
-                f"in run {self.run_id} (pending: {known})"
-            )
-        if isinstance(call, PendingCall) and call != found:
-            raise ResolutionError(
-                f"the call given for {found.tool_call_id} differs from the run's pending "
-                "call (arguments, key or status changed); decide on the state's own call"
-            )
-        return found
-
-    def _decidable(self, call: PendingCall | str, *, always: bool) -> PendingCall:
+    def _decidable(self, call: PendingCall | str, *, always: bool, action: str) -> PendingCall:
         if always:
             raise InputError(
                 "an engine's run takes no always-decisions; the service keeps standing ones"
             )
-        pending = self._find(call)
-        if pending.status != "approval":
-            raise ResolutionError(
-                f"call {pending.tool_call_id} ({pending.tool_name}) has an uncertain "
-                "outcome: resolve it with a VerifiedResult, RetryCall or AbortCall"
-            )
-        self._refuse_second_decision(pending)
-        return pending
-
-    def _refuse_second_decision(self, pending: PendingCall) -> None:
-        earlier = self._decisions.get(pending.tool_call_id)
-        if earlier is not None:
-            raise AlreadyDecidedError(
-                f"call {pending.tool_call_id} ({pending.tool_name}) is already decided: "
-                f"{earlier.kind}",
-                status=earlier.kind,
-            )
+        return self._calls.decidable(call, action=action)
 
     def _note(
         self,
@@ -345,8 +298,8 @@ class ExternalRunState:
             "agent_name": self.agent_name,
             "agent_version": self.agent_version,
             "pauses": self.pauses,
-            "pending_calls": list(self._pending.values()),
-            "decisions": decisions_to_json(self._decisions),
+            "pending_calls": list(self._calls.calls.values()),
+            "decisions": decisions_to_json(self._calls.decisions),
             "approval_metadata": metadata_to_json(self.approval_metadata),
             "digest_key": self._digest_key.hex(),
             "final_output": self._final_output,
@@ -407,7 +360,7 @@ class ExternalRunState:
         return (
             f"ExternalRunState(run_id={self.run_id!r}, agent={self.agent_name!r} "
             f"v{self.agent_version}, engine={self._engine.name} {self._engine.version}, "
-            f"pauses={self.pauses}, pending={list(self._pending)})"
+            f"pauses={self.pauses}, pending={list(self._calls.calls)})"
         )
 
 
