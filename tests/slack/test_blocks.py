@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from bot.review.snapshot import review_snapshot
 from bot.slack import blocks
 from bot.slack.decision_modal import decision_modal
 from bot.slack.modals import ModalContext
 from store.records import ApprovalRecord, RunRecord
+from tests.slack.records import NOW, pending_approval
 
-NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 RUN = RunRecord(
     run_id="r1",
     agent_name="ops",
@@ -33,29 +30,12 @@ RUN = RunRecord(
 
 
 def approval(**fields: Any) -> ApprovalRecord:
-    snapshot = review_snapshot(
-        "deploy_release", {"service": "payments", "version": "1.2.3"}, digest="d1" * 32
+    return pending_approval(
+        "deploy_release",
+        {"service": "payments", "version": "1.2.3"},
+        digest="d1" * 32,
+        **{"expires_at": NOW, **fields},
     )
-    base = ApprovalRecord(
-        approval_id="ap1",
-        run_id="r1",
-        tool_call_id="call_0_0",
-        tool_name="deploy_release",
-        arguments_digest=snapshot.digest,
-        snapshot=snapshot.to_json(),
-        status="pending",
-        requester="U0REQ",
-        decider=None,
-        reason=None,
-        message=None,
-        created_at=NOW,
-        decided_at=None,
-        expires_at=NOW,
-        revoked_at=None,
-        slack_channel="C1",
-        slack_ts="2.0",
-    )
-    return replace(base, **fields)
 
 
 @pytest.mark.parametrize("limit", range(14, 40))

@@ -27,7 +27,8 @@ from bot.slack.reconcile_modal import (
     ReconcileSubmission,
     parse_reconcile_submission,
 )
-from tests.slack.test_blocks import NOW, RUN, approval
+from tests.slack.records import NOW
+from tests.slack.test_blocks import RUN, approval
 
 
 def labels(blocks: list[dict[str, Any]]) -> list[str]:
