@@ -11,25 +11,13 @@ from typing import Any
 
 import pytest
 
-from tests.service.service_harness import OPS_TOKEN, Harness, close_harness, open_service
+from tests.service.conftest import db_path, effects_path
+from tests.service.service_harness import Harness, close_harness, open_service
 
 if importlib.util.find_spec("agents") is None:  # the core's tests run without the extra
     collect_ignore_glob = ["test_*.py"]
 
-
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "approvals.db"
-
-
-@pytest.fixture
-def effects_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "effects.jsonl"
-    monkeypatch.setenv("APPROVALS_DEMO_EFFECTS", str(path))
-    monkeypatch.setenv("OPS_API_TOKEN", OPS_TOKEN)
-    monkeypatch.delenv("OPS_DEMO_LATENCY", raising=False)
-    monkeypatch.delenv("APPROVALS_KEYS", raising=False)
-    return path
+__all__ = ["db_path", "effects_path"]  # the service tests' fixtures, shared
 
 
 @pytest.fixture
