@@ -380,7 +380,9 @@ class AuditStore(Protocol):
         run_id: str | None = None,
         approval_id: str | None = None,
         detail: Mapping[str, Any] | None = None,
-    ) -> AuditEvent: ...
+    ) -> None:
+        """Append one event (queued, then linked into the chain: every read sees it)."""
+        ...
 
     async def audit_events(
         self,

@@ -13,8 +13,13 @@ caught as well. Verification walks the log in order and names the first bad even
   recomputed hash, or events were deleted and the rest renumbered).
 
 Someone who can write the database can still rebuild the whole chain and head; keep
-the head hash that `audit verify` prints somewhere else to detect that. The SQL is the
-engine's (store/sqlite/audit.py).
+the head hash that `audit verify` prints somewhere else to detect that.
+
+Events are not linked by the transaction that causes them: it queues them
+(`audit_queue`, committed with the change they record), and the chain's one sequencer
+links the queue in order (`link`; the SQL is store.sql.audit). So no transaction holds
+the chain's head while it commits, and writers in any number of processes commit side
+by side. An event waits in the queue until linked; every read of the log links first.
 """
 
 from __future__ import annotations
@@ -26,9 +31,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from bot.errors import InputError, StoreError
+from bot.errors import InputError
 from store.records import AuditEvent, AuditVerification
-from store.rows import Row, from_db, to_db
+from store.rows import Row, to_db
 
 GENESIS_HASH = "0" * 64
 VERIFY_PAGE = 2000
@@ -93,34 +98,16 @@ def chain_hash(prev_hash: str, canonical: str) -> str:
     return hashlib.sha256((prev_hash + canonical).encode()).hexdigest()
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class NewEvent:
-    """An event to append, before it knows its place in the chain."""
+    """An event to append, before it has its place in the chain (queued)."""
 
     kind: str
     actor: str | None
     run_id: str | None
     approval_id: str | None
-    detail_json: str  # canonical, as stored
+    detail_json: str  # canonical, as stored and hashed
     at: str  # as stored
-    canonical: str  # event_body(...): what the hash covers after the previous hash
-
-    def placed(self, seq: int, prev_hash: str, digest: str) -> AuditEvent:
-        """The event at `seq` after `prev_hash`; StoreError unless `digest` is its hash
-        (the database computed it: this checks it did so as store.audit does)."""
-        if digest != chain_hash(prev_hash, self.canonical):
-            raise StoreError(f"audit event {seq} was hashed differently by the database")
-        return AuditEvent(
-            seq=seq,
-            kind=self.kind,
-            actor=self.actor,
-            run_id=self.run_id,
-            approval_id=self.approval_id,
-            detail=json.loads(self.detail_json),
-            at=from_db(self.at),
-            prev_hash=prev_hash,
-            hash=digest,
-        )
 
 
 def new_event(
@@ -135,16 +122,29 @@ def new_event(
     """The event to append; bad input is refused by name before anything is written."""
     if not kind:
         raise InputError("audit event kind is empty")
-    at_text = to_db(at)
-    detail_json = canonical_detail(detail)
-    canonical = event_body(
-        kind=kind, actor=actor, run_id=run_id, approval_id=approval_id,
-        detail_json=detail_json, at=at_text,
-    )  # fmt: skip
     return NewEvent(
         kind=kind, actor=actor, run_id=run_id, approval_id=approval_id,
-        detail_json=detail_json, at=at_text, canonical=canonical,
+        detail_json=canonical_detail(detail), at=to_db(at),
     )  # fmt: skip
+
+
+def link(prev_hash: str, seq: int, queued: Sequence[Row]) -> list[tuple[Any, ...]]:
+    """Queued event rows (kind, actor, run_id, approval_id, detail, at), in order, as the
+    next chain rows after (`seq`, `prev_hash`): each row's (seq, kind, actor, run_id,
+    approval_id, detail, at, prev_hash, hash)."""
+    linked = []
+    for row in queued:
+        seq += 1
+        digest = event_hash(
+            prev_hash, kind=row["kind"], actor=row["actor"], run_id=row["run_id"],
+            approval_id=row["approval_id"], detail_json=row["detail"], at=row["at"],
+        )  # fmt: skip
+        linked.append(
+            (seq, row["kind"], row["actor"], row["run_id"], row["approval_id"], row["detail"],
+             row["at"], prev_hash, digest)
+        )  # fmt: skip
+        prev_hash = digest
+    return linked
 
 
 class ChainReader(Protocol):

@@ -25,7 +25,7 @@ import asyncpg
 
 from bot.errors import ConfigError, StoreError
 from store.postgres.dialect import postgres_sql
-from store.tx import Body, IntegrityViolation, Statement
+from store.tx import Body, IntegrityViolation, Statement, follow_up_sql
 
 T = TypeVar("T")
 POOL_SIZE_ENV = "APPROVALS_PG_POOL_SIZE"
@@ -81,6 +81,20 @@ class PgDatabase:
                 raise StoreError(f"write failed on {self.location}: {error}") from error
         raise AssertionError("unreachable: the last attempt returns or raises")
 
+    async def transact_one(self, statement: Statement) -> Any:
+        """One statement in autocommit: its own transaction, in one round trip (no
+        BEGIN, no COMMIT); deadlocks and serialization failures run it again."""
+        for attempt in range(1, RETRIES + 1):
+            try:
+                async with self._pool.acquire() as connection:
+                    return await execute(connection, statement)
+            except _RETRYABLE as error:
+                if attempt == RETRIES:
+                    raise StoreError(f"write failed on {self.location}: {error}") from error
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+                raise StoreError(f"write failed on {self.location}: {error}") from error
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
     async def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         try:
             rows: list[Any] = await self._pool.fetch(postgres_sql(sql), *params)
@@ -131,10 +145,24 @@ async def drive(body: Body[T], connection: Any) -> T:
 
 
 async def execute(connection: Any, statement: Statement) -> Any:
-    sql = postgres_sql(statement.sql)
+    sql, params = with_follow_ups(statement)
     if statement.fetch == "one":
-        return await connection.fetchrow(sql, *statement.params)
-    if statement.fetch == "all":
-        return await connection.fetch(sql, *statement.params)
-    await connection.execute(sql, *statement.params)
+        return await connection.fetchrow(sql, *params)
+    if statement.fetch == "all" or statement.then:
+        rows = await connection.fetch(sql, *params)
+        return rows if statement.fetch == "all" else None
+    await connection.execute(sql, *params)
     return None
+
+
+def with_follow_ups(statement: Statement) -> tuple[str, Sequence[Any]]:
+    """The statement as Postgres runs it: a change with follow-ups (store.tx.changing)
+    becomes one data-modifying WITH whose result is the change's rows."""
+    if not statement.then:
+        return postgres_sql(statement.sql), statement.params
+    parts, params = [f"changed AS ({statement.sql})"], list(statement.params)
+    for number, follow_up in enumerate(statement.then):
+        sql, values = follow_up_sql(follow_up, "changed")
+        parts.append(f"follow_up_{number} AS ({sql})")
+        params.extend(values)
+    return postgres_sql(f"WITH {', '.join(parts)} SELECT * FROM changed"), params

@@ -20,6 +20,7 @@ from store.postgres.connection import PgDatabase, pool_size_from_env
 from store.postgres.migrations import ENGINE, migrate
 from store.records import MigrationReport
 from store.schema import bundled_migrations
+from store.sql.chain import Sequencer
 from store.sql.keys import check_keys_cover
 from store.sql.store import SqlStore
 
@@ -35,8 +36,9 @@ class PostgresStore(SqlStore):
         *,
         migration_report: MigrationReport,
     ) -> None:
+        self._sequencer = Sequencer(database)
         super().__init__(
-            database,
+            self._sequencer,
             keyring,
             clock,
             migration_report=migration_report,
@@ -45,8 +47,15 @@ class PostgresStore(SqlStore):
         )
         self.database = database
 
+    def start(self) -> None:
+        """Start linking the audit log behind the writers (a task this store owns)."""
+        self._sequencer.start()
+
     async def close(self) -> None:
-        await self.database.close()
+        try:
+            await self._sequencer.close()
+        finally:
+            await self.database.close()
 
 
 async def open_postgres_store(
@@ -72,7 +81,9 @@ async def open_postgres_store(
     except BaseException:
         await database.close()
         raise
-    return PostgresStore(database, ring, now, migration_report=report)
+    store = PostgresStore(database, ring, now, migration_report=report)
+    store.start()
+    return store
 
 
 def _keyring_from_env(env: Mapping[str, str], location: PostgresLocation) -> KeyRing:

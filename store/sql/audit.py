@@ -1,36 +1,46 @@
-"""The audit log: append inside a write transaction, read, verify.
+"""The audit log: queue events inside a write transaction, link them into the chain,
+read, verify.
 
 The chain itself (hashing, linking, the verification walk) is in store.audit. Here: the
-`audit_events` table (append-only: triggers refuse UPDATE and DELETE) and the
-`audit_head` row that an insert trigger advances to the newest event. An append reads
-the head `FOR UPDATE`: on Postgres concurrent appenders, from any number of processes,
-wait for each other there, so the log stays one chain.
+`audit_queue` table, where a transaction puts the events it causes (committed with the
+change, or not at all); the `audit_events` table (append-only: triggers refuse UPDATE
+and DELETE) that `link_pending` moves them into, in queue order, each hashed onto the one
+before; and the `audit_head` row that the insert trigger advances to the newest event.
+`link_pending` reads the head `FOR UPDATE`, so linkers in any number of processes take
+turns; writers never touch the head, so they commit side by side (before, every audited
+write held the head from its append to its commit, and on Postgres decisions from every
+process went through that lock one commit at a time).
+
+When the queue is linked is the engine's choice (store.sql.chain): SQLite's one writer
+links at the end of every write transaction, so its queue is empty between
+transactions; on Postgres a sequencer task of each process links behind the writers.
+Every read of the log links what is queued first, so a reader sees every committed
+event.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from bot.clock import Clock
 from bot.errors import InputError
-from store.audit import GENESIS_HASH, canonical_detail, new_event, verify_chain
+from store.audit import GENESIS_HASH, link, new_event, verify_chain
 from store.records import AuditEvent, AuditVerification
 from store.rows import EVENT_COLUMNS, Row, row_to_event, to_db, where_all
-from store.tx import Body, Engine, one
+from store.tx import Body, Engine, FollowUp, FromChanged, many, one, run, value_rows
 
-APPEND = (
-    "WITH head AS (SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE) "
-    f"INSERT INTO audit_events ({EVENT_COLUMNS}) "
-    "SELECT head.seq + 1, ?, ?, ?, ?, ?, ?, head.hash, "
-    "encode(sha256(convert_to(head.hash || ?, 'UTF8')), 'hex') FROM head "
-    "RETURNING seq, prev_hash, hash"
+Settle = Callable[[], Awaitable[object]]
+QUEUED = ("kind", "actor", "run_id", "approval_id", "detail", "at")
+QUEUE = f"INSERT INTO audit_queue ({', '.join(QUEUED)}) VALUES (?, ?, ?, ?, ?, ?)"
+LINK_BATCH = 500  # events linked per statement: 4,500 parameters, far below both limits
+TAKE_QUEUED = (
+    "DELETE FROM audit_queue WHERE id IN (SELECT id FROM audit_queue ORDER BY id LIMIT ?) "
+    f"RETURNING id, {', '.join(QUEUED)}"
 )
-"""One statement: read the head (locked until commit on Postgres), link and hash the
-event in the database (store.audit.chain_hash; SQLite has the three functions from
-store.sqlite.connection), insert it (the trigger advances the head). On Postgres the
-head is held from this statement to the commit only, not for a round trip more."""
+"""Take the oldest queued events (exactly those: a later-committed event with a smaller
+id is not deleted unseen, it waits for the next link)."""
 
 
 def append(
@@ -41,27 +51,78 @@ def append(
     run_id: str | None = None,
     approval_id: str | None = None,
     detail: Mapping[str, Any] | None = None,
-) -> Body[AuditEvent]:
-    """Append one event, inside a write transaction."""
+) -> Body[None]:
+    """Queue one event, inside a write transaction (it commits with it)."""
     event = new_event(
         kind, at=at, actor=actor, run_id=run_id, approval_id=approval_id, detail=detail
     )
-    row = yield one(
-        APPEND,
-        (event.kind, event.actor, event.run_id, event.approval_id, event.detail_json,
-         event.at, event.canonical),
+    yield run(
+        QUEUE,
+        (event.kind, event.actor, event.run_id, event.approval_id, event.detail_json, event.at),
+    )
+
+
+def follow_up(
+    kind: str,
+    *,
+    at: datetime,
+    actor: str | None,
+    detail: Mapping[str, Any],
+) -> FollowUp:
+    """Queue one event for each row a change returns (store.tx.changing), with the
+    changed row's run and approval ids."""
+    event = new_event(kind, at=at, actor=actor, detail=detail)
+    return FollowUp(
+        table="audit_queue",
+        columns=QUEUED,
+        values=(event.kind, event.actor, FromChanged("run_id"), FromChanged("approval_id"),
+                event.detail_json, event.at),
     )  # fmt: skip
-    if row is None:
+
+
+def link_pending(limit: int = LINK_BATCH) -> Body[int]:
+    """Link up to `limit` queued events into the chain, oldest first; how many."""
+    head = yield one("SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE")
+    if head is None:
         raise InputError("audit head row is missing; the database was altered")
-    return event.placed(int(row[0]), str(row[1]), str(row[2]))
+    queued = yield many(TAKE_QUEUED, (limit,))
+    if not queued:
+        return 0
+    rows = link(str(head[1]), int(head[0]), sorted(queued, key=lambda row: int(row["id"])))
+    yield run(
+        f"INSERT INTO audit_events ({EVENT_COLUMNS}) VALUES {value_rows(len(rows), 9)}",
+        [value for row in rows for value in row],
+    )
+    return len(rows)
+
+
+def link_queued() -> Body[int]:
+    """Link every queued event, inside one transaction; how many."""
+    total = 0
+    while True:
+        linked = yield from link_pending()
+        total += linked
+        if linked < LINK_BATCH:
+            return total
+
+
+async def link_all(database: Engine) -> int:
+    """Link every queued event, a batch per transaction; how many."""
+    total = 0
+    while (linked := await database.transact(link_pending)) > 0:
+        total += linked
+        if linked < LINK_BATCH:
+            break
+    return total
 
 
 class Audit:
     """The AuditStore (and the chain reads that store.audit verifies)."""
 
-    def __init__(self, database: Engine, clock: Clock) -> None:
+    def __init__(self, database: Engine, clock: Clock, *, settle: Settle) -> None:
         self._db = database
         self._clock = clock
+        self._settle = settle  # links whatever is queued: a read sees every commit
 
     async def append_audit(
         self,
@@ -71,22 +132,17 @@ class Audit:
         run_id: str | None = None,
         approval_id: str | None = None,
         detail: Mapping[str, Any] | None = None,
-    ) -> AuditEvent:
-        """Append one event in its own write transaction."""
-        at = self._clock()
-        canonical_detail(detail)  # refuse a bad detail before taking the write lock
-
-        def body() -> Body[AuditEvent]:
-            return append(
-                kind,
-                at=at,
-                actor=actor,
-                run_id=run_id,
-                approval_id=approval_id,
-                detail=detail,
-            )
-
-        return await self._db.transact(body)
+    ) -> None:
+        """Append one event in its own write transaction (bad input is refused before
+        anything is written)."""
+        event = new_event(
+            kind, at=self._clock(), actor=actor, run_id=run_id, approval_id=approval_id,
+            detail=detail,
+        )  # fmt: skip
+        await self._db.transact_one(
+            run(QUEUE, (event.kind, event.actor, event.run_id, event.approval_id,
+                        event.detail_json, event.at))
+        )  # fmt: skip
 
     async def audit_events(
         self,
@@ -95,6 +151,7 @@ class Audit:
         run_id: str | None = None,
         approval_id: str | None = None,
     ) -> list[AuditEvent]:
+        await self._settle()
         where, params = where_all(
             {
                 "at >= ?": None if since is None else to_db(since),
@@ -111,6 +168,7 @@ class Audit:
         return await verify_chain(self)
 
     async def audit_head(self) -> tuple[int, str]:
+        await self._settle()
         row = await self._db.read_one("SELECT seq, hash FROM audit_head WHERE id = 1")
         return (0, GENESIS_HASH) if row is None else (int(row[0]), str(row[1]))
 

@@ -1,7 +1,10 @@
 """SqlStore: every concept part of store.sql on one engine's database, joined into one
-Store. An engine subclasses it with its own database, where it is, and how it closes."""
+Store. An engine subclasses it with its own database, its rule for linking the audit
+chain (store.sql.chain), where it is, and how it closes."""
 
 from __future__ import annotations
+
+from typing import Protocol
 
 from bot.clock import Clock
 from store.crypto import KeyRing, Sealer
@@ -18,6 +21,14 @@ from store.sql.votes import Votes
 from store.tx import Engine
 
 
+class ChainedEngine(Engine, Protocol):
+    """An engine's database with its rule for linking queued audit events."""
+
+    async def settle(self) -> None:
+        """Link every audit event queued so far."""
+        ...
+
+
 class SqlStore(EngineStore):
     """The parts on `database`, sealing with `keyring`; `location` names the database in
     messages (a path, a URL without its password); `latest_schema` is the newest schema
@@ -25,7 +36,7 @@ class SqlStore(EngineStore):
 
     def __init__(
         self,
-        database: Engine,
+        database: ChainedEngine,
         keyring: KeyRing,
         clock: Clock,
         *,
@@ -33,7 +44,7 @@ class SqlStore(EngineStore):
         location: str,
         latest_schema: int,
     ) -> None:
-        audit = Audit(database, clock)
+        audit = Audit(database, clock, settle=database.settle)
         sealer = Sealer(keyring, audit)
         super().__init__(
             runs=Runs(database, sealer, clock),

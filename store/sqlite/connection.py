@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import queue
 import sqlite3
 import threading
@@ -40,7 +39,14 @@ from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
 from bot.errors import StoreError
-from store.tx import Body, IntegrityViolation, Statement
+from store.tx import (
+    Body,
+    IntegrityViolation,
+    Statement,
+    follow_up_values,
+    placeholders,
+    single,
+)
 
 Synchronous = Literal["FULL", "NORMAL"]
 Params = Sequence[Any]
@@ -159,6 +165,10 @@ class Database:
         inside BEGIN IMMEDIATE ... COMMIT."""
         return await self.transaction(lambda connection: drive(body(), connection))
 
+    async def transact_one(self, statement: Statement) -> Any:
+        """One statement as its own transaction (the same one hand-off as any other)."""
+        return await self.transact(single(statement))
+
     async def transaction(self, body: Callable[[sqlite3.Connection], T]) -> T:
         """Run `body(connection)` on the writer thread inside BEGIN IMMEDIATE ... COMMIT.
 
@@ -215,23 +225,9 @@ class Database:
 
 
 def _open_writer(path: Path, synchronous: Synchronous, busy_timeout_ms: int) -> sqlite3.Connection:
-    def finish(connection: sqlite3.Connection) -> None:
-        _enable_wal(connection, path, busy_timeout_ms)
-        _add_hash_functions(connection)
-
-    return _connect(path, synchronous, busy_timeout_ms, finish)
-
-
-def _add_hash_functions(connection: sqlite3.Connection) -> None:
-    """Postgres's `convert_to(text, 'UTF8')`, `sha256(bytea)` and `encode(bytea, 'hex')`,
-    which the audit append (store.sql.audit.APPEND) hashes the chain with in SQL."""
-    connection.create_function(
-        "convert_to", 2, lambda text, _encoding: str(text).encode(), deterministic=True
+    return _connect(
+        path, synchronous, busy_timeout_ms, lambda c: _enable_wal(c, path, busy_timeout_ms)
     )
-    connection.create_function(
-        "sha256", 1, lambda data: hashlib.sha256(data).digest(), deterministic=True
-    )
-    connection.create_function("encode", 2, lambda data, _format: data.hex(), deterministic=True)
 
 
 def _open_reader(path: Path, synchronous: Synchronous, busy_timeout_ms: int) -> sqlite3.Connection:
@@ -316,8 +312,25 @@ def drive(body: Body[T], connection: sqlite3.Connection) -> T:
 
 def execute(connection: sqlite3.Connection, statement: Statement) -> Any:
     cursor = connection.execute(sqlite_sql(statement.sql), statement.params)
+    if statement.then:
+        return _follow_up(connection, statement, cursor.fetchall())
     if statement.fetch == "one":
         return cursor.fetchone()
     if statement.fetch == "all":
         return cursor.fetchall()
     return None
+
+
+def _follow_up(connection: sqlite3.Connection, statement: Statement, changed: list[Any]) -> Any:
+    """A change's follow-up INSERTs (store.tx.changing), one per changed row, right after
+    it in the same transaction; the change's result."""
+    for row in changed:
+        for follow_up in statement.then:
+            marks = placeholders(len(follow_up.columns))
+            connection.execute(
+                f"INSERT INTO {follow_up.table} ({', '.join(follow_up.columns)}) VALUES ({marks})",
+                follow_up_values(follow_up, row),
+            )
+    if statement.fetch == "one":
+        return changed[0] if changed else None
+    return changed if statement.fetch == "all" else None

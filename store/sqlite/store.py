@@ -15,6 +15,7 @@ from store.crypto import KeyRing
 from store.keys import resolve_keyring
 from store.records import MigrationReport
 from store.schema import bundled_migrations
+from store.sql.chain import LinkAtCommit
 from store.sql.keys import check_keys_cover, sealed_key_ids
 from store.sql.store import SqlStore
 from store.sqlite.connection import DEFAULT_BUSY_TIMEOUT_MS, Database, Synchronous
@@ -33,7 +34,7 @@ class SqliteStore(SqlStore):
         migration_report: MigrationReport,
     ) -> None:
         super().__init__(
-            database,
+            LinkAtCommit(database),
             keyring,
             clock,
             migration_report=migration_report,

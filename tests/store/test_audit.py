@@ -17,9 +17,11 @@ from tests.store.store_helpers import Clock, Raw, raw
 
 
 async def fill(store: SqliteStore, clock: Clock, count: int = 6) -> None:
+    """`count` events, linked into the chain (a read links what is queued)."""
     for n in range(1, count + 1):
         await store.append_audit("decided", actor=f"U{n}", run_id="run-1", detail={"n": n})
         clock.advance(60)
+    assert len(await store.audit_events()) == count
 
 
 def unlocked(connection: Raw) -> Raw:
@@ -129,7 +131,8 @@ async def test_events_filter_by_time_run_and_approval(store: SqliteStore, clock:
 
 
 async def test_export_line_carries_every_field(store: SqliteStore) -> None:
-    event = await store.append_audit("revealed", actor="ops", run_id="r", detail={"why": "é"})
+    await store.append_audit("revealed", actor="ops", run_id="r", detail={"why": "é"})
+    [event] = await store.audit_events()
     line = json.loads(event_to_json_line(event))
     assert line["hash"] == event.hash
     assert line["detail"] == {"why": "é"}
