@@ -37,7 +37,7 @@ from store.records import (
 )
 from store.rows import APPROVAL_COLUMNS, row_to_approval, to_db, to_db_optional, where_all
 from store.sql import audit
-from store.tx import Body, Engine, IntegrityViolation, many, one
+from store.tx import Body, Engine, IntegrityViolation, changing, many, one
 
 SELECT_ONE = f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE approval_id = ?"
 REVOCABLE = (
@@ -115,31 +115,33 @@ class Approvals:
         at = now or self._clock()
         at_text = to_db(at)
 
-        def body() -> Body[DecisionOutcome]:
-            row = yield one(
-                "UPDATE approvals SET status = ?, decider = ?, reason = ?, message = ?, "
-                "decided_at = ? WHERE approval_id = ? AND status = 'pending' "
-                "AND (expires_at IS NULL OR expires_at > ?) "
-                f"RETURNING {APPROVAL_COLUMNS}",
-                (decision, decider, reason, message, at_text, approval_id, at_text),
-            )
-            if row is not None:
-                record = row_to_approval(row)
-                yield from audit.append(
+        won = await self._db.transact_one(
+            changing(
+                one(
+                    "UPDATE approvals SET status = ?, decider = ?, reason = ?, message = ?, "
+                    "decided_at = ? WHERE approval_id = ? AND status = 'pending' "
+                    "AND (expires_at IS NULL OR expires_at > ?) "
+                    f"RETURNING {APPROVAL_COLUMNS}",
+                    (decision, decider, reason, message, at_text, approval_id, at_text),
+                ),
+                audit.follow_up(
                     "decided",
                     at=at,
                     actor=decider,
-                    run_id=record.run_id,
-                    approval_id=approval_id,
                     detail={"decision": decision, "reason": reason, "message": message},
-                )
-                return DecisionOutcome(won=True, record=record)
-            lost = yield from expire_one(approval_id, at)
-            if lost is None:
-                lost = yield from require_approval(approval_id)
-            return DecisionOutcome(won=False, record=lost)
+                ),
+            )
+        )
+        if won is not None:
+            return DecisionOutcome(won=True, record=row_to_approval(won))
 
-        return await self._db.transact(body)
+        def lost() -> Body[DecisionOutcome]:
+            record = yield from expire_one(approval_id, at)
+            if record is None:
+                record = yield from require_approval(approval_id)
+            return DecisionOutcome(won=False, record=record)
+
+        return await self._db.transact(lost)
 
     async def expire_due(self, *, now: datetime | None = None) -> list[ApprovalRecord]:
         at = now or self._clock()
