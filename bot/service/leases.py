@@ -125,15 +125,18 @@ async def claim(
     *,
     expected_status: RunStatus,
     new_status: RunStatus,
+    skip_locked: bool = False,
 ) -> RunRecord | None:
     """Claim the run for this worker (store.api.RunLeaseStore.claim_run) and hold its
-    lease; None when the run moved or another worker holds it."""
+    lease; None when the run moved or another worker holds it (with `skip_locked`, also
+    when another transaction is acting on it at this moment)."""
     lease = await store.claim_run(
         run_id,
         expected_status=expected_status,
         new_status=new_status,
         owner=leases.owner,
         lease_seconds=leases.lease_seconds,
+        skip_locked=skip_locked,
     )
     if lease is None:
         return None

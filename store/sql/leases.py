@@ -3,13 +3,15 @@
 Each operation is one write transaction. A claim reads the run and its lease `FOR
 UPDATE` before it changes them, so of two workers claiming one run at once (on Postgres,
 in two processes) the second waits for the first and then sees its lease; on SQLite the
-writer holds the whole database anyway.
+writer holds the whole database anyway. A sweep's takeover claims `skip_locked`: a run
+(or lease) another transaction holds is left alone instead of waited for.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Final
 
 from bot.clock import Clock
 from bot.errors import InputError
@@ -29,6 +31,10 @@ from store.tx import Body, Engine, many, one, run
 
 _WORKING = ", ".join(f"'{status}'" for status in sorted(WORKING_RUN_STATUSES))
 LEASE_COLUMNS = "owner, expires_at, token"
+
+
+class _Busy:
+    """A row another transaction holds right now."""
 
 
 def end_lease(run_id: str) -> Body[None]:
@@ -72,6 +78,26 @@ def _end_ledger_leases_of_others(run_id: str, owner: str, now: str) -> Body[None
     )
 
 
+BUSY: Final = _Busy()
+"""What `_locked` answers for a row another transaction holds (with `skip_locked`)."""
+
+
+def _locked(
+    table: str, columns: str, run_id: str, *, skip_locked: bool
+) -> Body[Row | _Busy | None]:
+    """The run's row of `table`, locked to the commit (None when there is none). With
+    `skip_locked`, BUSY instead of waiting when another transaction holds it (the row
+    exists: a plain read, which waits for no lock, finds it)."""
+    mark = " FOR UPDATE SKIP LOCKED" if skip_locked else " FOR UPDATE"
+    found: Row | None = yield one(
+        f"SELECT {columns} FROM {table} WHERE run_id = ?{mark}", (run_id,)
+    )
+    if found is not None or not skip_locked:
+        return found
+    exists = yield one(f"SELECT 1 FROM {table} WHERE run_id = ?", (run_id,))
+    return None if exists is None else BUSY
+
+
 class Leases:
     """The RunLeaseStore."""
 
@@ -88,17 +114,22 @@ class Leases:
         new_status: RunStatus,
         owner: str,
         lease_seconds: float,
+        skip_locked: bool = False,
     ) -> RunLease | None:
         check_claim(new_status=new_status, owner=owner, lease_seconds=lease_seconds)
         now = self._clock()
 
         def body() -> Body[RunLease | None]:
-            found = yield one("SELECT status FROM runs WHERE run_id = ? FOR UPDATE", (run_id,))
+            found = yield from _locked("runs", "status", run_id, skip_locked=skip_locked)
             if found is None:
                 raise InputError(f"no run {run_id!r}")
-            if found["status"] != expected_status:
+            if isinstance(found, _Busy) or found["status"] != expected_status:
                 return None
-            current = yield from lease_row(run_id, lock=True)
+            current = yield from _locked(
+                "run_leases", LEASE_COLUMNS, run_id, skip_locked=skip_locked
+            )
+            if isinstance(current, _Busy):
+                return None
             if expected_status in WORKING_RUN_STATUSES and held_by_another(
                 current, owner=owner, now=now
             ):
