@@ -182,6 +182,16 @@ class RunLeaseStore(Protocol):
         (another worker took the run over, it was cancelled, or it stopped working)."""
         ...
 
+    async def renew_run_leases(
+        self, leases: Sequence[RunLease], *, lease_seconds: float
+    ) -> list[RunLease]:
+        """`renew_run_lease` for every lease at once: one conditional update over the
+        (run, owner, token) of each, in one transaction with the ledger leases of their
+        runs' executing calls. Returns the leases still held, renewed, in the order
+        given; a lease whose token moved on is left out (it is lost) and nothing is
+        written for it."""
+        ...
+
     async def release_run_lease(self, lease: RunLease, *, new_status: RunStatus) -> RunRecord:
         """The holder moves the run to `new_status` (not a working one) and the lease
         ends. LeaseLostError when the token moved on: nothing changes."""
