@@ -164,19 +164,32 @@ class RunLeaseStore(Protocol):
         new_status: RunStatus,
         owner: str,
         lease_seconds: float,
+        skip_locked: bool = False,
     ) -> RunLease | None:
         """Compare-and-set `expected_status` -> `new_status` (a working status) that gives
         `owner` the run's lease under a new token. From a working status it succeeds only
         when no other owner holds a live lease: the holder's lease ran out, or `owner`
         held it (a restarted worker), or the run has none (older data). None when lost
         (the run moved, or another worker holds it). InputError for a `new_status` that
-        is not working or an unknown run."""
+        is not working or an unknown run. With `skip_locked` (the sweeps' takeovers), a
+        run or lease that another transaction holds right now is not waited for: None,
+        as when another worker holds the run (it is acting on it this very moment)."""
         ...
 
     async def renew_run_lease(self, lease: RunLease, *, lease_seconds: float) -> RunLease:
         """Extend the lease from now, and the ledger leases of the run's executing calls
         that its owner holds, in one transaction. LeaseLostError when the token moved on
         (another worker took the run over, it was cancelled, or it stopped working)."""
+        ...
+
+    async def renew_run_leases(
+        self, leases: Sequence[RunLease], *, lease_seconds: float
+    ) -> list[RunLease]:
+        """`renew_run_lease` for every lease at once: one conditional update over the
+        (run, owner, token) of each, in one transaction with the ledger leases of their
+        runs' executing calls. Returns the leases still held, renewed, in the order
+        given; a lease whose token moved on is left out (it is lost) and nothing is
+        written for it."""
         ...
 
     async def release_run_lease(self, lease: RunLease, *, new_status: RunStatus) -> RunRecord:
@@ -251,8 +264,13 @@ class ApprovalStore(Protocol):
         instead and the outcome is not won. Unknown id -> InputError."""
         ...
 
-    async def expire_due(self, *, now: datetime | None = None) -> list[ApprovalRecord]:
-        """Expire every pending approval past its expiry; returns those it expired."""
+    async def expire_due(
+        self, *, now: datetime | None = None, batch: int = 100
+    ) -> list[ApprovalRecord]:
+        """Expire every pending approval past its expiry; returns those it expired. In
+        transactions of at most `batch` approvals each, until none is left; an approval
+        another transaction holds right now (another replica's sweep, a decision) is
+        skipped, not waited for: it is left to that transaction or to the next sweep."""
         ...
 
     async def revoke(
@@ -264,10 +282,10 @@ class ApprovalStore(Protocol):
 
     async def set_approval_message(self, approval_id: str, *, channel: str, ts: str) -> None: ...
 
-    async def claim_reminders(self, *, now: datetime) -> list[ApprovalRecord]:
+    async def claim_reminders(self, *, now: datetime, batch: int = 100) -> list[ApprovalRecord]:
         """Pending approvals whose `remind_at` has come and that were never reminded:
         marks them reminded (a conditional update: once, across restarts and replicas)
-        and returns them."""
+        and returns them; in batches and skipping held rows, as `expire_due`."""
         ...
 
     async def pending_page(

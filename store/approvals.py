@@ -83,6 +83,12 @@ def check_page(limit: int) -> None:
         raise InputError(f"a page holds 1 to {MAX_PAGE} approvals, not {limit}")
 
 
+def check_batch(batch: int) -> None:
+    """A sweep's batch: how many approvals one of its transactions claims at most."""
+    if not 1 <= batch <= MAX_PAGE:
+        raise InputError(f"a sweep's batch holds 1 to {MAX_PAGE} approvals, not {batch}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Tally:
     """How the votes on an approval's current arguments stand."""

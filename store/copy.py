@@ -7,10 +7,16 @@ full reads, standing decisions, ledger rows with their sealed results, and the a
 with its head, in sequence order, so the chain's hashes verify on the copy. The target
 must be empty and at the same schema version as the source; the copy is one transaction
 on the target, so a failure leaves it empty. The source is read, never written.
+
+What is not copied: run leases and request memory. A copy is taken with the bot
+stopped (`db copy` refuses while a server holds the SQLite file), so no lease is live;
+a run left working is taken over by recovery at the first start on the target, and
+Slack's redeliveries from before the move are long past.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,11 +42,23 @@ class CopyReport:
     rows: dict[str, int]  # rows copied, by table
 
 
+Progress = Callable[[str, int], None]
+"""Told (table, rows) as each table's rows are in the target's transaction."""
+
+
 async def copy_store(
-    source: Engine, target: Engine, *, source_version: int, target_version: int, target_name: str
+    source: Engine,
+    target: Engine,
+    *,
+    source_version: int,
+    target_version: int,
+    target_name: str,
+    progress: Progress | None = None,
 ) -> CopyReport:
     """Copy every row of `source` into the empty `target` (InputError, and nothing
-    written, when it is not empty or its schema version differs)."""
+    written, when it is not empty or its schema version differs). `progress` hears of
+    each table as its rows are written, before the one commit (a transaction the target
+    runs again, after a deadlock, tells it again from the first table)."""
     if source_version != target_version:
         raise InputError(
             f"{target_name} is at schema version {target_version}, the source at "
@@ -61,6 +79,8 @@ async def copy_store(
         for table, rows in tables.items():
             for row in rows:
                 yield run(_insert(table, row), tuple(row))
+            if progress is not None:
+                progress(table, len(rows))
         return CopyReport(rows={table: len(rows) for table, rows in tables.items()})
 
     return await target.transact(body)

@@ -52,6 +52,7 @@ class EngineStore:
 
         self.claim_run = leases.claim_run
         self.renew_run_lease = leases.renew_run_lease
+        self.renew_run_leases = leases.renew_run_leases
         self.release_run_lease = leases.release_run_lease
         self.run_lease = leases.run_lease
         self.abandoned_runs = leases.abandoned_runs

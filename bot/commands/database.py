@@ -16,6 +16,7 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
+from bot.commands.serve_lock import no_server
 from bot.errors import ConfigError
 from store import SqliteStore, open_store
 from store.config import SqliteLocation, database_url_from_env, parse_database_url
@@ -133,8 +134,13 @@ def db_copy(args: argparse.Namespace) -> int:
 
 
 async def _db_copy(args: argparse.Namespace) -> int:
-    """Copy, then verify the copy's audit chain and compare its head with the source's."""
-    async with existing_store(args) as source:
+    """Copy with no server on the source (a SQLite file's server lock held throughout),
+    telling each table on stderr, then verify the copy's audit chain and compare its
+    head with the source's."""
+    async with existing_store(args) as source, contextlib.AsyncExitStack() as stack:
+        location = parse_database_url(database_url(args))
+        if isinstance(location, SqliteLocation):
+            stack.enter_context(no_server(location.path, job="copy"))
         target = await open_store(args.to, keyring=source.keyring)
         try:
             report = await copy_store(
@@ -143,6 +149,7 @@ async def _db_copy(args: argparse.Namespace) -> int:
                 source_version=source.migration_report.after,
                 target_version=target.migration_report.after,
                 target_name=target.location,
+                progress=_tell_table,
             )
             verification = await target.verify_audit()
             head, copied_head = await source.audit_head(), await target.audit_head()
@@ -159,3 +166,7 @@ async def _db_copy(args: argparse.Namespace) -> int:
         return 1
     print(f"audit chain verified on the copy: {verification.checked} events, head {head[1]}")
     return 0
+
+
+def _tell_table(table: str, rows: int) -> None:
+    print(f"copied {table}: {rows} row(s)", file=sys.stderr, flush=True)

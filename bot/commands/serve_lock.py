@@ -8,7 +8,9 @@ before it starts any of that (the store is opened first, so that an unusable dat
 is named as such). The lock is an advisory `flock` on `<database>.lock`: the
 kernel releases it when the holder exits, however it exits (even SIGKILL), so a stale
 lock file never blocks a restart. Operator commands (`approvals decide`, `runs cancel`
-...) do not take it: they act next to a running server on purpose.
+...) do not take it: they act next to a running server on purpose. `db copy` does
+(`no_server`): a copy taken while a server still moves runs on the file would miss
+what it does after, so it is refused, and no server starts on the file until it ends.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bot.errors import ConfigError
@@ -30,6 +32,38 @@ def lock_path(database: Path) -> Path:
 def sole_server(database: Path) -> Iterator[None]:
     """Hold the database's server lock for the block; ConfigError naming the file (and
     the holder's pid) when another process holds it."""
+
+    def refusal(holder: str) -> str:
+        return (
+            f"another approvals-bot server ({holder}) is serving {database}; "
+            "SQLite serves one process: stop that one, or run several on Postgres "
+            "(APPROVALS_DATABASE_URL=postgresql://...)"
+        )
+
+    with _server_lock(database, refusal):
+        yield
+
+
+@contextlib.contextmanager
+def no_server(database: Path, *, job: str) -> Iterator[None]:
+    """Hold the database's server lock for an offline `job` (`db copy`): no server runs
+    on the file during the block and none starts; ConfigError naming the holder's pid
+    while one serves it."""
+
+    def refusal(holder: str) -> str:
+        return (
+            f"cannot {job} {database} while an approvals-bot server ({holder}) serves it; "
+            "stop the bot first"
+        )
+
+    with _server_lock(database, refusal):
+        yield
+
+
+@contextlib.contextmanager
+def _server_lock(database: Path, refusal: Callable[[str], str]) -> Iterator[None]:
+    """The flock on `<database>.lock` with this process's pid in it, for the block;
+    ConfigError(refusal(holder)) when another process holds it."""
     path = lock_path(database)
     try:
         descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -39,11 +73,7 @@ def sole_server(database: Path) -> Iterator[None]:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise ConfigError(
-                f"another approvals-bot server ({_holder(path)}) is serving {database}; "
-                "SQLite serves one process: stop that one, or run several on Postgres "
-                "(APPROVALS_DATABASE_URL=postgresql://...)"
-            ) from None
+            raise ConfigError(refusal(_holder(path))) from None
         os.ftruncate(descriptor, 0)
         os.write(descriptor, f"{os.getpid()}\n".encode())
         yield

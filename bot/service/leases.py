@@ -7,16 +7,17 @@ over (bot.service.recovery), under the tools' replay policies. Every claim goes 
 `claim`, which records the lease here; from then on:
 
 - one heartbeat task renews every held lease each third of `lease_seconds` (and with
-  it the ledger leases of the run's executing calls), so a tool that runs for minutes
-  keeps its run;
+  it the ledger leases of the run's executing calls), all in one store call, so a tool
+  that runs for minutes keeps its run, and a worker holding many runs costs the
+  database one transaction per beat, not one per run;
 - the runner's ledger claims name the lease's fencing token (`token`), so a worker that
   lost the run (taken over, cancelled) starts no further tool call for it;
 - a run leaves working by `leave_working` (a fenced release when we hold it) or by a
   save of a non-working status (its compare-and-set on the run's version, which every
   takeover moves), after which the lease is forgotten here (`drop`).
 
-A renewal that finds the token moved on (LeaseLostError) forgets that lease: whatever
-this worker still does for the run is refused at its next write.
+A lease the renewal no longer finds under its token (taken over, cancelled, released)
+is forgotten: whatever this worker still does for the run is refused at its next write.
 """
 
 from __future__ import annotations
@@ -89,19 +90,36 @@ class HeldLeases:
             del self._held[run_id]
 
     async def renew_all(self) -> None:
-        """Renew every held lease once (what each heartbeat does)."""
-        for lease in list(self._held.values()):
-            try:
-                renewed = await self._store.renew_run_lease(lease, lease_seconds=self.lease_seconds)
-            except LeaseLostError as error:
-                if self._held.get(lease.run_id) is lease:
-                    log.warning("run %s is no longer ours: %s", lease.run_id, error)
-                self.drop(lease.run_id, token=lease.token)
-            except ApprovalsError as error:  # a database hiccup: the next beat tries again
-                log.warning("cannot renew the lease on run %s: %s", lease.run_id, error)
+        """Renew every held lease once (what each heartbeat does), in one store call; a
+        lease it no longer finds under its token is lost and forgotten."""
+        leases = list(self._held.values())
+        if not leases:
+            return
+        try:
+            renewed = await self._store.renew_run_leases(leases, lease_seconds=self.lease_seconds)
+        except ApprovalsError as error:  # a database hiccup: the next beat tries again
+            log.warning("cannot renew the leases on %d run(s): %s", len(leases), error)
+            return
+        still_held = {lease.run_id: lease for lease in renewed}
+        for lease in leases:
+            fresh = still_held.get(lease.run_id)
+            if fresh is not None and fresh.token == lease.token:
+                self._keep(lease, fresh)
             else:
-                if self._held.get(lease.run_id) is lease:
-                    self._held[lease.run_id] = renewed
+                self._lose(lease)
+
+    def _keep(self, lease: RunLease, renewed: RunLease) -> None:
+        if self._held.get(lease.run_id) is lease:
+            self._held[lease.run_id] = renewed
+
+    def _lose(self, lease: RunLease) -> None:
+        if self._held.get(lease.run_id) is lease:
+            log.warning(
+                "run %s is no longer ours: lease %d was taken over or ended",
+                lease.run_id,
+                lease.token,
+            )
+        self.drop(lease.run_id, token=lease.token)
 
     async def _beat(self) -> None:
         while self._held:
@@ -125,15 +143,18 @@ async def claim(
     *,
     expected_status: RunStatus,
     new_status: RunStatus,
+    skip_locked: bool = False,
 ) -> RunRecord | None:
     """Claim the run for this worker (store.api.RunLeaseStore.claim_run) and hold its
-    lease; None when the run moved or another worker holds it."""
+    lease; None when the run moved or another worker holds it (with `skip_locked`, also
+    when another transaction is acting on it at this moment)."""
     lease = await store.claim_run(
         run_id,
         expected_status=expected_status,
         new_status=new_status,
         owner=leases.owner,
         lease_seconds=leases.lease_seconds,
+        skip_locked=skip_locked,
     )
     if lease is None:
         return None

@@ -26,7 +26,11 @@ without waiting for anyone to restart; so are the paused runs whose last decisio
 taken more than a lease ago and still not acted on (the deciding worker died between
 committing the decision and claiming the resume). A run held by a live worker is never
 touched: every claim is a compare-and-set that refuses another owner's live lease, so of
-several workers exactly one takes a run over.
+several workers exactly one takes a run over. These claims skip a run another
+transaction holds at that moment (another replica taking it over, its holder renewing)
+instead of waiting for it: the next pass looks again. A pass takes at most
+ABANDONED_PER_PASS runs of each kind, one transaction each; the rest wait for the next
+pass (of this replica or another), which spreads a dead replica's runs over the live ones.
 
 On SQLite (one process) the worker id is stable per installation (see
 `bot.service.config.installation_worker_id`), so a restarted process takes over its dead
@@ -105,7 +109,7 @@ async def _resume_unclaimed(flow: Workflow, run: RunRecord) -> bool:
     if not stalled:
         return False
     await _show_decisions(flow, run)
-    if not await flow.claim_resume(run.run_id):
+    if not await flow.claim_resume(run.run_id, skip_locked=True):
         return False
     log.info("resuming run %s: its last decision was not acted on", run.run_id)
     return True
@@ -115,7 +119,12 @@ async def _take_over(flow: Workflow, run: RunRecord) -> int:
     """Claim a working run left by a dead worker (1) or leave it to its live holder (0);
     a resume goes on here in a task, a model turn cut short fails."""
     claimed = await claim(
-        flow.store, flow.leases, run.run_id, expected_status=run.status, new_status=run.status
+        flow.store,
+        flow.leases,
+        run.run_id,
+        expected_status=run.status,
+        new_status=run.status,
+        skip_locked=True,
     )
     if claimed is None:
         return 0

@@ -180,14 +180,20 @@ class Workflow:
             return False
         return await self.claim_resume(run_id)
 
-    async def claim_resume(self, run_id: str) -> bool:
+    async def claim_resume(self, run_id: str, *, skip_locked: bool = False) -> bool:
         """Claim the run's resume (paused -> resuming, with its lease); the winner resumes
-        it in a task.
+        it in a task. `skip_locked` (the sweeps): False at once, rather than waiting, when
+        another transaction is acting on the run.
         A claim the database failed is left to the sweeper (bot.service.retry): the
         decisions are recorded, and the run waits paused with nothing to wait for."""
         try:
             claimed = await claim(
-                self.store, self.leases, run_id, expected_status="paused", new_status="resuming"
+                self.store,
+                self.leases,
+                run_id,
+                expected_status="paused",
+                new_status="resuming",
+                skip_locked=skip_locked,
             )
         except StoreError as error:
             if not transient(error):

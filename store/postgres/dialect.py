@@ -4,8 +4,10 @@
   string literal);
 - `INDEXED BY name` (SQLite's index hint) goes: Postgres's planner picks the index;
 - `CAST(column AS BLOB)` becomes the column: sealed blobs are `bytea` already.
-`FOR UPDATE` stays: it locks the row for the rest of the transaction. Each statement is
-translated once and remembered.
+`FOR UPDATE` stays: it locks the row for the rest of the transaction, and so does
+`FOR UPDATE SKIP LOCKED` (the sweeps' claims: a row another transaction holds is left
+out instead of waited for; SQLite drops both marks, its one writer holds the whole
+database). Each statement is translated once and remembered.
 """
 
 from __future__ import annotations

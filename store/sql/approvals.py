@@ -6,6 +6,12 @@ Expiry, revocation and reminders are conditional updates too, and a trigger keep
 decided approvals decided (the one exit: approved -> revoked before the call executes).
 The audit event for a transition is written in the same transaction as the transition.
 
+The sweeps (`expire_due`, `claim_reminders`) take their rows in batches of at most
+`batch`, one transaction each, until a batch comes back short: each batch claims its
+rows `FOR UPDATE SKIP LOCKED`, so a second sweeper (another replica) skips the rows
+another transaction holds instead of waiting for them, and the conditional update on
+the claimed rows stays the last line of defence.
+
 The people-facing lists are each served by an index (migration 0004), named in the
 query for SQLite (`INDEXED BY`; Postgres's planner picks the same index):
 - pending_page: keyset pagination over the partial index of pending approvals by
@@ -18,7 +24,7 @@ What each operation refuses is in store.approvals; here is the SQL.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from bot.clock import Clock
@@ -55,6 +61,33 @@ started (no ledger row for its execution key; for an approval from before keys w
 stored, none for its tool call id from its turn)."""
 # Approvals of runs of one origin: per candidate row, one primary-key lookup of its run.
 OF_ORIGIN = "EXISTS (SELECT 1 FROM runs r WHERE r.run_id = approvals.run_id AND r.origin = ?)"
+
+
+def _claimed(due: str, order: str) -> str:
+    """The WHERE clause of a sweep's batch: at most `?` of the `due` rows, oldest `order`
+    first, skipping rows another transaction holds (`due`'s placeholders, the limit,
+    then `due`'s again: the conditional update re-checks every claimed row)."""
+    return (
+        f"approval_id IN (SELECT approval_id FROM approvals WHERE {due} "
+        f"ORDER BY {order}, approval_id LIMIT ? FOR UPDATE SKIP LOCKED) AND {due}"
+    )
+
+
+SWEEP_BATCH = 100
+"""Approvals one sweep transaction claims at most (it locks them to its commit)."""
+EXPIRABLE = "status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?"
+REMINDABLE = (
+    "status = 'pending' AND reminded_at IS NULL AND remind_at IS NOT NULL AND remind_at <= ? "
+    "AND (expires_at IS NULL OR expires_at > ?)"
+)
+EXPIRE_DUE = (
+    f"UPDATE approvals SET status = 'expired' WHERE {_claimed(EXPIRABLE, 'expires_at')} "
+    f"RETURNING {APPROVAL_COLUMNS}"
+)
+CLAIM_REMINDERS = (
+    f"UPDATE approvals SET reminded_at = ? WHERE {_claimed(REMINDABLE, 'remind_at')} "
+    f"RETURNING {APPROVAL_COLUMNS}"
+)
 EXPIRE_ONE = (
     "UPDATE approvals SET status = 'expired' WHERE approval_id = ? AND status = 'pending' "
     f"AND expires_at IS NOT NULL AND expires_at <= ? RETURNING {APPROVAL_COLUMNS}"
@@ -143,21 +176,20 @@ class Approvals:
 
         return await self._db.transact(lost)
 
-    async def expire_due(self, *, now: datetime | None = None) -> list[ApprovalRecord]:
+    async def expire_due(
+        self, *, now: datetime | None = None, batch: int = SWEEP_BATCH
+    ) -> list[ApprovalRecord]:
+        rules.check_batch(batch)
         at = now or self._clock()
 
         def body() -> Body[list[ApprovalRecord]]:
-            rows = yield many(
-                "UPDATE approvals SET status = 'expired' WHERE status = 'pending' "
-                f"AND expires_at IS NOT NULL AND expires_at <= ? RETURNING {APPROVAL_COLUMNS}",
-                (to_db(at),),
-            )
+            rows = yield many(EXPIRE_DUE, (to_db(at), batch, to_db(at)))
             expired = sorted((row_to_approval(row) for row in rows), key=lambda r: r.approval_id)
             for record in expired:
                 yield from _audit_expired(record, at)
             return expired
 
-        return await self._db.transact(body)
+        return await self._in_batches(body, batch)
 
     async def revoke(
         self, approval_id: str, *, actor: str, reason: str | None, via: str | None = None
@@ -200,17 +232,14 @@ class Approvals:
 
         await self._db.transact(body)
 
-    async def claim_reminders(self, *, now: datetime) -> list[ApprovalRecord]:
+    async def claim_reminders(
+        self, *, now: datetime, batch: int = SWEEP_BATCH
+    ) -> list[ApprovalRecord]:
+        rules.check_batch(batch)
         at = to_db(now)
 
         def body() -> Body[list[ApprovalRecord]]:
-            rows = yield many(
-                "UPDATE approvals SET reminded_at = ? WHERE status = 'pending' "
-                "AND reminded_at IS NULL AND remind_at IS NOT NULL AND remind_at <= ? "
-                "AND (expires_at IS NULL OR expires_at > ?) "
-                f"RETURNING {APPROVAL_COLUMNS}",
-                (at, at, at),
-            )
+            rows = yield many(CLAIM_REMINDERS, (at, at, at, batch, at, at))
             claimed = sorted((row_to_approval(r) for r in rows), key=lambda r: r.approval_id)
             for record in claimed:
                 yield from audit.append(
@@ -223,7 +252,19 @@ class Approvals:
                 )
             return claimed
 
-        return await self._db.transact(body)
+        return await self._in_batches(body, batch)
+
+    async def _in_batches(
+        self, body: Callable[[], Body[list[ApprovalRecord]]], batch: int
+    ) -> list[ApprovalRecord]:
+        """Run the sweep's `body` (one batch, one transaction) until a batch comes back
+        short of `batch`: nothing is left that another transaction does not hold."""
+        taken: list[ApprovalRecord] = []
+        while True:
+            got = await self._db.transact(body)
+            taken += got
+            if len(got) < batch:
+                return sorted(taken, key=lambda record: record.approval_id)
 
     async def pending_page(
         self,

@@ -3,13 +3,16 @@
 Each operation is one write transaction. A claim reads the run and its lease `FOR
 UPDATE` before it changes them, so of two workers claiming one run at once (on Postgres,
 in two processes) the second waits for the first and then sees its lease; on SQLite the
-writer holds the whole database anyway.
+writer holds the whole database anyway. A sweep's takeover claims `skip_locked`: a run
+(or lease) another transaction holds is left alone instead of waited for. The heartbeat
+renews every lease a worker holds in one conditional update (`renew_run_leases`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Final
 
 from bot.clock import Clock
 from bot.errors import InputError
@@ -25,10 +28,14 @@ from store.leases import (
 )
 from store.records import WORKING_RUN_STATUSES, RunLease, RunRecord, RunStatus
 from store.rows import RUN_COLUMNS, Row, row_to_run, to_db
-from store.tx import Body, Engine, many, one, run
+from store.tx import Body, Engine, many, one, placeholders, run
 
 _WORKING = ", ".join(f"'{status}'" for status in sorted(WORKING_RUN_STATUSES))
 LEASE_COLUMNS = "owner, expires_at, token"
+
+
+class _Busy:
+    """A row another transaction holds right now."""
 
 
 def end_lease(run_id: str) -> Body[None]:
@@ -72,6 +79,54 @@ def _end_ledger_leases_of_others(run_id: str, owner: str, now: str) -> Body[None
     )
 
 
+BUSY: Final = _Busy()
+"""What `_locked` answers for a row another transaction holds (with `skip_locked`)."""
+
+
+def _locked(
+    table: str, columns: str, run_id: str, *, skip_locked: bool
+) -> Body[Row | _Busy | None]:
+    """The run's row of `table`, locked to the commit (None when there is none). With
+    `skip_locked`, BUSY instead of waiting when another transaction holds it (the row
+    exists: a plain read, which waits for no lock, finds it)."""
+    mark = " FOR UPDATE SKIP LOCKED" if skip_locked else " FOR UPDATE"
+    found: Row | None = yield one(
+        f"SELECT {columns} FROM {table} WHERE run_id = ?{mark}", (run_id,)
+    )
+    if found is not None or not skip_locked:
+        return found
+    exists = yield one(f"SELECT 1 FROM {table} WHERE run_id = ?", (run_id,))
+    return None if exists is None else BUSY
+
+
+def _renew(leases: Sequence[RunLease], until: str) -> Body[list[RunLease]]:
+    """Extend every lease still held under its token to `until`, with the ledger leases
+    of their runs' executing calls; the renewed ones, in the order given."""
+    held = " OR ".join(["(run_id = ? AND owner = ? AND token = ?)"] * len(leases))
+    rows = yield many(
+        f"UPDATE run_leases SET expires_at = ? WHERE {held} RETURNING run_id, {LEASE_COLUMNS}",
+        (until, *(value for lease in leases for value in (lease.run_id, lease.owner, lease.token))),
+    )
+    if not rows:
+        return []
+    calls = " OR ".join(["(run_id = ? AND lease_owner = ?)"] * len(rows))
+    yield run(
+        f"UPDATE ledger SET lease_expires_at = ? WHERE state = 'executing' AND ({calls})",
+        (until, *(value for row in rows for value in (row["run_id"], row["owner"]))),
+    )
+    found = yield many(
+        f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id IN ({placeholders(len(rows))})",
+        [row["run_id"] for row in rows],
+    )
+    runs = {row["run_id"]: row_to_run(row) for row in found}
+    renewed = {(row["run_id"], row["owner"], int(row["token"])): row for row in rows}
+    return [
+        lease_of(runs[lease.run_id], renewed[key])
+        for lease in leases
+        if (key := (lease.run_id, lease.owner, lease.token)) in renewed
+    ]
+
+
 class Leases:
     """The RunLeaseStore."""
 
@@ -88,17 +143,22 @@ class Leases:
         new_status: RunStatus,
         owner: str,
         lease_seconds: float,
+        skip_locked: bool = False,
     ) -> RunLease | None:
         check_claim(new_status=new_status, owner=owner, lease_seconds=lease_seconds)
         now = self._clock()
 
         def body() -> Body[RunLease | None]:
-            found = yield one("SELECT status FROM runs WHERE run_id = ? FOR UPDATE", (run_id,))
+            found = yield from _locked("runs", "status", run_id, skip_locked=skip_locked)
             if found is None:
                 raise InputError(f"no run {run_id!r}")
-            if found["status"] != expected_status:
+            if isinstance(found, _Busy) or found["status"] != expected_status:
                 return None
-            current = yield from lease_row(run_id, lock=True)
+            current = yield from _locked(
+                "run_leases", LEASE_COLUMNS, run_id, skip_locked=skip_locked
+            )
+            if isinstance(current, _Busy):
+                return None
             if expected_status in WORKING_RUN_STATUSES and held_by_another(
                 current, owner=owner, now=now
             ):
@@ -122,23 +182,21 @@ class Leases:
         until = to_db(expiry(self._clock(), lease_seconds))
 
         def body() -> Body[RunLease]:
-            renewed = yield one(
-                "UPDATE run_leases SET expires_at = ? WHERE run_id = ? AND owner = ? "
-                f"AND token = ? RETURNING {LEASE_COLUMNS}",
-                (until, lease.run_id, lease.owner, lease.token),
-            )
-            if renewed is None:
+            renewed = yield from _renew([lease], until)
+            if not renewed:
                 raise lease_lost(lease.run_id, lease.token, (yield from lease_row(lease.run_id)))
-            yield run(
-                "UPDATE ledger SET lease_expires_at = ? WHERE run_id = ? AND lease_owner = ? "
-                "AND state = 'executing'",
-                (until, lease.run_id, lease.owner),
-            )
-            found = yield one(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (lease.run_id,))
-            assert found is not None
-            return lease_of(row_to_run(found), renewed)
+            return renewed[0]
 
         return await self._db.transact(body)
+
+    async def renew_run_leases(
+        self, leases: Sequence[RunLease], *, lease_seconds: float
+    ) -> list[RunLease]:
+        check_seconds("lease_seconds", lease_seconds)
+        if not leases:
+            return []
+        until = to_db(expiry(self._clock(), lease_seconds))
+        return await self._db.transact(lambda: _renew(leases, until))
 
     async def release_run_lease(self, lease: RunLease, *, new_status: RunStatus) -> RunRecord:
         check_release(new_status)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import queue
+import re
 import sqlite3
 import threading
 import time
@@ -284,12 +285,16 @@ def _enable_wal(connection: sqlite3.Connection, path: Path, busy_timeout_ms: int
 _SQLITE_SQL: dict[str, str] = {}
 
 
+_ROW_LOCK = re.compile(r" FOR UPDATE(?: SKIP LOCKED)?")
+
+
 def sqlite_sql(sql: str) -> str:
-    """The shared SQL (store.tx) as SQLite runs it: without `FOR UPDATE`, since the
-    writer holds the whole database for its transaction (`BEGIN IMMEDIATE`)."""
+    """The shared SQL (store.tx) as SQLite runs it: without `FOR UPDATE` or `FOR UPDATE
+    SKIP LOCKED`, since the writer holds the whole database for its transaction (`BEGIN
+    IMMEDIATE`): no row is ever locked by another transaction, so none is skipped."""
     found = _SQLITE_SQL.get(sql)
     if found is None:
-        found = _SQLITE_SQL[sql] = sql.replace(" FOR UPDATE", "")
+        found = _SQLITE_SQL[sql] = _ROW_LOCK.sub("", sql)
     return found
 
 

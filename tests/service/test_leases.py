@@ -18,6 +18,7 @@ import pytest
 from bot.errors import ResolutionError
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, current_tool_call, tool
 from bot.service import ApprovalService, TaskOwner
+from bot.service.leases import HeldLeases, claim
 from bot.service.recovery import INTERRUPTED_RUN_MESSAGE
 from store import open_store
 from store.api import Store
@@ -369,3 +370,47 @@ async def test_expiry_and_reminders_act_once_across_workers(
     assert sorted(record.run_id for record in expired) == sorted(runs)
     for run_id in runs:
         assert await status(a, run_id) == "completed"  # resumed once: the model was told
+
+
+async def test_the_heartbeat_renews_every_lease_at_once_and_drops_a_lost_one(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock, keyring = Clock(), KeyRing([generate_key("k1")])
+    ours = await open_store(database_url, keyring=keyring, clock=clock, environ={})
+    theirs = await open_store(database_url, keyring=keyring, clock=clock, environ={})
+    held = HeldLeases(ours, owner="worker-a", lease_seconds=LEASE)
+    try:
+        for run_id in ("run-1", "run-2"):
+            await ours.create_run(
+                run_id=run_id, agent_name="quick", agent_version="1", schema_version="1.1",
+                state_json="{}", status="paused",
+            )  # fmt: skip
+            await claim(ours, held, run_id, expected_status="paused", new_status="resuming")
+        clock.advance(LEASE + 1)  # worker-a stalled: worker-b takes run-2 over
+        taken = await theirs.claim_run(
+            "run-2", expected_status="resuming", new_status="resuming", owner="worker-b",
+            lease_seconds=LEASE,
+        )  # fmt: skip
+        assert taken is not None
+        calls: list[int] = []
+        batch = ours.renew_run_leases
+
+        async def renew_all_at_once(leases: Any, *, lease_seconds: float) -> Any:
+            calls.append(len(leases))
+            return await batch(leases, lease_seconds=lease_seconds)
+
+        monkeypatch.setattr(ours, "renew_run_leases", renew_all_at_once)
+        await held.renew_all()
+
+        assert calls == [2]  # one store call (one statement) for both leases
+        kept = held.get("run-1")
+        assert kept is not None
+        assert kept.expires_at == clock.now + timedelta(seconds=LEASE)
+        assert held.get("run-2") is None  # lost, as a taken-over lease always was
+        assert len(held) == 1
+        assert "run run-2 is no longer ours" in caplog.text
+        assert await ours.run_lease("run-2") == taken
+    finally:
+        await held.aclose()
+        await theirs.close()
+        await ours.close()

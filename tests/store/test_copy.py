@@ -100,7 +100,16 @@ def test_copy_moves_everything_and_the_chain_verifies_there(
 
     assert main(["db", "copy", "--db", str(db_path), "--to", postgres_url]) == 0
 
-    assert "audit chain verified on the copy" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "audit chain verified on the copy" in out
+    assert err.splitlines() == [
+        f"copied {table}: {rows} row(s)"
+        for table, rows in [
+            ("runs", 2), ("run_blobs", 2), ("approvals", 2), ("approval_votes", 1),
+            ("approval_full_reads", 1), ("standing_decisions", 1), ("ledger", 1),
+            ("audit_events", len(expected[2])),  # type: ignore[arg-type]
+        ]
+    ]  # fmt: skip
     assert asyncio.run(_snapshot(postgres_url, keyring)) == expected
     asyncio.run(_opens_and_reuses(postgres_url, keyring))
 

@@ -311,3 +311,31 @@ async def test_an_expired_approval_counts_as_decided(store: SqliteStore, clock: 
     await store.expire_due()
     [found] = await store.unresumed_runs(decided_before=clock.now)
     assert found.run_id == "run-1"
+
+
+async def test_one_renewal_extends_every_held_lease_and_leaves_out_the_lost(
+    store: SqliteStore, clock: Clock
+) -> None:
+    held = []
+    for run_id in ("run-1", "run-2", "run-3"):
+        await new_run(store, run_id)
+        held.append(await resuming_by(store, "w1", run_id))
+    await ledger_claim(store, "w1", held[0].token)
+    clock.advance(TTL + 1)  # w1 was slow: w2 takes run-2 over meanwhile
+    taken = await store.claim_run(
+        "run-2", expected_status="resuming", new_status="resuming", owner="w2", lease_seconds=TTL
+    )
+    assert taken is not None
+
+    renewed = await store.renew_run_leases(held, lease_seconds=TTL)
+
+    assert [(lease.run_id, lease.token) for lease in renewed] == [("run-1", 1), ("run-3", 1)]
+    assert {lease.expires_at for lease in renewed} == {clock.now + timedelta(seconds=TTL)}
+    assert [lease.run.run_id for lease in renewed] == ["run-1", "run-3"]
+    [entry] = await store.ledger_entries(run_id="run-1")
+    assert entry.lease_expires_at == clock.now + timedelta(seconds=TTL)  # its call, too
+    assert await store.run_lease("run-2") == taken  # the lost one: nothing written
+    assert await store.abandoned_runs() == []
+    assert await store.renew_run_leases([], lease_seconds=TTL) == []
+    with pytest.raises(LeaseLostError, match="w2 holds it under lease 2"):
+        await store.renew_run_lease(held[1], lease_seconds=TTL)  # one at a time, as before
