@@ -12,6 +12,8 @@ engine reads its own way (`store.sqlite.connection`, `store.postgres.dialect`):
 - `FOR UPDATE` on a read whose row the transaction goes on to change: Postgres locks the
   row (other writers wait, so the read stays true until commit); SQLite drops it, its
   writer already holds the whole database (`BEGIN IMMEDIATE`);
+- `FOR UPDATE SKIP LOCKED` on a timer's claim of due rows: Postgres passes over rows
+  another transaction holds (another replica's sweep has them); SQLite drops it too;
 - `INDEXED BY name` names SQLite's index; Postgres plans on its own and drops it;
 - `CAST(column AS BLOB)` reads a sealed blob as bytes in SQLite even if it was rewritten
   as TEXT; Postgres's columns are `bytea` and it reads the column as it is.
