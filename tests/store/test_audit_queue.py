@@ -12,6 +12,7 @@ import asyncpg
 import pytest
 
 from store import SqliteStore, open_store
+from store.api import Store
 from store.crypto import KeyRing
 from tests.replicas.replica_pair import until
 from tests.store.postgres_db import fresh_postgres_database
@@ -147,7 +148,7 @@ async def test_stores_of_two_processes_writing_at_once_make_one_chain(
             [new_approval(call=f"c{n}", approval_id=f"ap-{n}") for n in range(30)]
         )
 
-        async def vote(store: SqliteStore, n: int) -> str:
+        async def vote(store: Store, n: int) -> str:
             outcome = await store.vote(
                 f"ap-{n % 30}", decision="approved", voter=f"U{n}", digest=DIGEST,
                 reason="ok",
