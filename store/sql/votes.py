@@ -26,8 +26,10 @@ from store.approvals import Tally, check_vote, tally
 from store.audit import with_via
 from store.records import Amendment, ApprovalRecord, Verdict, VoteOutcome, VoteRecord, VoteResult
 from store.rows import APPROVAL_COLUMNS, VOTE_COLUMNS, from_db, row_to_approval, row_to_vote, to_db
+from store.seals import SEAL_COLUMNS, DecisionSeals, Seal, seal_params
 from store.sql import audit
 from store.sql.approvals import SELECT_ONE, expire_one
+from store.sql.seals import vote_seal
 from store.tx import Body, Engine, many, one, placeholders, run
 
 IN_CLAUSE_CHUNK = 500  # far below SQLite's and Postgres's limits on parameters
@@ -37,9 +39,10 @@ LOCK_ONE = f"{SELECT_ONE} FOR UPDATE"
 class Votes:
     """The VoteStore."""
 
-    def __init__(self, database: Engine, clock: Clock) -> None:
+    def __init__(self, database: Engine, clock: Clock, seals: DecisionSeals) -> None:
         self._db = database
         self._clock = clock
+        self._seals = seals
 
     async def vote(
         self,
@@ -56,6 +59,11 @@ class Votes:
     ) -> VoteOutcome:
         check_vote(decision, voter=voter, amend=amend)
         at = now or self._clock()
+        at_text = to_db(at)
+        seal = await vote_seal(
+            self._db, self._seals, approval_id=approval_id, voter=voter, decision=decision,
+            digest=digest if amend is None else amend.arguments_digest, at=at_text,
+        )  # fmt: skip
         ballot = _Ballot(
             approval_id=approval_id,
             decision=decision,
@@ -64,9 +72,10 @@ class Votes:
             reason=reason,
             message=message,
             at=at,
-            at_text=to_db(at),
+            at_text=at_text,
             amend=amend,
             via=via,
+            seal=seal,
         )
         return await self._db.transact(ballot.cast_in)
 
@@ -132,6 +141,7 @@ class _Ballot:
     at_text: str
     amend: Amendment | None
     via: str | None
+    seal: Seal | None  # store.sql.seals.vote_seal, made before the transaction
 
     def cast_in(self) -> Body[VoteOutcome]:
         row = yield one(LOCK_ONE, (self.approval_id,))
@@ -189,10 +199,11 @@ class _Ballot:
 
     def _insert_vote(self, digest: str) -> Body[bool]:
         inserted = yield one(
-            f"INSERT INTO approval_votes ({VOTE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT DO NOTHING RETURNING voter",
-            (self.approval_id, self.voter, self.decision, digest, self.reason, self.at_text),
-        )
+            f"INSERT INTO approval_votes ({VOTE_COLUMNS}, {SEAL_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING voter",
+            (self.approval_id, self.voter, self.decision, digest, self.reason, self.at_text,
+             *seal_params(self.seal)),
+        )  # fmt: skip
         return inserted is not None
 
     def _count(self, record: ApprovalRecord) -> Body[VoteOutcome]:
