@@ -92,6 +92,12 @@ class Metrics:
             "Approved calls whose arguments or tool differ from what was approved (not run).",
             registry=registry,
         )
+        self.decision_seal_failure = Counter(
+            "decision_seal_failure",
+            "Approved calls not run because their decision does not stand on votes whose "
+            "seals verify (the database was written without the keys).",
+            registry=registry,
+        )
         self.effect_uncertain = Counter(
             "effect_uncertain",
             "Tool calls whose effect is unknown (interrupted, manual replay): a human "

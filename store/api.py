@@ -23,6 +23,7 @@ from store.records import (
     AuditEvent,
     AuditVerification,
     CancelOutcome,
+    DecisionEvidence,
     DecisionOutcome,
     EngineStamp,
     LeaseTerms,
@@ -317,6 +318,15 @@ class ApprovalStore(Protocol):
         ...
 
 
+class SealStore(Protocol):
+    """What a decision rests on, each seal checked (store.seals); the service decides
+    what counts."""
+
+    async def decision_evidence(self, approval_id: str) -> DecisionEvidence | None:
+        """The approval, its request seal and every vote on it; None when unknown."""
+        ...
+
+
 class StandingStore(Protocol):
     """Standing decisions: a decided approval made to stand for the rest of its run."""
 
@@ -493,6 +503,7 @@ class Store(
     ApprovalStore,
     VoteStore,
     StandingStore,
+    SealStore,
     AuditStore,
     LedgerStore,
     MaintenanceStore,

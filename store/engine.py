@@ -17,6 +17,7 @@ from store.api import (
     RequestMemoryStore,
     RunLeaseStore,
     RunStore,
+    SealStore,
     StandingStore,
     VoteStore,
 )
@@ -37,6 +38,7 @@ class EngineStore:
         standing: StandingStore,
         audit: AuditStore,
         ledger: LedgerStore,
+        sealed: SealStore,
     ) -> None:
         self.create_run = runs.create_run
         self.save_run_state = runs.save_run_state
@@ -82,6 +84,8 @@ class EngineStore:
         self.standing_decisions = standing.standing_decisions
         self.get_standing_decision = standing.get_standing_decision
         self.revoke_standing_decision = standing.revoke_standing_decision
+
+        self.decision_evidence = sealed.decision_evidence
 
         self.append_audit = audit.append_audit
         self.audit_events = audit.audit_events

@@ -131,6 +131,12 @@ class PurgeReport:
     snapshots: int = 0
 
 
+SealCheck = Literal["valid", "missing", "unknown_key", "mismatch"]
+"""What a read found of a row's decision seal (store.seals): it verifies; there is none
+(a row from before seals, or one written without the keys); it names a key id the ring
+lacks; it does not match the row (altered, moved from another record, or forged)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class StandingDecision:
     """A decision made to stand for the rest of its run: every later call of `tool_name`
@@ -148,6 +154,7 @@ class StandingDecision:
     revoked_at: datetime | None = None
     revoked_by: str | None = None
     revoke_reason: str | None = None
+    seal: SealCheck = "missing"  # what the read found of its seal (only "valid" counts)
 
     @property
     def active(self) -> bool:
@@ -230,6 +237,24 @@ class VoteRecord:
     digest: str  # the arguments digest voted on; votes on an older digest no longer count
     reason: str | None
     at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckedVote:
+    """A vote as read, with what its seal said."""
+
+    vote: VoteRecord
+    seal: SealCheck
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecisionEvidence:
+    """What the database holds for one approval's decision, each seal checked: the
+    request (its quorum, expiry and call) and every vote on it."""
+
+    approval: ApprovalRecord
+    request_seal: SealCheck
+    votes: tuple[CheckedVote, ...]
 
 
 VoteResult = Literal["decided", "counted", "already_voted", "stale_digest", "closed", "expired"]
@@ -326,6 +351,7 @@ class RotationReport:
     key_id: str  # the key everything is now sealed with
     run_states: int = 0  # re-encrypted in this pass
     ledger_results: int = 0
+    seals: int = 0  # decision seals (requests, votes, standing decisions) re-made
     already_current: int = 0  # sealed with the newest key before this pass
     skipped_rewritten: int = 0  # rewritten by someone else while we worked (already current)
     tampered: list[str] = field(default_factory=list)  # records that failed to decrypt

@@ -6,6 +6,11 @@ schema in SQLite and in Postgres, so a database's version means the same whichev
 engine holds it. An engine records each migration it applies in its `schema_migrations`
 table (version, name, applied_at) in the same transaction as the migration itself, and
 refuses a database recorded at a version newer than this build knows.
+
+Numbers need not be contiguous: a number may be reserved by a change still under way
+on another branch. An engine applies every bundled migration its ledger lacks, in
+number order (not only those above the highest recorded), so a migration merged later
+under a lower number is still applied; each migration is therefore self-contained.
 """
 
 from __future__ import annotations
@@ -27,8 +32,7 @@ class Migration:
 
 
 def bundled_migrations(engine: str) -> list[Migration]:
-    """The engine's migrations shipped with this build, in order, numbered 1..N without
-    gaps."""
+    """The engine's migrations shipped with this build, in order, each number once."""
     found: list[Migration] = []
     for entry in resources.files("store").joinpath("migrations", engine).iterdir():
         match = MIGRATION_NAME.match(entry.name)
@@ -41,10 +45,16 @@ def bundled_migrations(engine: str) -> list[Migration]:
                 )
             )
     found.sort(key=lambda migration: migration.version)
-    expected = list(range(1, len(found) + 1))
-    if [migration.version for migration in found] != expected:
-        raise MigrationError(f"bundled {engine} migrations are not numbered 1..N without gaps")
+    versions = [migration.version for migration in found]
+    if len(set(versions)) != len(versions) or (versions and versions[0] != 1):
+        raise MigrationError(f"bundled {engine} migrations start at 1 and use each number once")
     return found
+
+
+def latest_version(engine: str) -> int:
+    """The newest schema version the engine's build ships."""
+    migrations = bundled_migrations(engine)
+    return migrations[-1].version if migrations else 0
 
 
 def refuse_newer(found: int, latest: int, *, database: str) -> None:

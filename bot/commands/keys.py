@@ -98,7 +98,8 @@ async def _keys_rotate(args: argparse.Namespace) -> int:
         report = await store.rotate_keys(actor=getpass.getuser(), batch_size=args.batch_size)
     print(
         f"re-encrypted with key {report.key_id}: {report.run_states} run state(s), "
-        f"{report.ledger_results} ledger result(s); {report.already_current} already current"
+        f"{report.ledger_results} ledger result(s), {report.seals} decision seal(s) re-made; "
+        f"{report.already_current} already current"
         + (f"; {report.skipped_rewritten} rewritten meanwhile" if report.skipped_rewritten else "")
     )
     if report.tampered:

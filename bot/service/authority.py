@@ -7,7 +7,9 @@ voting, bot.service.reconcile) and the read model below (`ApprovalView`: what a 
 shown they may do) call the same functions, so the two cannot drift apart. An operation
 audits every refusal (`refused`, with `why`) before it raises. The eligibility of every
 counted voter is checked again right before an approved call executes
-(`execution_check`): a person removed from the approver group since stops it.
+(`execution_check`): a person removed from the approver group since stops it. Counted
+there are only the votes whose seals verify (bot.service.sealed): a status, vote or
+quorum written into the database without the keys runs nothing.
 
 The read model's pending list must stay fast with thousands of approvals waiting: the
 policy is turned into a filter the store's index can serve (the tools the viewer may
@@ -38,6 +40,8 @@ from bot.policy.eligibility import Eligibility, Eligible, NotEligible, is_eligib
 from bot.policy.rules import Policy, ToolRule
 from bot.service import reading
 from bot.service.api import ApprovalView, Page, decode_cursor, encode_cursor
+from bot.service.journal import Refusal
+from bot.service.sealed import sealed_quorum
 from bot.service.workflow import Workflow
 from store.records import ApprovalRecord, VoteRecord
 
@@ -209,13 +213,20 @@ async def require_decider(flow: Workflow, approval: ApprovalRecord, user: str) -
     return flow.rule_for(approval.tool_name)
 
 
-async def execution_check(flow: Workflow, approval: ApprovalRecord) -> str | None:
-    """Why an approved call may not run now (a voter no longer eligible), or None."""
-    votes = (await flow.store.votes([approval.approval_id]))[approval.approval_id]
-    for voter in counted_voters(approval, votes):
-        verdict = await eligibility(flow, approval, voter)
+async def execution_check(flow: Workflow, approval: ApprovalRecord) -> Refusal | None:
+    """Why an approved call may not run now, or None: its decision does not stand on
+    sealed votes (bot.service.sealed; tampering), or a counted voter is no longer
+    eligible."""
+    evidence = await flow.store.decision_evidence(approval.approval_id)
+    if evidence is None:
+        return Refusal(why="its approval record is gone")
+    quorum = sealed_quorum(evidence)
+    if quorum.problem is not None:
+        return Refusal(why=quorum.problem, tampered=True)
+    for voter in quorum.voters:
+        verdict = await eligibility(flow, evidence.approval, voter)
         if isinstance(verdict, NotEligible):
-            return f"approver {voter} is no longer eligible ({verdict.code})"
+            return Refusal(why=f"approver {voter} is no longer eligible ({verdict.code})")
     return None
 
 

@@ -11,8 +11,9 @@
    run and is audited `execution_refused`. Either way the claim answers with a refusal
    result the model sees ("Not run: ..."), `on_refused` tells the people in the run's
    thread (the model may not mention it), and the ledger is left untouched. The same
-   holds when `authorize` (the policy's check that every counted voter is still
-   eligible) names a reason. A revocation may land between that check and the ledger
+   holds when `authorize` names a reason: the decision does not stand on votes whose
+   seals verify (then also audited `tamper_detected`, naming the approval and why), or
+   a counted voter is no longer eligible. A revocation may land between that check and the ledger
    claim, so the approval is read once more after a fresh claim (a revocation can no
    longer win then); refused there, the refusal is recorded as the call's result in
    the ledger.
@@ -55,6 +56,7 @@ class Refusal:
 
     why: str
     kind: str = "execution_refused"  # or digest_mismatch: not the call that was approved
+    tampered: bool = False  # the decision does not stand on sealed votes (bot.service.sealed)
 
 
 def refusal(
@@ -89,7 +91,7 @@ class ServiceJournal:
         run_id: str,
         actor: str,
         approvals: dict[str, ApprovalRecord],
-        authorize: Callable[[ApprovalRecord], Awaitable[str | None]] | None = None,
+        authorize: Callable[[ApprovalRecord], Awaitable[Refusal | None]] | None = None,
         on_refused: Callable[[ApprovalRecord, str], Awaitable[None]] | None = None,
         clock: Clock = utc_now,
         telemetry: Telemetry | None = None,
@@ -125,8 +127,7 @@ class ServiceJournal:
             current = await self._store.get_approval(approved.approval_id)
             refused = self._check(current, tool_name, arguments_digest)
             if refused is None and current is not None and self._authorize is not None:
-                why = await self._authorize(current)
-                refused = Refusal(why=why) if why is not None else None
+                refused = await self._authorize(current)
             if refused is not None:
                 await self._refused(approved, current, tool_name, tool_call_id, refused)
                 return Recorded(result=f"Not run: {refused.why}.", is_error=True)
@@ -198,6 +199,13 @@ class ServiceJournal:
                 run_id=self._run_id, approval_id=approved.approval_id, tool_call_id=tool_call_id
             )
         await self._audit(refused.kind, approved.approval_id, detail)
+        if refused.tampered:
+            self._telemetry.decision_tampered(
+                run_id=self._run_id, approval_id=approved.approval_id, tool_call_id=tool_call_id
+            )
+            await self._audit("tamper_detected", approved.approval_id, {
+                "purpose": "decision_seal", "approval_id": approved.approval_id,
+                "why": refused.why})  # fmt: skip
         if self._on_refused is not None:
             await self._on_refused(current or approved, refused.why)
 

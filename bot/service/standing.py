@@ -16,6 +16,10 @@ approval, including the last one right before it runs. (This is why the service 
 use the RunState's own `always` rules: the runner would run later calls of that tool in
 the same resume with no approval row, no digest and no last check.)
 
+A standing decision counts only while its seal verifies (store.seals; `sealed_standing`):
+one a database writer inserted or copied decides nothing and is audited
+`tamper_detected`.
+
 Revoking the standing decision stops it for calls not yet asked: they are asked again.
 Calls it already decided keep their own approval: one that has not run yet can still be
 revoked on its card; one that ran stays run (the audit shows which decision ran it).
@@ -49,12 +53,34 @@ async def apply_standing(flow: Workflow, run: RunRecord, records: Sequence[Appro
     pending = [record for record in records if record.status == "pending"]
     if not pending:
         return False
-    standing = {d.tool_name: d for d in await flow.store.standing_decisions(run.run_id)}
+    standing = {d.tool_name: d for d in await sealed_standing(flow, run)}
     decided = False
     for tool_name, decision in standing.items():
         covered = [record for record in pending if record.tool_name == tool_name]
         decided = await apply_decision(flow, run, covered, decision) or decided
     return decided
+
+
+async def sealed_standing(flow: Workflow, run: RunRecord) -> list[StandingDecision]:
+    """The run's active standing decisions whose seals verify. One that does not (set in
+    the database without the keys, or copied from another run) decides nothing: it is
+    audited `tamper_detected` and logged."""
+    sealed = []
+    for decision in await flow.store.standing_decisions(run.run_id):
+        if decision.seal == "valid":
+            sealed.append(decision)
+            continue
+        log.error("standing decision %s of run %s has a %s seal; not applied",
+                  decision.approval_id, run.run_id, decision.seal)  # fmt: skip
+        await flow.store.append_audit(
+            "tamper_detected",
+            actor=flow.actor,
+            run_id=run.run_id,
+            approval_id=decision.approval_id,
+            detail={"purpose": "standing_seal", "approval_id": decision.approval_id,
+                    "why": f"the standing decision's seal is {decision.seal}"},
+        )  # fmt: skip
+    return sealed
 
 
 async def apply_decision(
@@ -91,6 +117,8 @@ async def _why_not(
     flow: Workflow, record: ApprovalRecord, decision: StandingDecision
 ) -> str | None:
     """Why the standing decision may not decide this call now (None: it may)."""
+    if decision.seal != "valid":
+        return f"its seal is {decision.seal}"
     rule = flow.rule_for(record.tool_name)
     if not rule.allow_always:
         return "the policy no longer allows it for this tool"

@@ -102,6 +102,15 @@ class Telemetry:
         )
         self._count("argument_digest_mismatch")
 
+    def decision_tampered(self, *, run_id: str, approval_id: str, tool_call_id: str) -> None:
+        _emit(
+            "approval does not stand on sealed votes (database tampering); not run",
+            "decision_tampered",
+            {"run_id": run_id, "approval_id": approval_id, "tool_call_id": tool_call_id},
+            level=logging.ERROR,
+        )
+        self._count("decision_seal_failure")
+
     # -- executions (the ledger) ----------------------------------------------------------
 
     def execution_claimed(self, call: CallIds, *, attempt: int) -> None:

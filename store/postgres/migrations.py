@@ -40,6 +40,11 @@ async def current_version(connection: Any) -> int:
     return 0 if found is None else int(found)
 
 
+async def recorded_versions(connection: Any) -> set[int]:
+    rows = await connection.fetch("SELECT version FROM schema_migrations")
+    return {int(row[0]) for row in rows}
+
+
 async def migrate(database: PgDatabase, *, now: datetime) -> MigrationReport:
     """Apply every bundled migration the database lacks, under the migration lock;
     refuse a database newer than this build."""
@@ -51,10 +56,12 @@ async def migrate(database: PgDatabase, *, now: datetime) -> MigrationReport:
         try:
             before = await current_version(connection)
             refuse_newer(before, latest, database=database.location)
+            recorded = await recorded_versions(connection) if before else set()
             applied = [
                 migration.name
                 for migration in migrations
-                if migration.version > before and await _apply(connection, migration, now=now)
+                if migration.version not in recorded
+                and await _apply(connection, migration, now=now)
             ]
             after = await current_version(connection)
         finally:

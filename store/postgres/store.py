@@ -19,7 +19,7 @@ from store.keys import KEYS_ENV, parse_keyring
 from store.postgres.connection import PgDatabase, pool_size_from_env
 from store.postgres.migrations import ENGINE, migrate
 from store.records import MigrationReport
-from store.schema import bundled_migrations
+from store.schema import latest_version
 from store.sql.chain import Sequencer
 from store.sql.keys import check_keys_cover
 from store.sql.store import SqlStore
@@ -42,7 +42,7 @@ class PostgresStore(SqlStore):
             keyring,
             clock,
             migration_report=migration_report,
-            latest_schema=len(bundled_migrations(ENGINE)),
+            latest_schema=latest_version(ENGINE),
             location=database.location,
         )
         self.database = database
@@ -83,6 +83,11 @@ async def open_postgres_store(
         raise
     store = PostgresStore(database, ring, now, migration_report=report)
     store.start()
+    try:
+        await store.finish_opening()
+    except BaseException:
+        await store.close()
+        raise
     return store
 
 

@@ -41,9 +41,27 @@ from store.records import (
     RunOrigin,
     Verdict,
 )
-from store.rows import APPROVAL_COLUMNS, row_to_approval, to_db, to_db_optional, where_all
+from store.rows import (
+    APPROVAL_COLUMNS,
+    VOTE_COLUMNS,
+    row_to_approval,
+    to_db,
+    to_db_optional,
+    where_all,
+)
+from store.seals import (
+    REQUEST_PURPOSE,
+    SEAL_COLUMNS,
+    VOTE_PURPOSE,
+    DecisionSeals,
+    Seal,
+    decider_vote,
+    fields_of_vote,
+    new_request_fields,
+    seal_params,
+)
 from store.sql import audit
-from store.tx import Body, Engine, IntegrityViolation, changing, many, one
+from store.tx import Body, Engine, IntegrityViolation, many, one, run
 
 SELECT_ONE = f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE approval_id = ?"
 REVOCABLE = (
@@ -97,19 +115,24 @@ EXPIRE_ONE = (
 class Approvals:
     """The ApprovalStore."""
 
-    def __init__(self, database: Engine, clock: Clock) -> None:
+    def __init__(self, database: Engine, clock: Clock, seals: DecisionSeals) -> None:
         self._db = database
         self._clock = clock
+        self._seals = seals
 
     async def add_approvals(self, approvals: Sequence[NewApproval]) -> list[ApprovalRecord]:
         at = self._clock()
         for new in approvals:
             rules.check_new(new)
+        sealed = [
+            (new, self._seals.seal(REQUEST_PURPOSE, new_request_fields(new, at)))
+            for new in approvals
+        ]
 
         def body() -> Body[list[ApprovalRecord]]:
             added = []
-            for new in approvals:
-                added.append((yield from _insert_or_get(new, at=at)))
+            for new, seal in sealed:
+                added.append((yield from _insert_or_get(new, at=at, seal=seal)))
             return added
 
         return await self._db.transact(body)
@@ -148,33 +171,44 @@ class Approvals:
         at = now or self._clock()
         at_text = to_db(at)
 
-        won = await self._db.transact_one(
-            changing(
-                one(
-                    "UPDATE approvals SET status = ?, decider = ?, reason = ?, message = ?, "
-                    "decided_at = ? WHERE approval_id = ? AND status = 'pending' "
-                    "AND (expires_at IS NULL OR expires_at > ?) "
-                    f"RETURNING {APPROVAL_COLUMNS}",
-                    (decision, decider, reason, message, at_text, approval_id, at_text),
-                ),
-                audit.follow_up(
+        def body() -> Body[DecisionOutcome]:
+            row = yield one(
+                "UPDATE approvals SET status = ?, decider = ?, reason = ?, message = ?, "
+                "decided_at = ? WHERE approval_id = ? AND status = 'pending' "
+                "AND (expires_at IS NULL OR expires_at > ?) "
+                f"RETURNING {APPROVAL_COLUMNS}",
+                (decision, decider, reason, message, at_text, approval_id, at_text),
+            )
+            if row is not None:
+                record = row_to_approval(row)
+                yield from self._decider_vote(record, at_text)
+                yield from audit.append(
                     "decided",
                     at=at,
                     actor=decider,
+                    run_id=record.run_id,
+                    approval_id=approval_id,
                     detail={"decision": decision, "reason": reason, "message": message},
-                ),
-            )
-        )
-        if won is not None:
-            return DecisionOutcome(won=True, record=row_to_approval(won))
+                )
+                return DecisionOutcome(won=True, record=record)
+            lost = yield from expire_one(approval_id, at)
+            if lost is None:
+                lost = yield from require_approval(approval_id)
+            return DecisionOutcome(won=False, record=lost)
 
-        def lost() -> Body[DecisionOutcome]:
-            record = yield from expire_one(approval_id, at)
-            if record is None:
-                record = yield from require_approval(approval_id)
-            return DecisionOutcome(won=False, record=record)
+        return await self._db.transact(body)
 
-        return await self._db.transact(lost)
+    def _decider_vote(self, record: ApprovalRecord, at: str) -> Body[None]:
+        """A decision set outright is recorded as its decider's sealed vote (the check
+        before a call runs counts sealed votes only)."""
+        assert record.decider is not None
+        seal = self._seals.seal(VOTE_PURPOSE, fields_of_vote(record, decider_vote(record, at)))
+        yield run(
+            f"INSERT INTO approval_votes ({VOTE_COLUMNS}, {SEAL_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (record.approval_id, record.decider, record.status, record.arguments_digest,
+             record.reason, at, *seal_params(seal)),
+        )  # fmt: skip
 
     async def expire_due(
         self, *, now: datetime | None = None, batch: int = SWEEP_BATCH
@@ -327,19 +361,19 @@ class Approvals:
         return [row_to_approval(row) for row in rows]
 
 
-def _insert_or_get(new: NewApproval, *, at: datetime) -> Body[ApprovalRecord]:
+def _insert_or_get(new: NewApproval, *, at: datetime, seal: Seal) -> Body[ApprovalRecord]:
     try:
         row = yield one(
             "INSERT INTO approvals (approval_id, run_id, tool_call_id, tool_name, "
             "arguments_digest, snapshot, status, requester, created_at, expires_at, "
-            "required_approvals, remind_at, execution_key) "
-            "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?) "
+            f"required_approvals, remind_at, execution_key, {SEAL_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (run_id, execution_key) WHERE status <> 'revoked' DO NOTHING "
             f"RETURNING {APPROVAL_COLUMNS}",
             (new.approval_id, new.run_id, new.tool_call_id, new.tool_name,
              new.arguments_digest, new.snapshot, new.requester, to_db(at),
              to_db_optional(new.expires_at), new.required_approvals,
-             to_db_optional(new.remind_at), new.key),
+             to_db_optional(new.remind_at), new.key, *seal_params(seal)),
         )  # fmt: skip
     except IntegrityViolation as error:
         raise InputError(

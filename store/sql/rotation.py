@@ -4,7 +4,10 @@ Work goes in batches, each its own transaction, and every rewrite is conditional
 nonce it read, so a blob rewritten meanwhile (by a state save) is left alone. Stopping
 half-way is safe: the next run picks up whatever is not yet under the newest key. A
 blob that fails to decrypt is never re-encrypted (that would launder the tampering): it
-is counted, audited as `tamper_detected`, and left as it is.
+is counted, audited as `tamper_detected`, and left as it is. Decision seals (votes,
+standing decisions, approval requests) made under an older key are re-made under the
+newest (store.sql.seals.SealRotation), so the old key can leave the ring without
+stranding an approved call; a seal that does not verify is reported, never re-made.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from store.ledger import RESULT_PURPOSE, result_fields
 from store.records import RotationReport
 from store.rows import Row
 from store.runs import STATE_PURPOSE, state_fields
+from store.sql.seals import SealRotation
 from store.tx import Body, Engine, many, run
 
 DEFAULT_BATCH = 200
@@ -35,10 +39,13 @@ class _Pending:
 class KeyRotation:
     """`rotate_keys`."""
 
-    def __init__(self, database: Engine, sealer: Sealer, audit: AuditStore) -> None:
+    def __init__(
+        self, database: Engine, sealer: Sealer, audit: AuditStore, seals: SealRotation
+    ) -> None:
         self._db = database
         self._sealer = sealer
         self._audit = audit
+        self._seals = seals
 
     async def rotate_keys(
         self, *, actor: str = "operator", batch_size: int = DEFAULT_BATCH
@@ -47,6 +54,7 @@ class KeyRotation:
         report = RotationReport(key_id=newest, already_current=await self._count_current(newest))
         await self._rotate_run_states(report, batch_size)
         await self._rotate_ledger_results(report, batch_size)
+        await self._seals.reseal(report, batch_size)
         await self._audit.append_audit(
             "key_rotated",
             actor=actor,
@@ -54,6 +62,7 @@ class KeyRotation:
                 "key_id": newest,
                 "run_states": report.run_states,
                 "ledger_results": report.ledger_results,
+                "seals": report.seals,
                 "already_current": report.already_current,
                 "tampered": len(report.tampered),
             },

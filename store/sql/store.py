@@ -10,12 +10,14 @@ from bot.clock import Clock
 from store.crypto import KeyRing, Sealer
 from store.engine import EngineStore
 from store.records import MigrationReport, SchemaStatus
+from store.seals import DecisionSeals
 from store.sql.approvals import Approvals
 from store.sql.audit import Audit
 from store.sql.leases import Leases, RequestMemory
 from store.sql.ledger import Ledger
 from store.sql.rotation import KeyRotation
 from store.sql.runs import Runs
+from store.sql.seals import SEALS_MIGRATION, SealedDecisions, SealRotation
 from store.sql.standing import Standing
 from store.sql.votes import Votes
 from store.tx import Engine
@@ -46,22 +48,34 @@ class SqlStore(EngineStore):
     ) -> None:
         audit = Audit(database, clock, settle=database.settle)
         sealer = Sealer(keyring, audit)
+        seals = DecisionSeals(keyring)
+        sealed = SealedDecisions(database, seals, clock)
         super().__init__(
             runs=Runs(database, sealer, clock),
             leases=Leases(database, clock),
             requests=RequestMemory(database, clock),
-            approvals=Approvals(database, clock),
-            votes=Votes(database, clock),
-            standing=Standing(database, clock),
+            approvals=Approvals(database, clock, seals),
+            votes=Votes(database, clock, seals),
+            standing=Standing(database, clock, seals),
             audit=audit,
             ledger=Ledger(database, sealer, clock),
+            sealed=sealed,
         )
-        self.rotate_keys = KeyRotation(database, sealer, audit).rotate_keys
+        rotation = KeyRotation(database, sealer, audit, SealRotation(database, seals))
+        self.rotate_keys = rotation.rotate_keys
+        self._sealed = sealed
         self.keyring = keyring
         self.migration_report = migration_report
         self.location = location
         self._database = database
         self._latest_schema = latest_schema
+
+    async def finish_opening(self) -> None:
+        """After migrating at open: the one-time sealing of the rows of open calls, when
+        this open applied migration 0010 to a database that existed (store.sql.seals)."""
+        report = self.migration_report
+        if report.before > 0 and SEALS_MIGRATION in report.applied:
+            await self._sealed.seal_legacy_rows()
 
     async def schema_status(self) -> SchemaStatus:
         row = await self._database.read_one("SELECT MAX(version) FROM schema_migrations")

@@ -33,6 +33,7 @@ from store.approvals import Tally, check_vote, tally
 from store.audit import with_via
 from store.records import Amendment, ApprovalRecord, Verdict, VoteOutcome, VoteRecord, VoteResult
 from store.rows import APPROVAL_COLUMNS, VOTE_COLUMNS, from_db, row_to_approval, row_to_vote, to_db
+from store.seals import SEAL_COLUMNS, VOTE_PURPOSE, DecisionSeals, Seal, seal_params, vote_fields
 from store.sql import audit
 from store.sql.approvals import SELECT_ONE, expire_one
 from store.tx import (
@@ -51,14 +52,16 @@ from store.tx import (
 IN_CLAUSE_CHUNK = 500  # far below SQLite's and Postgres's limits on parameters
 LOCK_ONE = f"{SELECT_ONE} FOR UPDATE"
 VOTE_FIELDS = tuple(VOTE_COLUMNS.split(", "))
+SEAL_FIELDS = tuple(SEAL_COLUMNS.split(", "))
 
 
 class Votes:
     """The VoteStore."""
 
-    def __init__(self, database: Engine, clock: Clock) -> None:
+    def __init__(self, database: Engine, clock: Clock, seals: DecisionSeals) -> None:
         self._db = database
         self._clock = clock
+        self._seals = seals
 
     async def vote(
         self,
@@ -75,6 +78,14 @@ class Votes:
     ) -> VoteOutcome:
         check_vote(decision, voter=voter, amend=amend)
         at = now or self._clock()
+        at_text = to_db(at)
+        seal = self._seals.seal(
+            VOTE_PURPOSE,
+            vote_fields(
+                approval_id=approval_id, voter=voter, decision=decision,
+                digest=digest if amend is None else amend.arguments_digest, at=at_text,
+            ),
+        )  # fmt: skip
         ballot = _Ballot(
             approval_id=approval_id,
             decision=decision,
@@ -83,9 +94,10 @@ class Votes:
             reason=reason,
             message=message,
             at=at,
-            at_text=to_db(at),
+            at_text=at_text,
             amend=amend,
             via=via,
+            seal=seal,
         )
         if decision == "approved" and amend is None:
             closed = await self._db.transact_one(ballot.closing_alone())
@@ -157,6 +169,7 @@ class _Ballot:
     at_text: str
     amend: Amendment | None
     via: str | None
+    seal: Seal  # the vote's seal (store.seals.vote_fields), made before the transaction
 
     def closing_alone(self) -> Statement:
         """The common vote as one statement: an approval on the arguments under review of
@@ -185,7 +198,7 @@ class _Ballot:
             ),
             FollowUp(
                 table="approval_votes",
-                columns=VOTE_FIELDS,
+                columns=(*VOTE_FIELDS, *SEAL_FIELDS),
                 values=(
                     FromChanged("approval_id"),
                     self.voter,
@@ -193,6 +206,7 @@ class _Ballot:
                     FromChanged("arguments_digest"),
                     self.reason,
                     self.at_text,
+                    *seal_params(self.seal),
                 ),
             ),
             audit.follow_up(
@@ -268,10 +282,11 @@ class _Ballot:
 
     def _insert_vote(self, digest: str) -> Body[bool]:
         inserted = yield one(
-            f"INSERT INTO approval_votes ({VOTE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT DO NOTHING RETURNING voter",
-            (self.approval_id, self.voter, self.decision, digest, self.reason, self.at_text),
-        )
+            f"INSERT INTO approval_votes ({VOTE_COLUMNS}, {SEAL_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING voter",
+            (self.approval_id, self.voter, self.decision, digest, self.reason, self.at_text,
+             *seal_params(self.seal)),
+        )  # fmt: skip
         return inserted is not None
 
     def _count(self, record: ApprovalRecord) -> Body[VoteOutcome]:

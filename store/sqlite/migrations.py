@@ -52,15 +52,22 @@ async def current_version(database: Database) -> int:
     return int(row[0]) if row is not None and row[0] is not None else 0
 
 
+async def recorded_versions(database: Database) -> set[int]:
+    if not await current_version(database):
+        return set()
+    return {int(row[0]) for row in await database.read("SELECT version FROM schema_migrations")}
+
+
 async def migrate(database: Database, *, now: datetime) -> MigrationReport:
     """Apply every bundled migration the database lacks; refuse a newer database."""
     migrations = bundled_migrations(ENGINE)
     latest = migrations[-1].version if migrations else 0
     before = await current_version(database)
     refuse_newer(before, latest, database=str(database.path))
+    recorded = await recorded_versions(database)
     applied: list[str] = []
     for migration in migrations:
-        if migration.version > before and await _apply(database, migration, now=now):
+        if migration.version not in recorded and await _apply(database, migration, now=now):
             applied.append(migration.name)
     after = await current_version(database)
     refuse_newer(after, latest, database=str(database.path))

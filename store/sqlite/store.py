@@ -14,7 +14,7 @@ from store.config import SqliteLocation, synchronous_from_env
 from store.crypto import KeyRing
 from store.keys import resolve_keyring
 from store.records import MigrationReport
-from store.schema import bundled_migrations
+from store.schema import latest_version
 from store.sql.chain import LinkAtCommit
 from store.sql.keys import check_keys_cover, sealed_key_ids
 from store.sql.store import SqlStore
@@ -38,7 +38,7 @@ class SqliteStore(SqlStore):
             keyring,
             clock,
             migration_report=migration_report,
-            latest_schema=len(bundled_migrations(ENGINE)),
+            latest_schema=latest_version(ENGINE),
             location=str(database.path),
         )
         self.database = database
@@ -83,7 +83,13 @@ async def open_sqlite_store(
     except BaseException:
         await database.close()
         raise
-    return SqliteStore(database, ring, now, migration_report=report)
+    store = SqliteStore(database, ring, now, migration_report=report)
+    try:
+        await store.finish_opening()
+    except BaseException:
+        await store.close()
+        raise
+    return store
 
 
 def _create_private(path: Path) -> None:

@@ -60,7 +60,10 @@ async def test_a_database_from_an_earlier_build_is_brought_up_to_date(
     store = await open_store(database_url, keyring=keyring, environ={})
     try:
         await make_run(store)
-        assert (store.migration_report.before, store.migration_report.after) == (2, len(shipped))
+        assert (store.migration_report.before, store.migration_report.after) == (
+            2,
+            shipped[-1].version,
+        )
         assert store.migration_report.applied == tuple(m.name for m in shipped[2:])
         assert await store.load_run_state("run-1") == '{"n": 1}'
     finally:

@@ -1,0 +1,237 @@
+"""Decision seals: an HMAC-SHA256 over everything a vote, a standing decision or an
+approval request means, keyed from the store's key ring.
+
+Whoever can write the database but does not hold the keys can insert rows, flip a
+status or copy a row onto another record; none of that can make a seal. So a decision
+counts only where its seal verifies (the service decides what counts, from what the
+store's reads say of each seal: bot.service.authority).
+
+The MAC key is derived per ring key (HKDF-SHA256, a fixed `info` label), so the AES key
+that encrypts blobs is never used as an HMAC key directly, and a seal names the ring key
+it was made under: the newest key seals, every key in the ring verifies, and rotation
+re-seals under the newest. The message is canonical JSON of the purpose, the key id and
+the fields (times as the stored text), so a seal moved to another purpose, record or key
+id does not verify. Comparison is in constant time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from store.crypto import DataKey, KeyRing
+from store.records import ApprovalRecord, NewApproval, SealCheck, VoteRecord
+from store.rows import Row, from_db, to_db
+
+SEAL_COLUMNS = "seal_key_id, seal"  # a sealed row's columns: the ring key id, the MAC
+SEAL_INFO = b"approvals-bot decision seal v1"
+MAC_BYTES = 32
+
+VOTE_PURPOSE = "vote"
+STANDING_PURPOSE = "standing"
+REQUEST_PURPOSE = "request"
+
+SealValue = str | int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Seal:
+    """A seal as stored: the ring key it was made under and the MAC (hex)."""
+
+    key_id: str
+    mac: str
+
+
+def seal_message(purpose: str, fields: Mapping[str, SealValue], key_id: str) -> bytes:
+    """The canonical bytes a seal covers."""
+    bound = {"fields": dict(fields), "purpose": purpose, "key_id": key_id}
+    return json.dumps(bound, sort_keys=True, separators=(",", ":")).encode()
+
+
+class DecisionSeals:
+    """Makes seals with the ring's newest key and checks them with any ring key."""
+
+    def __init__(self, keyring: KeyRing) -> None:
+        self.keyring = keyring
+        self._mac_keys: dict[str, bytes] = {}
+
+    def seal(self, purpose: str, fields: Mapping[str, SealValue]) -> Seal:
+        key = self.keyring.newest
+        return Seal(key_id=key.key_id, mac=self._mac(key, purpose, fields))
+
+    def check(self, purpose: str, fields: Mapping[str, SealValue], seal: Seal | None) -> SealCheck:
+        if seal is None:
+            return "missing"
+        key = self.keyring.get(seal.key_id)
+        if key is None:
+            return "unknown_key"
+        expected = self._mac(key, purpose, fields)
+        return "valid" if hmac.compare_digest(expected, seal.mac) else "mismatch"
+
+    def _mac(self, key: DataKey, purpose: str, fields: Mapping[str, SealValue]) -> str:
+        mac_key = self._mac_keys.get(key.key_id)
+        if mac_key is None:
+            mac_key = HKDF(
+                algorithm=hashes.SHA256(), length=MAC_BYTES, salt=None, info=SEAL_INFO
+            ).derive(key.secret)
+            self._mac_keys[key.key_id] = mac_key
+        message = seal_message(purpose, fields, key.key_id)
+        return hmac.new(mac_key, message, hashlib.sha256).hexdigest()
+
+
+def stored_seal(key_id: object, mac: object) -> Seal | None:
+    """The seal of a row's two seal columns; None when either is empty."""
+    if not isinstance(key_id, str) or not isinstance(mac, str) or not key_id or not mac:
+        return None
+    return Seal(key_id=key_id, mac=mac)
+
+
+def vote_fields(
+    *, approval_id: str, voter: str, decision: str, digest: str, at: str
+) -> dict[str, SealValue]:
+    """What a vote means: who decided what on which arguments of which approval, when
+    (`at` as stored). The call it is for, the run and the quorum are the approval's,
+    fixed by its request seal (`request_fields`); the digest binds the call's tool,
+    execution key and arguments. So a vote needs nothing read from the database to be
+    sealed, and a vote row moved to another approval or digest does not verify."""
+    return {
+        "approval_id": approval_id,
+        "voter": voter,
+        "decision": decision,
+        "digest": digest,
+        "at": at,
+    }
+
+
+def request_fields(
+    *,
+    approval_id: str,
+    run_id: str,
+    execution_key: str,
+    tool_call_id: str,
+    tool_name: str,
+    requester: str | None,
+    required_approvals: int,
+    created_at: str,
+    expires_at: str | None,
+) -> dict[str, SealValue]:
+    """What an approval request fixes for good: the call, who asked, the quorum and the
+    expiry (times as stored)."""
+    return {
+        "approval_id": approval_id,
+        "run_id": run_id,
+        "execution_key": execution_key,
+        "tool_call_id": tool_call_id,
+        "tool_name": tool_name,
+        "requester": requester,
+        "required_approvals": required_approvals,
+        "created_at": created_at,
+        "expires_at": expires_at,
+    }
+
+
+def standing_fields(
+    *,
+    approval_id: str,
+    run_id: str,
+    tool_name: str,
+    decision: str,
+    decider: str,
+    message: str | None,
+    created_at: str,
+) -> dict[str, SealValue]:
+    """What a standing decision means: this person's verdict on this tool for the rest of
+    this run, made by this approval (`created_at` as stored)."""
+    return {
+        "approval_id": approval_id,
+        "run_id": run_id,
+        "tool_name": tool_name,
+        "decision": decision,
+        "decider": decider,
+        "message": message,
+        "created_at": created_at,
+    }
+
+
+def seal_params(seal: Seal | None) -> tuple[str | None, str | None]:
+    """The values of the two seal columns."""
+    return (None, None) if seal is None else (seal.key_id, seal.mac)
+
+
+def approval_request_fields(approval: ApprovalRecord) -> dict[str, SealValue]:
+    return request_fields(
+        approval_id=approval.approval_id,
+        run_id=approval.run_id,
+        execution_key=approval.execution_key,
+        tool_call_id=approval.tool_call_id,
+        tool_name=approval.tool_name,
+        requester=approval.requester,
+        required_approvals=approval.required_approvals,
+        created_at=to_db(approval.created_at),
+        expires_at=None if approval.expires_at is None else to_db(approval.expires_at),
+    )
+
+
+def fields_of_vote(approval: ApprovalRecord, vote: VoteRecord) -> dict[str, SealValue]:
+    return vote_fields(
+        approval_id=approval.approval_id,
+        voter=vote.voter,
+        decision=vote.decision,
+        digest=vote.digest,
+        at=to_db(vote.at),
+    )
+
+
+def new_request_fields(new: NewApproval, created_at: datetime) -> dict[str, SealValue]:
+    """What the request of an approval about to be added fixes (`approval_request_fields`
+    of the row it becomes)."""
+    return request_fields(
+        approval_id=new.approval_id,
+        run_id=new.run_id,
+        execution_key=new.key,
+        tool_call_id=new.tool_call_id,
+        tool_name=new.tool_name,
+        requester=new.requester,
+        required_approvals=new.required_approvals,
+        created_at=to_db(created_at),
+        expires_at=None if new.expires_at is None else to_db(new.expires_at),
+    )
+
+
+def decider_vote(approval: ApprovalRecord, at: str) -> VoteRecord:
+    """A decided approval's decision as its decider's vote on its current digest, cast at
+    `at` (as stored)."""
+    assert approval.decider is not None
+    return VoteRecord(
+        approval_id=approval.approval_id,
+        voter=approval.decider,
+        decision="approved" if approval.status == "approved" else "rejected",
+        digest=approval.arguments_digest,
+        reason=approval.reason,
+        at=from_db(at),
+    )
+
+
+def standing_row_fields(row: Row) -> dict[str, SealValue]:
+    return standing_fields(
+        approval_id=row["approval_id"],
+        run_id=row["run_id"],
+        tool_name=row["tool_name"],
+        decision=row["decision"],
+        decider=row["decider"],
+        message=row["message"],
+        created_at=row["created_at"],
+    )
+
+
+def check_standing_row(seals: DecisionSeals, row: Row) -> SealCheck:
+    """What a standing decision row's seal says (the row read with its seal columns)."""
+    seal = stored_seal(row["seal_key_id"], row["seal"])
+    return seals.check(STANDING_PURPOSE, standing_row_fields(row), seal)

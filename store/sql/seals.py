@@ -1,0 +1,290 @@
+"""Decision seals in the database: made where votes, standing decisions and requests
+are written, checked where the service reads what a decision rests on.
+
+- `SealedDecisions.decision_evidence`: an approval, its request seal and every vote on
+  it, each seal checked; what counts is the service's call (bot.service.authority).
+- `seal_legacy_rows`: once, by the process that applied migration 0010 at open (the
+  one holding the keys): the rows of calls still open (pending, or approved and not yet
+  started) get their seals, audited `legacy_sealed`. After that an unsealed row never
+  counts.
+- `reseal_under_newest`: key rotation re-seals every seal that verifies under an older
+  ring key; one that does not verify is left as it is (never laundered) and reported.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from bot.clock import Clock
+from store.records import (
+    FINISHED_RUN_STATUSES,
+    ApprovalRecord,
+    CheckedVote,
+    DecisionEvidence,
+    RotationReport,
+)
+from store.rows import APPROVAL_COLUMNS, VOTE_COLUMNS, Row, row_to_approval, row_to_vote, to_db
+from store.seals import (
+    REQUEST_PURPOSE,
+    SEAL_COLUMNS,
+    STANDING_PURPOSE,
+    VOTE_PURPOSE,
+    DecisionSeals,
+    Seal,
+    SealValue,
+    approval_request_fields,
+    decider_vote,
+    fields_of_vote,
+    seal_params,
+    standing_row_fields,
+    stored_seal,
+)
+from store.sql import audit
+from store.sql.approvals import REVOCABLE
+from store.tx import Body, Engine, many, run
+
+SEALS_MIGRATION = "0010_decision_seals"
+
+
+class SealedDecisions:
+    """`decision_evidence`, and sealing the rows of open calls once after migration 0010."""
+
+    def __init__(self, database: Engine, seals: DecisionSeals, clock: Clock) -> None:
+        self._db = database
+        self._seals = seals
+        self._clock = clock
+
+    async def decision_evidence(self, approval_id: str) -> DecisionEvidence | None:
+        row = await self._db.read_one(
+            f"SELECT {APPROVAL_COLUMNS}, {SEAL_COLUMNS} FROM approvals WHERE approval_id = ?",
+            (approval_id,),
+        )
+        if row is None:
+            return None
+        approval = row_to_approval(row)
+        request = self._seals.check(
+            REQUEST_PURPOSE,
+            approval_request_fields(approval),
+            stored_seal(row["seal_key_id"], row["seal"]),
+        )
+        rows = await self._db.read(
+            f"SELECT {VOTE_COLUMNS}, {SEAL_COLUMNS} FROM approval_votes "
+            "WHERE approval_id = ? ORDER BY at, voter",
+            (approval_id,),
+        )
+        votes = tuple(self._checked(approval, vote_row) for vote_row in rows)
+        return DecisionEvidence(approval=approval, request_seal=request, votes=votes)
+
+    def _checked(self, approval: ApprovalRecord, row: Row) -> CheckedVote:
+        vote = row_to_vote(row)
+        seal = stored_seal(row["seal_key_id"], row["seal"])
+        check = self._seals.check(VOTE_PURPOSE, fields_of_vote(approval, vote), seal)
+        return CheckedVote(vote=vote, seal=check)
+
+    async def seal_legacy_rows(self) -> None:
+        """Seal the unsealed rows of calls still open; see the module doc. Run only by
+        the open that applied migration 0010."""
+        await self._db.transact(_LegacySealing(seals=self._seals, at=self._clock()).body)
+
+
+@dataclass(kw_only=True)
+class _LegacySealing:
+    """The body sealing legacy rows, and what it sealed."""
+
+    seals: DecisionSeals
+    at: datetime
+    approvals: int = 0
+    votes: int = 0
+    deciders: int = 0
+    standing: int = 0
+    approval_ids: list[str] = field(default_factory=list)
+
+    def body(self) -> Body[None]:
+        rows = yield many(
+            f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE seal IS NULL AND {REVOCABLE} "
+            "ORDER BY created_at, approval_id"
+        )
+        for row in rows:
+            approval = row_to_approval(row)
+            yield from self._seal_approval(approval)
+            self.approval_ids.append(approval.approval_id)
+        yield from self._seal_standing()
+        yield from audit.append(
+            "legacy_sealed",
+            at=self.at,
+            actor="store",
+            run_id=None,
+            approval_id=None,
+            detail={
+                "approvals": self.approvals,
+                "votes": self.votes,
+                "decider_votes": self.deciders,
+                "standing_decisions": self.standing,
+                "approval_ids": self.approval_ids,
+            },
+        )
+
+    def _seal_approval(self, approval: ApprovalRecord) -> Body[None]:
+        seal = self.seals.seal(REQUEST_PURPOSE, approval_request_fields(approval))
+        yield run(
+            "UPDATE approvals SET seal_key_id = ?, seal = ? WHERE approval_id = ?",
+            (*seal_params(seal), approval.approval_id),
+        )
+        self.approvals += 1
+        votes = yield many(
+            f"SELECT {VOTE_COLUMNS} FROM approval_votes WHERE approval_id = ?",
+            (approval.approval_id,),
+        )
+        for vote_row in votes:
+            vote = row_to_vote(vote_row)
+            vote_seal_ = self.seals.seal(VOTE_PURPOSE, fields_of_vote(approval, vote))
+            yield run(
+                "UPDATE approval_votes SET seal_key_id = ?, seal = ? "
+                "WHERE approval_id = ? AND voter = ? AND digest = ? AND seal IS NULL",
+                (*seal_params(vote_seal_), vote.approval_id, vote.voter, vote.digest),
+            )
+            self.votes += 1
+        if not votes and approval.status == "approved" and approval.decider is not None:
+            yield from self._decider_vote(approval, approval.decider)
+
+    def _decider_vote(self, approval: ApprovalRecord, decider: str) -> Body[None]:
+        """An approval decided before votes existed: its decider's decision becomes the
+        vote it stood for."""
+        vote = decider_vote(approval, to_db(approval.decided_at or approval.created_at))
+        seal = self.seals.seal(VOTE_PURPOSE, fields_of_vote(approval, vote))
+        yield run(
+            f"INSERT INTO approval_votes ({VOTE_COLUMNS}, {SEAL_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (vote.approval_id, decider, vote.decision, vote.digest, vote.reason,
+             to_db(vote.at), *seal_params(seal)),
+        )  # fmt: skip
+        self.deciders += 1
+
+    def _seal_standing(self) -> Body[None]:
+        finished = ", ".join(f"'{status}'" for status in sorted(FINISHED_RUN_STATUSES))
+        rows = yield many(
+            "SELECT s.approval_id, s.run_id, s.tool_name, s.decision, s.decider, s.message, "
+            "s.created_at FROM standing_decisions s JOIN runs r ON r.run_id = s.run_id "
+            f"WHERE s.seal IS NULL AND s.revoked_at IS NULL AND r.status NOT IN ({finished})"
+        )
+        for row in rows:
+            seal = self.seals.seal(STANDING_PURPOSE, standing_row_fields(row))
+            yield run(
+                "UPDATE standing_decisions SET seal_key_id = ?, seal = ? WHERE approval_id = ?",
+                (*seal_params(seal), row["approval_id"]),
+            )
+            self.standing += 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Reseal:
+    sql: str  # UPDATE ... SET seal_key_id = ?, seal = ? WHERE <row> AND seal = ?
+    where: tuple[str, ...]
+    old_mac: str
+    seal: Seal
+
+
+class SealRotation:
+    """Re-seals every seal that verifies under an older ring key with the newest one."""
+
+    def __init__(self, database: Engine, seals: DecisionSeals) -> None:
+        self._db = database
+        self._seals = seals
+
+    async def reseal(self, report: RotationReport, batch_size: int) -> None:
+        newest = self._seals.keyring.newest.key_id
+        after = ""
+        while True:
+            rows = await self._db.read(
+                "SELECT approval_id FROM approvals WHERE approval_id > ? AND "
+                "(seal_key_id <> ? OR EXISTS (SELECT 1 FROM approval_votes v WHERE "
+                "v.approval_id = approvals.approval_id AND v.seal_key_id <> ?)) "
+                "ORDER BY approval_id LIMIT ?",
+                (after, newest, newest, batch_size),
+            )
+            if not rows:
+                break
+            after = rows[-1]["approval_id"]
+            batch: list[_Reseal] = []
+            for row in rows:
+                batch += await self._approval_reseals(row["approval_id"], report)
+            report.seals += await self._db.transact(functools.partial(_write, batch))
+        await self._reseal_standing(report, newest)
+
+    async def _approval_reseals(self, approval_id: str, report: RotationReport) -> list[_Reseal]:
+        newest = self._seals.keyring.newest.key_id
+        row = await self._db.read_one(
+            f"SELECT {APPROVAL_COLUMNS}, {SEAL_COLUMNS} FROM approvals WHERE approval_id = ?",
+            (approval_id,),
+        )
+        if row is None:
+            return []
+        approval = row_to_approval(row)
+        found: list[_Reseal] = []
+        old = stored_seal(row["seal_key_id"], row["seal"])
+        if old is not None and old.key_id != newest:
+            fields = approval_request_fields(approval)
+            found += self._one(report, f"request seal {approval_id}", REQUEST_PURPOSE, fields,
+                               old, "approvals", ("approval_id",), (approval_id,))  # fmt: skip
+        votes = await self._db.read(
+            f"SELECT {VOTE_COLUMNS}, {SEAL_COLUMNS} FROM approval_votes "
+            "WHERE approval_id = ? AND seal_key_id <> ?",
+            (approval_id, newest),
+        )
+        for vote_row in votes:
+            vote = row_to_vote(vote_row)
+            old_vote = stored_seal(vote_row["seal_key_id"], vote_row["seal"])
+            found += self._one(report, f"vote seal {approval_id} {vote.voter}", VOTE_PURPOSE,
+                               fields_of_vote(approval, vote), old_vote, "approval_votes",
+                               ("approval_id", "voter", "digest"),
+                               (approval_id, vote.voter, vote.digest))  # fmt: skip
+        return found
+
+    async def _reseal_standing(self, report: RotationReport, newest: str) -> None:
+        rows = await self._db.read(
+            "SELECT approval_id, run_id, tool_name, decision, decider, message, created_at, "
+            f"{SEAL_COLUMNS} FROM standing_decisions WHERE seal_key_id <> ?",
+            (newest,),
+        )
+        batch: list[_Reseal] = []
+        for row in rows:
+            old = stored_seal(row["seal_key_id"], row["seal"])
+            batch += self._one(report, f"standing seal {row['approval_id']}", STANDING_PURPOSE,
+                               standing_row_fields(row), old, "standing_decisions",
+                               ("approval_id",), (row["approval_id"],))  # fmt: skip
+        report.seals += await self._db.transact(functools.partial(_write, batch))
+
+    def _one(
+        self,
+        report: RotationReport,
+        name: str,
+        purpose: str,
+        fields: dict[str, SealValue],
+        old: Seal | None,
+        table: str,
+        key_columns: tuple[str, ...],
+        key: tuple[str, ...],
+    ) -> list[_Reseal]:
+        if old is None:
+            return []
+        if self._seals.check(purpose, fields, old) != "valid":
+            report.tampered.append(name)  # never re-sealed: that would launder it
+            return []
+        where = " AND ".join(f"{column} = ?" for column in key_columns)
+        sql = f"UPDATE {table} SET seal_key_id = ?, seal = ? WHERE {where} AND seal = ?"
+        return [
+            _Reseal(sql=sql, where=key, old_mac=old.mac, seal=self._seals.seal(purpose, fields))
+        ]
+
+
+def _write(batch: list[_Reseal]) -> Body[int]:
+    written = 0
+    for item in batch:
+        rows = yield many(
+            item.sql + f" RETURNING {SEAL_COLUMNS}",
+            (item.seal.key_id, item.seal.mac, *item.where, item.old_mac),
+        )
+        written += len(rows)
+    return written
