@@ -12,18 +12,19 @@ pool of that many connections):
   decision on a table of small rows: no audit, no records;
 - vote: `store.vote()` on a PostgresStore, what a click on Approve makes the service
   call (an approval that needs one approver): the conditional update that closes it, the
-  vote and the `decided` audit event (queued with it; the process's sequencer links the
-  chain behind the writers), the records built;
-- decide: `store.decide()`, the store's bare decision: the conditional update and its
-  `decided` event.
+  sealed vote and the `decided` audit event, one statement (the event is queued with it;
+  the process's sequencer links the chain behind the writers), the records built;
+- decide: `store.decide()`, the store's bare decision, which the service does not call:
+  the conditional update, its decider's sealed vote and its event in one transaction
+  (printed for comparison; the targets are the vote's).
 
 Each process decides `--count` approvals of its own, all processes started together
 (they wait for a go after connecting); the rate is all decisions over the time from the
 first start to the last end. The kinds take turns in rounds; the best round of each is
 printed, with the store's rate as a ratio of the floor's at the same number of processes.
-Targets, for each of vote and decide: with two processes >= 1,000 decisions/s and >= 0.5x
-the floor. Exits 1 when a target is missed. Each store round ends with the audit chain
-linked and verified (not timed).
+Targets, for the vote: with two processes >= 1,000 decisions/s and >= 0.5x the floor.
+Exits 1 when a target is missed. Each store round ends with the audit chain linked and
+verified, every decision in it once (not timed).
 """
 
 from __future__ import annotations
@@ -252,7 +253,7 @@ async def run(args: argparse.Namespace) -> int:
             for kind in KINDS[1:]
         )
         print(f"{processes} process(es): raw CAS {floor:7,.0f}/s  {rates}")
-    for kind in KINDS[1:]:
+    for kind in ("vote",):
         rate, floor = best[kind, 2], best["floor", 2]
         if rate < TARGET_RATE:
             missed.append(f"{kind}, two processes: {rate:,.0f}/s < {TARGET_RATE:,.0f}/s")
