@@ -10,6 +10,9 @@ pool of that many connections):
 - raw CAS (the floor): `UPDATE cas_floor SET status = 'approved', ... WHERE approval_id =
   $1 AND status = 'pending' RETURNING approval_id`, one autocommit statement per
   decision on a table of small rows: no audit, no records;
+- approvals_cas: the same raw conditional UPDATE on the store's own `approvals` table
+  (its row, its nine indexes), alone: what the schema costs before anything the store
+  adds (no vote, no audit, no records), to tell the two apart;
 - vote: `store.vote()` on a PostgresStore, what a click on Approve makes the service
   call (an approval that needs one approver): the conditional update that closes it, the
   sealed vote and the `decided` audit event, one statement (the event is queued with it;
@@ -53,7 +56,12 @@ CAS = (
 )
 AT = "2026-11-29T12:00:00.000000Z"
 DIGEST = "d" * 64
-KINDS = ("floor", "vote", "decide")
+KINDS = ("floor", "approvals_cas", "vote", "decide")
+RAW = ("floor", "approvals_cas")  # raw asyncpg, no store
+APPROVALS_CAS = (
+    "UPDATE approvals SET status = 'approved', decider = $1, decided_at = $2 "
+    "WHERE approval_id = $3 AND status = 'pending' RETURNING approval_id"
+)
 TARGET_RATE = 1000.0
 TARGET_RATIO = 0.5
 SCRIPT = str(Path(__file__).resolve())
@@ -83,13 +91,14 @@ async def _no_reset(connection: Any) -> None:
 async def worker_main(kind: str, url: str, prefix: str, count: int, workers: int) -> None:
     """One process: connect, say ready, wait for go, decide its approvals, report."""
     ids = [f"{prefix}-{n}" for n in range(count)]
-    if kind == "floor":
+    if kind in RAW:
         pool = await asyncpg.create_pool(
             url, min_size=workers, max_size=workers, reset=_no_reset
         )  # as the store's pool: no reset query on release
+        cas = CAS if kind == "floor" else APPROVALS_CAS
 
         async def decide(approval_id: str) -> None:
-            won = await pool.fetchval(CAS, "U1", AT, approval_id)
+            won = await pool.fetchval(cas, "U1", AT, approval_id)
             assert won is not None
 
         close = pool.close
@@ -207,7 +216,7 @@ async def measure(
         assert child.returncode == 0, f"a {kind} worker failed"
         spans.append(json.loads(out))
     elapsed = max(span["end"] for span in spans) - min(span["start"] for span in spans)
-    if kind != "floor":
+    if kind not in RAW:
         await check_chain(url, keyring, prefixes, count)
     return processes * count / elapsed
 
@@ -249,10 +258,12 @@ async def run(args: argparse.Namespace) -> int:
     for processes in (1, 2):
         floor = best["floor", processes]
         rates = "  ".join(
-            f"store.{kind} {best[kind, processes]:7,.0f}/s {best[kind, processes] / floor:.2f}x"
+            f"{kind} {best[kind, processes]:6,.0f}/s {best[kind, processes] / floor:.2f}x"
             for kind in KINDS[1:]
         )
-        print(f"{processes} process(es): raw CAS {floor:7,.0f}/s  {rates}")
+        table = best["approvals_cas", processes]
+        print(f"{processes} process(es): raw CAS {floor:6,.0f}/s  {rates}")
+        print(f"    vote / approvals_cas: {best['vote', processes] / table:.2f}x")
     for kind in ("vote",):
         rate, floor = best[kind, 2], best["floor", 2]
         if rate < TARGET_RATE:
