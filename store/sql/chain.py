@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from bot.errors import StoreError
+from bot.errors import ApprovalsError, StoreError
 from store.sql.audit import link_all, link_queued
 from store.tx import Body, Engine, Statement, single
 
@@ -117,7 +117,7 @@ class Sequencer:
             self._wanted.clear()
             try:
                 await self.settle()
-            except StoreError as error:
+            except ApprovalsError as error:  # the database failing, or its head row gone
                 log.warning("audit events stay queued: %s", error)
                 await asyncio.sleep(RETRY_SECONDS)  # the database is failing: pace retries
             else:
