@@ -26,10 +26,20 @@ from typing import Any
 
 from bot.clock import Clock
 from bot.errors import InputError
-from store.audit import GENESIS_HASH, link, new_event, verify_chain
+from store.audit import GENESIS_HASH, NewEvent, link, new_event, verify_chain
 from store.records import AuditEvent, AuditVerification
 from store.rows import EVENT_COLUMNS, Row, row_to_event, to_db, where_all
-from store.tx import Body, Engine, FollowUp, FromChanged, many, one, run, value_rows
+from store.tx import (
+    Body,
+    Engine,
+    FollowUp,
+    FromChanged,
+    Statement,
+    many,
+    one,
+    run,
+    value_rows,
+)
 
 Settle = Callable[[], Awaitable[object]]
 QUEUED = ("kind", "actor", "run_id", "approval_id", "detail", "at")
@@ -56,7 +66,12 @@ def append(
     event = new_event(
         kind, at=at, actor=actor, run_id=run_id, approval_id=approval_id, detail=detail
     )
-    yield run(
+    yield queue(event)
+
+
+def queue(event: NewEvent) -> Statement:
+    """The statement that queues `event`."""
+    return run(
         QUEUE,
         (event.kind, event.actor, event.run_id, event.approval_id, event.detail_json, event.at),
     )
@@ -139,10 +154,7 @@ class Audit:
             kind, at=self._clock(), actor=actor, run_id=run_id, approval_id=approval_id,
             detail=detail,
         )  # fmt: skip
-        await self._db.transact_one(
-            run(QUEUE, (event.kind, event.actor, event.run_id, event.approval_id,
-                        event.detail_json, event.at))
-        )  # fmt: skip
+        await self._db.transact_one(queue(event))
 
     async def audit_events(
         self,
