@@ -32,7 +32,15 @@ from bot.errors import InputError
 from store.approvals import Tally, check_vote, tally
 from store.audit import with_via
 from store.records import Amendment, ApprovalRecord, Verdict, VoteOutcome, VoteRecord, VoteResult
-from store.rows import APPROVAL_COLUMNS, VOTE_COLUMNS, from_db, row_to_approval, row_to_vote, to_db
+from store.rows import (
+    APPROVAL_COLUMNS,
+    VOTE_COLUMNS,
+    Row,
+    from_db,
+    row_to_approval,
+    row_to_vote,
+    to_db,
+)
 from store.seals import SEAL_COLUMNS, VOTE_PURPOSE, DecisionSeals, Seal, seal_params, vote_fields
 from store.sql import audit
 from store.sql.approvals import SELECT_ONE, expire_one
@@ -102,9 +110,7 @@ class Votes:
         if decision == "approved" and amend is None:
             closed = await self._db.transact_one(ballot.closing_alone())
             if closed is not None:
-                record = row_to_approval(closed)
-                votes = (ballot._as_record(record.arguments_digest),)
-                return VoteOutcome(result="decided", record=record, votes=votes)
+                return ballot.closed_alone(closed)
         return await self._db.transact(ballot.cast_in)
 
     async def record_full_read(self, approval_id: str, *, reader: str, digest: str) -> bool:
@@ -224,6 +230,13 @@ class _Ballot:
                     self.via,
                 ),
             ),
+        )
+
+    def closed_alone(self, row: Row) -> VoteOutcome:
+        """The outcome of `closing_alone` that changed `row`."""
+        record = row_to_approval(row)
+        return VoteOutcome(
+            result="decided", record=record, votes=(self._as_record(record.arguments_digest),)
         )
 
     def cast_in(self) -> Body[VoteOutcome]:
