@@ -25,7 +25,14 @@ import asyncpg
 
 from bot.errors import ConfigError, StoreError
 from store.postgres.dialect import postgres_sql
-from store.tx import Body, IntegrityViolation, Statement, follow_up_sql
+from store.tx import (
+    Body,
+    FollowUp,
+    FromChanged,
+    IntegrityViolation,
+    Statement,
+    follow_up_sql,
+)
 
 T = TypeVar("T")
 POOL_SIZE_ENV = "APPROVALS_PG_POOL_SIZE"
@@ -157,12 +164,32 @@ async def execute(connection: Any, statement: Statement) -> Any:
 
 def with_follow_ups(statement: Statement) -> tuple[str, Sequence[Any]]:
     """The statement as Postgres runs it: a change with follow-ups (store.tx.changing)
-    becomes one data-modifying WITH whose result is the change's rows."""
+    becomes one data-modifying WITH whose result is the change's rows. The WITH is
+    composed once per shape (the change's SQL, each follow-up's table, columns and which
+    values come from the changed row) and remembered; only the parameters are per call."""
     if not statement.then:
         return postgres_sql(statement.sql), statement.params
-    parts, params = [f"changed AS ({statement.sql})"], list(statement.params)
+    shape = (statement.sql, *(follow_up_shape(follow_up) for follow_up in statement.then))
+    sql = _COMPOSED.get(shape)
+    if sql is None:
+        sql = _COMPOSED[shape] = _compose(statement)
+    params = list(statement.params)
+    for follow_up in statement.then:
+        params.extend(v for v in follow_up.values if not isinstance(v, FromChanged))
+    return sql, params
+
+
+_COMPOSED: dict[tuple[Any, ...], str] = {}
+
+
+def follow_up_shape(follow_up: FollowUp) -> tuple[Any, ...]:
+    taken = tuple(v.column if isinstance(v, FromChanged) else None for v in follow_up.values)
+    return (follow_up.table, follow_up.columns, taken)
+
+
+def _compose(statement: Statement) -> str:
+    parts = [f"changed AS ({statement.sql})"]
     for number, follow_up in enumerate(statement.then):
-        sql, values = follow_up_sql(follow_up, "changed")
+        sql, _values = follow_up_sql(follow_up, "changed")
         parts.append(f"follow_up_{number} AS ({sql})")
-        params.extend(values)
-    return postgres_sql(f"WITH {', '.join(parts)} SELECT * FROM changed"), params
+    return postgres_sql(f"WITH {', '.join(parts)} SELECT * FROM changed")
