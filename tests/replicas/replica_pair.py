@@ -5,13 +5,12 @@ that a takeover happens within seconds; and what the tests read back: the databa
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import aiohttp
 
@@ -26,8 +25,6 @@ from tests.slack.slack_driver import SlackDriver
 LEASE_SECONDS = 2.0
 SWEEP_SECONDS = 0.2
 TOOL_SECONDS = 1.5  # each demo tool waits this long after its effect: the crash window
-WAIT_SECONDS = 40.0
-T = TypeVar("T")
 
 
 @dataclass(kw_only=True)
@@ -51,17 +48,6 @@ class Pair:
         if not self.effects.exists():
             return []
         return [json.loads(line) for line in self.effects.read_text().splitlines() if line]
-
-
-async def until(check: Callable[[], Awaitable[T | None]], what: str) -> T:
-    """Poll `check` until it returns something, within WAIT_SECONDS."""
-    async with asyncio.timeout(WAIT_SECONDS):
-        while True:
-            found = await check()
-            if found is not None:
-                return found
-            await asyncio.sleep(0.02)
-    raise AssertionError(what)  # pragma: no cover (the timeout raises first)
 
 
 @contextlib.asynccontextmanager

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from store.records import RunRecord
-from tests.replicas.replica_pair import Pair, replica_pair, until
+from tests.polling import until
+from tests.replicas.replica_pair import Pair, replica_pair
 from tests.slack.fake_slack import FakeSlack
 from tests.slack.serve_process import SERVE_CHANNEL
 from tests.slack.slack_harness import card_calls

@@ -14,7 +14,7 @@ import pytest
 from store import SqliteStore, open_store
 from store.api import Store
 from store.crypto import KeyRing
-from tests.replicas.replica_pair import until
+from tests.polling import until
 from tests.store.postgres_db import fresh_postgres_database
 from tests.store.store_helpers import DIGEST, Clock, make_run, new_approval, raw
 
