@@ -64,14 +64,13 @@ async def apply_standing(flow: Workflow, run: RunRecord, records: Sequence[Appro
 async def sealed_standing(flow: Workflow, run: RunRecord) -> list[StandingDecision]:
     """The run's active standing decisions whose seals verify. One that does not (set in
     the database without the keys, or copied from another run) decides nothing: it is
-    audited `tamper_detected` and logged."""
+    audited `tamper_detected`, logged and counted (the telemetry's `decision_tampered`)."""
     sealed = []
     for decision in await flow.store.standing_decisions(run.run_id):
         if decision.seal == "valid":
             sealed.append(decision)
             continue
-        log.error("standing decision %s of run %s has a %s seal; not applied",
-                  decision.approval_id, run.run_id, decision.seal)  # fmt: skip
+        flow.telemetry.decision_tampered(run_id=run.run_id, approval_id=decision.approval_id)
         await flow.store.append_audit(
             "tamper_detected",
             actor=flow.actor,

@@ -102,9 +102,13 @@ class Telemetry:
         )
         self._count("argument_digest_mismatch")
 
-    def decision_tampered(self, *, run_id: str, approval_id: str, tool_call_id: str) -> None:
+    def decision_tampered(
+        self, *, run_id: str, approval_id: str, tool_call_id: str | None = None
+    ) -> None:
+        """A decision whose seal does not verify (an approval's votes or request, or a
+        standing decision: `tool_call_id` None): written without the keys."""
         _emit(
-            "approval does not stand on sealed votes (database tampering); not run",
+            "decision does not stand on valid seals (database tampering); not applied",
             "decision_tampered",
             {"run_id": run_id, "approval_id": approval_id, "tool_call_id": tool_call_id},
             level=logging.ERROR,
