@@ -11,7 +11,20 @@ from pathlib import Path
 from typing import Any
 
 from store.rows import to_db
-from tests.service.service_harness import APPROVER, Harness, close_harness, kinds, start
+from tests.service.governance_helpers import policy
+from tests.service.service_harness import (
+    APPROVER,
+    REQUESTER,
+    Harness,
+    close_harness,
+    kinds,
+    start,
+)
+
+STANDING_POLICY = """
+[tools.restart_service]
+allow_always = true
+"""
 
 
 def write_directly(db_path: Path, *statements: tuple[str, tuple[Any, ...]]) -> None:
@@ -92,3 +105,35 @@ async def test_a_vote_copied_from_another_call_does_not_make_it_run(
     assert len(after.effect_lines()) == 1  # only the honest deploy, from before
     [tamper] = await tamper_events(after, target_run.run_id)
     assert "not its own" in tamper["why"]
+
+
+async def test_a_standing_decision_inserted_by_sql_decides_nothing(
+    open_harness: Callable[..., Any], db_path: Path
+) -> None:
+    harness: Harness = await open_harness(policy=policy(STANDING_POLICY))
+    run = await start(harness, "restart api")
+    [first] = await harness.pending(run.run_id)
+    await harness.service.decide(first.approval_id, approve=True, decider=APPROVER, reason="ok")
+    await harness.service.drain(timeout=10)
+    assert len(harness.effect_lines()) == 1
+
+    forged_standing = (  # "approve restart_service for the rest of the run", without a seal
+        "INSERT INTO standing_decisions (approval_id, run_id, tool_name, decision, decider, "
+        "reason, message, created_at) VALUES (?, ?, 'restart_service', 'approved', ?, "
+        "'forged', NULL, ?)",
+        (first.approval_id, run.run_id, APPROVER, to_db(datetime.now(UTC))),
+    )
+    write_directly(db_path, forged_standing)
+    stored = await harness.store.get_run(run.run_id)
+    assert stored is not None
+    assert stored.thread_ts is not None
+    await harness.service.follow_up(
+        channel="C-ops", thread_ts=stored.thread_ts, user=REQUESTER, text="restart db"
+    )
+    await harness.service.drain(timeout=10)
+
+    later = [a for a in await harness.pending(run.run_id) if a.approval_id != first.approval_id]
+    assert [a.tool_name for a in later] == ["restart_service"]  # asked, not decided
+    assert len(harness.effect_lines()) == 1
+    [tamper] = await tamper_events(harness, run.run_id)
+    assert (tamper["purpose"], tamper["approval_id"]) == ("standing_seal", first.approval_id)
