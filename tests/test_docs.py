@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -224,3 +225,14 @@ def test_the_planning_check_sees_what_it_should() -> None:
     assert planning_talk("see DESIGN" + ".md") == ["DESIGN" + ".md"]
     assert planning_talk("the floor the issue" + " names") == ["the issue" + " names"]
     assert planning_talk("def seed(store): seeds the test data; a known issue") == []
+
+
+def test_the_license_file_is_the_license_pyproject_names() -> None:
+    with (ROOT / "pyproject.toml").open("rb") as handle:
+        declared = tomllib.load(handle)["project"]["license"]
+    assert declared == {"text": "Apache-2.0"}
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert " ".join(text.split()[:5]) == "Apache License Version 2.0, January"
+    assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text
+    assert "END OF TERMS AND CONDITIONS" in text
+    assert len(text.splitlines()) > 190  # the whole text, not a pointer to it

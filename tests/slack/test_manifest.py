@@ -127,3 +127,11 @@ def test_every_url_is_the_one_events_endpoint(manifest: dict[str, Any]) -> None:
     urls.append(settings["interactivity"]["request_url"])
     assert len(set(urls)) == 1
     assert urls[0] == f"https://YOUR-HOST{EVENTS_PATH}"
+
+
+def test_the_description_names_the_keyed_digest(manifest: dict[str, Any]) -> None:
+    """The card shows a keyed digest (HMAC-SHA256 of tool, agent and arguments), not a
+    plain hash a reader could confirm a guess with."""
+    text = " ".join(manifest["display_information"]["long_description"].split())
+    assert "keyed digest (HMAC-SHA256" in text
+    assert "SHA-256 digest" not in text
