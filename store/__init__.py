@@ -65,6 +65,6 @@ async def _open_postgres(
     except ImportError as error:
         raise ConfigError(
             f"database {location.display} is Postgres, which needs the postgres extra "
-            f"(pip install 'approvals-bot[postgres]'): {error}"
+            f"(pip install -e '.[postgres]' in the approvals-bot checkout): {error}"
         ) from None
     return await open_postgres_store(location, keyring=keyring, clock=clock, environ=environ)

@@ -236,3 +236,16 @@ def test_the_license_file_is_the_license_pyproject_names() -> None:
     assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text
     assert "END OF TERMS AND CONDITIONS" in text
     assert len(text.splitlines()) > 190  # the whole text, not a pointer to it
+
+
+def test_every_install_line_works_from_a_checkout() -> None:
+    """The package is not on an index: `pip install 'approvals-bot[extra]'` fails, so
+    every install line is the one that works, `pip install -e '.[extra]'` in the checkout."""
+    index_install = re.compile(r"pip install\s+['\"]?approvals-bot")
+    found = {
+        str(path.relative_to(ROOT)): index_install.findall(text)
+        for path in repository_text()
+        if path.suffix != "" and index_install.search(text := path.read_text(encoding="utf-8"))
+    }
+    found.pop("tests/test_docs.py", None)
+    assert not found, f"install lines that need a package index: {found}"

@@ -33,6 +33,7 @@ from typing import Any
 
 from bot.agents import (
     AGENTS_ENV,
+    agent_to_run,
     builtin_registry,
     close_model,
     load_agent_registry,
@@ -261,7 +262,7 @@ async def _open_service(args: argparse.Namespace) -> AsyncIterator[tuple[Approva
         stack.push_async_callback(close_model, model)
         spec = env.get(AGENTS_ENV, "").strip() or None
         registry = load_agent_registry(spec, default=builtin_registry(model))
-        agent = registry.latest(args.agent) if args.agent else registry.default()
+        agent = agent_to_run(registry, args.agent)
         _refuse_unknown_task(agent, args.task)
         store = await open_store(url)
         stack.push_async_callback(store.close)
