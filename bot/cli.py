@@ -41,6 +41,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+ERROR_LINE_CHARS = 500
+
+
+def clipped(message: str, *, width: int = ERROR_LINE_CHARS) -> str:
+    """`message` with each line cut to `width` characters: an error may quote what it
+    was given, and never echoes kilobytes of it back."""
+    return "\n".join(
+        line if len(line) <= width else f"{line[: width - 1]}… ({len(line)} characters)"
+        for line in message.split("\n")
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     install_log_redaction()  # no credential in any log line of any command
     parser = build_parser()
@@ -51,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
     except ApprovalsError as error:
-        print(f"approvals-bot: error: {error}", file=sys.stderr)
+        print(f"approvals-bot: error: {clipped(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

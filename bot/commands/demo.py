@@ -46,8 +46,10 @@ from bot.demo import OfflineOpsModel, ops_dependencies, parse_task
 from bot.demo.offline_model import help_text
 from bot.errors import AlreadyDecidedError, InputError, RunStateError
 from bot.policy.loading import POLICY_ENV, load_policy
+from bot.policy.rules import DEFAULT_POLICY
 from bot.runtime import Agent, AgentEngine
 from bot.service import ApprovalService, TaskOwner, approval_ttl_from_env, installation_worker_id
+from bot.service.limits import checked_task
 from store import open_store
 from store.config import database_url_from_env
 from store.records import ApprovalRecord, RunRecord
@@ -263,6 +265,8 @@ async def _open_service(args: argparse.Namespace) -> AsyncIterator[tuple[Approva
         spec = env.get(AGENTS_ENV, "").strip() or None
         registry = load_agent_registry(spec, default=builtin_registry(model))
         agent = agent_to_run(registry, args.agent)
+        # The length first: a task past the limit is refused without being read further.
+        checked_task((policy or DEFAULT_POLICY).limits, args.task)
         _refuse_unknown_task(agent, args.task)
         store = await open_store(url)
         stack.push_async_callback(store.close)
