@@ -116,6 +116,11 @@ def builtin_registry(model: Model | None = None) -> AgentRegistry:
     return registry
 
 
+def tool_names(registry: AgentRegistry) -> list[str]:
+    """Every tool of every agent in `registry` (what a policy's tool tables may name)."""
+    return sorted({name for agent in registry for name in agent.tool_names()})
+
+
 def load_agent_registry(spec: str | None, *, default: AgentRegistry) -> AgentRegistry:
     """The default registry, plus (and overridden by) the registry `spec` names: an
     AgentRegistry or a zero-argument callable returning one."""

@@ -38,6 +38,7 @@ from bot.agents import (
     close_model,
     load_agent_registry,
     model_from_env,
+    tool_names,
 )
 from bot.commands.operator import os_user
 from bot.commands.session import Session, prompt
@@ -45,7 +46,7 @@ from bot.commands.terminal import TerminalNotifier
 from bot.demo import OfflineOpsModel, ops_dependencies, parse_task
 from bot.demo.offline_model import help_text
 from bot.errors import AlreadyDecidedError, InputError, RunStateError
-from bot.policy.loading import POLICY_ENV, load_policy
+from bot.policy.loading import policy_from_env
 from bot.policy.rules import DEFAULT_POLICY
 from bot.runtime import Agent, AgentEngine
 from bot.service import ApprovalService, TaskOwner, approval_ttl_from_env, installation_worker_id
@@ -257,7 +258,6 @@ async def _open_service(args: argparse.Namespace) -> AsyncIterator[tuple[Approva
     do) is refused before the database is opened."""
     env = os.environ
     url = args.db if args.db is not None else database_url_from_env()
-    policy = load_policy(environ=env) if env.get(POLICY_ENV, "").strip() else None
     approval_ttl = approval_ttl_from_env(env)
     async with contextlib.AsyncExitStack() as stack:  # each part closed by whoever opened it
         model = model_from_env()
@@ -265,6 +265,7 @@ async def _open_service(args: argparse.Namespace) -> AsyncIterator[tuple[Approva
         spec = env.get(AGENTS_ENV, "").strip() or None
         registry = load_agent_registry(spec, default=builtin_registry(model))
         agent = agent_to_run(registry, args.agent)
+        policy = policy_from_env(env, known_tools=tool_names(registry))  # every problem
         # The length first: a task past the limit is refused without being read further.
         checked_task((policy or DEFAULT_POLICY).limits, args.task)
         _refuse_unknown_task(agent, args.task)

@@ -31,11 +31,12 @@ from bot.agents import (
     close_model,
     load_agent_registry,
     model_from_env,
+    tool_names,
 )
 from bot.commands.database import existing_store
 from bot.commands.terminal import Fanout, TerminalNotifier
 from bot.demo import ops_dependencies
-from bot.policy.loading import POLICY_ENV, load_policy
+from bot.policy.loading import policy_from_env
 from bot.service import (
     ApprovalService,
     Notifier,
@@ -74,7 +75,6 @@ async def operator_service(
     problem is a ConfigError before the database is opened. Closed on the way out, after
     the work it started (resumes) finished, for up to CLOSE_SECONDS."""
     env = os.environ if environ is None else environ
-    policy = load_policy(environ=env) if env.get(POLICY_ENV, "").strip() else None
     approval_ttl = approval_ttl_from_env(env)
     lease_seconds = lease_seconds_from_env(env)
     dependencies = ops_dependencies(env)
@@ -84,6 +84,7 @@ async def operator_service(
         stack.push_async_callback(close_model, model)
         spec = env.get(AGENTS_ENV, "").strip() or None
         registry = load_agent_registry(spec, default=builtin_registry(model))
+        policy = policy_from_env(env, known_tools=tool_names(registry))  # every problem
         store = await stack.enter_async_context(existing_store(args))
         notifiers: list[Notifier] = [TerminalNotifier(out or sys.stdout)]
         if slack is not None:

@@ -12,7 +12,7 @@ import argparse
 import os
 from typing import Any
 
-from bot.agents import AGENTS_ENV, builtin_registry, load_agent_registry
+from bot.agents import AGENTS_ENV, builtin_registry, load_agent_registry, tool_names
 from bot.demo import OfflineOpsModel
 from bot.policy.durations import format_duration
 from bot.policy.loading import load_policy
@@ -42,7 +42,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 def policy_check(args: argparse.Namespace) -> int:
     spec = os.environ.get(AGENTS_ENV, "").strip() or None
     registry = load_agent_registry(spec, default=builtin_registry(OfflineOpsModel()))
-    tools = sorted({name for agent in registry for name in agent.tool_names()})
+    tools = tool_names(registry)
     policy = load_policy(args.file, known_tools=tools)  # PolicyError: every problem
     print(render_policy(policy, tools))
     return 0

@@ -24,13 +24,19 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from bot.agents import builtin_registry, close_model, load_agent_registry, model_from_env
+from bot.agents import (
+    builtin_registry,
+    close_model,
+    load_agent_registry,
+    model_from_env,
+    tool_names,
+)
 from bot.commands.serve_lock import sole_server
 from bot.demo import ops_dependencies
 from bot.errors import ConfigError
 from bot.logs import configure_logging, log_settings_from_env
 from bot.metrics import Metrics
-from bot.policy.loading import POLICY_ENV, load_policy
+from bot.policy.loading import POLICY_ENV, policy_from_env
 from bot.service import (
     ApprovalService,
     TaskOwner,
@@ -129,9 +135,6 @@ async def open_bot(
     from bot.slack.notifier import SlackNotifier
     from bot.slack.surface import SlackSurface
 
-    # Without a policy file the service applies the built-in defaults with
-    # APPROVALS_APPROVAL_TTL_SECONDS as their expiry.
-    policy = load_policy(environ=environ) if environ.get(POLICY_ENV, "").strip() else None
     dependencies = ops_dependencies(environ)
     database_url = settings.database_url or database_url_from_env(environ)
     worker_id = installation_worker_id(database_url, environ)
@@ -142,6 +145,9 @@ async def open_bot(
         model = model_from_env(environ, metrics=metrics)
         stack.push_async_callback(close_model, model)
         registry = load_agent_registry(settings.agents, default=builtin_registry(model))
+        # Every problem of the policy at once. Without a policy file the service applies
+        # the built-in defaults with APPROVALS_APPROVAL_TTL_SECONDS as their expiry.
+        policy = policy_from_env(environ, known_tools=tool_names(registry))
         store = await open_store(database_url, environ=environ)
         stack.push_async_callback(store.close)
         location = parse_database_url(database_url)
