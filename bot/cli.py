@@ -2,7 +2,8 @@
 
 Each module in `bot.commands` exposes `register(subparsers)` and sets `func` on its
 parsers; `func(args)` returns an exit code. Errors from our tree become one clear line
-on stderr and exit code 2; nothing else is caught.
+on stderr (then a line per note a command added: what to do next) and exit code 2;
+nothing else is caught.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
     except ApprovalsError as error:
         print(f"approvals-bot: error: {clipped(str(error))}", file=sys.stderr)
+        for note in getattr(error, "__notes__", ()):  # what to do next, added on the way up
+            print(f"approvals-bot: {note}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -11,7 +11,9 @@ approver (you) may decide.
 
 Its runs are terminal runs (origin "terminal"): the Slack bot on the same database
 neither lists nor decides them. Ctrl-C at a prompt quits at once, leaving the run
-paused, with one line saying how to finish it: `approvals-bot approvals decide`.
+paused, with one line saying how to finish it: `approvals-bot approvals decide`; so
+does a demo that stops without a decision (nothing on stdin, a decision the policy
+refuses).
 Prompts are read between the service's steps, outside the event loop
 (bot.commands.session), which is what lets Ctrl-C through.
 """
@@ -45,7 +47,7 @@ from bot.commands.session import Session, prompt
 from bot.commands.terminal import TerminalNotifier
 from bot.demo import OfflineOpsModel, ops_dependencies, parse_task
 from bot.demo.offline_model import help_text
-from bot.errors import AlreadyDecidedError, InputError, RunStateError
+from bot.errors import AlreadyDecidedError, ApprovalsError, InputError, RunStateError
 from bot.policy.loading import policy_from_env
 from bot.policy.rules import DEFAULT_POLICY
 from bot.runtime import Agent, AgentEngine
@@ -162,6 +164,11 @@ def run_demo(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(interrupted_line(progress, args), file=sys.stderr, flush=True)
         return 130
+    except ApprovalsError as error:  # no answer on stdin, a decision the policy refused
+        finish = finish_line(progress, args)
+        if finish is not None:
+            error.add_note(finish)  # the CLI prints it under the error
+        raise
 
 
 def _let_ctrl_c_interrupt() -> None:
@@ -195,13 +202,23 @@ def interrupted_line(progress: Progress, args: argparse.Namespace) -> str:
     run = progress.run
     if run is None:
         return "approvals-bot: interrupted before the run started; nothing was stored"
-    if not progress.waiting:
+    finish = finish_line(progress, args)
+    if finish is None:
         return f"approvals-bot: interrupted; run {run.run_id} was left {run.status}"
+    return f"approvals-bot: interrupted; {finish}"
+
+
+def finish_line(progress: Progress, args: argparse.Namespace) -> str | None:
+    """The paused run and the command that decides what it waits for (None: the demo
+    was not waiting on a decision)."""
+    run = progress.run
+    if run is None or not progress.waiting:
+        return None
     first, more = progress.waiting[0], len(progress.waiting) - 1
     db = f" --db {shlex.quote(str(args.db))}" if args.db is not None else ""
     others = f" ({more} more: approvals-bot approvals list --run {run.run_id}{db})" if more else ""
     return (
-        f"approvals-bot: interrupted; run {run.run_id} stays paused. Decide it later: "
+        f"run {run.run_id} stays paused. Decide it later: "
         f"approvals-bot approvals decide {first} --approve|--reject --as YOU --reason TEXT"
         f"{db}{others}"
     )
