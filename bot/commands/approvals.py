@@ -19,18 +19,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from typing import Any
 
 from bot.commands.database import command_group, db_command, positive_int
+from bot.commands.groups import add_groups_option, terminal_groups, unknown_groups_note
 from bot.commands.operator import operator_service
 from bot.commands.session import Session, prompt
 from bot.commands.terminal import compact, expiry, standing_text
-from bot.errors import InputError
+from bot.errors import InputError, NotAuthorizedError
 from bot.review.snapshot import ReviewSnapshot
 from bot.service import ApprovalService, ApprovalView, DecisionResult
 from bot.service.api import decode_cursor, encode_cursor
+from bot.slack.config import web_api_from_env
 from store.records import ApprovalRecord, AuditEvent
 
 DIGEST_HEX = re.compile(r"[0-9a-f]{64}")
@@ -49,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     show = db_command(group, "show", "one approval: the call, votes, trail", approvals_show)
     show.add_argument("approval_id", metavar="ID")
     show.add_argument("--as", dest="viewer", default=None, help="say what USER may do with it")
+    add_groups_option(show)
     decide = db_command(
         group, "decide", "approve or reject a call, as USER, under the policy", approvals_decide
     )
@@ -69,10 +73,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         action="store_true",
         help="the decision stands for the rest of the run (where the policy allows it)",
     )
+    add_groups_option(decide)
     revoke = db_command(group, "revoke", "withdraw a call before it runs", approvals_revoke)
     revoke.add_argument("approval_id", metavar="ID")
     _person(revoke, "who revokes")
     revoke.add_argument("--reason", required=True, help="why (audit)")
+    add_groups_option(revoke)
 
 
 def _person(parser: argparse.ArgumentParser, help_text: str) -> None:
@@ -135,6 +141,9 @@ def approvals_show(args: argparse.Namespace) -> int:
         view = session.run(service.approval_view(args.approval_id, viewer=args.viewer))
         trail = session.run(service.approval_trail(args.approval_id, viewer=args.viewer or ""))
     print(render_view(view, viewer=args.viewer))
+    note = None if view.can_decide else _groups_note(service, view.approval, args.viewer, args)
+    if args.viewer is not None and note is not None:
+        print(f"  note:      {note}")
     print(f"audit trail ({len(trail)}):")
     for event in trail:
         print(render_event(event))
@@ -199,7 +208,13 @@ def approvals_decide(args: argparse.Namespace) -> int:
         view = session.run(service.approval_view(args.approval_id, viewer=args.actor))
         print(render_view(view, viewer=args.actor))
         digest = args.digest or _confirm(view, approve=args.approve)
-        result = session.run(_decide(service, args, digest))
+        try:
+            result = session.run(_decide(service, args, digest))
+        except NotAuthorizedError as error:
+            note = _groups_note(service, view.approval, args.actor, args)
+            if note is not None:
+                error.add_note(note)
+            raise
         print(decided_text(result))
         if result.resume_started:
             print(f"resuming run {result.approval.run_id} here ...", flush=True)
@@ -207,6 +222,19 @@ def approvals_decide(args: argparse.Namespace) -> int:
             run = session.run(service.store.get_run(result.approval.run_id))
             print(f"run {result.approval.run_id} is {run.status if run else 'gone'}")
     return 0
+
+
+def _groups_note(
+    service: ApprovalService, approval: ApprovalRecord, person: str | None, args: argparse.Namespace
+) -> str | None:
+    """Whether a refusal may come of user groups this command does not know the members of."""
+    if person is None:
+        return None
+    groups = terminal_groups(args, asks_slack=web_api_from_env(os.environ) is not None)
+    if groups is None:
+        return None
+    rule = service.policy.rule_for(approval.tool_name)
+    return unknown_groups_note(rule, person, groups, slack_possible=True)
 
 
 def _confirm(view: ApprovalView, *, approve: bool) -> str:
