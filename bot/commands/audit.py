@@ -79,7 +79,7 @@ def audit_export(args: argparse.Namespace) -> int:
 
 
 async def _read_audit(args: argparse.Namespace, since: datetime | None) -> list[AuditEvent]:
-    async with existing_store(args) as store:
+    async with existing_store(args, keys_required=False) as store:  # the log is in clear
         return await store.audit_events(since=since)
 
 
@@ -93,7 +93,7 @@ def audit_verify(args: argparse.Namespace) -> int:
 
 
 async def _audit_verify(args: argparse.Namespace) -> int:
-    async with existing_store(args) as store:
+    async with existing_store(args, keys_required=False) as store:  # the chain is unkeyed
         verification = await store.verify_audit()
         head_seq, head_hash = await store.audit_head()
     if args.json:

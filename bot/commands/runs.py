@@ -92,7 +92,7 @@ async def _runs_list(args: argparse.Namespace) -> int:
         origin=args.origin,
     )
     after = decode_cursor(args.after) if args.after else None
-    async with existing_store(args) as store:
+    async with existing_store(args, keys_required=False) as store:  # runs are in clear
         found = await store.list_runs(where=where, after=after, limit=args.limit + 1)
     runs, extra = found[: args.limit], found[args.limit :]
     if args.json:
@@ -132,7 +132,7 @@ def runs_show(args: argparse.Namespace) -> int:
 async def _runs_show(args: argparse.Namespace) -> int:
     if args.reveal and not args.state:
         raise InputError("--reveal goes with --state (it shows the state unredacted)")
-    async with existing_store(args) as store:
+    async with existing_store(args, keys_required=args.state) as store:  # the state is sealed
         run = await store.get_run(args.run_id)
         if run is None:
             raise InputError(f"no run {args.run_id!r}")

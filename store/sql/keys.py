@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.errors import ConfigError
-from store.crypto import KeyRing
+from store.crypto import KeyRing, NoKeys
 from store.keys import KEYS_ENV
 from store.tx import Engine
 
@@ -24,12 +24,33 @@ async def sealed_key_ids(database: Engine) -> set[str]:
     return {str(row[0]) for row in rows}
 
 
+def uncovered(sealed: set[str], keyring: KeyRing, where: str) -> str | None:
+    """Why `keyring` cannot open the data sealed with the key ids `sealed` (None: it can)."""
+    missing = sorted(sealed - set(keyring.key_ids))
+    if not missing:
+        return None
+    return (
+        f"database {where} holds data sealed with key id(s) {', '.join(missing)}, which the "
+        f"key ring lacks (it has {', '.join(keyring.key_ids)}); add them to {KEYS_ENV} "
+        "or the key file (for a database made by `approvals-bot db copy`: the keys of the "
+        "database it was copied from)"
+    )
+
+
+def settled_keyring(sealed: set[str], keyring: KeyRing, where: str, *, required: bool) -> KeyRing:
+    """`keyring` when it opens all the sealed data; else a ConfigError saying which keys
+    are missing, or (not `required`: a command that reads what is in clear) NoKeys
+    saying it, so that only what needs those keys fails."""
+    if isinstance(keyring, NoKeys):
+        return keyring
+    problem = uncovered(sealed, keyring, where)
+    if problem is None:
+        return keyring
+    if required:
+        raise ConfigError(problem)
+    return NoKeys(problem)
+
+
 async def check_keys_cover(database: Engine, keyring: KeyRing, where: str) -> None:
     """ConfigError naming the key ids the data uses and the ring lacks."""
-    missing = sorted(await sealed_key_ids(database) - set(keyring.key_ids))
-    if missing:
-        raise ConfigError(
-            f"database {where} holds data sealed with key id(s) {', '.join(missing)}, which the "
-            f"key ring lacks (it has {', '.join(keyring.key_ids)}); add them to {KEYS_ENV} "
-            "or the key file"
-        )
+    settled_keyring(await sealed_key_ids(database), keyring, where, required=True)
