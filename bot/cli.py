@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from bot import __version__
+from bot.env_file import load_env_file
 from bot.errors import ApprovalsError
 from bot.logs import install_log_redaction
 
@@ -62,6 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        load_env_file()  # ./.env fills in what the environment does not set
         code: int = args.func(args)
     except ApprovalsError as error:
         print(f"approvals-bot: error: {clipped(str(error))}", file=sys.stderr)

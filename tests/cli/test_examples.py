@@ -78,6 +78,7 @@ def environment(home: Path, **extra: str) -> dict[str, str]:
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
         APPROVALS_DATABASE_URL=str(home / "approvals.db"),
         APPROVALS_DEMO_EFFECTS=str(home / "effects.jsonl"),
+        APPROVALS_ENV_FILE=os.devnull,  # not a developer's .env in the checkout
         **extra,
     )
     return env
