@@ -128,6 +128,37 @@ def configure_logging(settings: LogSettings, *, stream: TextIO | None = None) ->
     setattr(handler, _MARK_HANDLER, True)
     root.addHandler(handler)
     root.setLevel(settings.level)
+    quiet_library_noise(settings.level)
+
+
+# Library lines that say nothing to whoever runs the bot:
+# - slack_sdk logs each retry of a Web API call at INFO, unless the client's own logger
+#   has a level above DEBUG (its check is `logger.level <= DEBUG`); our WARNING per try
+#   of auth.test, and the retry metrics, say what matters;
+# - Bolt warns that its `token` goes unused when SLACK_BOT_TOKEN is set and a client is
+#   given (it reads the variable itself): the bot gives the client on purpose.
+RETRY_LOGGERS = ("slack_sdk.web.async_base_client", "slack_sdk.webhook.async_client")
+BOLT_APP_LOGGER = "slack_bolt.AsyncApp"
+
+
+class _DropMessage(logging.Filter):
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != self.message
+
+
+def quiet_library_noise(level: str) -> None:
+    """Silence the library lines above at `level` (slack_sdk's retries show at DEBUG)."""
+    from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
+
+    for name in RETRY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if level == "DEBUG" else logging.INFO)
+    bolt = logging.getLogger(BOLT_APP_LOGGER)
+    if not any(isinstance(f, _DropMessage) for f in bolt.filters):
+        bolt.addFilter(_DropMessage(warning_client_prioritized_and_token_skipped()))
 
 
 def record_fields(record: logging.LogRecord) -> dict[str, Any]:

@@ -20,7 +20,8 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from aiohttp import web
 
     from bot.slack.gateway import SlackGateway
-    from bot.slack.probes import Probes
+    from bot.slack.probes import Probes, Readiness
     from bot.slack.surface import SlackSurface
 
 log = logging.getLogger(__name__)
@@ -105,31 +106,83 @@ async def serve(settings: SlackSettings, *, mode: Mode, environ: Mapping[str, st
 async def _open_and_serve(
     settings: SlackSettings, *, mode: Mode, environ: Mapping[str, str], stop: _Signals
 ) -> None:
+    """Listen on HOST:PORT before Slack is reached (the probes say what the bot waits
+    for), open the bot, recover, then take Slack's requests until a signal comes."""
+    from bot.slack.probes import Probes, Readiness, build_probe_app
+    from bot.slack.server import EVENTS_PATH, StartingApp
+
     metrics = Metrics()
-    async with open_bot(settings, environ=environ, metrics=metrics) as surface:
+    readiness = Readiness(metrics, reason="opening the database")
+    endpoint = StartingApp(readiness) if mode == "http" else None
+    port = _Port(endpoint.app if endpoint else build_probe_app(readiness), settings)
+    async with open_bot(
+        settings,
+        environ=environ,
+        metrics=metrics,
+        before_slack=port.listening,
+        waiting=readiness.waiting,
+    ) as surface:
+        readiness.waiting("recovering the runs a previous process left")
         recovered = await surface.service.recover()
         if recovered:
             log.info("recovered %d run(s) left by a previous process", recovered)
         surface.service.start_expiry_sweeper(every_seconds=sweep_seconds_from_env(environ))
-        from bot.slack.probes import Probes
-
         probes = Probes(service=surface.service, health=surface.health, metrics=metrics)
         about = started_line(settings, environ=environ, surface=surface)
-        if mode == "http":
-            await _serve_http(surface, settings, probes, about, stop)
+        if endpoint is not None:
+            endpoint.serve_slack(
+                bolt_app=surface.bolt_app,
+                signing_secret=settings.signing_secret,
+                memory=surface.requests,
+            )
+            readiness.serving(probes)
+            print(f"approvals-bot: serving Slack at {port.url}{EVENTS_PATH} ({about})",
+                  file=sys.stderr)  # fmt: skip
+            await stop.serving()
         else:
-            await _serve_socket(surface, settings, probes, about, stop)
+            await _serve_socket(surface, settings, readiness, probes, port, about, stop)
+        await port.close()  # no new request while the bot drains
+
+
+async def _serve_socket(
+    surface: SlackSurface,
+    settings: SlackSettings,
+    readiness: Readiness,
+    probes: Probes,
+    port: _Port,
+    about: str,
+    stop: _Signals,
+) -> None:
+    from bot.slack.socket_mode import socket_mode
+
+    assert settings.app_token is not None  # load_settings requires it in socket mode
+    readiness.waiting("connecting to Slack over Socket Mode")
+    async with socket_mode(surface.bolt_app, settings.app_token):
+        readiness.serving(probes)
+        print(
+            "approvals-bot: connected to Slack over Socket Mode; probes and metrics at "
+            f"{port.url} ({about})",
+            file=sys.stderr,
+        )
+        await stop.serving()
 
 
 @contextlib.asynccontextmanager
 async def open_bot(
-    settings: SlackSettings, *, environ: Mapping[str, str], metrics: Metrics | None = None
+    settings: SlackSettings,
+    *,
+    environ: Mapping[str, str],
+    metrics: Metrics | None = None,
+    before_slack: Callable[[], AbstractAsyncContextManager[object]] | None = None,
+    waiting: Callable[[str], None] | None = None,
 ) -> AsyncIterator[SlackSurface]:
     """The model, the store, the registry, the service and the Slack surface around
     them, open for the block; each is closed on the way out by the one who opened it,
     in reverse order. Every configuration problem is a ConfigError before anything is
     opened (the agents module, too, before the database); so is a second server on one
-    SQLite file (bot.commands.serve_lock)."""
+    SQLite file (bot.commands.serve_lock). `before_slack` is entered once the store is
+    open, before Slack is asked who the bot is (serve listens there); `waiting` hears
+    why, each time Slack cannot be reached."""
     from bot.slack.channels import SlackChannelDirectory
     from bot.slack.groups import SlackGroupDirectory
     from bot.slack.notifier import SlackNotifier
@@ -173,12 +226,15 @@ async def open_bot(
                 metrics=metrics,
             )
 
+        if before_slack is not None:
+            await stack.enter_async_context(before_slack())
         surface = await SlackSurface.open(
             bot_token=settings.bot_token,
             signing_secret=settings.signing_secret,
             api_url=settings.api_url,
             make_service=make_service,
             metrics=metrics,
+            waiting=waiting,
         )
         yield await stack.enter_async_context(surface)
 
@@ -203,44 +259,6 @@ def without_credentials(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
-async def _serve_http(
-    surface: SlackSurface, settings: SlackSettings, probes: Probes, about: str, stop: _Signals
-) -> None:
-    from bot.slack.server import EVENTS_PATH, build_web_app
-
-    app = build_web_app(
-        bolt_app=surface.bolt_app,
-        signing_secret=settings.signing_secret,
-        memory=surface.requests,
-        probes=probes,
-    )
-    async with _listening(app, settings) as (host, port):
-        print(
-            f"approvals-bot: serving Slack at http://{host}:{port}{EVENTS_PATH} ({about})",
-            file=sys.stderr,
-        )
-        await stop.serving()
-
-
-async def _serve_socket(
-    surface: SlackSurface, settings: SlackSettings, probes: Probes, about: str, stop: _Signals
-) -> None:
-    from bot.slack.probes import build_probe_app
-    from bot.slack.socket_mode import socket_mode
-
-    assert settings.app_token is not None  # load_settings requires it in socket mode
-    async with (
-        _listening(build_probe_app(probes), settings) as (host, port),
-        socket_mode(surface.bolt_app, settings.app_token),
-    ):
-        print(
-            "approvals-bot: connected to Slack over Socket Mode; probes and metrics at "
-            f"http://{host}:{port} ({about})",
-            file=sys.stderr,
-        )
-        await stop.serving()
-
-
 @contextlib.asynccontextmanager
 async def _listening(
     app: web.Application, settings: SlackSettings
@@ -249,7 +267,9 @@ async def _listening(
     a HOST that does not resolve is a ConfigError in one line."""
     from aiohttp import web
 
-    runner = web.AppRunner(app)
+    from bot.slack.probes import AccessLog
+
+    runner = web.AppRunner(app, access_log_class=AccessLog)
     await runner.setup()
     try:
         try:
@@ -263,6 +283,31 @@ async def _listening(
         yield host, port
     finally:
         await runner.cleanup()
+
+
+class _Port:
+    """HOST:PORT serving `app`: from `listening()` (entered before Slack is reached)
+    until `close()` or the end of that block."""
+
+    def __init__(self, app: web.Application, settings: SlackSettings) -> None:
+        self._app = app
+        self._settings = settings
+        self._stack = contextlib.AsyncExitStack()
+        self.url = ""
+
+    @contextlib.asynccontextmanager
+    async def listening(self) -> AsyncIterator[None]:
+        async with self._stack:
+            host, port = await self._stack.enter_async_context(
+                _listening(self._app, self._settings)
+            )
+            self.url = f"http://{host}:{port}"
+            print(f"approvals-bot: listening at {self.url} (/healthz, /readyz, /metrics); "
+                  "reaching Slack", file=sys.stderr)  # fmt: skip
+            yield
+
+    async def close(self) -> None:
+        await self._stack.aclose()
 
 
 class _Signals:

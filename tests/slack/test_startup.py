@@ -17,6 +17,7 @@ import aiohttp
 import pytest
 
 from bot.agents import sdk_installed
+from tests.polling import until
 from tests.slack.fake_slack import FakeSlack
 from tests.slack.serve_process import serve_env, serving
 
@@ -63,7 +64,8 @@ async def test_a_token_slack_refuses_stops_start_up(fake_slack: FakeSlack, tmp_p
     assert_one_error_line(
         code, lines, r"^approvals-bot: error: SLACK_BOT_TOKEN rejected by Slack: invalid_auth$"
     )
-    assert lines == [lines[-1]]
+    listening, _ = lines  # the probes listened while Slack was asked
+    assert re.fullmatch(r"approvals-bot: listening at http://127\.0\.0\.1:\d+ .*", listening)
 
 
 async def test_a_port_in_use_is_one_line(
@@ -117,7 +119,51 @@ async def test_an_unreachable_slack_is_tried_again_one_line_a_try(
     tries = [line for line in lines if "Slack unreachable" in line]
     assert "trying again in 1 s (try 2)" in tries[0]
     assert "trying again in 2 s (try 3)" in tries[1]
+    assert all(" WARNING bot.slack.surface: " in line for line in tries)
+    # one line a try: slack_sdk's own retry line (INFO) is not there
+    assert [line for line in lines if "auth.test" in line] == tries
+    assert not any("A retry handler found" in line for line in lines), lines
     assert not any("Traceback" in line or "Unclosed" in line for line in lines), lines
+
+
+async def test_the_probes_answer_at_once_and_say_what_the_bot_waits_for(
+    fake_slack: FakeSlack, tmp_path: Path
+) -> None:
+    env = serve_env(fake_slack, tmp_path, SLACK_API_URL=f"http://127.0.0.1:{closed_port()}/api/")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "serve", env=env, stderr=asyncio.subprocess.PIPE
+    )
+    assert process.stderr is not None
+    lines: list[str] = []
+    async with asyncio.timeout(SECONDS):
+        while not (match := re.search(r"listening at (http://\S+) ", lines[-1] if lines else "")):
+            line = (await process.stderr.readline()).decode()
+            assert line, lines
+            lines.append(line.rstrip("\n"))
+        base = match.group(1)
+        async with aiohttp.ClientSession() as session:
+
+            async def waiting_for_slack() -> dict[str, object] | None:
+                async with session.get(f"{base}/readyz") as ready:
+                    assert ready.status == 503
+                    answer: dict[str, object] = await ready.json()
+                return answer if "waiting for Slack" in str(answer["reason"]) else None
+
+            answer = await until(waiting_for_slack, "/readyz never said it waits for Slack")
+            async with session.get(f"{base}/healthz") as health:
+                assert health.status == 200
+            async with session.post(f"{base}/slack/events", data=b"{}") as events:
+                assert (events.status, await events.json()) == (503, {"error": "starting"})
+        process.send_signal(signal.SIGTERM)
+        rest, _ = await asyncio.gather(process.stderr.read(), process.wait())
+    lines += rest.decode().splitlines()
+    assert process.returncode == 0, lines
+    assert answer["ready"] is False
+    reason = str(answer["reason"])
+    assert reason.startswith("waiting for Slack: Slack auth.test failed: Cannot connect to host")
+    assert re.search(r"; trying again in \d+ s$", reason), reason
+    assert not any("GET /readyz" in line or "GET /healthz" in line for line in lines)  # DEBUG
+    assert any('"POST /slack/events HTTP/1.1" 503' in line for line in lines), lines
 
 
 async def test_the_start_up_line_names_what_serves_and_the_probes_answer(
@@ -132,6 +178,8 @@ async def test_the_start_up_line_names_what_serves_and_the_probes_answer(
             assert metrics.status == 200
             assert "approval_pending_oldest_age_seconds 0.0" in await metrics.text()
     assert not any("Traceback" in line or "Unclosed" in line for line in served.log)
+    assert not any("will be unused" in line for line in served.log)  # Bolt's token warning
+    assert not any("GET /readyz" in line or "GET /metrics" in line for line in served.log)
     started = next(line for line in served.log if "serving Slack at" in line)
     database = tmp_path / "approvals.db"
     agents = "ops, ops-openai" if sdk_installed() else "ops"  # the openai-agents extra
