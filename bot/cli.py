@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from bot import __version__
 from bot.env_file import load_env_file
 from bot.errors import ApprovalsError
-from bot.logs import install_log_redaction
+from bot.logs import announce, install_log_redaction
 
 COMMAND_MODULES = (
     "bot.commands.demo",
@@ -66,9 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         load_env_file()  # ./.env fills in what the environment does not set
         code: int = args.func(args)
     except ApprovalsError as error:
-        print(f"approvals-bot: error: {clipped(str(error))}", file=sys.stderr)
+        announce(f"error: {clipped(str(error))}", level=logging.ERROR)
         for note in getattr(error, "__notes__", ()):  # what to do next, added on the way up
-            print(f"approvals-bot: {note}", file=sys.stderr)
+            announce(note, level=logging.ERROR)
         return 2
     except KeyboardInterrupt:
         return 130

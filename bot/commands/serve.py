@@ -19,7 +19,6 @@ import contextlib
 import logging
 import os
 import signal
-import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
@@ -35,7 +34,7 @@ from bot.agents import (
 from bot.commands.serve_lock import sole_server
 from bot.demo import ops_dependencies
 from bot.errors import ConfigError
-from bot.logs import configure_logging, log_settings_from_env
+from bot.logs import announce, configure_logging, log_settings_from_env
 from bot.metrics import Metrics
 from bot.policy.loading import POLICY_ENV, policy_from_env
 from bot.service import (
@@ -84,9 +83,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def run(mode: Mode) -> int:
     """Serve in `mode` until stopped (the body of `approvals-bot serve` / `socket`)."""
-    logging_settings = log_settings_from_env(os.environ)
+    configure_logging(log_settings_from_env(os.environ))  # first: every line as it says
     settings = load_settings(os.environ, mode=mode)
-    configure_logging(logging_settings)
     asyncio.run(serve(settings, mode=mode, environ=os.environ))
     return 0
 
@@ -136,8 +134,7 @@ async def _open_and_serve(
                 memory=surface.requests,
             )
             readiness.serving(probes)
-            print(f"approvals-bot: serving Slack at {port.url}{EVENTS_PATH} ({about})",
-                  file=sys.stderr)  # fmt: skip
+            announce(f"serving Slack at {port.url}{EVENTS_PATH} ({about})")
             await stop.serving()
         else:
             await _serve_socket(surface, settings, readiness, probes, port, about, stop)
@@ -159,11 +156,7 @@ async def _serve_socket(
     readiness.waiting("connecting to Slack over Socket Mode")
     async with socket_mode(surface.bolt_app, settings.app_token):
         readiness.serving(probes)
-        print(
-            "approvals-bot: connected to Slack over Socket Mode; probes and metrics at "
-            f"{port.url} ({about})",
-            file=sys.stderr,
-        )
+        announce(f"connected to Slack over Socket Mode; probes and metrics at {port.url} ({about})")
         await stop.serving()
 
 
@@ -302,8 +295,7 @@ class _Port:
                 _listening(self._app, self._settings)
             )
             self.url = f"http://{host}:{port}"
-            print(f"approvals-bot: listening at {self.url} (/healthz, /readyz, /metrics); "
-                  "reaching Slack", file=sys.stderr)  # fmt: skip
+            announce(f"listening at {self.url} (/healthz, /readyz, /metrics); reaching Slack")
             yield
 
     async def close(self) -> None:

@@ -5,6 +5,7 @@ unreachable Slack, what the start-up line names, and the probes once they serve.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -180,10 +181,61 @@ async def test_the_start_up_line_names_what_serves_and_the_probes_answer(
     assert not any("Traceback" in line or "Unclosed" in line for line in served.log)
     assert not any("will be unused" in line for line in served.log)  # Bolt's token warning
     assert not any("GET /readyz" in line or "GET /metrics" in line for line in served.log)
-    started = next(line for line in served.log if "serving Slack at" in line)
+    objects = [json.loads(line) for line in served.log]  # LOG_FORMAT=json: every line
+    assert all(isinstance(one, dict) and {"level", "message"} <= one.keys() for one in objects)
+    [started] = [one for one in objects if "serving Slack at" in one["message"]]
+    assert (started["level"], started["logger"]) == ("INFO", "approvals-bot")
     database = tmp_path / "approvals.db"
     agents = "ops, ops-openai" if sdk_installed() else "ops"  # the openai-agents extra
-    assert started.endswith(f"(database {database}, policy built-in defaults, agents {agents})")
+    assert started["message"].endswith(
+        f"(database {database}, policy built-in defaults, agents {agents})"
+    )
+
+
+async def test_json_logs_make_every_stderr_line_an_object_errors_too(
+    fake_slack: FakeSlack, tmp_path: Path
+) -> None:
+    env = serve_env(fake_slack, tmp_path, LOG_FORMAT="json")
+    env.pop("SLACK_SIGNING_SECRET")
+    code, lines = await finished("serve", env)
+    assert code == 2
+    [error] = [json.loads(line) for line in lines]
+    assert (error["level"], error["message"]) == ("ERROR", "error: SLACK_SIGNING_SECRET is not set")
+
+    fake_slack.fail("auth.test", error="invalid_auth")
+    code, lines = await finished("serve", serve_env(fake_slack, tmp_path, LOG_FORMAT="json"))
+    assert code == 2
+    messages = [json.loads(line)["message"] for line in lines]
+    assert messages[-1] == "error: SLACK_BOT_TOKEN rejected by Slack: invalid_auth"
+
+
+async def test_json_logs_while_slack_is_unreachable(fake_slack: FakeSlack, tmp_path: Path) -> None:
+    env = serve_env(
+        fake_slack,
+        tmp_path,
+        LOG_FORMAT="json",
+        SLACK_API_URL=f"http://127.0.0.1:{closed_port()}/api/",
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "serve", env=env, stderr=asyncio.subprocess.PIPE
+    )
+    assert process.stderr is not None
+    lines: list[str] = []
+    async with asyncio.timeout(SECONDS):
+        while sum("Slack unreachable" in line for line in lines) < 2:
+            line = (await process.stderr.readline()).decode()
+            assert line, lines
+            lines.append(line.rstrip("\n"))
+        process.send_signal(signal.SIGTERM)
+        rest, _ = await asyncio.gather(process.stderr.read(), process.wait())
+    lines += rest.decode().splitlines()
+    assert process.returncode == 0, lines
+    objects = [json.loads(line) for line in lines]
+    assert [one["level"] for one in objects if "Slack unreachable" in one["message"]] == [
+        "WARNING",
+        "WARNING",
+    ]
+    assert objects[-1]["message"] == "stopped while starting"
 
 
 async def test_socket_mode_serves_the_probes_on_its_own_port(
