@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "bot.commands.database",
     "bot.commands.serve",
     "bot.commands.manifest",
+    "bot.commands.doctor",
 )
 
 

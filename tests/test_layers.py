@@ -36,6 +36,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bot.clock": (),
     "bot.off_loop": (),
     "bot.logs": ("bot.credentials", "bot.errors"),
+    "bot.env_file": ("bot.errors",),
     "bot.metrics": (),
     "bot.runtime": ("bot.runtime", *LEAVES),
     "bot.review": ("bot.review", *LEAVES),

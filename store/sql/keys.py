@@ -10,18 +10,21 @@ from store.tx import Engine
 SEALED_TABLES = ("approvals", "approval_votes", "standing_decisions")
 
 
+SEALED_KEY_IDS = (
+    "SELECT key_id FROM run_blobs UNION SELECT result_key_id FROM ledger "
+    "WHERE result_key_id IS NOT NULL"
+    + "".join(
+        f" UNION SELECT seal_key_id FROM {table} WHERE seal_key_id IS NOT NULL"
+        for table in SEALED_TABLES
+    )
+)
+"""The query of every key id the sealed data names (of a database at the latest schema)."""
+
+
 async def sealed_key_ids(database: Engine) -> set[str]:
     """The key ids of every sealed state blob, ledger result and decision seal in the
     database (a database from before migration 0010 has no decision seals)."""
-    rows = await database.read(
-        "SELECT key_id FROM run_blobs UNION SELECT result_key_id FROM ledger "
-        "WHERE result_key_id IS NOT NULL"
-        + "".join(
-            f" UNION SELECT seal_key_id FROM {table} WHERE seal_key_id IS NOT NULL"
-            for table in SEALED_TABLES
-        )
-    )
-    return {str(row[0]) for row in rows}
+    return {str(row[0]) for row in await database.read(SEALED_KEY_IDS)}
 
 
 def uncovered(sealed: set[str], keyring: KeyRing, where: str) -> str | None:
