@@ -28,7 +28,7 @@ from bot.commands.database import command_group, db_command, positive_int
 from bot.commands.groups import add_groups_option, terminal_groups, unknown_groups_note
 from bot.commands.json_output import approval_json, event_json, jsonable, print_json
 from bot.commands.operator import operator_service
-from bot.commands.session import Session, prompt
+from bot.commands.session import Session, confirm
 from bot.commands.terminal import compact, expiry, standing_text
 from bot.errors import InputError, NotAuthorizedError
 from bot.review.snapshot import ReviewSnapshot
@@ -307,12 +307,11 @@ def _confirm(view: ApprovalView, *, approve: bool) -> str:
             "this at a terminal to confirm it"
         )
     verb = "approve" if approve else "reject"
-    answer = prompt(
-        f"{verb} {view.approval.tool_name} with digest {digest[:16]}…? [y/N] ",
+    confirm(
+        f"{verb} {view.approval.tool_name} with digest {digest[:16]}…?",
         missing="no confirmation on standard input; pass --digest",
-    ).lower()
-    if answer not in ("y", "yes"):
-        raise InputError("not confirmed; nothing was decided")
+        refused="nothing was decided",
+    )
     return digest
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from bot.commands.audit import parse_since
 from bot.commands.database import db_command, existing_store
 from bot.commands.operator import operator_service, os_user
-from bot.commands.session import Session, prompt
+from bot.commands.session import Session, confirm
 from bot.errors import InputError
 from store.records import PurgeReport
 
@@ -120,9 +120,8 @@ def purge_counts(report: PurgeReport) -> str:
 
 
 def _confirm_purge(runs: int) -> None:
-    answer = prompt(
-        f"purge them? The content of {runs} run(s) cannot be brought back [y/N] ",
+    confirm(
+        f"purge them? The content of {runs} run(s) cannot be brought back",
         missing="no confirmation on standard input; pass --yes",
-    ).lower()
-    if answer not in ("y", "yes"):
-        raise InputError("not confirmed; nothing was purged")
+        refused="nothing was purged",
+    )

@@ -3,15 +3,11 @@ SQLite file."""
 
 from __future__ import annotations
 
-import os
-import pty
 import shlex
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 
 from store.api import Store
-from tests.cli.operator_support import Home, subprocess_env
+from tests.cli.operator_support import Home, at_a_terminal
 
 
 async def _many_runs(store: Store, count: int) -> None:
@@ -172,27 +168,8 @@ def test_runs_purge_dry_run_counts_what_would_go_and_changes_nothing(home: Home)
     assert home.cli("runs", "show", run.run_id, "--state")[0] == 0
 
 
-def _purge_at_a_terminal(home: Home, answer: bytes, *extra: str) -> tuple[int, str, str]:
-    """`runs purge` with a real pty as stdin, answering `answer` to its question."""
-    main_fd, child_fd = pty.openpty()
-    try:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "bot", "runs", "purge", "--finished-before", "0s", *extra],
-            cwd=home.path, env=subprocess_env(home.path), stdin=child_fd,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )  # fmt: skip
-        os.close(child_fd)
-        assert process.stdout is not None
-        shown = b""
-        while b"[y/N]" not in shown:
-            chunk = os.read(process.stdout.fileno(), 4096)
-            assert chunk, shown
-            shown += chunk
-        os.write(main_fd, answer)
-        out, err = process.communicate(timeout=60)
-    finally:
-        os.close(main_fd)
-    return process.returncode, (shown + out).decode(), err.decode()
+def _purge_at_a_terminal(home: Home, answer: bytes) -> tuple[int, str, str]:
+    return at_a_terminal(home.path, ["runs", "purge", "--finished-before", "0s"], answer)
 
 
 def test_runs_purge_at_a_terminal_asks_first(home: Home) -> None:

@@ -11,7 +11,7 @@ import re
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 
 import aiohttp
@@ -35,6 +35,40 @@ async def finished(command: str, env: Mapping[str, str]) -> tuple[int, list[str]
         _, err = await process.communicate()
     assert process.returncode is not None
     return process.returncode, err.decode().splitlines()
+
+
+async def stopped_after(
+    command: str,
+    env: Mapping[str, str],
+    enough: Callable[[list[str]], bool],
+    meanwhile: Callable[[list[str]], Awaitable[None]] | None = None,
+) -> tuple[int, list[str]]:
+    """Start `approvals-bot <command>`, read its stderr until `enough(lines)`, do
+    `meanwhile`, then stop it with SIGTERM: (exit code, every stderr line)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", command, env=dict(env), stderr=asyncio.subprocess.PIPE
+    )
+    assert process.stderr is not None
+    lines: list[str] = []
+    async with asyncio.timeout(SECONDS):
+        while not enough(lines):
+            line = (await process.stderr.readline()).decode()
+            assert line, lines
+            lines.append(line.rstrip("\n"))
+        if meanwhile is not None:
+            await meanwhile(lines)
+        process.send_signal(signal.SIGTERM)
+        rest, _ = await asyncio.gather(process.stderr.read(), process.wait())
+    assert process.returncode is not None
+    return process.returncode, lines + rest.decode().splitlines()
+
+
+def _url_after(words: str, lines: list[str]) -> str | None:
+    """The URL a start-up line gives after `words` (None: no such line yet)."""
+    for line in lines:
+        if match := re.search(rf"{words} (http://[^\s\"]+)", line):
+            return match.group(1)
+    return None
 
 
 def assert_one_error_line(code: int, lines: list[str], expected: str) -> None:
@@ -103,20 +137,10 @@ async def test_an_unreachable_slack_is_tried_again_one_line_a_try(
     fake_slack: FakeSlack, tmp_path: Path
 ) -> None:
     env = serve_env(fake_slack, tmp_path, SLACK_API_URL=f"http://127.0.0.1:{closed_port()}/api/")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "serve", env=env, stderr=asyncio.subprocess.PIPE
+    code, lines = await stopped_after(
+        "serve", env, lambda lines: sum("Slack unreachable" in line for line in lines) >= 2
     )
-    assert process.stderr is not None
-    lines: list[str] = []
-    async with asyncio.timeout(SECONDS):
-        while sum("Slack unreachable, trying again" in line for line in lines) < 2:
-            line = (await process.stderr.readline()).decode()
-            assert line, lines
-            lines.append(line.rstrip("\n"))
-        process.send_signal(signal.SIGTERM)
-        rest, _ = await asyncio.gather(process.stderr.read(), process.wait())
-    lines += rest.decode().splitlines()
-    assert process.returncode == 0, lines
+    assert code == 0, lines
     tries = [line for line in lines if "Slack unreachable" in line]
     assert "trying again in 1 s (try 2)" in tries[0]
     assert "trying again in 2 s (try 3)" in tries[1]
@@ -131,17 +155,10 @@ async def test_the_probes_answer_at_once_and_say_what_the_bot_waits_for(
     fake_slack: FakeSlack, tmp_path: Path
 ) -> None:
     env = serve_env(fake_slack, tmp_path, SLACK_API_URL=f"http://127.0.0.1:{closed_port()}/api/")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "serve", env=env, stderr=asyncio.subprocess.PIPE
-    )
-    assert process.stderr is not None
-    lines: list[str] = []
-    async with asyncio.timeout(SECONDS):
-        while not (match := re.search(r"listening at (http://\S+) ", lines[-1] if lines else "")):
-            line = (await process.stderr.readline()).decode()
-            assert line, lines
-            lines.append(line.rstrip("\n"))
-        base = match.group(1)
+    answers: list[dict[str, object]] = []
+
+    async def probe(lines: list[str]) -> None:
+        base = _url_after("listening at", lines)
         async with aiohttp.ClientSession() as session:
 
             async def waiting_for_slack() -> dict[str, object] | None:
@@ -150,15 +167,17 @@ async def test_the_probes_answer_at_once_and_say_what_the_bot_waits_for(
                     answer: dict[str, object] = await ready.json()
                 return answer if "waiting for Slack" in str(answer["reason"]) else None
 
-            answer = await until(waiting_for_slack, "/readyz never said it waits for Slack")
+            answers.append(await until(waiting_for_slack, "/readyz never said it waits for Slack"))
             async with session.get(f"{base}/healthz") as health:
                 assert health.status == 200
             async with session.post(f"{base}/slack/events", data=b"{}") as events:
                 assert (events.status, await events.json()) == (503, {"error": "starting"})
-        process.send_signal(signal.SIGTERM)
-        rest, _ = await asyncio.gather(process.stderr.read(), process.wait())
-    lines += rest.decode().splitlines()
-    assert process.returncode == 0, lines
+
+    code, lines = await stopped_after(
+        "serve", env, lambda lines: _url_after("listening at", lines) is not None, probe
+    )
+    assert code == 0, lines
+    [answer] = answers
     assert answer["ready"] is False
     reason = str(answer["reason"])
     assert reason.startswith("waiting for Slack: Slack auth.test failed: Cannot connect to host")
@@ -216,20 +235,10 @@ async def test_json_logs_while_slack_is_unreachable(fake_slack: FakeSlack, tmp_p
         LOG_FORMAT="json",
         SLACK_API_URL=f"http://127.0.0.1:{closed_port()}/api/",
     )
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "serve", env=env, stderr=asyncio.subprocess.PIPE
+    code, lines = await stopped_after(
+        "serve", env, lambda lines: sum("Slack unreachable" in line for line in lines) >= 2
     )
-    assert process.stderr is not None
-    lines: list[str] = []
-    async with asyncio.timeout(SECONDS):
-        while sum("Slack unreachable" in line for line in lines) < 2:
-            line = (await process.stderr.readline()).decode()
-            assert line, lines
-            lines.append(line.rstrip("\n"))
-        process.send_signal(signal.SIGTERM)
-        rest, _ = await asyncio.gather(process.stderr.read(), process.wait())
-    lines += rest.decode().splitlines()
-    assert process.returncode == 0, lines
+    assert code == 0, lines
     objects = [json.loads(line) for line in lines]
     assert [one["level"] for one in objects if "Slack unreachable" in one["message"]] == [
         "WARNING",
@@ -242,27 +251,19 @@ async def test_socket_mode_serves_the_probes_on_its_own_port(
     fake_slack: FakeSlack, tmp_path: Path
 ) -> None:
     env = serve_env(fake_slack, tmp_path, SLACK_APP_TOKEN="xapp-1-socket")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "socket", env=env, stderr=asyncio.subprocess.PIPE
-    )
-    assert process.stderr is not None
-    lines: list[str] = []
-    async with asyncio.timeout(SECONDS):
-        while not (
-            match := re.search(r"probes and metrics at (http://\S+)", lines[-1] if lines else "")
-        ):
-            line = (await process.stderr.readline()).decode()
-            assert line, lines
-            lines.append(line.rstrip("\n"))
+
+    async def probe(lines: list[str]) -> None:
+        base = _url_after("probes and metrics at", lines)
         async with aiohttp.ClientSession() as session:
-            async with session.get(f"{match.group(1)}/readyz") as ready:
+            async with session.get(f"{base}/readyz") as ready:
                 assert ready.status == 200
-            async with session.get(f"{match.group(1)}/metrics") as metrics:
+            async with session.get(f"{base}/metrics") as metrics:
                 assert "slack_api_errors_total" in await metrics.text()
-        process.send_signal(signal.SIGTERM)
-        rest, _ = await asyncio.gather(process.stderr.read(), process.wait())
-    lines += rest.decode().splitlines()
-    assert process.returncode == 0, lines
+
+    code, lines = await stopped_after(
+        "socket", env, lambda lines: _url_after("probes and metrics at", lines) is not None, probe
+    )
+    assert code == 0, lines
     assert not any("Traceback" in line or "Unclosed" in line for line in lines), lines
 
 
@@ -280,18 +281,8 @@ async def test_socket_mode_says_once_a_try_that_it_cannot_connect(
 ) -> None:
     fake_slack.socket_url = f"ws://127.0.0.1:{closed_port()}/socket"
     env = serve_env(fake_slack, tmp_path, SLACK_APP_TOKEN="xapp-1-socket")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "socket", env=env, stderr=asyncio.subprocess.PIPE
+    code, lines = await stopped_after(
+        "socket", env, lambda lines: any("Failed to connect" in line for line in lines)
     )
-    assert process.stderr is not None
-    lines: list[str] = []
-    async with asyncio.timeout(SECONDS):
-        while not any("Failed to connect" in line for line in lines):
-            line = (await process.stderr.readline()).decode()
-            assert line, lines
-            lines.append(line.rstrip("\n"))
-        process.send_signal(signal.SIGTERM)
-        rest, _ = await asyncio.gather(process.stderr.read(), process.wait())
-    lines += rest.decode().splitlines()
-    assert process.returncode == 0, lines
+    assert code == 0, lines
     assert not any("Traceback" in line or "Unclosed" in line for line in lines), lines
