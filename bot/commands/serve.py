@@ -2,9 +2,11 @@
 `approvals-bot socket` (Socket Mode).
 
 Both read their configuration from the environment (see bot.slack.config and the
-README), open the model, the store and the Slack surface (`open_bot`), finish what a
-dead process left (`recover`), start the expiry sweeper, serve until SIGINT/SIGTERM,
-then drain the tasks they own and close everything, each part by whoever opened it.
+README), open the model and the store, listen on HOST:PORT (the probes answer from then
+on, saying what the bot waits for), open the Slack surface (`open_bot`: auth.test, tried
+again while Slack cannot be reached), finish what a dead process left (`recover`), start
+the expiry sweeper, take Slack's requests until SIGINT/SIGTERM, then stop listening,
+drain the tasks they own and close everything, each part by whoever opened it.
 
 The Slack side (aiohttp, Bolt, slack_sdk) is about half of the CLI's start-up, so it is
 imported inside the functions that serve: `approvals-bot --help`, `demo` and the
@@ -110,7 +112,7 @@ async def _open_and_serve(
     from bot.slack.server import EVENTS_PATH, StartingApp
 
     metrics = Metrics()
-    readiness = Readiness(metrics, reason="opening the database")
+    readiness = Readiness(metrics, reason="waiting for Slack: asking auth.test who the bot is")
     endpoint = StartingApp(readiness) if mode == "http" else None
     port = _Port(endpoint.app if endpoint else build_probe_app(readiness), settings)
     async with open_bot(
