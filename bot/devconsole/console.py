@@ -5,6 +5,7 @@ on one port of 127.0.0.1, sharing one state; `connect` tells it where the bot li
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -96,8 +97,7 @@ async def _listen(runner: web.AppRunner, port: int) -> int:
     try:
         await web.TCPSite(runner, HOST, port).start()
     except OSError as error:
-        raise ConfigError(
-            f"cannot listen on {HOST}:{port} (--port): {error.strerror or error}"
-        ) from None
+        why = os.strerror(error.errno) if error.errno else str(error)
+        raise ConfigError(f"cannot listen on {HOST}:{port} (--port): {why}") from None
     bound: int = runner.addresses[0][1]
     return bound

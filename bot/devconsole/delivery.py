@@ -81,6 +81,7 @@ class Delivery:
         self._session = session
         self.hooks_url = hooks_url
         self._clock = clock
+        self.timeout_seconds = SLACK_TIMEOUT_SECONDS
 
     # -- the page's actions ----------------------------------------------------------------
 
@@ -276,14 +277,15 @@ class Delivery:
             ),
             "User-Agent": "Slackbot 1.0 (+https://api.slack.com/robots)",
         }
-        timeout = aiohttp.ClientTimeout(total=SLACK_TIMEOUT_SECONDS)
+        timeout = aiohttp.ClientTimeout(total=self.timeout_seconds)
         try:
             async with self._session.post(
                 self.events_url, data=raw, headers=headers, timeout=timeout
             ) as response:
                 answer = Answer(status=response.status, body=await response.text())
         except TimeoutError:
-            raise Unanswered("operation_timeout", "the bot did not answer within 3 s") from None
+            late = f"the bot did not answer within {self.timeout_seconds:g} s"
+            raise Unanswered("operation_timeout", late) from None
         except aiohttp.ClientError as error:
             raise Unanswered("dispatch_failed", f"the bot is unreachable ({error})") from None
         if answer.status != 200:

@@ -77,11 +77,12 @@ class Trigger:
     used: bool = False
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True)
 class ResponseUrl:
     user: str
     channel: str
     command: str
+    uses: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,7 +107,7 @@ class SlackState:
     stacks: dict[str, list[View]] = field(default_factory=dict)  # user -> open modals
     homes: dict[str, View] = field(default_factory=dict)  # user -> published App Home
     triggers: dict[str, Trigger] = field(default_factory=dict)
-    response_urls: dict[str, list[ResponseUrl]] = field(default_factory=dict)
+    response_urls: dict[str, ResponseUrl] = field(default_factory=dict)
     log: deque[ApiCall] = field(default_factory=lambda: deque(maxlen=LOG_SIZE))
     version: int = 0
     closed: bool = False
@@ -195,15 +196,16 @@ class SlackState:
 
     def issue_response_url(self, *, user: str, channel: str, command: str) -> str:
         key = secrets.token_urlsafe(18)
-        self.response_urls[key] = [ResponseUrl(user=user, channel=channel, command=command)]
+        self.response_urls[key] = ResponseUrl(user=user, channel=channel, command=command)
         return key
 
     def use_response_url(self, key: str) -> ResponseUrl | None:
-        uses = self.response_urls.get(key)
-        if uses is None or len(uses) > RESPONSE_URL_USES:
+        """The command a response_url answers, up to RESPONSE_URL_USES times."""
+        url = self.response_urls.get(key)
+        if url is None or url.uses >= RESPONSE_URL_USES:
             return None
-        uses.append(uses[0])
-        return uses[0]
+        url.uses += 1
+        return url
 
     # -- views -------------------------------------------------------------------------
 
