@@ -370,7 +370,7 @@ function mrkdwn(text, snap) {
   const fences = String(text || "").split("```");
   fences.forEach((part, i) => {
     if (i % 2 === 1) out.push(el("pre", { class: "code" }, entities(part.replace(/^\n/, "").replace(/\n$/, ""))));
-    else out.push(...inlineCode(part, snap));
+    else out.push(...inlineCode(i > 0 ? part.replace(/^\n/, "") : part, snap));
   });
   return out;
 }
@@ -402,7 +402,10 @@ function special(inner, snap) {
     const id = target.slice(1);
     return el("span", { class: "mention" }, `@${snap.names[id] || id}`);
   }
-  if (target.startsWith("#")) return el("span", { class: "mention" }, `#${label || target.slice(1)}`);
+  if (target.startsWith("#")) {
+    const id = target.slice(1);
+    return el("span", { class: "mention" }, `#${label || (id === snap.channel.id ? snap.channel.name : id)}`);
+  }
   if (target.startsWith("!date^")) {
     const seconds = Number(target.split("^")[1]);
     return el("time", {}, Number.isFinite(seconds) ? new Date(seconds * 1000).toLocaleString() : entities(label || ""));
