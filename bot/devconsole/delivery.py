@@ -25,7 +25,7 @@ import aiohttp
 
 from bot.devconsole import limits, payloads
 from bot.devconsole.state import MAX_VIEW_STACK, Message, SlackState, View
-from bot.devconsole.workspace import BOT_USER_ID, CHANNEL_ID, Person, Workspace
+from bot.devconsole.workspace import CHANNEL_ID, Person, Workspace
 
 SLACK_TIMEOUT_SECONDS = 3.0  # Slack waits this long for an app's answer
 FORM = "application/x-www-form-urlencoded"
@@ -94,13 +94,7 @@ class Delivery:
             await self._command(person, command, rest.strip(), thread_ts=thread_ts)
             return
         message = self.state.post(
-            Message(
-                ts=self.state.next_ts(),
-                channel=CHANNEL_ID,
-                user=person.id,
-                text=text,
-                thread_ts=thread_ts,
-            )
+            channel=CHANNEL_ID, user=person.id, text=text, thread_ts=thread_ts
         )
         event = payloads.message_event(message)
         await self._event(event)
@@ -216,17 +210,7 @@ class Delivery:
             return
         if not isinstance(data, dict):
             data = {"text": answer.body}
-        self.state.post(
-            Message(
-                ts=self.state.next_ts(),
-                channel=CHANNEL_ID,
-                user=BOT_USER_ID,
-                text=str(data.get("text") or ""),
-                blocks=list(data.get("blocks") or []),
-                thread_ts=thread_ts,
-                only_for=None if data.get("response_type") == "in_channel" else person.id,
-            )
-        )
+        self.state.answer(data, channel=CHANNEL_ID, to=person.id, thread_ts=thread_ts)
 
     def _apply_response_action(self, person: Person, view: View, data: Any) -> None:
         stack = self.state.stack(person.id)

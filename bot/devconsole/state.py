@@ -14,9 +14,11 @@ import itertools
 import secrets
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from bot.devconsole.workspace import BOT_USER_ID
 
 TRIGGER_SECONDS = 3.0  # Slack: a trigger id opens a modal within 3 s, once
 RESPONSE_URL_USES = 5  # Slack: a response_url answers up to 5 times (within 30 min)
@@ -152,10 +154,43 @@ class SlackState:
 
     # -- messages --------------------------------------------------------------------
 
-    def post(self, message: Message) -> Message:
+    def post(
+        self,
+        *,
+        channel: str,
+        user: str,
+        text: str,
+        blocks: list[Any] | None = None,
+        thread_ts: str | None = None,
+        only_for: str | None = None,
+    ) -> Message:
+        """A new message in `channel` (ephemeral when `only_for` names its one reader)."""
+        message = Message(
+            ts=self.next_ts(),
+            channel=channel,
+            user=user,
+            text=text,
+            blocks=blocks or [],
+            thread_ts=thread_ts,
+            only_for=only_for,
+        )
         self.messages.append(message)
         self.changed()
         return message
+
+    def answer(
+        self, body: Mapping[str, Any], *, channel: str, to: str, thread_ts: str | None = None
+    ) -> Message:
+        """The app's answer to `to`'s slash command (its acknowledgement or a post to the
+        command's response_url): theirs alone unless `response_type` is `in_channel`."""
+        return self.post(
+            channel=channel,
+            user=BOT_USER_ID,
+            text=str(body.get("text") or ""),
+            blocks=list(body.get("blocks") or []),
+            thread_ts=thread_ts,
+            only_for=None if body.get("response_type") == "in_channel" else to,
+        )
 
     def find(self, channel: str, ts: str) -> Message | None:
         return next(
@@ -165,16 +200,7 @@ class SlackState:
 
     def tell(self, user: str, channel: str, text: str, *, thread_ts: str | None = None) -> None:
         """Slack's own ephemeral note to `user` (the app failed to answer, say)."""
-        self.post(
-            Message(
-                ts=self.next_ts(),
-                channel=channel,
-                user=SLACKBOT,
-                text=text,
-                thread_ts=thread_ts,
-                only_for=user,
-            )
-        )
+        self.post(channel=channel, user=SLACKBOT, text=text, thread_ts=thread_ts, only_for=user)
 
     # -- triggers and response URLs --------------------------------------------------------
 

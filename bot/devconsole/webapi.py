@@ -90,16 +90,7 @@ class WebApi:
             return web.Response(status=400, text="invalid_payload")
         if used is None or not isinstance(body, dict):
             return web.Response(status=404, text="used_url" if used is None else "invalid_payload")
-        self.state.post(
-            Message(
-                ts=self.state.next_ts(),
-                channel=used.channel,
-                user=BOT_USER_ID,
-                text=str(body.get("text") or ""),
-                blocks=list(body.get("blocks") or []),
-                only_for=None if body.get("response_type") == "in_channel" else used.user,
-            )
-        )
+        self.state.answer(body, channel=used.channel, to=used.user)
         self.state.record(ApiCall(method="response_url", error=None, about=used.command))
         return web.Response(text="ok")
 
@@ -194,21 +185,24 @@ def _auth_test(api: WebApi, args: Mapping[str, Any]) -> Answer:
     }
 
 
-def _post_message(api: WebApi, args: Mapping[str, Any]) -> Answer:
+def _bot_message(api: WebApi, args: Mapping[str, Any], *, only_for: str | None = None) -> Message:
+    """The bot's message as chat.postMessage and chat.postEphemeral take it."""
     channel = api.channel(args)
     text, blocks = _text_or_blocks(args)
     thread_ts = args.get("thread_ts") or None
-    message = api.state.post(
-        Message(
-            ts=api.state.next_ts(),
-            channel=channel,
-            user=BOT_USER_ID,
-            text=text,
-            blocks=blocks,
-            thread_ts=str(thread_ts) if thread_ts else None,
-        )
+    return api.state.post(
+        channel=channel,
+        user=BOT_USER_ID,
+        text=text,
+        blocks=blocks,
+        thread_ts=str(thread_ts) if thread_ts else None,
+        only_for=only_for,
     )
-    return {"ok": True, "channel": channel, "ts": message.ts, "message": message.as_json()}
+
+
+def _post_message(api: WebApi, args: Mapping[str, Any]) -> Answer:
+    message = _bot_message(api, args)
+    return {"ok": True, "channel": message.channel, "ts": message.ts, "message": message.as_json()}
 
 
 def _update(api: WebApi, args: Mapping[str, Any]) -> Answer:
@@ -225,24 +219,11 @@ def _update(api: WebApi, args: Mapping[str, Any]) -> Answer:
 
 
 def _post_ephemeral(api: WebApi, args: Mapping[str, Any]) -> Answer:
-    channel = api.channel(args)
+    api.channel(args)
     user = api.user(args.get("user"))
     if user not in api.workspace.channel_members:
         raise Refused("user_not_in_channel")
-    text, blocks = _text_or_blocks(args)
-    thread_ts = args.get("thread_ts") or None
-    message = api.state.post(
-        Message(
-            ts=api.state.next_ts(),
-            channel=channel,
-            user=BOT_USER_ID,
-            text=text,
-            blocks=blocks,
-            thread_ts=str(thread_ts) if thread_ts else None,
-            only_for=user,
-        )
-    )
-    return {"ok": True, "message_ts": message.ts}
+    return {"ok": True, "message_ts": _bot_message(api, args, only_for=user).ts}
 
 
 def _views_open(api: WebApi, args: Mapping[str, Any]) -> Answer:

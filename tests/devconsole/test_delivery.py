@@ -18,7 +18,7 @@ from aiohttp import web
 
 from bot.devconsole import DevConsole
 from bot.devconsole.delivery import Delivery
-from bot.devconsole.state import Message, View
+from bot.devconsole.state import View
 from bot.devconsole.workspace import BOT_USER_ID, CHANNEL_ID
 from bot.errors import InputError
 from bot.slack.signature import verify_signature
@@ -153,9 +153,7 @@ async def test_a_request_signed_with_another_secret_is_refused_by_the_bots_verif
 
 
 async def test_a_thread_reply_is_a_message_event(console: DevConsole, app: App) -> None:
-    root = console.state.post(
-        Message(ts=console.state.next_ts(), channel=CHANNEL_ID, user=BOT_USER_ID, text="run")
-    )
+    root = console.state.post(channel=CHANNEL_ID, user=BOT_USER_ID, text="run")
     await delivery(console).send(person(console, "U0RILEY"), "and restart it", thread_ts=root.ts)
     (body,) = app.received
     assert body["type"] == "event_callback"
@@ -174,26 +172,23 @@ async def test_an_outsider_may_not_post(console: DevConsole, app: App) -> None:
 
 async def test_only_buttons_the_app_sent_can_be_pressed(console: DevConsole, app: App) -> None:
     card = console.state.post(
-        Message(
-            ts=console.state.next_ts(),
-            channel=CHANNEL_ID,
-            user=BOT_USER_ID,
-            text="card",
-            blocks=[
-                {
-                    "type": "actions",
-                    "block_id": "decision",
-                    "elements": [
-                        {
-                            "type": "button",
-                            "action_id": "approve",
-                            "value": "00ab-cd",
-                            "text": {"type": "plain_text", "text": "Approve"},
-                        }
-                    ],
-                }
-            ],
-        )
+        channel=CHANNEL_ID,
+        user=BOT_USER_ID,
+        text="card",
+        blocks=[
+            {
+                "type": "actions",
+                "block_id": "decision",
+                "elements": [
+                    {
+                        "type": "button",
+                        "action_id": "approve",
+                        "value": "00ab-cd",
+                        "text": {"type": "plain_text", "text": "Approve"},
+                    }
+                ],
+            }
+        ],
     )
     alice = person(console, "U0ALICE")
     with pytest.raises(ValueError, match="no button 'revoke'"):
@@ -214,10 +209,7 @@ async def test_only_buttons_the_app_sent_can_be_pressed(console: DevConsole, app
 async def test_someone_elses_ephemeral_message_cannot_be_clicked(
     console: DevConsole, app: App
 ) -> None:
-    private = console.state.post(
-        Message(ts=console.state.next_ts(), channel=CHANNEL_ID, user=BOT_USER_ID, text="x",
-                only_for="U0ALICE")
-    )  # fmt: skip
+    private = console.state.post(channel=CHANNEL_ID, user=BOT_USER_ID, text="x", only_for="U0ALICE")
     with pytest.raises(ValueError, match="no message"):
         await delivery(console).click(person(console, "U0BOB"), block_id="b", action_id="a",
                                       message_ts=private.ts)  # fmt: skip

@@ -13,7 +13,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.devconsole import DevConsole, Secrets
-from bot.devconsole.state import TRIGGER_SECONDS, Message
+from bot.devconsole.state import TRIGGER_SECONDS
 from bot.devconsole.workspace import BOT_USER_ID, CHANNEL_ID
 
 MODAL = {
@@ -123,9 +123,7 @@ async def test_the_bot_updates_its_own_messages_only(
     await client.chat_update(channel=CHANNEL_ID, ts=posted["ts"], text="decided")
     assert console.state.messages[0].text == "decided"
     assert console.state.messages[0].edited
-    theirs = console.state.post(
-        Message(ts=console.state.next_ts(), channel=CHANNEL_ID, user="U0RILEY", text="hi")
-    )
+    theirs = console.state.post(channel=CHANNEL_ID, user="U0RILEY", text="hi")
     update = client.chat_update(channel=CHANNEL_ID, ts=theirs.ts, text="edited by the bot")
     assert (await refused(update))[0] == "cant_update_message"
     gone = client.chat_update(channel=CHANNEL_ID, ts="1.000001", text="x")
