@@ -59,10 +59,13 @@ class Dev:
         return code
 
 
-async def start_dev(workdir: Path, env: Mapping[str, str], *args: str) -> Dev:
-    """Start `approvals-bot dev --port 0 --db workdir/dev.db`; return once it printed its URL."""
+async def start_dev(
+    workdir: Path, env: Mapping[str, str], *args: str, python: str = sys.executable
+) -> Dev:
+    """Start `approvals-bot dev --port 0 --db workdir/dev.db` (with `python`); return
+    once it printed its URL."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "dev", "--port", "0", "--db", str(workdir / "dev.db"),
+        python, "-m", "bot", "dev", "--port", "0", "--db", str(workdir / "dev.db"),
         *args, env=dict(env), cwd=workdir, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     assert process.stderr is not None
