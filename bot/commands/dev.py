@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -76,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     workspace = workspace_for(load_policy(policy_file))
     environ = {**os.environ, POLICY_ENV: policy_file, "APPROVALS_DATABASE_URL": args.db}
     configure_logging(logging_settings)
+    # Every click is a request to the bot: the page shows them, the terminal need not.
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     asyncio.run(develop(workspace=workspace, port=args.port, environ=environ))
     return 0
 

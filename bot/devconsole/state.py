@@ -21,6 +21,7 @@ from typing import Any, Literal
 from bot.devconsole.workspace import BOT_USER_ID
 
 TRIGGER_SECONDS = 3.0  # Slack: a trigger id opens a modal within 3 s, once
+TRIGGER_KEPT = 60.0  # how long a trigger id is remembered (to say "expired", not "invalid")
 RESPONSE_URL_USES = 5  # Slack: a response_url answers up to 5 times (within 30 min)
 MAX_VIEW_STACK = 3  # Slack: views.push past three views is push_limit_reached
 LOG_SIZE = 50
@@ -205,8 +206,11 @@ class SlackState:
     # -- triggers and response URLs --------------------------------------------------------
 
     def issue_trigger(self, user: str) -> str:
+        now = self.clock()
+        for old in [key for key, t in self.triggers.items() if now - t.issued > TRIGGER_KEPT]:
+            del self.triggers[old]  # long expired: "invalid" now rather than "expired"
         trigger_id = f"{next(self._ids)}.{secrets.token_hex(8)}"
-        self.triggers[trigger_id] = Trigger(user=user, issued=self.clock())
+        self.triggers[trigger_id] = Trigger(user=user, issued=now)
         return trigger_id
 
     def take_trigger(self, trigger_id: str) -> Trigger | TriggerProblem:
