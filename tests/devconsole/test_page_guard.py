@@ -115,7 +115,7 @@ async def test_the_page_loads_nothing_from_elsewhere(console: DevConsole) -> Non
             html = await response.text()
         sources = re.findall(r'(?:src|href)="([^"]+)"', html)
         assert sources == ["/static/console.css", "data:,", "/static/console.js"]
-        for asset in ("/static/console.js", "/static/console.css"):
+        for asset in ("/static/console.js", "/static/blockkit.js", "/static/console.css"):
             async with session.get(console.url + asset) as response:
                 assert response.status == 200
                 assert "http" not in (await response.text()).replace("https?:", "")

@@ -1,20 +1,12 @@
 // The dev console's page: renders what the stand-in Slack holds for the chosen person
 // (the bot's Block Kit), and sends what they do to the console, which delivers it to the
-// bot as Slack would. Plain DOM, no framework, no build step; text is always inserted as
-// text (never as HTML), so nothing the bot or a person writes can run here.
-"use strict";
+// bot as Slack would. Plain DOM, no framework, no build step; Block Kit is drawn by
+// blockkit.js.
+import { blocksNode, el, mrkdwn, plain, readForm, writeForm } from "./blockkit.js";
 
 const TOKEN = document.querySelector('meta[name="console-token"]').content;
 const $ = (id) => document.getElementById(id);
 const view = { me: localStorage.getItem("console.as"), tab: "channel", replyTo: null, snap: null };
-const EMOJI = {
-  warning: "⚠️", white_check_mark: "✅", x: "❌", no_entry: "⛔", no_entry_sign: "🚫",
-  information_source: "ℹ️", hourglass: "⌛", hourglass_flowing_sand: "⏳", stop_sign: "🛑",
-  pushpin: "📌", lock: "🔒", leftwards_arrow_with_hook: "↩️", alarm_clock: "⏰",
-  ballot_box_with_check: "☑️", construction: "🚧", robot_face: "🤖", bell: "🔔",
-  mag: "🔍", question: "❓", heavy_check_mark: "✔️", eyes: "👀", rocket: "🚀",
-};
-
 // -- talking to the console ------------------------------------------------------------
 
 async function call(path, options = {}) {
@@ -179,8 +171,8 @@ function messageNode(m, snap) {
     m.edited ? el("span", { class: "edited" }, "(edited)") : ""
   );
   const body = m.blocks && m.blocks.length
-    ? blocksNode(m.blocks, { where: "message", ts: m.ts }, snap)
-    : el("div", { class: "text" }, ...mrkdwn(m.text, snap));
+    ? blocksNode(m.blocks, context(snap, { message_ts: m.ts }))
+    : el("div", { class: "text" }, ...mrkdwn(m.text, context(snap, {})));
   const node = el("article", { class: `msg${m.ephemeral ? " ephemeral" : ""}`, "data-ts": m.ts }, header, body);
   if (m.ephemeral) node.append(el("div", { class: "only-you" }, "Only visible to you"));
   return node;
@@ -194,7 +186,7 @@ function renderHome(snap) {
   const home = snap.home;
   $("home-view").replaceChildren(
     home
-      ? blocksNode(home.definition.blocks || [], { where: "view", viewId: home.id }, snap)
+      ? blocksNode(home.definition.blocks || [], context(snap, { view_id: home.id }, $("home-view")))
       : el("p", { class: "muted" }, "Waiting for the bot to publish this person's App Home…")
   );
 }
@@ -205,7 +197,7 @@ function renderModal(snap) {
   $("overlay").hidden = !modal;
   const key = modal ? JSON.stringify(modal) : "";
   if (key === shownModal) return;
-  const typed = modal && shownModal && $("modal").dataset.viewId === modal.id ? readForm() : {};
+  const typed = modal && shownModal && $("modal").dataset.viewId === modal.id ? readForm($("modal")) : {};
   shownModal = key;
   if (!modal) {
     $("modal").replaceChildren();
@@ -217,7 +209,7 @@ function renderModal(snap) {
   form.append(
     el("h2", { class: "modal-title" }, title),
     modal.problem ? el("div", { class: "problem", role: "alert" }, modal.problem) : "",
-    blocksNode(def.blocks || [], { where: "view", viewId: modal.id, errors: modal.errors }, snap)
+    blocksNode(def.blocks || [], { ...context(snap, { view_id: modal.id }, $("modal")), errors: modal.errors })
   );
   const buttons = el("div", { class: "modal-buttons" });
   const close = el("button", { type: "button", class: "secondary" }, plain(def.close) || "Cancel");
@@ -227,12 +219,12 @@ function renderModal(snap) {
   form.append(buttons);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    act({ do: "submit", view_id: modal.id, values: readForm() });
+    act({ do: "submit", view_id: modal.id, values: readForm($("modal")) });
   });
   $("modal").dataset.viewId = modal.id;
   $("modal").setAttribute("aria-label", title);
   $("modal").replaceChildren(form);
-  writeForm(typed);
+  writeForm($("modal"), typed);
 }
 
 function renderLog(snap) {
@@ -252,215 +244,23 @@ function renderLog(snap) {
   );
 }
 
-// -- Block Kit --------------------------------------------------------------------------------
+// -- small helpers ---------------------------------------------------------------------------
 
-function blocksNode(blocks, where, snap) {
-  return el("div", { class: "blocks" }, ...blocks.map((b) => blockNode(b, where, snap)));
-}
-
-function blockNode(block, where, snap) {
-  switch (block.type) {
-    case "section": return sectionNode(block, where, snap);
-    case "context":
-      return el("div", { class: "block context" }, ...(block.elements || []).map((e) => textNode(e, snap, "span")));
-    case "header": return el("h3", { class: "block header" }, plain(block.text));
-    case "divider": return el("hr", { class: "block divider" });
-    case "actions":
-      return el("div", { class: "block actions" }, ...(block.elements || []).map((e) => elementNode(e, block, where, snap)));
-    case "input": return inputNode(block, where, snap);
-    default: return unrendered(block);
-  }
-}
-
-function sectionNode(block, where, snap) {
-  const node = el("div", { class: "block section" });
-  if (block.text) node.append(textNode(block.text, snap, "div"));
-  if (block.fields) node.append(el("div", { class: "fields" }, ...block.fields.map((f) => textNode(f, snap, "div"))));
-  if (block.accessory) node.append(elementNode(block.accessory, block, where, snap));
-  return node;
-}
-
-function textNode(text, snap, tag) {
-  if (!text || (text.type !== "mrkdwn" && text.type !== "plain_text")) return unrendered(text || {});
-  const parts = text.type === "mrkdwn" ? mrkdwn(text.text, snap) : [emoji(text.text)];
-  return el(tag, { class: "text" }, ...parts);
-}
-
-function elementNode(element, block, where, snap) {
-  if (element.type !== "button") return unrendered(element);
-  const style = element.style ? ` ${element.style}` : "";
-  const button = el("button", { type: "button", class: `bk-button${style}` }, plain(element.text));
-  button.addEventListener("click", async () => {
-    button.disabled = true;
-    const target = where.where === "message" ? { message_ts: where.ts } : { view_id: where.viewId, values: readForm() };
-    await act({ do: "click", block_id: block.block_id, action_id: element.action_id, ...target });
-    button.disabled = false;
-  });
-  return button;
-}
-
-function inputNode(block, where, snap) {
-  const element = block.element || {};
-  const id = `in-${block.block_id}`;
-  const error = where.errors && where.errors[block.block_id];
-  const label = el("label", { class: "input-label", for: id }, plain(block.label), block.optional ? el("small", {}, " (optional)") : "");
-  let field;
-  if (element.type === "plain_text_input") {
-    field = el(element.multiline ? "textarea" : "input", { id, class: "bk-input" });
-    if (element.initial_value) field.value = element.initial_value;
-    if (element.placeholder) field.placeholder = plain(element.placeholder);
-  } else if (element.type === "checkboxes" || element.type === "radio_buttons") {
-    const kind = element.type === "checkboxes" ? "checkbox" : "radio";
-    field = el("div", { id, class: "choices", role: "group", "aria-label": plain(block.label) },
-      ...(element.options || []).map((o) => {
-        const box = el("input", { type: kind, name: id, value: o.value });
-        return el("label", { class: "choice" }, box, " ", textNode(o.text, snap, "span"),
-          o.description ? el("small", {}, " ", ...mrkdwn(o.description.text, snap)) : "");
-      }));
-  } else if (element.type === "static_select") {
-    field = el("select", { id, class: "bk-input" }, el("option", { value: "" }, "Choose…"),
-      ...(element.options || []).map((o) => el("option", { value: o.value }, plain(o.text))));
-  } else {
-    field = unrendered(element);
-  }
-  field.dataset.blockId = block.block_id;
-  field.dataset.actionId = element.action_id;
-  field.dataset.kind = element.type;
-  return el("div", { class: `block input${error ? " has-error" : ""}` }, label, field,
-    block.hint ? el("div", { class: "hint" }, plain(block.hint)) : "",
-    error ? el("div", { class: "field-error", role: "alert" }, error) : "");
-}
-
-function unrendered(thing) {
-  const kind = (thing && thing.type) || "(no type)";
-  return el("div", { class: "block unrendered" },
-    el("strong", {}, `not rendered: ${kind}`),
-    el("span", {}, " — the console does not draw this Block Kit type; Slack may."),
-    el("details", {}, el("summary", {}, "JSON"), el("pre", {}, JSON.stringify(thing, null, 2))));
-}
-
-function readForm() {
-  const values = {};
-  for (const field of document.querySelectorAll("#modal [data-block-id], #home-view [data-block-id]")) {
-    const { blockId, actionId, kind } = field.dataset;
-    let value;
-    if (kind === "checkboxes") value = [...field.querySelectorAll("input:checked")].map((i) => i.value);
-    else if (kind === "radio_buttons") value = (field.querySelector("input:checked") || {}).value || null;
-    else value = field.value;
-    values[blockId] = { [actionId]: value };
-  }
-  return values;
-}
-
-function writeForm(values) {
-  for (const field of document.querySelectorAll("#modal [data-block-id]")) {
-    const { blockId, actionId, kind } = field.dataset;
-    const value = values[blockId] && values[blockId][actionId];
-    if (value === undefined || value === null) continue;
-    if (kind === "checkboxes" || kind === "radio_buttons") {
-      for (const box of field.querySelectorAll("input")) box.checked = [].concat(value).includes(box.value);
-    } else field.value = value;
-  }
-}
-
-// -- Slack's mrkdwn, as text nodes ------------------------------------------------------------------
-
-function mrkdwn(text, snap) {
-  const out = [];
-  const fences = String(text || "").split("```");
-  fences.forEach((part, i) => {
-    if (i % 2 === 1) out.push(el("pre", { class: "code" }, entities(part.replace(/^\n/, "").replace(/\n$/, ""))));
-    else out.push(...inlineCode(i > 0 ? part.replace(/^\n/, "") : part, snap));
-  });
-  return out;
-}
-
-function inlineCode(text, snap) {
-  const out = [];
-  text.split("`").forEach((part, i) => {
-    if (i % 2 === 1) out.push(el("code", {}, entities(part)));
-    else out.push(...linksAndStyles(part, snap));
-  });
-  return out;
-}
-
-function linksAndStyles(text, snap) {
-  const out = [];
-  let last = 0;
-  for (const match of text.matchAll(/<([^<>]+)>/g)) {
-    out.push(...styled(text.slice(last, match.index)));
-    out.push(special(match[1], snap));
-    last = match.index + match[0].length;
-  }
-  out.push(...styled(text.slice(last)));
-  return out;
-}
-
-function special(inner, snap) {
-  const [target, label] = splitOnce(inner, "|");
-  if (target.startsWith("@")) {
-    const id = target.slice(1);
-    return el("span", { class: "mention" }, `@${snap.names[id] || id}`);
-  }
-  if (target.startsWith("#")) {
-    const id = target.slice(1);
-    return el("span", { class: "mention" }, `#${label || (id === snap.channel.id ? snap.channel.name : id)}`);
-  }
-  if (target.startsWith("!date^")) {
-    const seconds = Number(target.split("^")[1]);
-    return el("time", {}, Number.isFinite(seconds) ? new Date(seconds * 1000).toLocaleString() : entities(label || ""));
-  }
-  if (target.startsWith("!")) return el("span", { class: "mention" }, `@${target.slice(1)}`);
-  if (/^(https?:|mailto:)/.test(target)) {
-    return el("a", { href: entities(target), target: "_blank", rel: "noopener noreferrer" }, entities(label || target));
-  }
-  return document.createTextNode(entities(`<${inner}>`));
-}
-
-function styled(text) {
-  const out = [];
-  const pattern = /(^|[\s(])([*_~])(?=\S)([^*_~\n]*?\S)\2(?=$|[\s).,:;!?])/g;
-  let last = 0;
-  for (const match of text.matchAll(pattern)) {
-    const start = match.index + match[1].length;
-    out.push(document.createTextNode(emoji(entities(text.slice(last, start)))));
-    const tag = { "*": "strong", _: "em", "~": "s" }[match[2]];
-    out.push(el(tag, {}, emoji(entities(match[3]))));
-    last = match.index + match[0].length;
-  }
-  out.push(document.createTextNode(emoji(entities(text.slice(last)))));
-  return out;
-}
-
-function entities(text) {
-  return text.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
-}
-
-function emoji(text) {
-  return text.replace(/:([a-z0-9_+-]+):/g, (whole, name) => EMOJI[name] || whole);
-}
-
-function plain(text) {
-  return text && typeof text.text === "string" ? emoji(text.text) : "";
-}
-
-// -- small helpers ------------------------------------------------------------------------------------
-
-function el(tag, attrs, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs || {})) {
-    if (value !== "" || key === "novalidate") node.setAttribute(key, value);
-  }
-  for (const child of children) {
-    if (child === "" || child === null || child === undefined) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return node;
-}
-
-function splitOnce(text, separator) {
-  const at = text.indexOf(separator);
-  return at < 0 ? [text, ""] : [text.slice(0, at), text.slice(at + 1)];
+// What blockkit.js needs to draw for `snap`: names, the channel, and what a button press
+// sends (`where`: the message's ts or the view's id; a view's typed values go along).
+function context(snap, where, form) {
+  return {
+    names: snap.names,
+    channel: snap.channel,
+    press: (block, element) =>
+      act({
+        do: "click",
+        block_id: block.block_id,
+        action_id: element.action_id,
+        ...where,
+        ...(form ? { values: readForm(form) } : {}),
+      }),
+  };
 }
 
 function excerpt(text, length) {
