@@ -26,6 +26,7 @@ import aiohttp
 from bot.devconsole import limits, payloads
 from bot.devconsole.state import MAX_VIEW_STACK, Message, SlackState, View
 from bot.devconsole.workspace import CHANNEL_ID, Person, Workspace
+from bot.errors import InputError
 
 SLACK_TIMEOUT_SECONDS = 3.0  # Slack waits this long for an app's answer
 FORM = "application/x-www-form-urlencoded"
@@ -88,7 +89,7 @@ class Delivery:
     async def send(self, person: Person, text: str, *, thread_ts: str | None) -> None:
         """What a person typed in the channel or a thread: a slash command, or a message."""
         if not person.in_channel:
-            raise ValueError(f"{person.name} is not in #ops: join it to post (they may read)")
+            raise InputError(f"{person.name} is not in #ops: join it to post (they may read)")
         if text.startswith("/"):
             command, _, rest = text.partition(" ")
             await self._command(person, command, rest.strip(), thread_ts=thread_ts)
@@ -284,13 +285,13 @@ class Delivery:
         for view in [*stack, *([home] if home else [])]:
             if view.id == view_id:
                 return view
-        raise ValueError(f"{person.name} has no open view {view_id!r}")
+        raise InputError(f"{person.name} has no open view {view_id!r}")
 
     def _visible_message(self, person: Person, ts: str) -> Message:
         for message in self.state.messages:
             if message.ts == ts and message.only_for in (None, person.id):
                 return message
-        raise ValueError(f"no message {ts!r} that {person.name} can see")
+        raise InputError(f"no message {ts!r} that {person.name} can see")
 
     def _response_url(self, person: Person, what: str) -> str:
         key = self.state.issue_response_url(user=person.id, channel=CHANNEL_ID, command=what)
@@ -307,7 +308,7 @@ def _button(blocks: Any, block_id: str, action_id: str) -> Mapping[str, Any]:
         for element in elements:
             if isinstance(element, Mapping) and element.get("action_id") == action_id:
                 return element
-    raise ValueError(f"no button {action_id!r} in block {block_id!r}")
+    raise InputError(f"no button {action_id!r} in block {block_id!r}")
 
 
 def _app_failed(what: str, unanswered: Unanswered) -> str:

@@ -32,6 +32,7 @@ from bot.devconsole.workspace import (
     Person,
     Workspace,
 )
+from bot.errors import InputError
 
 STATIC = Path(__file__).parent / "static"
 TOKEN_HEADER = "X-Console-Token"
@@ -113,11 +114,9 @@ class Page:
         if request.content_type != "application/json":
             raise web.HTTPUnsupportedMediaType(text="the console takes JSON only\n")
         try:
-            action = json.loads(await request.text())
-            if not isinstance(action, dict):
-                raise ValueError("an action is a JSON object")
+            action = _json_object(await request.text())
             await self._do(self._person(action.get("as")), action)
-        except ValueError as error:
+        except InputError as error:
             return web.json_response({"ok": False, "error": str(error)}, status=400)
         return web.json_response({"ok": True})
 
@@ -128,7 +127,7 @@ class Page:
         if kind == "send":
             text = _text(action, "text").strip()
             if not text:
-                raise ValueError("nothing to send")
+                raise InputError("nothing to send")
             await self.delivery.send(person, text, thread_ts=_optional(action, "thread_ts"))
         elif kind == "click":
             await self.delivery.click(
@@ -146,7 +145,7 @@ class Page:
         elif kind == "home":
             await self.delivery.open_home(person)
         else:
-            raise ValueError(f"unknown action {kind!r}")
+            raise InputError(f"unknown action {kind!r}")
 
     def seen_by(self, person: Person) -> dict[str, Any]:
         """What `person` sees: the channel (with their own ephemeral messages), their
@@ -186,14 +185,24 @@ class Page:
     def _person(self, user_id: Any) -> Person:
         person = self.workspace.person(user_id) if isinstance(user_id, str) else None
         if person is None:
-            raise web.HTTPBadRequest(text=f"no such person: {user_id!r}\n")
+            raise InputError(f"no such person: {user_id!r}")
         return person
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        action = json.loads(text)
+    except ValueError:
+        raise InputError("an action is a JSON object; this is not JSON") from None
+    if not isinstance(action, dict):
+        raise InputError("an action is a JSON object")
+    return action
 
 
 def _text(action: Mapping[str, Any], key: str) -> str:
     value = action.get(key)
     if not isinstance(value, str):
-        raise ValueError(f"{key} must be a string")
+        raise InputError(f"{key} must be a string")
     return value
 
 

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from bot.errors import ConfigError
+
 Role = Literal["requester", "approver", "admin", "outsider"]
 
 TEAM_ID = "T0DEVCONSOLE"
@@ -57,7 +59,7 @@ class Workspace:
     def __post_init__(self) -> None:
         ids = [person.id for person in self.people]
         if len(set(ids)) != len(ids):
-            raise ValueError(f"two people share an id: {ids}")
+            raise ConfigError(f"two people of the dev console share an id: {ids}")
 
     def person(self, user_id: str) -> Person | None:
         return next((person for person in self.people if person.id == user_id), None)

@@ -165,7 +165,7 @@ async def test_a_thread_reply_is_a_message_event(console: DevConsole, app: App) 
 
 
 async def test_an_outsider_may_not_post(console: DevConsole, app: App) -> None:
-    with pytest.raises(ValueError, match="Olive is not in #ops"):
+    with pytest.raises(InputError, match="Olive is not in #ops"):
         await delivery(console).send(person(console, "U0OLIVE"), "/agent deploy", thread_ts=None)
     assert app.received == []
 
@@ -191,7 +191,7 @@ async def test_only_buttons_the_app_sent_can_be_pressed(console: DevConsole, app
         ],
     )
     alice = person(console, "U0ALICE")
-    with pytest.raises(ValueError, match="no button 'revoke'"):
+    with pytest.raises(InputError, match="no button 'revoke'"):
         await delivery(console).click(alice, block_id="decision", action_id="revoke",
                                       message_ts=card.ts)  # fmt: skip
     await delivery(console).click(alice, block_id="decision", action_id="approve",
@@ -210,7 +210,7 @@ async def test_someone_elses_ephemeral_message_cannot_be_clicked(
     console: DevConsole, app: App
 ) -> None:
     private = console.state.post(channel=CHANNEL_ID, user=BOT_USER_ID, text="x", only_for="U0ALICE")
-    with pytest.raises(ValueError, match="no message"):
+    with pytest.raises(InputError, match="no message"):
         await delivery(console).click(person(console, "U0BOB"), block_id="b", action_id="a",
                                       message_ts=private.ts)  # fmt: skip
 
