@@ -10,6 +10,9 @@ made for this run. Nothing here reaches into the service: the two meet over HTTP
 Without APPROVALS_POLICY the bot runs bot/devconsole/policy.toml, which names the
 console's approvers and admin; with one, the console's people are named after it (its
 first two user approvers, its first admin, and its user groups hold the approvers).
+
+The console (aiohttp) is imported when `dev` runs: `approvals-bot --help` and the other
+commands do not pay for it.
 """
 
 from __future__ import annotations
@@ -22,14 +25,16 @@ import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.commands.serve import serve
-from bot.devconsole import ADMIN, APPROVERS, OUTSIDER, REQUESTER, DevConsole, Secrets, Workspace
 from bot.logs import configure_logging, log_settings_from_env
 from bot.policy.loading import POLICY_ENV, load_policy
 from bot.policy.rules import Policy, ToolRule
 from bot.slack.config import load_settings
+
+if TYPE_CHECKING:
+    from bot.devconsole import Workspace
 
 DEV_POLICY = Path(__file__).resolve().parent.parent / "devconsole" / "policy.toml"
 DEFAULT_DATABASE = "./approvals-dev.db"
@@ -86,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
 async def develop(*, workspace: Workspace, port: int, environ: Mapping[str, str]) -> None:
     """Serve the console and the bot until SIGINT/SIGTERM; the console outlives the bot,
     so a run finishing while the bot drains can still post to it."""
+    from bot.devconsole import DevConsole, Secrets  # aiohttp: only when dev runs
+
     shared = Secrets.generate()
     async with DevConsole(workspace=workspace, shared=shared, port=port).running() as console:
         env = {
@@ -117,6 +124,8 @@ def workspace_for(policy: Policy) -> Workspace:
     """The console's people fitted to `policy`: its first two user approvers (else
     Alice and Bob, who may approve under an "anyone" rule by being in #ops), its first
     admin (else Sam), and every user group it names holding both approvers."""
+    from bot.devconsole import ADMIN, APPROVERS, OUTSIDER, REQUESTER, Workspace
+
     fixed = {REQUESTER.id, ADMIN.id, OUTSIDER.id}
     named = [user for user in _user_approvers(policy) if user not in fixed]
     approver_ids = list(dict.fromkeys([*named, *(person.id for person in APPROVERS)]))[:2]
