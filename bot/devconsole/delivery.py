@@ -113,7 +113,7 @@ class Delivery:
         """A button pressed on a message (`message_ts`) or in a view (`view_id`)."""
         trigger_id = self.state.issue_trigger(person.id)
         if view_id is not None:
-            view = self._own_view(person, view_id)
+            view = self._own_view(person, view_id, home=True)
             element = _button(view.definition.get("blocks"), block_id, action_id)
             values, _ = payloads.form_state(view.definition, typed or {}, submitting=False)
             payload = payloads.view_click(
@@ -279,10 +279,12 @@ class Delivery:
 
     # -- lookups ----------------------------------------------------------------------------
 
-    def _own_view(self, person: Person, view_id: str) -> View:
-        stack = self.state.stacks.get(person.id) or []
-        home = self.state.homes.get(person.id)
-        for view in [*stack, *([home] if home else [])]:
+    def _own_view(self, person: Person, view_id: str, *, home: bool = False) -> View:
+        """One of `person`'s open modals (or, with `home`, their App Home too)."""
+        views = list(self.state.stacks.get(person.id) or [])
+        if home and person.id in self.state.homes:
+            views.append(self.state.homes[person.id])
+        for view in views:
             if view.id == view_id:
                 return view
         raise InputError(f"{person.name} has no open view {view_id!r}")

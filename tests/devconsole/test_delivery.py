@@ -288,3 +288,15 @@ async def test_before_the_bot_listens_nothing_is_lost_silently(console: DevConso
     assert console.state.messages[0].text == (
         '/agent failed with the error "dispatch_failed" (the bot is still starting)'
     )
+
+
+async def test_app_home_is_no_modal_to_submit_or_close(console: DevConsole, app: App) -> None:
+    home = console.state.new_view("U0BOB", {"type": "home", "blocks": []})
+    console.state.homes["U0BOB"] = home
+    bob = person(console, "U0BOB")
+    with pytest.raises(InputError, match="Bob has no open view"):
+        await delivery(console).close(bob, view_id=home.id)
+    with pytest.raises(InputError, match="Bob has no open view"):
+        await delivery(console).submit(bob, view_id=home.id, typed={})
+    assert console.state.homes["U0BOB"] is home
+    assert app.received == []
