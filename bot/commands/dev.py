@@ -44,8 +44,6 @@ TOUR = (
     "Approve on the card, give a reason, read the answer in the thread, then open Home "
     "(Ctrl-C stops)"
 )
-# What `dev` sets for the bot, whatever the environment says: it talks to the console only.
-FORCED = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_API_URL", "HOST", "PORT")
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:

@@ -283,8 +283,13 @@ def _view_definition(args: Mapping[str, Any], *, home: bool) -> dict[str, Any]:
 def _conversations_members(api: WebApi, args: Mapping[str, Any]) -> Answer:
     api.channel(args)
     members = api.workspace.channel_members
-    start = int(args.get("cursor") or 0)
-    end = start + int(args.get("limit") or MEMBERS_PAGE)
+    cursor, limit = str(args.get("cursor") or "0"), str(args.get("limit") or MEMBERS_PAGE)
+    if not cursor.isdigit():
+        raise Refused("invalid_cursor")
+    if not limit.isdigit():
+        raise Refused("invalid_limit")
+    start = int(cursor)
+    end = start + int(limit)
     return {
         "ok": True,
         "members": list(members[start:end]),

@@ -176,6 +176,8 @@ async def test_members_and_groups_are_the_workspaces(client: AsyncWebClient) -> 
     )
     assert rest["members"] == ["U0ALICE", "U0BOB", "U0SAM"]  # not Olive, the outsider
     assert rest["response_metadata"]["next_cursor"] == ""
+    bad = client.conversations_members(channel=CHANNEL_ID, cursor="dXNlcjpVMEc5V0ZYTlo=")
+    assert (await refused(bad))[0] == "invalid_cursor"
     assert (await refused(client.usergroups_users_list(usergroup="S0NONE")))[0] == (
         "no_such_subteam"
     )
