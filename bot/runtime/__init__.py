@@ -3,8 +3,9 @@
 Pure Python and asyncio: no Slack, no database (docs/architecture.md). Where things are:
 
 - agent.py: `Agent` and the `AgentRegistry` that finds one by name and version;
-- tools.py: the `@tool` decorator and `current_tool_call()`; tool_schema.py: a tool's
-  JSON schema and argument checks, from its type hints;
+- tools.py: the `@tool` decorator, `current_tool_call()`, `ReplayPolicy`, an agent's
+  `AgentTools`; tool_schema.py: a tool's JSON schema and argument checks, from its type
+  hints;
 - model.py: the `Model` protocol, history items, `ScriptedModel`; openai_model.py: a
   chat-completions model;
 - runner.py: `Runner.arun`, model turns and tool calls until an answer or a pause;
@@ -35,6 +36,7 @@ from bot.errors import (
     SchemaVersionError,
     StateUnreadableError,
     UnknownCallError,
+    UnknownExecutionKey,
 )
 from bot.runtime.agent import Agent, AgentRegistry
 from bot.runtime.decisions import (
@@ -43,10 +45,12 @@ from bot.runtime.decisions import (
     ApprovalMetadata,
     ApprovedCall,
     Decision,
+    DeferredToolRequests,
     PendingCall,
     RejectedCall,
     Resolution,
     RetryCall,
+    ToolResult,
     VerifiedResult,
 )
 from bot.runtime.engine import (
@@ -64,7 +68,16 @@ from bot.runtime.model import Item, Model, ModelResponse, ScriptedModel, ToolCal
 from bot.runtime.runner import Runner, RunResult
 from bot.runtime.state import RunState
 from bot.runtime.state_format import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
-from bot.runtime.tools import ReplayPolicy, Tool, ToolCallContext, current_tool_call, tool
+from bot.runtime.tools import (
+    AgentTools,
+    PermissionLevel,
+    ReplayPolicy,
+    Tool,
+    ToolCallContext,
+    current_tool_call,
+    current_tool_context,
+    tool,
+)
 
 __all__ = [
     "CURRENT_SCHEMA_VERSION",
@@ -76,6 +89,7 @@ __all__ = [
     "AgentNotRegisteredError",
     "AgentRegistry",
     "AgentRun",
+    "AgentTools",
     "AlreadyDecidedError",
     "ApprovalMetadata",
     "ApprovalsError",
@@ -84,6 +98,7 @@ __all__ = [
     "ContextSerializationError",
     "Decision",
     "DecisionError",
+    "DeferredToolRequests",
     "EngineInfo",
     "EngineResult",
     "ExternalRunState",
@@ -95,6 +110,7 @@ __all__ = [
     "ModelError",
     "ModelResponse",
     "PendingCall",
+    "PermissionLevel",
     "RejectedCall",
     "ReplayPolicy",
     "Resolution",
@@ -111,13 +127,16 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolCallContext",
+    "ToolResult",
     "ToolSpec",
     "ToolView",
     "UnknownCallError",
+    "UnknownExecutionKey",
     "VerifiedResult",
     "call_digest",
     "canonical_arguments",
     "current_tool_call",
+    "current_tool_context",
     "legacy_arguments_digest",
     "read_run_state",
     "tool",

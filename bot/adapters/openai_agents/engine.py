@@ -67,7 +67,7 @@ from bot.runtime import (
 )
 from bot.runtime.context import serialize_context
 from bot.runtime.decisions import ABORTED_MESSAGE
-from bot.runtime.tools import REPLAY_POLICIES
+from bot.runtime.tools import replay_policy_name
 
 ENGINE_NAME = "openai-agents"
 SDK_VERSION = metadata.version("openai-agents")
@@ -95,23 +95,22 @@ class OpenAIAgentsEngine:
         *,
         version: str = "1",
         name: str | None = None,
-        replay_policies: Mapping[str, ReplayPolicy] | None = None,
+        replay_policies: Mapping[str, ReplayPolicy | str] | None = None,
         review_fields: Mapping[str, Sequence[str]] | None = None,
         max_turns: int = DEFAULT_MAX_TURNS,
     ) -> None:
         self._name = name or agent.name
         self._version = version
         self.max_turns = max_turns
-        policies = dict(replay_policies or {})
         tools = _function_tools(agent, self._name)
-        _check_names(self._name, "replay_policies", policies, tools)
+        _check_names(self._name, "replay_policies", replay_policies or {}, tools)
         _check_names(self._name, "review_fields", review_fields or {}, tools)
-        for tool_name, policy in policies.items():
-            if policy not in REPLAY_POLICIES:
-                raise ConfigError(
-                    f"agent {self._name!r}: tool {tool_name!r} has replay policy {policy!r}, "
-                    f"not one of {sorted(REPLAY_POLICIES)}"
-                )
+        policies = {
+            tool_name: ReplayPolicy(
+                replay_policy_name(policy, f"agent {self._name!r}: tool {tool_name!r}")
+            )
+            for tool_name, policy in (replay_policies or {}).items()
+        }
         self._tools = {
             tool.name: SdkTool(
                 name=tool.name,
@@ -121,7 +120,9 @@ class OpenAIAgentsEngine:
             )
             for tool in tools
         }
-        wrapped = [wrap_tool(tool, policy=policies.get(tool.name, "manual")) for tool in tools]
+        wrapped = [
+            wrap_tool(tool, policy=policies.get(tool.name, ReplayPolicy.MANUAL)) for tool in tools
+        ]
         self._agent = agent.clone(tools=list(wrapped))
 
     # -- what the registry, cards and the policy read --------------------------------------
