@@ -9,6 +9,7 @@ Pure Python and asyncio: no Slack, no database (docs/architecture.md). Where thi
 - model.py: the `Model` protocol, history items, `ScriptedModel`; openai_model.py: a
   chat-completions model;
 - runner.py: `Runner.arun`, model turns and tool calls until an answer or a pause;
+  result.py: its `RunResult`, and `PauseSignal` to pause a run from outside;
   dispatch.py: one tool call through the journal; journal.py: the `Journal` protocol
   (a call runs at most once per execution key) and `InMemoryJournal`;
 - engine.py: the seam the service drives any engine through (`AgentEngine`, `AgentRun`);
@@ -65,7 +66,8 @@ from bot.runtime.engine import (
 from bot.runtime.external_state import ExternalRunState
 from bot.runtime.journal import InMemoryJournal, Journal
 from bot.runtime.model import Item, Model, ModelResponse, ScriptedModel, ToolCall, ToolSpec
-from bot.runtime.runner import Runner, RunResult
+from bot.runtime.result import PauseCheck, PauseSignal, RunResult
+from bot.runtime.runner import Runner
 from bot.runtime.state import RunState
 from bot.runtime.state_format import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
 from bot.runtime.tools import (
@@ -109,6 +111,8 @@ __all__ = [
     "Model",
     "ModelError",
     "ModelResponse",
+    "PauseCheck",
+    "PauseSignal",
     "PendingCall",
     "PermissionLevel",
     "RejectedCall",

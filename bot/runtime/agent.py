@@ -16,6 +16,7 @@ from bot.runtime.context import ContextDeserializer, ContextSerializer, serializ
 from bot.runtime.engine import AgentEngine, AgentRun, EngineResult
 from bot.runtime.journal import Journal
 from bot.runtime.model import Model, ToolSpec
+from bot.runtime.result import PauseCheck
 from bot.runtime.state import RunState
 from bot.runtime.tools import AgentTools, Tool
 
@@ -109,7 +110,10 @@ class Agent:
         journal: Journal,
         dependencies: Mapping[str, Any],
         max_tool_calls_per_turn: int | None = None,
+        pause: PauseCheck | None = None,
     ) -> EngineResult:
+        """The engine seam's run, plus what only the run core offers: `pause`, asked
+        before each model turn and tool call (Runner.arun)."""
         from bot.runtime.runner import Runner  # the Runner runs agents: it imports this
 
         self.check_state(state)
@@ -120,11 +124,12 @@ class Agent:
             journal=journal,
             dependencies=dependencies,
             max_tool_calls_per_turn=max_tool_calls_per_turn,
+            pause=pause,
         )
         return EngineResult(
             final_output=result.final_output,
             interruptions=result.interruptions,
-            state=result.state,
+            state=result.to_state(),
             outcome=result.outcome,
         )
 
