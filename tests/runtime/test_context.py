@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -52,6 +53,39 @@ async def test_non_strict_mode_stores_dataclasses_as_dicts_and_drops_the_rest(op
         ops.agent([[DEPLOY], "ok"], strict_context=False), "go", context=object()
     )
     assert dropped.to_state().context is None
+
+
+async def test_non_strict_mode_keeps_a_pydantic_context_through_model_dump(
+    ops: Ops, caplog: pytest.LogCaptureFixture
+) -> None:
+    pydantic = pytest.importorskip("pydantic")
+
+    class Request(pydantic.BaseModel):  # type: ignore[name-defined,misc]
+        ticket: str
+        opened: datetime
+
+    opened = datetime(2026, 11, 30, 9, 15, tzinfo=UTC)
+    agent = ops.agent([[DEPLOY], "ok"], strict_context=False)
+    result = await Runner.arun(agent, "go", context=Request(ticket="OPS-1", opened=opened))
+    stored = RunState.from_json(result.to_state().to_json()).context
+    assert stored == {"ticket": "OPS-1", "opened": "2026-11-30T09:15:00Z"}  # JSON mode
+    assert "model_dump" in caplog.text
+
+
+async def test_a_model_dump_without_a_mode_is_called_plainly(ops: Ops) -> None:
+    class Legacy:
+        def model_dump(self) -> dict[str, str]:
+            return {"ticket": "OPS-2"}
+
+    agent = ops.agent([[DEPLOY], "ok"], strict_context=False)
+    result = await Runner.arun(agent, "go", context=Legacy())
+    assert result.to_state().context == {"ticket": "OPS-2"}
+
+
+async def test_strict_mode_names_the_parameters_that_would_store_the_object(ops: Ops) -> None:
+    with pytest.raises(ContextSerializationError) as caught:
+        await Runner.arun(ops.agent([[DEPLOY], "ok"]), "go", context=Ticket("OPS-1", "C1"))
+    assert "context_serializer= and context_deserializer=" in str(caught.value)
 
 
 async def test_the_agents_serializer_and_deserializer_restore_the_object(ops: Ops) -> None:
