@@ -10,6 +10,7 @@ Pure Python and asyncio: no Slack, no database (docs/architecture.md). Where thi
   chat-completions model;
 - runner.py: `Runner.arun`, model turns and tool calls until an answer or a pause;
   result.py: its `RunResult`, and `PauseSignal` to pause a run from outside;
+  sessions.py: `AgentRuntime`, the Runner with each run's state kept by session id;
   dispatch.py: one tool call through the journal; journal.py: the `Journal` protocol
   (a call runs at most once per execution key) and `InMemoryJournal`;
 - engine.py: the seam the service drives any engine through (`AgentEngine`, `AgentRun`);
@@ -68,6 +69,7 @@ from bot.runtime.journal import InMemoryJournal, Journal
 from bot.runtime.model import Item, Model, ModelResponse, ScriptedModel, ToolCall, ToolSpec
 from bot.runtime.result import PauseCheck, PauseSignal, RunResult
 from bot.runtime.runner import Runner
+from bot.runtime.sessions import AgentRuntime, InMemoryRunStates, RunStates
 from bot.runtime.state import RunState
 from bot.runtime.state_format import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
 from bot.runtime.tools import (
@@ -91,6 +93,7 @@ __all__ = [
     "AgentNotRegisteredError",
     "AgentRegistry",
     "AgentRun",
+    "AgentRuntime",
     "AgentTools",
     "AlreadyDecidedError",
     "ApprovalMetadata",
@@ -105,6 +108,7 @@ __all__ = [
     "EngineResult",
     "ExternalRunState",
     "InMemoryJournal",
+    "InMemoryRunStates",
     "InputError",
     "Item",
     "Journal",
@@ -124,6 +128,7 @@ __all__ = [
     "RunResult",
     "RunState",
     "RunStateError",
+    "RunStates",
     "Runner",
     "SchemaVersionError",
     "ScriptedModel",

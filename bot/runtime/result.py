@@ -46,6 +46,11 @@ class RunResult:
         return self._state if self.outcome == "paused" else None
 
     @property
+    def run_id(self) -> str:
+        """The run's id (an AgentRuntime's session id)."""
+        return self._state.run_id
+
+    @property
     def pending(self) -> list[PendingCall]:
         """The calls a human must decide (`interruptions`), each with a `status` of
         `approval` or `uncertain` and the model's `call` (`id`, `name`, `input`)."""
