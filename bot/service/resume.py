@@ -249,7 +249,10 @@ async def _give_up(flow: Workflow, run_id: str, failures: int, error: ApprovalsE
 
 
 async def stalled_pause(flow: Workflow, run: RunRecord) -> bool:
-    """Paused with nothing to wait for: no pending approval and no uncertain call."""
+    """Paused with nothing to wait for: not held by a person, no pending approval and
+    no uncertain call."""
+    if run.held:
+        return False
     rows = await flow.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
     if any(row.status == "pending" for row in rows):
         return False
