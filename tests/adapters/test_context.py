@@ -5,10 +5,6 @@ where it lives whenever the run is rebuilt (a fresh start, a resume after approv
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
-
 import pytest
 from agents import Agent, RunContextWrapper, function_tool
 from agents.testing import ScriptedModel, assistant_message, function_call
@@ -16,23 +12,12 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from bot.adapters.openai_agents import OpenAIAgentsEngine
 from bot.errors import ConfigError, ContextSerializationError
 from bot.runtime import ExternalRunState, InMemoryJournal
-
-TOKEN = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
-SECRETS = {"agent-runtime-token": TOKEN}
-
-
-@dataclass
-class AppContext:
-    tenant_id: str
-    api_token: str
-
-
-def context_serializer(context: AppContext) -> Mapping[str, Any]:
-    return {"tenant_id": context.tenant_id}
-
-
-def context_deserializer(payload: Mapping[str, Any]) -> AppContext:
-    return AppContext(tenant_id=str(payload["tenant_id"]), api_token=SECRETS["agent-runtime-token"])
+from tests.api.release_lab import (
+    DEMO_SECRET,
+    AppContext,
+    context_deserializer,
+    context_serializer,
+)
 
 
 def release_agent(seen: list[AppContext]) -> Agent[AppContext]:
@@ -62,13 +47,13 @@ def engine_for(seen: list[AppContext]) -> OpenAIAgentsEngine:
 async def test_the_secret_is_never_stored_and_the_deserializer_brings_it_back() -> None:
     seen: list[AppContext] = []
     engine, journal = engine_for(seen), InMemoryJournal()
-    start = engine.new_state("deploy", run_id="run-1", context=AppContext("tenant-a", TOKEN))
-    assert TOKEN not in start.to_json()
+    start = engine.new_state("deploy", run_id="run-1", context=AppContext("tenant-a", DEMO_SECRET))
+    assert DEMO_SECRET not in start.to_json()
 
     paused = await engine.run(start, journal=journal, dependencies={})
     assert paused.outcome == "paused"
     stored = paused.state.to_json()
-    assert TOKEN not in stored
+    assert DEMO_SECRET not in stored
     assert '"tenant_id":"tenant-a"' in stored
 
     state = ExternalRunState.from_json(stored)  # another process: only the stored text
@@ -76,18 +61,18 @@ async def test_the_secret_is_never_stored_and_the_deserializer_brings_it_back() 
     done = await engine.run(state, journal=journal, dependencies={})
 
     assert done.final_output == "Release workflow finished"
-    assert seen == [AppContext("tenant-a", TOKEN)]  # rebuilt, secret re-injected
-    assert TOKEN not in done.state.to_json()
+    assert seen == [AppContext("tenant-a", DEMO_SECRET)]  # rebuilt, secret re-injected
+    assert DEMO_SECRET not in done.state.to_json()
 
 
 async def test_without_a_serializer_a_dataclass_is_refused_naming_the_parameters() -> None:
     engine = OpenAIAgentsEngine(release_agent([]))
     with pytest.raises(ContextSerializationError) as refused:
-        engine.new_state("deploy", run_id="run-2", context=AppContext("tenant-a", TOKEN))
+        engine.new_state("deploy", run_id="run-2", context=AppContext("tenant-a", DEMO_SECRET))
     assert "give OpenAIAgentsEngine context_serializer= and context_deserializer=" in str(
         refused.value
     )
-    assert TOKEN not in str(refused.value)
+    assert DEMO_SECRET not in str(refused.value)
 
 
 def test_the_pair_is_given_together() -> None:
@@ -102,15 +87,15 @@ async def test_a_serializer_that_keeps_the_secret_is_refused_before_the_run() ->
         context_deserializer=context_deserializer,
     )
     with pytest.raises(ContextSerializationError, match=r"context\.api_token") as refused:
-        engine.new_state("deploy", run_id="run-3", context=AppContext("tenant-a", TOKEN))
-    assert TOKEN not in str(refused.value)
+        engine.new_state("deploy", run_id="run-3", context=AppContext("tenant-a", DEMO_SECRET))
+    assert DEMO_SECRET not in str(refused.value)
 
 
 async def test_a_secret_a_tool_put_in_the_context_is_refused_at_the_pause() -> None:
     @function_tool
     async def log_in(ctx: RunContextWrapper[dict[str, str]]) -> str:
         """Log in."""
-        ctx.context["api_token"] = TOKEN
+        ctx.context["api_token"] = DEMO_SECRET
         return "logged in"
 
     @function_tool(needs_approval=True)
@@ -128,4 +113,4 @@ async def test_a_secret_a_tool_put_in_the_context_is_refused_at_the_pause() -> N
     start = engine.new_state("deploy", run_id="run-4", context={"tenant_id": "tenant-a"})
     with pytest.raises(ContextSerializationError, match=r"context\.api_token") as refused:
         await engine.run(start, journal=InMemoryJournal(), dependencies={})
-    assert TOKEN not in str(refused.value)
+    assert DEMO_SECRET not in str(refused.value)

@@ -9,7 +9,8 @@ adapter in test_production_architecture_sdk.py: the run core takes the same seri
 pair on its Agent instead (docs/api.md says why). Its SQL (an approval table, the
 compare-and-set update) and the ledger fragment are the store's own business (the
 store's approvals and ledger, tests/store); the duplicate-resume experiment they
-belong to runs here through our ledger."""
+belong to runs here through our ledger. The context samples (a dataclass, its
+serializer pair, the secret manager) are in release_lab.py, shared with the SDK's."""
 
 # ruff: noqa: RET504  (samples end with an assignment; the scaffolding returns it)
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,9 +39,14 @@ from bot.runtime import tool as function_tool
 from store.api import Store
 from store.journal import StoreJournal
 from store.states import StoreRunStates
+from tests.api.release_lab import (
+    DEMO_SECRET,
+    AppContext,
+    context_deserializer,
+    context_serializer,
+)
 
 RELEASE = {"release": "2026.07.24", "idempotency_key": "tenant-a:release:2026.07.24"}
-DEMO_SECRET = "sk-demo-0123456789abcdef0123456789abcdef"
 
 
 # -- the samples' own definitions, verbatim ------------------------------------------------
@@ -49,33 +55,6 @@ DEMO_SECRET = "sk-demo-0123456789abcdef0123456789abcdef"
 @function_tool(needs_approval=True)
 def deploy_release(release: str, idempotency_key: str) -> str:
     return f"deployed:{release}"
-
-
-@dataclass
-class AppContext:
-    tenant_id: str
-    api_token: str
-
-
-def context_serializer(context: AppContext) -> Mapping[str, Any]:
-    return {"tenant_id": context.tenant_id}
-
-
-def context_deserializer(payload: Mapping[str, Any]) -> AppContext:
-    return AppContext(
-        tenant_id=str(payload["tenant_id"]),
-        api_token=secret_manager.get("agent-runtime-token"),
-    )
-
-
-class SecretManager:
-    """The reader's secret manager: where a secret lives instead of the stored state."""
-
-    def get(self, name: str) -> str:
-        return {"agent-runtime-token": DEMO_SECRET}[name]
-
-
-secret_manager = SecretManager()
 
 
 # -- the reader's side: an agent, its effects, where states are kept ---------------------

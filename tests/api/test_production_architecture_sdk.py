@@ -12,8 +12,6 @@ and that payload is exactly what the sample's worker loads with the SDK. Needs t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -26,39 +24,19 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from bot.adapters.openai_agents import OpenAIAgentsEngine
 from bot.errors import ContextSerializationError
 from bot.runtime import ExternalRunState, InMemoryJournal
+from tests.api.release_lab import (
+    DEMO_SECRET,
+    AppContext,
+    context_deserializer,
+    context_serializer,
+)
 
 RELEASE = {"release": "2026.07.24", "idempotency_key": "tenant-a:release:2026.07.24"}
-DEMO_SECRET = "sk-demo-0123456789abcdef0123456789abcdef"
 
 
 @function_tool(needs_approval=True)
 def deploy_release(release: str, idempotency_key: str) -> str:
     return f"deployed:{release}"
-
-
-@dataclass
-class AppContext:
-    tenant_id: str
-    api_token: str
-
-
-def context_serializer(context: AppContext) -> Mapping[str, Any]:
-    return {"tenant_id": context.tenant_id}
-
-
-def context_deserializer(payload: Mapping[str, Any]) -> AppContext:
-    return AppContext(
-        tenant_id=str(payload["tenant_id"]),
-        api_token=secret_manager.get("agent-runtime-token"),
-    )
-
-
-class SecretManager:
-    def get(self, name: str) -> str:
-        return {"agent-runtime-token": DEMO_SECRET}[name]
-
-
-secret_manager = SecretManager()
 
 
 def lab_engine() -> OpenAIAgentsEngine:

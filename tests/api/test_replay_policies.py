@@ -29,6 +29,7 @@ from bot.runtime.model import ScriptStep
 from store.api import Store
 from store.journal import StoreJournal
 from store.states import StoreRunStates
+from tests.states import dispatched_by_a_dead_worker
 
 # -- the samples, verbatim -------------------------------------------------------------------
 
@@ -94,16 +95,7 @@ async def dead_worker_dispatched(
     store: Store, runtime: AgentRuntime, session_id: str, pending: PendingCall
 ) -> None:
     """What a worker that died while the tool ran leaves: its claim, with no result."""
-    state = await runtime.load(session_id)
-    await store.ledger_claim(
-        execution_key=pending.execution_key,
-        arguments_digest=state.call_digest(pending),
-        run_id=state.run_id,
-        tool_call_id=pending.tool_call_id,
-        tool_name=pending.tool_name,
-        owner="dead-worker",
-        lease_seconds=0.001,
-    )
+    await dispatched_by_a_dead_worker(store, await runtime.load(session_id), pending)
 
 
 # -- pending approvals -------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from tests.service.service_harness import (
     paused_with_an_uncertain_restart,
     start,
 )
+from tests.states import dispatched_by_a_dead_worker
 
 
 async def test_abort_tells_the_model_and_runs_nothing(harness: Harness) -> None:
@@ -125,15 +126,7 @@ async def test_a_call_approved_before_a_turn_stopped_is_checked_again_when_it_re
     run = await start(harness, "restart api and deploy payments 1.2.3")
     state = await harness.service.load_state(run.run_id)
     restart, _ = state.get_interruptions()
-    await harness.store.ledger_claim(
-        execution_key=restart.execution_key,
-        arguments_digest=state.call_digest(restart),
-        run_id=run.run_id,
-        tool_call_id=restart.tool_call_id,
-        tool_name=restart.tool_name,
-        owner="dead-worker",
-        lease_seconds=0.001,
-    )
+    await dispatched_by_a_dead_worker(harness.store, state, restart)
     for approval in await harness.pending(run.run_id):
         await harness.service.decide(
             approval.approval_id, approve=True, decider=APPROVER, reason="go"
