@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "bot.commands.policy",
     "bot.commands.database",
     "bot.commands.serve",
+    "bot.commands.dev",
     "bot.commands.manifest",
     "bot.commands.doctor",
 )

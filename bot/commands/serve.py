@@ -91,12 +91,22 @@ def run(mode: Mode) -> int:
     return 0
 
 
-async def serve(settings: SlackSettings, *, mode: Mode, environ: Mapping[str, str]) -> None:
+async def serve(
+    settings: SlackSettings,
+    *,
+    mode: Mode,
+    environ: Mapping[str, str],
+    on_listening: Callable[[str], None] | None = None,
+) -> None:
     """Open, recover, serve until SIGINT/SIGTERM, close. A signal while still starting
-    (waiting for an unreachable Slack, say) stops at once, closing what was opened."""
+    (waiting for an unreachable Slack, say) stops at once, closing what was opened.
+    `on_listening` (HTTP mode) is told the events URL once the bot takes Slack's requests
+    there (`dev` uses it)."""
     with _Signals() as stop:
         try:
-            await _open_and_serve(settings, mode=mode, environ=environ, stop=stop)
+            await _open_and_serve(
+                settings, mode=mode, environ=environ, stop=stop, on_listening=on_listening
+            )
         except asyncio.CancelledError:
             if not stop.cancelled_start:
                 raise
@@ -104,7 +114,12 @@ async def serve(settings: SlackSettings, *, mode: Mode, environ: Mapping[str, st
 
 
 async def _open_and_serve(
-    settings: SlackSettings, *, mode: Mode, environ: Mapping[str, str], stop: _Signals
+    settings: SlackSettings,
+    *,
+    mode: Mode,
+    environ: Mapping[str, str],
+    stop: _Signals,
+    on_listening: Callable[[str], None] | None,
 ) -> None:
     """Listen on HOST:PORT before Slack is reached (the probes say what the bot waits
     for), open the bot, recover, then take Slack's requests until a signal comes."""
@@ -137,6 +152,8 @@ async def _open_and_serve(
             )
             readiness.serving(probes)
             announce(f"serving Slack at {port.url}{EVENTS_PATH} ({about})")
+            if on_listening is not None:
+                on_listening(f"{port.url}{EVENTS_PATH}")
             await stop.serving()
         else:
             await _serve_socket(surface, settings, readiness, probes, port, about, stop)
