@@ -3,10 +3,11 @@ is store.records).
 
 Callers (the service, the CLI) see only these protocols and the records. `Store` is the
 sum of one protocol per concept: runs, approvals, votes, audit, ledger, maintenance.
-Each engine implements every concept in its own package (store/sqlite/, the embedded
-default) from the engine-neutral rules beside this module, and `store.engine.EngineStore`
-joins the parts into one Store. Every state transition is one conditional update from an expected
-state, so of two racing callers exactly one wins.
+Every concept is one part of store/sql/ (its rules, its SQL and its write transactions,
+shared by every engine), and `store.sql.store.SqlStore` joins the parts into one Store;
+an engine package (store/sqlite/, the embedded default, and store/postgres/) brings the
+connections they run on. Every state transition is one conditional update from an
+expected state, so of two racing callers exactly one wins.
 """
 
 from __future__ import annotations

@@ -35,9 +35,7 @@ from store.runs import (
     version_conflict,
 )
 from store.sql import audit
-from store.sql.cancel import Cancel
 from store.sql.leases import end_lease, insert_lease
-from store.sql.retention import Retention
 from store.tx import Body, Engine, IntegrityViolation, many, one, run
 
 
@@ -48,8 +46,6 @@ class Runs:
         self._db = database
         self._sealer = sealer
         self._clock = clock
-        self.cancel_run = Cancel(database, clock).cancel_run
-        self.purge_finished_runs = Retention(database, clock).purge_finished_runs
 
     async def create_run(
         self,
