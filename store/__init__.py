@@ -1,10 +1,10 @@
 """Persistence for approvals-bot: encrypted run blobs, approvals, audit log, ledger.
 
 Callers use the `Store` protocol (store.api) and open the engine with `open_store`.
-The modules here hold what every engine shares (records, rows, sealing, the audit
-chain, the ledger and quorum rules, migration numbering), store/sql/ the concept parts
-with their SQL; each engine package beside them (store/sqlite/, store/postgres/) holds
-its connections, its reading of the SQL and its migrations.
+The modules here hold what several concepts share (records, rows, sealing, the audit
+chain, migration numbering), store/sql/ the concept parts with their rules and SQL;
+each engine package beside them (store/sqlite/, store/postgres/) holds its connections,
+its reading of the SQL and its migrations.
 """
 
 from __future__ import annotations

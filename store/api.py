@@ -357,7 +357,7 @@ class StandingStore(Protocol):
 
 
 class VoteStore(Protocol):
-    """Votes toward an approval's quorum (the rule: store.approvals.tally)."""
+    """Votes toward an approval's quorum (the rule: store.sql.votes.tally)."""
 
     async def vote(
         self,
@@ -444,7 +444,7 @@ class LedgerStore(Protocol):
         redispatch: bool = False,
         run_lease_token: int | None = None,
     ) -> Claim:
-        """See store.ledger. With `run_lease_token`, refused (LeaseLostError, nothing
+        """See store.sql.ledger. With `run_lease_token`, refused (LeaseLostError, nothing
         written) unless `owner` holds the run's lease under that token."""
         ...
 

@@ -23,13 +23,20 @@ from store.rows import (
     row_to_standing,
     to_db,
 )
-from store.runs import CANCELLABLE_STATUSES, check_cancel
 from store.sql import audit
 from store.sql.approvals import REVOCABLE
 from store.sql.leases import end_lease
 from store.tx import Body, Engine, many, one
 
+CANCELLABLE_STATUSES: frozenset[str] = frozenset({"running", "paused", "resuming"})
 _CANCELLABLE = ", ".join(f"'{status}'" for status in sorted(CANCELLABLE_STATUSES))
+
+
+def check_cancel(*, actor: str, reason: str) -> None:
+    if not actor.strip():
+        raise InputError("a cancellation needs the actor's id")
+    if not reason.strip():
+        raise InputError("say why the run is cancelled")
 
 
 def cancel_reason(reason: str) -> str:

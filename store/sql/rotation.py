@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from bot.errors import TamperError
 from store.api import AuditStore
 from store.crypto import AadValue, Sealed, Sealer
-from store.ledger import RESULT_PURPOSE, result_fields
 from store.records import RotationReport
 from store.rows import Row
-from store.runs import STATE_PURPOSE, state_fields
+from store.sql.ledger import RESULT_PURPOSE, result_fields
+from store.sql.runs import STATE_PURPOSE, state_fields
 from store.sql.seals import SealRotation
 from store.tx import Body, Engine, many, run
 

@@ -14,9 +14,11 @@ from bot.clock import Clock
 from store.crypto import KeyRing, Sealer
 from store.records import MigrationReport, SchemaStatus
 from store.seals import DecisionSeals
+from store.sql.approval_lists import ApprovalLists
 from store.sql.approvals import Approvals
 from store.sql.audit import Audit
 from store.sql.cancel import Cancel
+from store.sql.full_reads import FullReads
 from store.sql.leases import Leases, RequestMemory
 from store.sql.ledger import Ledger
 from store.sql.retention import Retention
@@ -62,7 +64,9 @@ class SqlStore:
             leases=Leases(database, clock),
             requests=RequestMemory(database, clock),
             approvals=Approvals(database, clock, seals),
+            lists=ApprovalLists(database),
             votes=Votes(database, clock, seals),
+            reads=FullReads(database, clock),
             standing=Standing(database, clock, seals),
             audit=audit,
             ledger=Ledger(database, sealer, clock),
@@ -86,7 +90,9 @@ class SqlStore:
         leases: Leases,
         requests: RequestMemory,
         approvals: Approvals,
+        lists: ApprovalLists,
         votes: Votes,
+        reads: FullReads,
         standing: Standing,
         audit: Audit,
         ledger: Ledger,
@@ -123,14 +129,14 @@ class SqlStore:
         self.revoke = approvals.revoke
         self.set_approval_message = approvals.set_approval_message
         self.claim_reminders = approvals.claim_reminders
-        self.pending_page = approvals.pending_page
-        self.approvals_requested_by = approvals.approvals_requested_by
-        self.recent_decisions = approvals.recent_decisions
+        self.pending_page = lists.pending_page
+        self.approvals_requested_by = lists.approvals_requested_by
+        self.recent_decisions = lists.recent_decisions
 
         self.vote = votes.vote
         self.votes = votes.votes
-        self.record_full_read = votes.record_full_read
-        self.has_read_in_full = votes.has_read_in_full
+        self.record_full_read = reads.record_full_read
+        self.has_read_in_full = reads.has_read_in_full
 
         self.add_standing_decision = standing.add_standing_decision
         self.standing_decisions = standing.standing_decisions
