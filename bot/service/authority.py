@@ -40,7 +40,7 @@ from bot.policy.eligibility import Eligibility, Eligible, NotEligible, is_eligib
 from bot.policy.rules import Policy, ToolRule
 from bot.service import reading
 from bot.service.api import ApprovalView, Page, decode_cursor, encode_cursor
-from bot.service.journal import Refusal
+from bot.service.last_check import Refusal
 from bot.service.sealed import sealed_quorum
 from bot.service.workflow import Workflow
 from store.records import ApprovalRecord, VoteRecord

@@ -51,7 +51,7 @@ from bot.service.api import (
     UncertainCall,
 )
 from bot.service.authority import execution_check
-from bot.service.journal import ServiceJournal
+from bot.service.last_check import ServiceJournal
 from bot.service.leases import leave_working
 from bot.service.limits import calls_per_turn_exceeded, check_pending
 from bot.service.retry import transient
