@@ -1,8 +1,8 @@
-"""Copying a whole store to another database, engine to engine (`approvals-bot db copy`).
+"""Copying a whole store to another database, backend to backend (`approvals-bot db copy`).
 
 Every row of every table goes across as it is stored: runs and their sealed state blobs
 (ciphertext, nonce and key id unchanged: the associated data names the run, its version
-and schema, never the engine, so the same key ring opens them there), approvals, votes,
+and schema, never the backend, so the same key ring opens them there), approvals, votes,
 full reads, standing decisions, ledger rows with their sealed results, and the audit log
 with its head, in sequence order, so the chain's hashes verify on the copy. The target
 must be empty and at the same schema version as the source; the copy is one transaction
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.errors import InputError
-from store.tx import Body, Engine, one, run
+from store.tx import Body, Database, one, run
 
 # In an order the foreign keys accept, each with the order its rows are read in.
 TABLES: tuple[tuple[str, str], ...] = (
@@ -47,8 +47,8 @@ Progress = Callable[[str, int], None]
 
 
 async def copy_store(
-    source: Engine,
-    target: Engine,
+    source: Database,
+    target: Database,
     *,
     source_version: int,
     target_version: int,

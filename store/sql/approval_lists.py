@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from store.records import ApprovalRecord, PendingCursor, RunOrigin
 from store.rows import APPROVAL_COLUMNS, row_to_approval, to_db
 from store.sql.approvals import check_page
-from store.tx import Engine
+from store.tx import Database
 
 # Approvals of runs of one origin: per candidate row, one primary-key lookup of its run.
 OF_ORIGIN = "EXISTS (SELECT 1 FROM runs r WHERE r.run_id = approvals.run_id AND r.origin = ?)"
@@ -23,7 +23,7 @@ OF_ORIGIN = "EXISTS (SELECT 1 FROM runs r WHERE r.run_id = approvals.run_id AND 
 class ApprovalLists:
     """The lists of the ApprovalStore."""
 
-    def __init__(self, database: Engine) -> None:
+    def __init__(self, database: Database) -> None:
         self._db = database
 
     async def pending_page(

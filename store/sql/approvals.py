@@ -54,7 +54,7 @@ from store.seals import (
     seal_params,
 )
 from store.sql import audit
-from store.tx import Body, Engine, IntegrityViolation, many, one, run
+from store.tx import Body, Database, IntegrityViolation, many, one, run
 
 APPROVAL_STATUSES: frozenset[str] = frozenset(get_args(ApprovalStatus))
 VERDICTS: frozenset[str] = frozenset(get_args(Verdict))
@@ -161,7 +161,7 @@ EXPIRE_ONE = (
 class Approvals:
     """The ApprovalStore."""
 
-    def __init__(self, database: Engine, clock: Clock, seals: DecisionSeals) -> None:
+    def __init__(self, database: Database, clock: Clock, seals: DecisionSeals) -> None:
         self._db = database
         self._clock = clock
         self._seals = seals

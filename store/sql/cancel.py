@@ -26,7 +26,7 @@ from store.rows import (
 from store.sql import audit
 from store.sql.approvals import REVOCABLE
 from store.sql.leases import end_lease
-from store.tx import Body, Engine, many, one
+from store.tx import Body, Database, many, one
 
 CANCELLABLE_STATUSES: frozenset[str] = frozenset({"running", "paused", "resuming"})
 _CANCELLABLE = ", ".join(f"'{status}'" for status in sorted(CANCELLABLE_STATUSES))
@@ -47,7 +47,7 @@ def cancel_reason(reason: str) -> str:
 class Cancel:
     """`cancel_run` (part of the RunStore)."""
 
-    def __init__(self, database: Engine, clock: Clock) -> None:
+    def __init__(self, database: Database, clock: Clock) -> None:
         self._db = database
         self._clock = clock
 

@@ -1,5 +1,5 @@
-"""When queued audit events are linked into the chain (store.sql.audit): each engine's
-database wrapped with its linking rule. Both implement the Engine the concept parts
+"""When queued audit events are linked into the chain (store.sql.audit): each backend's
+database wrapped with its linking rule. Both implement the Database the concept parts
 write through, and `settle()`, which every read of the log awaits first.
 
 - `LinkAtCommit` (SQLite): the one writer is the chain's sequencer. Every write
@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from bot.errors import ApprovalsError, StoreError
 from store.sql.audit import link_all, link_queued
-from store.tx import Body, Engine, Statement, single
+from store.tx import Body, Database, Statement, single
 
 T = TypeVar("T")
 IDLE_SECONDS = 2.0
@@ -36,7 +36,7 @@ log = logging.getLogger("approvals.store")
 class LinkAtCommit:
     """`database` with every write transaction ending in the link of what it queued."""
 
-    def __init__(self, database: Engine) -> None:
+    def __init__(self, database: Database) -> None:
         self._db = database
 
     async def transact(self, body: Callable[[], Body[T]]) -> T:
@@ -63,7 +63,7 @@ class LinkAtCommit:
 class Sequencer:
     """`database` with a task that links the audit queue behind the writers."""
 
-    def __init__(self, database: Engine, *, idle_seconds: float = IDLE_SECONDS) -> None:
+    def __init__(self, database: Database, *, idle_seconds: float = IDLE_SECONDS) -> None:
         self._db = database
         self._idle_seconds = idle_seconds
         self._wanted = asyncio.Event()

@@ -8,13 +8,13 @@ from bot.errors import InputError
 from store.rows import row_to_approval, to_db
 from store.sql import audit
 from store.sql.approvals import SELECT_ONE
-from store.tx import Body, Engine, one
+from store.tx import Body, Database, one
 
 
 class FullReads:
     """The full-read part of the VoteStore."""
 
-    def __init__(self, database: Engine, clock: Clock) -> None:
+    def __init__(self, database: Database, clock: Clock) -> None:
         self._db = database
         self._clock = clock
 

@@ -34,7 +34,7 @@ from store.records import (
     check_run_status,
 )
 from store.rows import RUN_COLUMNS, Row, from_db, row_to_run, to_db
-from store.tx import Body, Engine, many, one, placeholders, run
+from store.tx import Body, Database, many, one, placeholders, run
 
 _WORKING = ", ".join(f"'{status}'" for status in sorted(WORKING_RUN_STATUSES))
 LEASE_COLUMNS = "owner, expires_at, token"
@@ -204,7 +204,7 @@ def _renew(leases: Sequence[RunLease], until: str) -> Body[list[RunLease]]:
 class Leases:
     """The RunLeaseStore."""
 
-    def __init__(self, database: Engine, clock: Clock) -> None:
+    def __init__(self, database: Database, clock: Clock) -> None:
         self._db = database
         self._clock = clock
         self.unresumed_runs = _Unresumed(database).unresumed_runs
@@ -323,7 +323,7 @@ _DECIDED_AT = "COALESCE(a.revoked_at, a.decided_at, a.expires_at)"
 class _Unresumed:
     """`unresumed_runs` (part of Leases)."""
 
-    def __init__(self, database: Engine) -> None:
+    def __init__(self, database: Database) -> None:
         self._db = database
 
     async def unresumed_runs(
@@ -343,7 +343,7 @@ class _Unresumed:
 class RequestMemory:
     """The RequestMemoryStore."""
 
-    def __init__(self, database: Engine, clock: Clock) -> None:
+    def __init__(self, database: Database, clock: Clock) -> None:
         self._db = database
         self._clock = clock
 

@@ -50,7 +50,7 @@ from store.records import LedgerEntry
 from store.rows import Row, from_db, row_to_ledger_entry, to_db, where_all
 from store.sql.leases import lease_lost as run_lease_lost
 from store.sql.leases import lease_row
-from store.tx import Body, Engine, many, one, run
+from store.tx import Body, Database, many, one, run
 
 RESULT_PURPOSE = "ledger-result"
 LedgerState = Literal["succeeded", "failed_retryable", "failed_terminal"]
@@ -194,7 +194,7 @@ class _SealedResult:
 class Ledger:
     """The LedgerStore."""
 
-    def __init__(self, database: Engine, sealer: Sealer, clock: Clock) -> None:
+    def __init__(self, database: Database, sealer: Sealer, clock: Clock) -> None:
         self._db = database
         self._sealer = sealer
         self._clock = clock

@@ -20,7 +20,7 @@ from bot.errors import InputError
 from store.records import FINISHED_RUN_STATUSES, PurgeReport
 from store.rows import to_db
 from store.sql import audit
-from store.tx import Body, Engine, many, placeholders, run
+from store.tx import Body, Database, many, placeholders, run
 
 PURGED_NOTE = "(purged by retention)"
 
@@ -48,7 +48,7 @@ MAX_BATCH = 500  # run ids per `IN (...)`, well under SQLite's and Postgres's li
 class Retention:
     """`purge_finished_runs` (part of the RunStore)."""
 
-    def __init__(self, database: Engine, clock: Clock) -> None:
+    def __init__(self, database: Database, clock: Clock) -> None:
         self._db = database
         self._clock = clock
 

@@ -32,7 +32,7 @@ from store.records import (
 from store.rows import RUN_COLUMNS, Row, row_to_run, to_db, to_db_optional, where_all
 from store.sql import audit
 from store.sql.leases import check_claim, end_lease, expiry, insert_lease
-from store.tx import Body, Engine, IntegrityViolation, many, one, run
+from store.tx import Body, Database, IntegrityViolation, many, one, run
 
 STATE_PURPOSE = "run-state"
 RUN_ORIGINS: frozenset[str] = frozenset(get_args(RunOrigin))
@@ -138,7 +138,7 @@ def version_conflict(
 class Runs:
     """The RunStore."""
 
-    def __init__(self, database: Engine, sealer: Sealer, clock: Clock) -> None:
+    def __init__(self, database: Database, sealer: Sealer, clock: Clock) -> None:
         self._db = database
         self._sealer = sealer
         self._clock = clock

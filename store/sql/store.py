@@ -1,9 +1,9 @@
-"""SqlStore: every concept part of store.sql on one engine's database, joined into one
+"""SqlStore: every concept part of store.sql on one backend's database, joined into one
 Store by composition. Each part (runs, leases, request memory, approvals, votes,
 standing decisions, audit, ledger, cancellation, retention, key rotation) is given the
 database and the collaborators it needs; every Store operation is the owning part's own
 bound method, so a call costs no extra hop and a reader finds an operation in the part
-named after its concept. An engine subclasses it with its own database, its rule for
+named after its concept. A backend subclasses it with its own database, its rule for
 linking the audit chain (store.sql.chain), where it is, and how it closes."""
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from store.sql.runs import Runs
 from store.sql.seals import SEALS_MIGRATION, SealedDecisions, SealRotation
 from store.sql.standing import Standing
 from store.sql.votes import Votes
-from store.tx import Engine
+from store.tx import Database
 
 
-class ChainedEngine(Engine, Protocol):
-    """An engine's database with its rule for linking queued audit events."""
+class ChainedDatabase(Database, Protocol):
+    """A backend's database with its rule for linking queued audit events."""
 
     async def settle(self) -> None:
         """Link every audit event queued so far."""
@@ -41,11 +41,11 @@ class ChainedEngine(Engine, Protocol):
 class SqlStore:
     """The parts on `database`, sealing with `keyring`; `location` names the database in
     messages (a path, a URL without its password); `latest_schema` is the newest schema
-    version the engine's build ships (readiness compares the database's with it)."""
+    version the backend's build ships (readiness compares the database's with it)."""
 
     def __init__(
         self,
-        database: ChainedEngine,
+        database: ChainedDatabase,
         keyring: KeyRing,
         clock: Clock,
         *,

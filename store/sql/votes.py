@@ -45,7 +45,7 @@ from store.sql import audit
 from store.sql.approvals import SELECT_ONE, check_verdict, expire_one
 from store.tx import (
     Body,
-    Engine,
+    Database,
     FollowUp,
     FromChanged,
     Statement,
@@ -105,7 +105,7 @@ SEAL_FIELDS = tuple(SEAL_COLUMNS.split(", "))
 class Votes:
     """The VoteStore."""
 
-    def __init__(self, database: Engine, clock: Clock, seals: DecisionSeals) -> None:
+    def __init__(self, database: Database, clock: Clock, seals: DecisionSeals) -> None:
         self._db = database
         self._clock = clock
         self._seals = seals
