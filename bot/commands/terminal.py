@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from bot.credentials import redact_text
 from bot.review.visible import arguments_json, visible
 from bot.service import Location, Notifier
-from bot.service.api import (
+from bot.service.events import (
     ApprovalDecided,
     ApprovalExpired,
     ApprovalReminder,

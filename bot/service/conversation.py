@@ -16,16 +16,16 @@ from typing import Any
 from bot.credentials import redact_text
 from bot.errors import ApprovalsError, InputError
 from bot.runtime import AgentEngine, AgentRun
-from bot.service.api import (
+from bot.service.answers import (
     Busy,
     Closed,
     Continued,
     FollowUpOutcome,
     NotARunThread,
     Retrying,
-    RunStarted,
     WaitingForApproval,
 )
+from bot.service.events import RunStarted
 from bot.service.execution import engine_stamp, execute
 from bot.service.leases import claim, leave_working
 from bot.service.limits import checked_task

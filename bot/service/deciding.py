@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bot.service.api import DecisionResult, Recorded
+from bot.service.answers import DecisionResult, Recorded
 from bot.service.voting import (
     Ballot,
     record_change,

@@ -41,16 +41,16 @@ from bot.runtime import (
     PendingCall,
 )
 from bot.service.amend import noted_agent
-from bot.service.api import (
+from bot.service.api import UncertainCall
+from bot.service.authority import execution_check
+from bot.service.events import (
     ApprovalRequested,
     CallUncertain,
     ExecutionRefused,
     RunFailed,
     RunFinished,
     RunNeedsMigration,
-    UncertainCall,
 )
-from bot.service.authority import execution_check
 from bot.service.last_check import ServiceJournal
 from bot.service.leases import leave_working
 from bot.service.limits import calls_per_turn_exceeded, check_pending

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from bot.errors import ApprovalsError, ConfigError
-from bot.service.api import ApprovalDecided, ApprovalExpired, ApprovalReminder
+from bot.service.events import ApprovalDecided, ApprovalExpired, ApprovalReminder
 from bot.service.workflow import Workflow
 from store.records import ApprovalRecord
 

@@ -21,7 +21,7 @@ still finish it. Cancelling ends the run's lease, so that worker writes nothing 
 from __future__ import annotations
 
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
-from bot.service.api import ApprovalDecided, RunCancelled
+from bot.service.events import ApprovalDecided, RunCancelled
 from bot.service.leases import claim
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
 from store.records import CancelOutcome, RunRecord

@@ -43,7 +43,7 @@ import logging
 from datetime import timedelta
 
 from bot.errors import ApprovalsError
-from bot.service.api import ApprovalDecided
+from bot.service.events import ApprovalDecided
 from bot.service.execution import fail_run
 from bot.service.leases import claim
 from bot.service.resume import current_rows, stalled_pause

@@ -44,7 +44,7 @@ from datetime import datetime
 from bot.canonical import digests_equal
 from bot.errors import ApprovalsError
 from bot.runtime import AgentRun, PendingCall
-from bot.service.api import ApprovalDecided, ResumeStalled
+from bot.service.events import ApprovalDecided, ResumeStalled
 from bot.service.execution import (
     MIGRATION_NEEDED,
     execute,

@@ -10,7 +10,8 @@ last decision) runs in tasks the service owns (`TaskOwner`).
 Who may decide, how many must and for how long comes from the `Policy` (bot.policy):
 checked when a person decides (bot.service.voting, bot.service.authority) and again
 right before an approved call runs (ServiceJournal with `execution_check`). What the
-operations answer and the read models the people layer renders are in bot.service.api.
+operations answer is bot.service.answers, the read models the people layer renders
+bot.service.api, the notifier's events bot.service.events.
 """
 
 from __future__ import annotations
@@ -26,14 +27,8 @@ from bot.policy.eligibility import ChannelDirectory, GroupDirectory, NoGroups
 from bot.policy.rules import DEFAULT_POLICY, Policy
 from bot.runtime import AgentRegistry, AgentRun, Resolution
 from bot.service import conversation, health
-from bot.service.api import (
-    ApprovalView,
-    FollowUpOutcome,
-    Notifier,
-    Page,
-    Surface,
-    UncertainCall,
-)
+from bot.service.answers import FollowUpOutcome
+from bot.service.api import ApprovalView, Page, Surface, UncertainCall
 from bot.service.authority import (
     build_view,
     pending_for,
@@ -44,6 +39,7 @@ from bot.service.authority import (
 )
 from bot.service.config import DEFAULT_APPROVAL_TTL
 from bot.service.deciding import DecisionOperations
+from bot.service.events import Notifier
 from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
 from bot.service.leases import DEFAULT_LEASE_SECONDS, HeldLeases
 from bot.service.limits import checked_task

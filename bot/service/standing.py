@@ -31,8 +31,8 @@ import logging
 from collections.abc import Sequence
 
 from bot.policy.eligibility import Eligible
-from bot.service.api import ApprovalDecided
 from bot.service.authority import eligibility
+from bot.service.events import ApprovalDecided
 from bot.service.workflow import Workflow
 from store.records import ApprovalRecord, RunRecord, StandingDecision
 

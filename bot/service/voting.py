@@ -30,13 +30,7 @@ from bot.errors import (
 from bot.review.snapshot import ReviewSnapshot, carried_redactions
 from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, RunState
 from bot.service.amend import amend_call, edited_arguments, pending_call
-from bot.service.api import (
-    ApprovalDecided,
-    ApprovalExpired,
-    ApprovalUpdated,
-    DecisionResult,
-    Recorded,
-)
+from bot.service.answers import DecisionResult, Recorded
 from bot.service.authority import (
     build_view,
     counted_voters,
@@ -45,6 +39,7 @@ from bot.service.authority import (
     require_decider,
     revoke_refusal,
 )
+from bot.service.events import ApprovalDecided, ApprovalExpired, ApprovalUpdated
 from bot.service.execution import card_snapshot
 from bot.service.reading import has_seen_all, unread
 from bot.service.standing import apply_decision

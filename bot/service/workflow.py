@@ -29,7 +29,9 @@ from bot.errors import (
 from bot.policy.eligibility import ChannelDirectory, GroupDirectory
 from bot.policy.rules import Policy, ToolRule
 from bot.runtime import AgentRegistry, AgentRun
-from bot.service.api import (
+from bot.service.api import Surface
+from bot.service.codec import decode_state, encode_state
+from bot.service.events import (
     CallUncertain,
     Event,
     Location,
@@ -40,9 +42,7 @@ from bot.service.api import (
     RunFinished,
     RunNeedsMigration,
     RunStarted,
-    Surface,
 )
-from bot.service.codec import decode_state, encode_state
 from bot.service.leases import HeldLeases, claim
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy, StalledResumes, transient
 from bot.service.tasks import TaskOwner

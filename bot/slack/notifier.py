@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from bot.service.api import (
+from bot.service.api import UncertainCall
+from bot.service.events import (
     ApprovalDecided,
     ApprovalExpired,
     ApprovalReminder,
@@ -27,7 +28,6 @@ from bot.service.api import (
     RunFinished,
     RunNeedsMigration,
     RunStarted,
-    UncertainCall,
 )
 from bot.slack import cards
 from bot.slack.blocks import Block, mrkdwn_context, mrkdwn_section
