@@ -27,6 +27,9 @@ Runs remember where they were started (`RunRecord.origin`): the bot and the demo
 show and decide only their own runs; operators reach every run. Every decision records
 the surface it came through (audit detail `via`)."""
 
+ViewerAction = Literal["decide", "revoke", "reconcile"]
+"""What a viewer may do to an approval (`ApprovalView.allowed_actions`)."""
+
 # -- read models ---------------------------------------------------------------------
 
 
@@ -58,6 +61,15 @@ class ApprovalView:
     has_read: bool = False
     can_stand: bool = False  # the viewer may decide it for the rest of the run (policy)
     standing: StandingDecision | None = None  # the active standing decision it made
+
+    def allowed_actions(self) -> tuple[ViewerAction, ...]:
+        """What the viewer may do to the approval now, in the order people are told."""
+        allowed: tuple[tuple[ViewerAction, bool], ...] = (
+            ("decide", self.can_decide),
+            ("revoke", self.can_revoke),
+            ("reconcile", self.can_reconcile),
+        )
+        return tuple(action for action, may in allowed if may)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -74,15 +74,7 @@ def pending_list_text(items: Sequence[ApprovalView], *, page: int, more: bool) -
 
 def show_text(view: ApprovalView) -> str:
     approval = view.approval
-    may = [
-        word
-        for word, allowed in (
-            ("decide", view.can_decide),
-            ("revoke", view.can_revoke),
-            ("reconcile", view.can_reconcile),
-        )
-        if allowed
-    ]
+    may = view.allowed_actions()
     approvers = ", ".join(escape(a, 40) for a in view.approvers) or "anyone but the requester"
     lines = [
         approval_line(approval),
