@@ -29,14 +29,7 @@ from bot.runtime import AgentRegistry, AgentRun, Resolution
 from bot.service import conversation, health
 from bot.service.answers import FollowUpOutcome
 from bot.service.api import ApprovalView, Page, Surface, UncertainCall
-from bot.service.authority import (
-    build_view,
-    pending_for,
-    recent_decisions,
-    refuse_request,
-    require_visible,
-    views_of,
-)
+from bot.service.authority import refuse_request, require_visible
 from bot.service.config import DEFAULT_APPROVAL_TTL
 from bot.service.deciding import DecisionOperations
 from bot.service.events import Notifier
@@ -52,6 +45,7 @@ from bot.service.resume import retry_parked
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy
 from bot.service.tasks import TaskOwner
 from bot.service.telemetry import Telemetry
+from bot.service.views import build_view, pending_for, recent_decisions, views_of
 from bot.service.workflow import Workflow
 from store.api import Store
 from store.records import ApprovalRecord, AuditEvent, CancelOutcome, RunRecord

@@ -32,7 +32,6 @@ from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, RunState
 from bot.service.amend import amend_call, edited_arguments, pending_call
 from bot.service.answers import DecisionResult, Recorded
 from bot.service.authority import (
-    build_view,
     counted_voters,
     eligibility,
     refuse,
@@ -43,6 +42,7 @@ from bot.service.events import ApprovalDecided, ApprovalExpired, ApprovalUpdated
 from bot.service.execution import card_snapshot
 from bot.service.reading import has_seen_all, unread
 from bot.service.standing import apply_decision
+from bot.service.views import build_view
 from bot.service.workflow import Workflow
 from store.records import Amendment, ApprovalRecord, RunRecord, VoteOutcome
 
