@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from functools import partial
 
 from bot.canonical import digests_equal
@@ -67,6 +67,10 @@ MIGRATION_NEEDED = (AgentNotRegisteredError, SchemaVersionError, StateUnreadable
 """Why a deployment cannot resume a run it could resume once: its agent version is not
 registered, or its state is of a schema (ours, or its engine's) this build cannot read."""
 
+ResumeIfDecided = Callable[[Workflow, str], Awaitable[bool]]
+"""bot.service.resume.resume_if_all_decided, handed in by whoever runs the agent: a
+resume runs the agent through this module, so this module does not import it."""
+
 
 async def execute(
     flow: Workflow,
@@ -77,6 +81,7 @@ async def execute(
     approved: dict[str, ApprovalRecord] | None = None,
     requester: str | None = None,
     raise_transient: bool = False,
+    resume_if_decided: ResumeIfDecided,
 ) -> RunRecord:
     """Run `agent` from `state` for `run` (status running or resuming) and persist the
     outcome. Never raises for a failed run: the run is marked failed and people told;
@@ -108,7 +113,9 @@ async def execute(
             agent = noted_agent(agent, approvals)
         result = await _run_agent(flow, agent, state, journal)
         check_pending(flow.policy.limits, result)
-        return await persist_outcome(flow, run, result, requester=requester)
+        return await persist_outcome(
+            flow, run, result, requester=requester, resume_if_decided=resume_if_decided
+        )
     except LimitError as error:
         return await fail_run(flow, run, str(error))
     except MIGRATION_NEEDED as error:
@@ -151,7 +158,12 @@ async def _tell_refused(
 
 
 async def persist_outcome(
-    flow: Workflow, run: RunRecord, result: EngineResult, *, requester: str | None = None
+    flow: Workflow,
+    run: RunRecord,
+    result: EngineResult,
+    *,
+    requester: str | None = None,
+    resume_if_decided: ResumeIfDecided,
 ) -> RunRecord:
     paused = result.outcome == "paused"
     saved = await flow.store.save_run_state(
@@ -170,7 +182,10 @@ async def persist_outcome(
         )
         return saved
     flow.telemetry.run_paused(saved, waiting=len(result.interruptions))
-    await request_approvals(flow, saved, result.state, result.interruptions, requester=requester)
+    await request_approvals(
+        flow, saved, result.state, result.interruptions,
+        requester=requester, resume_if_decided=resume_if_decided,
+    )  # fmt: skip
     for call in result.interruptions:
         if call.status == "uncertain":
             await flow.notify(CallUncertain(run=saved, call=UncertainCall.of(saved.run_id, call)))
@@ -184,6 +199,7 @@ async def request_approvals(
     calls: Sequence[PendingCall],
     *,
     requester: str | None = None,
+    resume_if_decided: ResumeIfDecided,
 ) -> list[ApprovalRecord]:
     """Approval rows (and cards) for the calls of `state` waiting for a decision.
 
@@ -191,7 +207,8 @@ async def request_approvals(
     if it never was). Rows are keyed by the call's execution key, so a provider that
     reuses tool call ids across turns gets a row per call; a row for the same key that is
     decided or was made for other arguments fails closed rather than letting an old
-    decision answer a new call."""
+    decision answer a new call. When the run's standing decisions decide the new calls,
+    `resume_if_decided` resumes the run if nothing else is open."""
     waiting = [call for call in calls if call.status == "approval"]
     if not waiting:
         return []
@@ -239,7 +256,7 @@ async def request_approvals(
         if record.slack_ts is None:
             await _post_card(flow, run, record, snapshots[record.execution_key], standing)
     if standing and await apply_standing(flow, run, records):
-        await flow.resume_if_all_decided(run.run_id)
+        await resume_if_decided(flow, run.run_id)
     return records
 
 

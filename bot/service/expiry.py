@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 
 from bot.errors import ApprovalsError, ConfigError
 from bot.service.events import ApprovalDecided, ApprovalExpired, ApprovalReminder
+from bot.service.resume import resume_if_all_decided
 from bot.service.workflow import Workflow
 from store.records import ApprovalRecord
 
@@ -38,7 +39,7 @@ async def expire_overdue(flow: Workflow) -> list[ApprovalRecord]:
         await flow.notify(ApprovalDecided(run=run, approval=record))
         await flow.notify(ApprovalExpired(run=run, approval=record))
     for run_id in sorted({record.run_id for record in expired}):
-        await flow.resume_if_all_decided(run_id)
+        await resume_if_all_decided(flow, run_id)
     return expired
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
 from bot.service.events import ApprovalDecided, RunCancelled
 from bot.service.leases import claim
+from bot.service.resume import claim_resume, start_resume
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
 from store.records import CancelOutcome, RunRecord
 
@@ -95,7 +96,7 @@ async def resume_stuck(flow: Workflow, run_id: str, *, actor: str) -> RunRecord:
         detail={"from_status": run.status, "via": flow.via},
     )
     if run.status == "paused":
-        if not await flow.claim_resume(run_id):
+        if not await claim_resume(flow, run_id):
             raise ResolutionError(f"run {run_id} was claimed by someone else meanwhile")
         return run
     claimed = await claim(
@@ -103,7 +104,7 @@ async def resume_stuck(flow: Workflow, run_id: str, *, actor: str) -> RunRecord:
     )
     if claimed is None:
         raise ResolutionError(f"run {run_id} was claimed by someone else meanwhile")
-    flow.resume(claimed)
+    start_resume(flow, claimed)
     return claimed
 
 

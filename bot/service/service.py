@@ -41,7 +41,7 @@ from bot.service.reading import record_read
 from bot.service.reconcile import describe_uncertain, reconcile_call
 from bot.service.recovery import recover_runs, take_over_abandoned
 from bot.service.requests import RequestLog
-from bot.service.resume import retry_parked
+from bot.service.resume import retry_parked, start_resume
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy
 from bot.service.tasks import TaskOwner
 from bot.service.telemetry import Telemetry
@@ -317,7 +317,7 @@ class ApprovalService:
         run = await reconcile_call(
             self._flow, run_id, actor=actor, call=call, resolution=resolution, reason=reason
         )
-        self._flow.resume(run)
+        start_resume(self._flow, run)
         return run
 
     async def uncertain_call(self, run_id: str, *, call: str | None = None) -> UncertainCall:

@@ -41,6 +41,7 @@ from bot.service.authority import (
 from bot.service.events import ApprovalDecided, ApprovalExpired, ApprovalUpdated
 from bot.service.execution import card_snapshot
 from bot.service.reading import has_seen_all, unread
+from bot.service.resume import resume_if_all_decided
 from bot.service.standing import apply_decision
 from bot.service.views import build_view
 from bot.service.workflow import Workflow
@@ -150,7 +151,7 @@ async def settle(
     if outcome.result == "decided":
         flow.telemetry.approval_closed(record)
         await flow.notify(ApprovalDecided(run=run, approval=record, standing=standing))
-        started = await flow.resume_if_all_decided(record.run_id)
+        started = await resume_if_all_decided(flow, record.run_id)
         return _result(record, voters, resume_started=started)
     if outcome.result == "counted":
         view = await build_view(flow, record, None)
@@ -161,7 +162,7 @@ async def settle(
         flow.telemetry.approval_closed(record)
         await flow.notify(ApprovalDecided(run=run, approval=record))
         await flow.notify(ApprovalExpired(run=run, approval=record))
-        await flow.resume_if_all_decided(record.run_id)
+        await resume_if_all_decided(flow, record.run_id)
         raise already_decided(record)
     if outcome.result == "already_voted":
         raise AlreadyDecidedError(
@@ -284,7 +285,7 @@ async def _revoked(flow: Workflow, run: RunRecord, record: ApprovalRecord) -> Ap
     flow.telemetry.approval_closed(record)
     standing = await flow.standing(run.run_id)
     await flow.notify(ApprovalDecided(run=run, approval=record, standing=standing))
-    await flow.resume_if_all_decided(record.run_id)
+    await resume_if_all_decided(flow, record.run_id)
     return record
 
 
