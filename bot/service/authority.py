@@ -97,6 +97,17 @@ def may_reconcile(policy: Policy, verdict: Eligibility, user: str) -> bool:
     return policy.is_admin(user) or isinstance(verdict, Eligible)
 
 
+def why_not_stand(rule: ToolRule, approval: ApprovalRecord) -> str | None:
+    """Why a decision on the approval may not stand for the rest of its run (None: it
+    may): the policy must allow it for the tool (`allow_always`), and the call must need
+    one approval (a standing decision is one person's)."""
+    if not rule.allow_always:
+        return "the policy does not allow it for this tool"
+    if approval.required_approvals != 1:
+        return f"the call needs {approval.required_approvals} approvals"
+    return None
+
+
 def counted_voters(approval: ApprovalRecord, votes: list[VoteRecord]) -> list[str]:
     """Who approved the approval's current digest. An approval decided before votes
     existed (no vote rows at all) counts its decider, if it was approved."""

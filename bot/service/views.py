@@ -26,6 +26,7 @@ from bot.service.authority import (
     may_see,
     membership,
     revoke_refusal,
+    why_not_stand,
 )
 from bot.service.workflow import Workflow
 from store.records import ApprovalRecord, VoteRecord
@@ -98,7 +99,7 @@ async def visible_view(
         why_not=why_not,
         must_read=must_read,
         has_read=has_read,
-        can_stand=can_decide and rule.allow_always and approval.required_approvals == 1,
+        can_stand=can_decide and why_not_stand(rule, approval) is None,
         standing=standing,
     )
 

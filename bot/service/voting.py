@@ -37,6 +37,7 @@ from bot.service.authority import (
     refuse,
     require_decider,
     revoke_refusal,
+    why_not_stand,
 )
 from bot.service.events import ApprovalDecided, ApprovalExpired, ApprovalUpdated
 from bot.service.execution import card_snapshot
@@ -96,8 +97,7 @@ async def record_standing_vote(flow: Workflow, ballot: Ballot) -> Recorded[Decis
     standing decision, and its votes on the run's other pending calls of the tool, are
     committed here too."""
     approval, run = await check_ballot(flow, ballot)
-    rule = flow.rule_for(approval.tool_name)
-    if not rule.allow_always or approval.required_approvals != 1:
+    if why_not_stand(flow.rule_for(approval.tool_name), approval) is not None:
         await refuse(flow, approval, actor=ballot.decider, why="standing_not_allowed")
         raise NotAuthorizedError(
             f"the policy does not let a decision on {approval.tool_name} stand for the rest "
