@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from bot.canonical import digests_equal
-from bot.errors import NotAuthorizedError
+from bot.errors import AlreadyDecidedError, NotAuthorizedError
 from bot.policy.eligibility import Eligibility, Eligible, NotEligible, is_eligible
 from bot.policy.rules import Policy, ToolRule
 from bot.service.last_check import Refusal
@@ -119,6 +119,19 @@ def counted_voters(approval: ApprovalRecord, votes: list[VoteRecord]) -> list[st
         for vote in votes
         if vote.decision == "approved" and digests_equal(vote.digest, approval.arguments_digest)
     ]
+
+
+def already_decided(record: ApprovalRecord) -> AlreadyDecidedError:
+    who = record.revoked_by if record.status == "revoked" else record.decider
+    when = record.revoked_at if record.status == "revoked" else record.decided_at
+    by = f" by {who}" if who else ""
+    at = f" at {when.isoformat()}" if when else ""
+    return AlreadyDecidedError(
+        f"this call is already {record.status}{by}{at}",
+        status=record.status,
+        decider=who,
+        decided_at=when,
+    )
 
 
 # -- the rules applied to operations ----------------------------------------------------

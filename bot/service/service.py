@@ -31,7 +31,6 @@ from bot.service.answers import FollowUpOutcome
 from bot.service.api import ApprovalView, Page, Surface, UncertainCall
 from bot.service.authority import refuse_request, require_visible
 from bot.service.config import DEFAULT_APPROVAL_TTL
-from bot.service.deciding import DecisionOperations
 from bot.service.events import Notifier
 from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
 from bot.service.leases import DEFAULT_LEASE_SECONDS, HeldLeases
@@ -46,6 +45,7 @@ from bot.service.retry import DEFAULT_RETRY, RetryPolicy
 from bot.service.tasks import TaskOwner
 from bot.service.telemetry import Telemetry
 from bot.service.views import build_view, pending_for, recent_decisions, views_of
+from bot.service.voting import DecisionOperations
 from bot.service.workflow import Workflow
 from store.api import Store
 from store.records import ApprovalRecord, AuditEvent, CancelOutcome, RunRecord
@@ -74,7 +74,7 @@ class ApprovalService:
     logs them either way).
 
     The deciding operations (`decide`, `approve_with_changes`, `revoke` and their
-    `record_*` halves) are bot.service.deciding's, bound here as its own."""
+    `record_*` halves) are bot.service.voting's, bound here as its own."""
 
     def __init__(
         self,
