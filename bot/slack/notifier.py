@@ -33,6 +33,7 @@ from bot.slack import cards
 from bot.slack.blocks import Block, mrkdwn_context, mrkdwn_section
 from bot.slack.gateway import SlackGateway
 from bot.slack.messages import run_thread
+from bot.slack.messages.approval_lines import approval_card_text
 from store.records import ApprovalRecord, RunRecord, StandingDecision
 
 log = logging.getLogger(__name__)
@@ -97,7 +98,7 @@ class SlackNotifier:
         ts = await self._slack.post(
             channel=run.channel,
             thread_ts=run.thread_ts,
-            text=cards.approval_card_text(approval),
+            text=approval_card_text(approval),
             blocks=cards.approval_card_blocks(
                 run=run, approval=approval, voters=(), standing=standing
             ),
@@ -129,7 +130,7 @@ class SlackNotifier:
         await self._slack.update(
             channel=approval.slack_channel,
             ts=approval.slack_ts,
-            text=cards.approval_card_text(approval),
+            text=approval_card_text(approval),
             blocks=cards.approval_card_blocks(
                 run=run, approval=approval, voters=voters, not_run=not_run, standing=standing
             ),
