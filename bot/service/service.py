@@ -30,7 +30,7 @@ from bot.service import conversation, health
 from bot.service.answers import FollowUpOutcome
 from bot.service.api import ApprovalView, Page, Surface, UncertainCall
 from bot.service.authority import refuse_request, require_visible
-from bot.service.config import DEFAULT_APPROVAL_TTL
+from bot.service.config import DEFAULT_APPROVAL_TTL, DEFAULT_SWEEP_SECONDS
 from bot.service.events import Notifier
 from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
 from bot.service.leases import DEFAULT_LEASE_SECONDS, HeldLeases
@@ -49,8 +49,6 @@ from bot.service.voting import DecisionOperations
 from bot.service.workflow import Workflow
 from store.api import Store
 from store.records import ApprovalRecord, AuditEvent, CancelOutcome, RunRecord
-
-SWEEP_SECONDS = 10.0  # an unclicked card shows "expired" within this of its expiry
 
 
 class ApprovalService:
@@ -177,7 +175,7 @@ class ApprovalService:
         runs that have nothing left to wait for (an expired call never runs)."""
         return await expire_overdue(self._flow)
 
-    def start_expiry_sweeper(self, *, every_seconds: float = SWEEP_SECONDS) -> None:
+    def start_expiry_sweeper(self, *, every_seconds: float = DEFAULT_SWEEP_SECONDS) -> None:
         """Call `sweep` every `every_seconds` until `aclose` (see bot.service.expiry)."""
         if self._sweeper is None:
             self._sweeper = ExpirySweeper(self.sweep, every_seconds=every_seconds)
