@@ -45,9 +45,9 @@ from bot.runtime import RunState
 from bot.service import ApprovalService, Location
 from bot.service.codec import encode_state
 from bot.service.events import Event
-from bot.service.tasks import TaskOwner
 from bot.slack.app import list_text
 from bot.slack.home import build_home
+from bot.tasks import TaskOwner
 from store import open_store
 from store.api import Store
 from store.crypto import KeyRing

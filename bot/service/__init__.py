@@ -28,7 +28,7 @@ from bot.service.config import (
 )
 from bot.service.events import Event, Location, Notifier
 from bot.service.service import ApprovalService
-from bot.service.tasks import TaskOwner
+from bot.tasks import TaskOwner
 
 __all__ = [
     "ApprovalService",

@@ -42,11 +42,11 @@ from bot.service.recovery import recover_runs, take_over_abandoned
 from bot.service.requests import RequestLog
 from bot.service.resume import retry_parked, start_resume
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy
-from bot.service.tasks import TaskOwner
 from bot.service.telemetry import Telemetry
 from bot.service.views import build_view, pending_for, recent_decisions, views_of
 from bot.service.voting import DecisionOperations
 from bot.service.workflow import Workflow
+from bot.tasks import TaskOwner
 from store.api import Store
 from store.records import ApprovalRecord, AuditEvent, CancelOutcome, RunRecord
 

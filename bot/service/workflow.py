@@ -43,8 +43,8 @@ from bot.service.events import (
 )
 from bot.service.leases import HeldLeases
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy, StalledResumes
-from bot.service.tasks import TaskOwner
 from bot.service.telemetry import Telemetry
+from bot.tasks import TaskOwner
 from store.api import Store
 from store.records import (
     ApprovalRecord,
