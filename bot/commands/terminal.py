@@ -74,24 +74,10 @@ def event_text(event: Event) -> str:
         case RunStarted(run=run, task=task):
             task_shown = visible(redact_text(task))
             return f"run {run.run_id} ({run.agent_name} v{run.agent_version}): {task_shown}"
-        case ApprovalRequested(approval=approval, snapshot=snapshot, standing=standing):
-            lines = [
-                f"\napproval needed: {snapshot.tool_name} (approval {approval.approval_id})",
-                f"  arguments: {compact(snapshot.arguments)}",
-                *(f"  warning:   {line}" for line in snapshot.script_warnings()),
-                f"  digest:    {snapshot.digest}",
-                f"  expires:   {expiry(approval)}",
-            ]
-            lines += [f"  standing:  {standing_text(d)}" for d in standing]
-            return "\n".join(lines)
-        case ApprovalDecided(approval=approval, standing=standing):
-            who = approval.decider or approval.revoked_by or "the service"
-            line = f"{approval.tool_name}: {approval.status} by {who}"
-            if approval.status == "revoked" and approval.revoke_reason:
-                line += f" ({approval.revoke_reason})"
-            if any(d.approval_id == approval.approval_id for d in standing):
-                line += "; it stands for the rest of the run"
-            return line
+        case ApprovalRequested():
+            return _requested_text(event)
+        case ApprovalDecided():
+            return _decided_text(event)
         case ApprovalUpdated(view=view):
             voters = ", ".join(view.voters) or "nobody yet"
             return (
@@ -128,6 +114,30 @@ def event_text(event: Event) -> str:
                 f"\nrun {run.run_id} needs migration: {reason}; it stays paused "
                 f"(approvals-bot runs resume {run.run_id} once the version is back, or cancel it)"
             )
+
+
+def _requested_text(event: ApprovalRequested) -> str:
+    approval, snapshot = event.approval, event.snapshot
+    lines = [
+        f"\napproval needed: {snapshot.tool_name} (approval {approval.approval_id})",
+        f"  arguments: {compact(snapshot.arguments)}",
+        *(f"  warning:   {line}" for line in snapshot.script_warnings()),
+        f"  digest:    {snapshot.digest}",
+        f"  expires:   {expiry(approval)}",
+    ]
+    lines += [f"  standing:  {standing_text(d)}" for d in event.standing]
+    return "\n".join(lines)
+
+
+def _decided_text(event: ApprovalDecided) -> str:
+    approval = event.approval
+    who = approval.decider or approval.revoked_by or "the service"
+    line = f"{approval.tool_name}: {approval.status} by {who}"
+    if approval.status == "revoked" and approval.revoke_reason:
+        line += f" ({approval.revoke_reason})"
+    if any(d.approval_id == approval.approval_id for d in event.standing):
+        line += "; it stands for the rest of the run"
+    return line
 
 
 def standing_text(decision: StandingDecision) -> str:
