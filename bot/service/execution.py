@@ -58,11 +58,17 @@ from bot.service.retry import transient
 from bot.service.standing import apply_standing
 from bot.service.workflow import Workflow
 from store.journal import StoreJournal
-from store.records import ApprovalRecord, EngineStamp, NewApproval, RunRecord, StandingDecision
+from store.records import (
+    FINISHED_RUN_STATUSES,
+    ApprovalRecord,
+    EngineStamp,
+    NewApproval,
+    RunRecord,
+    StandingDecision,
+)
 
 log = logging.getLogger(__name__)
 
-FINAL_RUN_STATUSES = frozenset({"completed", "failed", "cancelled"})
 MIGRATION_NEEDED = (AgentNotRegisteredError, SchemaVersionError, StateUnreadableError)
 """Why a deployment cannot resume a run it could resume once: its agent version is not
 registered, or its state is of a schema (ours, or its engine's) this build cannot read."""
@@ -360,7 +366,7 @@ async def fail_run(flow: Workflow, run: RunRecord, message: str) -> RunRecord:
                  run.run_id, message)  # fmt: skip
         return current
     failed = None
-    if current.status not in FINAL_RUN_STATUSES:
+    if current.status not in FINISHED_RUN_STATUSES:
         held = flow.leases.get(run.run_id) is not None
         failed = await leave_working(
             flow.store, flow.leases, run.run_id,
