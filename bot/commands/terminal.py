@@ -30,7 +30,9 @@ from bot.service.events import (
     RunFailed,
     RunFinished,
     RunNeedsMigration,
+    RunPaused,
     RunStarted,
+    RunUnpaused,
 )
 from store.records import ApprovalRecord, StandingDecision
 
@@ -103,8 +105,8 @@ def event_text(event: Event) -> str:
             return f"\nanswer{suffix}:\n{final_output or '(no answer)'}"
         case RunFailed(error=error):
             return f"\nrun failed: {error}"
-        case RunCancelled(run=run, actor=actor, reason=reason):
-            return f"\nrun {run.run_id} cancelled by {actor}: {reason}"
+        case RunCancelled() | RunPaused() | RunUnpaused():
+            return _control_text(event)
         case ResumeStalled(attempts=attempts):
             return (
                 f"the database failed {attempts} times while resuming; retrying in the background"
@@ -114,6 +116,21 @@ def event_text(event: Event) -> str:
                 f"\nrun {run.run_id} needs migration: {reason}; it stays paused "
                 f"(approvals-bot runs resume {run.run_id} once the version is back, or cancel it)"
             )
+
+
+def _control_text(event: RunCancelled | RunPaused | RunUnpaused) -> str:
+    """A person cancelled, paused or released the run."""
+    run = event.run
+    match event:
+        case RunCancelled(actor=actor, reason=reason):
+            return f"\nrun {run.run_id} cancelled by {actor}: {reason}"
+        case RunPaused(actor=actor, reason=reason):
+            return (
+                f"\nrun {run.run_id} paused by {actor}: {reason} "
+                f"(approvals-bot runs resume {run.run_id} lets it go on)"
+            )
+        case RunUnpaused(actor=actor):
+            return f"\nrun {run.run_id} released by {actor}; it goes on"
 
 
 def _requested_text(event: ApprovalRequested) -> str:

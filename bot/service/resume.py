@@ -44,8 +44,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.canonical import digests_equal
-from bot.errors import ApprovalsError, StoreError
-from bot.runtime import AgentRun, PendingCall
+from bot.errors import ApprovalsError, RunStateError, StoreError
+from bot.runtime import AgentRun, ApprovedCall, PendingCall
 from bot.service.events import ApprovalDecided, ResumeStalled
 from bot.service.execution import (
     MIGRATION_NEEDED,
@@ -106,7 +106,13 @@ def _answers_before(row: ApprovalRecord, known: ApprovalRecord) -> bool:
 
 
 def apply_decisions(state: AgentRun, rows: dict[str, ApprovalRecord]) -> AppliedDecisions:
-    """Apply every terminal row to its pending call in `state`; report what did not fit."""
+    """Apply every terminal row to its pending call in `state`; report what did not fit.
+
+    A call the stored state already holds approved (the run stopped before it ran: a
+    pause, or another call of its turn became uncertain) is given its row too, so the
+    last check before it runs (ServiceJournal) reads that row as it stands now: revoked
+    or expired since, it does not run. Such a call without any row is refused
+    (RunStateError): nothing may run on a decision no record backs."""
     approved: dict[str, ApprovalRecord] = {}
     rejected: list[str] = []
     mismatched: list[tuple[PendingCall, ApprovalRecord]] = []
@@ -135,9 +141,28 @@ def apply_decisions(state: AgentRun, rows: dict[str, ApprovalRecord]) -> Applied
                 call, approver_id=row.decider, reason=row.reason, decided_at=decided_at(row)
             )
             approved[call.execution_key] = row
+    approved.update(_approved_before(state, rows, approved))
     return AppliedDecisions(
         approved=approved, rejected=rejected, mismatched=mismatched, undecided=undecided
     )
+
+
+def _approved_before(
+    state: AgentRun, rows: Mapping[str, ApprovalRecord], applied: Mapping[str, ApprovalRecord]
+) -> dict[str, ApprovalRecord]:
+    """The rows of calls the stored state already holds approved (see apply_decisions)."""
+    found: dict[str, ApprovalRecord] = {}
+    for call in state.pending_calls():
+        if call.execution_key in applied or not isinstance(state.decision_for(call), ApprovedCall):
+            continue
+        row = row_for(rows, call)
+        if row is None:
+            raise RunStateError(
+                f"call {call.tool_call_id} ({call.tool_name}) is approved in the stored "
+                "state but has no approval record; refusing to run it"
+            )
+        found[call.execution_key] = row
+    return found
 
 
 def decided_at(row: ApprovalRecord) -> datetime | None:
@@ -175,7 +200,13 @@ async def claim_resume(flow: Workflow, run_id: str, *, skip_locked: bool = False
     it in a task. `skip_locked` (the sweeps): False at once, rather than waiting, when
     another transaction is acting on the run.
     A claim the database failed is left to the sweeper (bot.service.retry): the
-    decisions are recorded, and the run waits paused with nothing to wait for."""
+    decisions are recorded, and the run waits paused with nothing to wait for.
+    A run an operator paused (held) is not claimed: `runs resume` releases it."""
+    held = await flow.store.get_run(run_id)
+    if held is not None and held.held:
+        log.info("run %s is paused by %s; its resume waits for a release", run_id,
+                 held.held_by)  # fmt: skip
+        return False
     try:
         claimed = await claim(
             flow.store,
@@ -275,7 +306,10 @@ async def _give_up(flow: Workflow, run_id: str, failures: int, error: ApprovalsE
 
 
 async def stalled_pause(flow: Workflow, run: RunRecord) -> bool:
-    """Paused with nothing to wait for: no pending approval and no uncertain call."""
+    """Paused with nothing to wait for: not held by a person, no pending approval and
+    no uncertain call."""
+    if run.held:
+        return False
     rows = await flow.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
     if any(row.status == "pending" for row in rows):
         return False
@@ -295,7 +329,10 @@ async def _resume_once(flow: Workflow, run: RunRecord) -> RunRecord:
             raise  # retried: the state could not be read just now
         return await fail_run(flow, run, f"cannot resume: {error}")
     rows = await flow.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
-    applied = apply_decisions(state, current_rows(rows))
+    try:
+        applied = apply_decisions(state, current_rows(rows))
+    except RunStateError as error:
+        return await fail_run(flow, run, f"cannot resume: {error}")
     requester = stretch_requester(rows)
     if applied.mismatched:
         return await _void_and_ask_again(flow, run, state, applied, requester=requester)

@@ -39,7 +39,9 @@ from bot.service.events import (
     RunFailed,
     RunFinished,
     RunNeedsMigration,
+    RunPaused,
     RunStarted,
+    RunUnpaused,
 )
 from bot.service.leases import HeldLeases
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy, StalledResumes
@@ -176,6 +178,6 @@ def _unreadable(error: TamperError | RunStateError) -> str:
 
 def _subject(event: Event) -> str:
     run_events = RunStarted | CallUncertain | RunFinished | RunFailed | RunCancelled
-    if isinstance(event, run_events | ResumeStalled | RunNeedsMigration):
+    if isinstance(event, run_events | RunPaused | RunUnpaused | ResumeStalled | RunNeedsMigration):
         return f"run {event.run.run_id}"
     return event.approval.approval_id

@@ -67,6 +67,14 @@ def migration_event(reason: str | None) -> tuple[str, dict[str, Any]]:
     return "needs_migration", {"reason": reason}
 
 
+def hold_event(reason: str | None, via: str | None) -> tuple[str, dict[str, Any]]:
+    """The audit event of holding a run (an operator's pause) or releasing it."""
+    detail: dict[str, Any] = {} if reason is None else {"reason": reason}
+    if via is not None:
+        detail["via"] = via
+    return ("unpaused" if reason is None else "paused"), detail
+
+
 def purged_state(run_id: str, purged_at: str) -> RunStateError:
     """The error for reading the state of a run retention has purged."""
     return RunStateError(
@@ -283,6 +291,34 @@ class Runs:
                 yield from _require_run(run_id)
                 return None
             kind, detail = migration_event(reason)
+            yield from audit.append(kind, at=self._clock(), actor=actor, run_id=run_id,
+                                    detail=detail)  # fmt: skip
+            return row_to_run(row)
+
+        return await self._db.transact(body)
+
+    async def set_run_hold(
+        self, run_id: str, *, actor: str, reason: str | None, via: str | None = None
+    ) -> RunRecord | None:
+        now = to_db(self._clock())
+        if reason is None:
+            change = "held_by = NULL, hold_reason = NULL"
+            allowed = "held_by IS NOT NULL"
+            values: tuple[object, ...] = ()
+        else:
+            change, values = "held_by = ?, hold_reason = ?", (actor, reason)
+            allowed = "held_by IS NULL AND status NOT IN ('completed', 'failed', 'cancelled')"
+
+        def body() -> Body[RunRecord | None]:
+            row = yield one(
+                f"UPDATE runs SET {change}, updated_at = ? WHERE run_id = ? AND {allowed} "
+                f"RETURNING {RUN_COLUMNS}",
+                (*values, now, run_id),
+            )
+            if row is None:
+                yield from _require_run(run_id)
+                return None
+            kind, detail = hold_event(reason, via)
             yield from audit.append(kind, at=self._clock(), actor=actor, run_id=run_id,
                                     detail=detail)  # fmt: skip
             return row_to_run(row)
