@@ -5,12 +5,12 @@ from __future__ import annotations
 from bot.errors import ConfigError
 from store.crypto import KeyRing
 from store.keys import KEYS_ENV
-from store.tx import Engine
+from store.tx import Database
 
 SEALED_TABLES = ("approvals", "approval_votes", "standing_decisions")
 
 
-async def sealed_key_ids(database: Engine) -> set[str]:
+async def sealed_key_ids(database: Database) -> set[str]:
     """The key ids of every sealed state blob, ledger result and decision seal in the
     database (a database from before migration 0010 has no decision seals)."""
     rows = await database.read(
@@ -24,7 +24,7 @@ async def sealed_key_ids(database: Engine) -> set[str]:
     return {str(row[0]) for row in rows}
 
 
-async def check_keys_cover(database: Engine, keyring: KeyRing, where: str) -> None:
+async def check_keys_cover(database: Database, keyring: KeyRing, where: str) -> None:
     """ConfigError naming the key ids the data uses and the ring lacks."""
     missing = sorted(await sealed_key_ids(database) - set(keyring.key_ids))
     if missing:
