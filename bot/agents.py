@@ -24,9 +24,9 @@ import os
 from collections.abc import Mapping
 
 from bot.adapters.lazy import LazyEngine
-from bot.demo.agent import default_registry
 from bot.demo.offline_model import OfflineOpsModel
-from bot.demo.tools import OPS_TOOLS
+from bot.demo.ops_agent import default_registry
+from bot.demo.ops_tools import OPS_TOOLS
 from bot.errors import AgentNotRegisteredError, ConfigError
 from bot.metrics import Metrics
 from bot.runtime import AgentEngine, AgentRegistry, Model

@@ -1,10 +1,10 @@
 """Persistence for approvals-bot: encrypted run blobs, approvals, audit log, ledger.
 
-Callers use the `Store` protocol (store.api) and open the engine with `open_store`.
-The modules here hold what every engine shares (records, rows, sealing, the audit
-chain, the ledger and quorum rules, migration numbering), store/sql/ the concept parts
-with their SQL; each engine package beside them (store/sqlite/, store/postgres/) holds
-its connections, its reading of the SQL and its migrations.
+Callers use the `Store` protocol (store.api) and open the backend with `open_store`.
+The modules here hold what several concepts share (records, rows, sealing, the audit
+chain, migration numbering), store/sql/ the concept parts with their rules and SQL;
+each backend package beside them (store/sqlite/, store/postgres/) holds its connections,
+its reading of the SQL and its migrations.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ async def open_store(
     keys_required: bool = True,
 ) -> SqliteStore | PostgresStore:
     """Open the database at `url` (default APPROVALS_DATABASE_URL, else ./approvals.db)
-    with the engine its scheme names, migrated. `synchronous` and `busy_timeout_ms` are
+    with the backend its scheme names, migrated. `synchronous` and `busy_timeout_ms` are
     SQLite's (store.sqlite.store.open_sqlite_store); Postgres takes its pool size from
     APPROVALS_PG_POOL_SIZE (store.postgres.store.open_postgres_store). Not
     `keys_required`: a store to read what is stored in clear, opened without its keys

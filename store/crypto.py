@@ -6,10 +6,10 @@ the key id, so a blob copied onto another record, replayed from an older version
 same record, or relabelled with another key id fails authentication. Any failure to open
 a sealed blob becomes one `TamperError`; callers fail closed.
 
-`Sealer` is how every engine seals and opens its blobs: off the event loop when they are
+`Sealer` is how every backend seals and opens its blobs: off the event loop when they are
 large, and failing closed: a blob that does not open is audited `tamper_detected` before
 the TamperError reaches the caller. What each kind of blob is bound to lives with its
-concept (run states: store.runs; ledger results: store.ledger).
+concept (run states: store.sql.runs; ledger results: store.sql.ledger).
 """
 
 from __future__ import annotations

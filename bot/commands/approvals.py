@@ -242,7 +242,7 @@ def render_view(view: ApprovalView, *, viewer: str | None) -> str:
     if view.standing is not None:
         lines.append(f"  standing:  {standing_text(view.standing)}")
     if viewer is not None:
-        may = [w for w, ok in (("decide", view.can_decide), ("revoke", view.can_revoke)) if ok]
+        may: list[str] = list(view.allowed_actions())
         if view.can_stand:
             may.append("decide it for the rest of the run (--always)")
         lines.append(f"  {viewer} may: {', '.join(may) or 'nothing'}")

@@ -39,8 +39,8 @@ from bot.service import (
     WaitingForApproval,
 )
 from bot.slack import commands
+from bot.slack.actions import ACTIONS
 from bot.slack.after_ack import Ack, Responder
-from bot.slack.cards import CARD_ACTIONS
 from bot.slack.decision_modal import DECISION_CALLBACK_ID
 from bot.slack.dedupe import DropRedeliveries, RequestMemory
 from bot.slack.edit_modal import EDIT_CALLBACK_ID
@@ -126,8 +126,8 @@ class SlackListeners:
         app.use(DropRedeliveries(self._requests))
         app.command(AGENT_COMMAND)(self.on_agent_command)
         app.command(APPROVALS_COMMAND)(self.on_approvals_command)
-        for action_id in CARD_ACTIONS:
-            app.action(action_id)(self.cards.on_card_button)
+        for action in ACTIONS.values():
+            app.action(action.action_id)(self.cards.on_card_button)
         app.action(NEXT_PAGE_ACTION_ID)(self.cards.reading.on_next_page)
         app.action(CONTINUE_ACTION_ID)(self.cards.reading.on_continue)
         app.view(DECISION_CALLBACK_ID)(self.cards.on_decision_submission)

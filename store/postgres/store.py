@@ -17,7 +17,7 @@ from store.config import PostgresLocation
 from store.crypto import KeyRing, NoKeys
 from store.keys import KEYS_ENV, missing_keys_variable, parse_keyring
 from store.postgres.connection import PgDatabase, pool_size_from_env
-from store.postgres.migrations import ENGINE, migrate
+from store.postgres.migrations import BACKEND, migrate
 from store.records import MigrationReport
 from store.schema import latest_version
 from store.sql.chain import Sequencer
@@ -26,7 +26,7 @@ from store.sql.store import SqlStore
 
 
 class PostgresStore(SqlStore):
-    """The engine for more than one process. Open it with `open_postgres_store`."""
+    """The backend for more than one process. Open it with `open_postgres_store`."""
 
     def __init__(
         self,
@@ -42,7 +42,7 @@ class PostgresStore(SqlStore):
             keyring,
             clock,
             migration_report=migration_report,
-            latest_schema=latest_version(ENGINE),
+            latest_schema=latest_version(BACKEND),
             location=database.location,
         )
         self.database = database

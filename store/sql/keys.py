@@ -5,7 +5,7 @@ from __future__ import annotations
 from bot.errors import ConfigError
 from store.crypto import KeyRing, NoKeys
 from store.keys import KEYS_ENV
-from store.tx import Engine
+from store.tx import Database
 
 SEALED_TABLES = ("approvals", "approval_votes", "standing_decisions")
 
@@ -21,7 +21,7 @@ SEALED_KEY_IDS = (
 """The query of every key id the sealed data names (of a database at the latest schema)."""
 
 
-async def sealed_key_ids(database: Engine) -> set[str]:
+async def sealed_key_ids(database: Database) -> set[str]:
     """The key ids of every sealed state blob, ledger result and decision seal in the
     database (a database from before migration 0010 has no decision seals)."""
     return {str(row[0]) for row in await database.read(SEALED_KEY_IDS)}
@@ -54,6 +54,6 @@ def settled_keyring(sealed: set[str], keyring: KeyRing, where: str, *, required:
     return NoKeys(problem)
 
 
-async def check_keys_cover(database: Engine, keyring: KeyRing, where: str) -> None:
+async def check_keys_cover(database: Database, keyring: KeyRing, where: str) -> None:
     """ConfigError naming the key ids the data uses and the ring lacks."""
     settled_keyring(await sealed_key_ids(database), keyring, where, required=True)

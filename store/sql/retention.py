@@ -11,16 +11,35 @@ passes and says what was removed and when.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import datetime
 
 from bot.clock import Clock
 from bot.errors import InputError
-from store.approvals import purged_snapshot
 from store.records import FINISHED_RUN_STATUSES, PurgeReport
 from store.rows import to_db
 from store.sql import audit
-from store.tx import Body, Engine, many, placeholders, run
+from store.tx import Body, Database, many, placeholders, run
+
+PURGED_NOTE = "(purged by retention)"
+
+
+def purged_snapshot(tool_name: str, arguments_digest: str) -> str:
+    """The review snapshot JSON an approval keeps once retention purged its run: the
+    tool and the digest, no arguments (it still reads as a review snapshot)."""
+    return json.dumps(
+        {
+            "tool_name": tool_name,
+            "arguments": {},
+            "redacted_paths": [],
+            "omitted_fields": [PURGED_NOTE],
+            "digest": arguments_digest,
+            "purged": True,
+        },
+        sort_keys=True,
+    )
+
 
 _FINISHED = ", ".join(f"'{status}'" for status in sorted(FINISHED_RUN_STATUSES))
 _PURGEABLE = f"status IN ({_FINISHED}) AND updated_at < ? AND purged_at IS NULL"
@@ -31,7 +50,7 @@ MAX_BATCH = 500  # run ids per `IN (...)`, well under SQLite's and Postgres's li
 class Retention:
     """`purge_finished_runs` (part of the RunStore)."""
 
-    def __init__(self, database: Engine, clock: Clock) -> None:
+    def __init__(self, database: Database, clock: Clock) -> None:
         self._db = database
         self._clock = clock
 

@@ -19,11 +19,11 @@ from store.sql.chain import LinkAtCommit
 from store.sql.keys import sealed_key_ids, settled_keyring
 from store.sql.store import SqlStore
 from store.sqlite.connection import DEFAULT_BUSY_TIMEOUT_MS, Database, Synchronous
-from store.sqlite.migrations import ENGINE, migrate
+from store.sqlite.migrations import BACKEND, migrate
 
 
 class SqliteStore(SqlStore):
-    """The embedded engine. Open it with `open_store`; close it with `close()`."""
+    """The embedded backend. Open it with `open_store`; close it with `close()`."""
 
     def __init__(
         self,
@@ -38,7 +38,7 @@ class SqliteStore(SqlStore):
             keyring,
             clock,
             migration_report=migration_report,
-            latest_schema=latest_version(ENGINE),
+            latest_schema=latest_version(BACKEND),
             location=str(database.path),
         )
         self.database = database
