@@ -27,14 +27,16 @@ from bot.adapters.lazy import LazyEngine
 from bot.demo.offline_model import OfflineOpsModel
 from bot.demo.ops_agent import default_registry
 from bot.demo.ops_tools import OPS_TOOLS
-from bot.errors import ConfigError
+from bot.errors import AgentNotRegisteredError, ConfigError
 from bot.metrics import Metrics
-from bot.runtime import AgentRegistry, Model
+from bot.runtime import AgentEngine, AgentRegistry, Model
 
 AGENTS_ENV = "APPROVALS_AGENTS"
 OPS_OPENAI_NAME = "ops-openai"  # bot.adapters.openai_agents.ops builds it
 OPS_OPENAI_VERSION = "1"
 MODEL_ENV = "APPROVALS_MODEL"
+SDK_MODULE = "agents"  # what the openai-agents distribution installs
+SDK_INSTALL = "pip install -e '.[openai-agents]' in your approvals-bot checkout"
 
 
 def model_from_env(
@@ -70,7 +72,23 @@ async def close_model(model: Model) -> None:
 
 def sdk_installed() -> bool:
     """Whether the OpenAI Agents SDK (the `openai-agents` extra) can be imported."""
-    return importlib.util.find_spec("agents") is not None
+    return importlib.util.find_spec(SDK_MODULE) is not None
+
+
+def agent_to_run(registry: AgentRegistry, name: str | None) -> AgentEngine:
+    """The latest version of the agent `name` (None: the registry's default). Asking for
+    `ops-openai` where the SDK is missing says which extra brings it."""
+    if name is None:
+        return registry.default()
+    try:
+        return registry.latest(name)
+    except AgentNotRegisteredError:
+        if name == OPS_OPENAI_NAME and not sdk_installed():
+            raise ConfigError(
+                f"the agent {name!r} needs the OpenAI Agents SDK, which is not installed: "
+                f"{SDK_INSTALL}"
+            ) from None
+        raise
 
 
 class LazyOpsOpenAI(LazyEngine):
@@ -98,6 +116,11 @@ def builtin_registry(model: Model | None = None) -> AgentRegistry:
     return registry
 
 
+def tool_names(registry: AgentRegistry) -> list[str]:
+    """Every tool of every agent in `registry` (what a policy's tool tables may name)."""
+    return sorted({name for agent in registry for name in agent.tool_names()})
+
+
 def load_agent_registry(spec: str | None, *, default: AgentRegistry) -> AgentRegistry:
     """The default registry, plus (and overridden by) the registry `spec` names: an
     AgentRegistry or a zero-argument callable returning one."""
@@ -118,7 +141,8 @@ def _resolve(spec: str) -> AgentRegistry:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise ConfigError(f"{AGENTS_ENV}: cannot import {module_name!r}: {error}") from error
+        hint = f" (the OpenAI Agents SDK: {SDK_INSTALL})" if error.name == SDK_MODULE else ""
+        raise ConfigError(f"{AGENTS_ENV}: cannot import {module_name!r}: {error}{hint}") from error
     target = getattr(module, attribute, None)
     if target is None:
         raise ConfigError(f"{AGENTS_ENV}: module {module_name!r} has no attribute {attribute!r}")

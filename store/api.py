@@ -154,13 +154,19 @@ class RunStore(Protocol):
         ...
 
     async def purge_finished_runs(
-        self, *, finished_before: datetime, actor: str, batch_size: int = 200
+        self,
+        *,
+        finished_before: datetime,
+        actor: str,
+        batch_size: int = 200,
+        dry_run: bool = False,
     ) -> PurgeReport:
         """Retention: for every run completed, failed or cancelled before
         `finished_before` (by `updated_at`) and not purged yet, delete its sealed state,
         its ledger results and its approvals' review snapshots (the argument digests stay),
         clear its task, and set `purged_at`. Run, approval, vote and ledger rows stay, and
-        the audit log is untouched but for one `purged` event per batch naming its runs."""
+        the audit log is untouched but for one `purged` event per batch naming its runs.
+        `dry_run`: count what would go, change nothing (nor audit anything)."""
         ...
 
 

@@ -79,6 +79,27 @@ class KeyRing:
         return f"KeyRing(key_ids={list(self.key_ids)!r})"
 
 
+class NoKeys(KeyRing):
+    """The key ring of a store opened to read only what is stored in clear (runs, the
+    audit log) where no key is at hand: sealing or opening anything is a ConfigError
+    saying why there is no key (`why`), never a TamperError."""
+
+    def __init__(self, why: str) -> None:
+        self._keys = ()
+        self._by_id = {}
+        self.why = why
+
+    @property
+    def newest(self) -> DataKey:
+        raise ConfigError(self.why)
+
+    def get(self, key_id: str) -> DataKey | None:
+        raise ConfigError(self.why)
+
+    def __repr__(self) -> str:
+        return "NoKeys()"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Sealed:
     """A sealed blob as stored: the key id, the nonce and ciphertext-with-tag."""

@@ -38,6 +38,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bot.clock": (),
     "bot.off_loop": (),
     "bot.logs": ("bot.credentials", "bot.errors"),
+    "bot.env_file": ("bot.errors",),
     "bot.metrics": (),
     "bot.tasks": ("bot.errors",),
     "bot.runtime": ("bot.runtime", *LEAVES),

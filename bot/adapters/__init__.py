@@ -2,5 +2,6 @@
 (bot.runtime.engine). Each adapter needs its framework installed (an extra); the rest of
 the bot never imports one unless it is.
 
-- openai_agents: agents of the OpenAI Agents SDK (`pip install 'approvals-bot[openai-agents]'`).
+- openai_agents: agents of the OpenAI Agents SDK (from a checkout:
+  `pip install -e '.[openai-agents]'`).
 """

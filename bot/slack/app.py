@@ -158,17 +158,18 @@ class SlackListeners:
     async def on_agent_command(self, ack: Ack, body: Mapping[str, Any]) -> None:
         try:
             command = commands.parse_slash_command(body)
+            if command.text:  # too long: refused before it is parsed, and before any run
+                self._r.service.check_task(command.text)
+        except InputError as error:
+            await ack(text=replies.warning(error))
+            return
+        try:
             parsed = commands.parse_agent_command(command.text)
         except InputError as error:
             await ack(text=f"{replies.warning(error)}\n\n{replies.AGENT_HELP}")
             return
         if isinstance(parsed, commands.AgentHelp):
             await ack(text=replies.AGENT_HELP)
-            return
-        try:
-            self._r.service.check_task(parsed.task)  # too long: refused before any run
-        except InputError as error:
-            await ack(text=replies.warning(error))
             return
         await ack()
         say = partial(self._r.reply, command)

@@ -1,4 +1,5 @@
-"""Agents of the OpenAI Agents SDK, run by the bot (`pip install 'approvals-bot[openai-agents]'`).
+"""Agents of the OpenAI Agents SDK, run by the bot (from a checkout:
+`pip install -e '.[openai-agents]'`).
 
 Importing this package imports the SDK (`agents`); the rest of the bot imports it only
 when the SDK is installed (`sdk_installed()`). See docs/openai-agents.md.
