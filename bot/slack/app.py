@@ -323,7 +323,7 @@ async def list_text(service: ApprovalService, user: str, page: int) -> str:
 
 
 async def _say_outcome(
-    say: Callable[[str], Awaitable[None]], work: Callable[[], Awaitable[str | None]]
+    say: Callable[[str], Awaitable[object]], work: Callable[[], Awaitable[str | None]]
 ) -> None:
     """Do `work` (the service call behind a command or a reply) and tell the person what
     it says, or why it was refused; nothing when all went as they expect."""

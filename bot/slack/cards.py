@@ -167,6 +167,7 @@ class ButtonClick:
     channel_id: str | None
     message_ts: str | None
     trigger_id: str
+    response_url: str | None = None  # answers there reach the person, member or not
 
     @property
     def uncertain_call(self) -> tuple[str, str]:
@@ -196,4 +197,5 @@ def parse_button_click(body: Mapping[str, Any]) -> ButtonClick:
         channel_id=optional_text(channel, "id") or optional_text(container, "channel_id"),
         message_ts=optional_text(container, "message_ts") or optional_text(message, "ts"),
         trigger_id=text_field(body, "trigger_id"),
+        response_url=optional_text(body, "response_url"),
     )

@@ -163,8 +163,9 @@ class SlackGateway:
         )
 
     async def respond(self, *, response_url: str, text: str) -> None:
-        """Answer a slash command privately through its response_url (works where the bot
-        is not a channel member, unlike chat.postEphemeral)."""
+        """Answer a slash command or a click privately through its response_url (works
+        where the bot, or the person, is not a channel member, unlike
+        chat.postEphemeral); never replaces the message clicked on."""
         if urlsplit(response_url).netloc not in self._response_hosts:
             raise SlackError(
                 f"refusing to post to response_url host {urlsplit(response_url).netloc!r}"
@@ -173,7 +174,9 @@ class SlackGateway:
             response_url, session=self._session, retry_handlers=_retry_handlers()
         )
         response = await webhook.send(
-            text=_redacted("response_url", "text", text), response_type="ephemeral"
+            text=_redacted("response_url", "text", text),
+            response_type="ephemeral",
+            replace_original=False,
         )
         if response.status_code != 200:
             raise SlackError(
