@@ -17,6 +17,9 @@ from store.crypto import KeyRing
 from store.keys import generate_key
 from store.records import EscalationPlan, NewApproval, NewCopy
 from tests.store.store_helpers import DIGEST, T0, Clock, make_run, new_approval, raw
+from tests.store.test_sweeps import DEADLINE, holding, postgres_url, two_stores
+
+__all__ = ["postgres_url", "two_stores"]
 
 HOUR = timedelta(hours=1)
 MINUTE = timedelta(minutes=1)
@@ -204,3 +207,22 @@ async def test_rotation_reseals_stand_ins_and_escalation_steps(
         assert absences["UALICE"].seal == "valid"
     finally:
         await reopened.close()
+
+
+async def test_a_step_whose_approval_a_decision_holds_is_left_to_the_next_sweep(
+    two_stores: tuple[SqliteStore, SqliteStore], postgres_url: str, clock: Clock
+) -> None:
+    """On Postgres, while a decision holds the approval's row, the sweep passes over its
+    step (it neither waits nor tells); once the decision committed, the step is skipped."""
+    first, second = two_stores
+    await make_run(first)
+    [approval] = await first.add_approvals([escalating()])
+    clock.now = T0 + 45 * MINUTE
+    async with holding(postgres_url, "approvals", "approval_id", approval.approval_id):
+        async with asyncio.timeout(DEADLINE):
+            assert await second.fire_escalations(now=clock.now) == []
+    await first.vote(approval.approval_id, decision="approved", voter="U1", digest=DIGEST,
+                     reason="ok")  # fmt: skip
+    assert await second.fire_escalations(now=clock.now) == []
+    steps = await first.escalations(approval.approval_id)
+    assert [s.outcome for s in steps] == ["skipped", None]  # the second is not due yet
