@@ -27,10 +27,8 @@ since) raises StateUnreadableError: the service marks the run as needing migrati
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
@@ -40,8 +38,10 @@ from agents.exceptions import MaxTurnsExceeded
 from agents.items import ToolApprovalItem
 from agents.run_state import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
 
-from bot.adapters.openai_agents.tools import ToolSite, site_scope, wrap_tool
-from bot.canonical import digests_equal
+from bot.adapters.calls import ToolSite, site_scope
+from bot.adapters.openai_agents.tools import wrap_tool
+from bot.adapters.registration import ToolFacts, tool_facts
+from bot.adapters.verdicts import Refuse, check_restored, verdict_for
 from bot.errors import (
     ApprovalsError,
     ConfigError,
@@ -51,23 +51,15 @@ from bot.errors import (
     StateUnreadableError,
 )
 from bot.runtime import (
-    AbortCall,
     AgentRun,
-    ApprovedCall,
     EngineInfo,
     EngineResult,
     ExternalRunState,
     Journal,
     PendingCall,
-    RejectedCall,
     ReplayPolicy,
-    RetryCall,
-    UnknownCallError,
-    VerifiedResult,
 )
 from bot.runtime.context import serialize_context
-from bot.runtime.decisions import ABORTED_MESSAGE
-from bot.runtime.tools import REPLAY_POLICIES
 
 ENGINE_NAME = "openai-agents"
 SDK_VERSION = metadata.version("openai-agents")
@@ -76,12 +68,8 @@ SDK_SCHEMA_VERSIONS: frozenset[str] = frozenset(SUPPORTED_SCHEMA_VERSIONS)  # wh
 DEFAULT_MAX_TURNS = 10
 
 
-@dataclass(frozen=True, kw_only=True)
-class SdkTool:
-    """What cards and the policy know of an SDK tool."""
-
-    name: str
-    review_fields: tuple[str, ...] | None = None
+SdkTool = ToolFacts
+"""What cards and the policy know of an SDK tool (the adapters' `ToolFacts`)."""
 
 
 class OpenAIAgentsEngine:
@@ -102,26 +90,14 @@ class OpenAIAgentsEngine:
         self._name = name or agent.name
         self._version = version
         self.max_turns = max_turns
-        policies = dict(replay_policies or {})
         tools = _function_tools(agent, self._name)
-        _check_names(self._name, "replay_policies", policies, tools)
-        _check_names(self._name, "review_fields", review_fields or {}, tools)
-        for tool_name, policy in policies.items():
-            if policy not in REPLAY_POLICIES:
-                raise ConfigError(
-                    f"agent {self._name!r}: tool {tool_name!r} has replay policy {policy!r}, "
-                    f"not one of {sorted(REPLAY_POLICIES)}"
-                )
-        self._tools = {
-            tool.name: SdkTool(
-                name=tool.name,
-                review_fields=tuple((review_fields or {})[tool.name])
-                if tool.name in (review_fields or {})
-                else None,
-            )
-            for tool in tools
-        }
-        wrapped = [wrap_tool(tool, policy=policies.get(tool.name, "manual")) for tool in tools]
+        self._tools = tool_facts(
+            self._name,
+            [tool.name for tool in tools],
+            replay_policies=replay_policies,
+            review_fields=review_fields,
+        )
+        wrapped = [wrap_tool(tool, policy=self._tools[tool.name].replay_policy) for tool in tools]
         self._agent = agent.clone(tools=list(wrapped))
 
     # -- what the registry, cards and the policy read --------------------------------------
@@ -147,7 +123,7 @@ class OpenAIAgentsEngine:
     def tool_names(self) -> list[str]:
         return list(self._tools)
 
-    def tool_named(self, name: str) -> SdkTool | None:
+    def tool_named(self, name: str) -> ToolFacts | None:
         return self._tools.get(name)
 
     # -- states -----------------------------------------------------------------------------
@@ -295,53 +271,20 @@ async def _apply_decisions(
 ) -> None:
     """Tell the restored SDK state what people decided, each call's digest re-checked
     against the restored call first (RunStateError, and nothing runs, if it differs)."""
-    by_call = {call.tool_call_id: call for call in state.pending_calls()}
     for item in sdk_state.get_interruptions():
         raw = _function_call(item)
-        pending = by_call.get(raw["call_id"])
-        if pending is None:
-            raise RunStateError(
-                f"run {state.run_id}: the SDK state waits on call {raw['call_id']!r}, "
-                "which nobody was asked about"
-            )
-        restored = state.digest_of(
+        pending = check_restored(
+            state,
+            tool_call_id=raw["call_id"],
             tool_name=str(item.tool_name),
-            execution_key=pending.execution_key,
             arguments=raw["arguments"],
+            framework="SDK",
         )
-        if not digests_equal(restored, state.call_digest(pending)):
-            raise RunStateError(
-                f"run {state.run_id}: call {pending.tool_call_id} ({item.tool_name}) in the "
-                "restored SDK state is not the call people decided on; nothing ran"
-            )
-        await _decide(sdk_state, item, pending, state, site)
-
-
-async def _decide(
-    sdk_state: RunState[Any, Any],
-    item: ToolApprovalItem,
-    pending: PendingCall,
-    state: ExternalRunState,
-    site: ToolSite,
-) -> None:
-    decision = state.decision_for(pending)
-    if isinstance(decision, ApprovedCall | RetryCall):
-        if isinstance(decision, RetryCall):
-            site.redispatch.add(pending.execution_key)
-        sdk_state.approve(item)
-    elif isinstance(decision, VerifiedResult):
-        # a journal that never saw the key has nothing to reconcile: the tool runs
-        with contextlib.suppress(UnknownCallError):
-            await site.journal.resolve_with_result(
-                execution_key=pending.execution_key, result=decision.result
-            )
-        sdk_state.approve(item)
-    elif isinstance(decision, RejectedCall):
-        sdk_state.reject(item, rejection_message=decision.message)
-    elif isinstance(decision, AbortCall):
-        sdk_state.reject(item, rejection_message=ABORTED_MESSAGE)
-    else:
-        raise RunStateError(f"run {state.run_id}: call {pending.tool_call_id} is not decided yet")
+        verdict = await verdict_for(site, pending)
+        if isinstance(verdict, Refuse):
+            sdk_state.reject(item, rejection_message=verdict.message)
+        else:
+            sdk_state.approve(item)
 
 
 def _pending(state: ExternalRunState, item: ToolApprovalItem) -> PendingCall:
@@ -389,18 +332,6 @@ def _function_tools(agent: SdkAgent[Any], name: str) -> list[FunctionTool]:
             )
         tools.append(tool)
     return tools
-
-
-def _check_names(
-    agent: str, option: str, given: Mapping[str, Any], tools: Sequence[FunctionTool]
-) -> None:
-    names = {tool.name for tool in tools}
-    unknown = sorted(set(given) - names)
-    if unknown:
-        raise ConfigError(
-            f"agent {agent!r}: {option} names {', '.join(unknown)}, not among its tools "
-            f"({', '.join(sorted(names)) or 'none'})"
-        )
 
 
 def _engine_info(schema_version: str) -> EngineInfo:
