@@ -9,8 +9,9 @@ Configuration read once at start-up by `serve`, `socket` and `demo`:
   AgentRegistry, or a zero-argument callable returning one, merged over (and overriding)
   the default registry.
 
-The built-in registry holds the ops agent and, when the OpenAI Agents SDK is installed
-(the `openai-agents` extra), its twin `ops-openai` (bot.adapters.openai_agents).
+The built-in registry holds the ops agent and, for each agent framework whose extra is
+installed, the ops agent rebuilt on it (each adapter under bot/adapters/ declares its
+own; bot.adapters.lazy finds them and registers them without importing the framework).
 
 Every problem is a ConfigError naming the variable. bot.demo holds the demo agent
 itself; this module only chooses.
@@ -19,21 +20,17 @@ itself; this module only chooses.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 from collections.abc import Mapping
 
-from bot.adapters.lazy import LazyEngine
+from bot.adapters.lazy import builtin_engines
 from bot.demo.agent import default_registry
 from bot.demo.offline_model import OfflineOpsModel
-from bot.demo.tools import OPS_TOOLS
 from bot.errors import ConfigError
 from bot.metrics import Metrics
 from bot.runtime import AgentRegistry, Model
 
 AGENTS_ENV = "APPROVALS_AGENTS"
-OPS_OPENAI_NAME = "ops-openai"  # bot.adapters.openai_agents.ops builds it
-OPS_OPENAI_VERSION = "1"
 MODEL_ENV = "APPROVALS_MODEL"
 
 
@@ -68,33 +65,13 @@ async def close_model(model: Model) -> None:
         await aclose()
 
 
-def sdk_installed() -> bool:
-    """Whether the OpenAI Agents SDK (the `openai-agents` extra) can be imported."""
-    return importlib.util.find_spec("agents") is not None
-
-
-class LazyOpsOpenAI(LazyEngine):
-    """`ops-openai`, registered without importing the SDK (bot.adapters.lazy)."""
-
-    understands_ops_tasks = True  # the demo refuses what its offline model cannot do
-
-    def __init__(self) -> None:
-        super().__init__(
-            factory="bot.adapters.openai_agents.ops:build_ops_openai_agent",
-            name=OPS_OPENAI_NAME,
-            version=OPS_OPENAI_VERSION,
-            tools=[tool.name for tool in OPS_TOOLS],
-            amendable=False,
-        )
-
-
 def builtin_registry(model: Model | None = None) -> AgentRegistry:
-    """The agents every deployment has: `ops` with `model` (default: offline) and, with
-    the SDK installed, `ops-openai` (always offline: no credentials needed; the SDK is
-    imported when it first runs)."""
+    """The agents every deployment has: `ops` with `model` (default: offline) and, for
+    each installed agent framework, its built-in twin (always offline: no credentials
+    needed; the framework is imported when the agent first runs)."""
     registry = default_registry(model)
-    if sdk_installed():
-        registry.register(LazyOpsOpenAI())
+    for engine in builtin_engines():
+        registry.register(engine)
     return registry
 
 

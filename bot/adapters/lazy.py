@@ -1,17 +1,27 @@
-"""An engine registered by name before its framework is imported.
+"""An engine registered by name before its framework is imported, and the built-in
+agents of the adapters.
 
-Importing the OpenAI Agents SDK takes seconds of CPU (it brings the OpenAI client and
-its types): a deployment that has the extra but runs no SDK agent must not pay that at
+Importing an agent framework takes up to seconds of CPU (the OpenAI Agents SDK brings
+the OpenAI client and its types; LangGraph and Pydantic AI bring pydantic models): a
+deployment that has an extra but runs none of its agents must not pay that at
 start-up, in every CLI command, nor block the event loop with it. `LazyEngine` tells the
 registry, the policy and the cards what they need (name, version, tool names) from what
 it was given, and builds the real engine on first use: in a worker thread when a run
 resumes (`run`), or starts (the service makes a new state in a worker thread).
+
+Each adapter package (a folder under bot/adapters/) may declare a built-in agent, the
+demo ops agent rebuilt on its framework, as `BUILTIN = BuiltinAgent(...)` in its
+`__init__.py`, which must not import the framework. `builtin_engines()` finds them all
+and registers each one whose framework is installed: adding a framework adds a folder,
+and nothing else in the bot names it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
+import pkgutil
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,11 +39,21 @@ class NamedTool:
 
 class LazyEngine:
     """`factory` ("package.module:function") returns the engine named `name`, `version`,
-    with the tools `tools`; ConfigError on first use when it does not."""
+    with the tools `tools`; ConfigError on first use when it does not.
+    `understands_ops_tasks`: the demo ops agent's offline brain runs it (the terminal
+    demo refuses a task that brain does not understand before a run is stored)."""
 
     def __init__(
-        self, *, factory: str, name: str, version: str, tools: Sequence[str], amendable: bool
+        self,
+        *,
+        factory: str,
+        name: str,
+        version: str,
+        tools: Sequence[str],
+        amendable: bool,
+        understands_ops_tasks: bool = False,
     ) -> None:
+        self.understands_ops_tasks = understands_ops_tasks
         self._factory = factory
         self._name = name
         self._version = version
@@ -111,3 +131,51 @@ class LazyEngine:
                 f"{found[2]}, not the {promised} it was registered as"
             )
         return built
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuiltinAgent:
+    """A built-in agent of an adapter: registered (lazily) when the module `requires`
+    (the framework's import name) can be found."""
+
+    requires: str
+    factory: str
+    name: str
+    version: str
+    tools: tuple[str, ...]
+    amendable: bool
+    understands_ops_tasks: bool = True
+
+    def installed(self) -> bool:
+        return importlib.util.find_spec(self.requires) is not None
+
+    def engine(self) -> LazyEngine:
+        return LazyEngine(
+            factory=self.factory,
+            name=self.name,
+            version=self.version,
+            tools=self.tools,
+            amendable=self.amendable,
+            understands_ops_tasks=self.understands_ops_tasks,
+        )
+
+
+def builtin_agents() -> list[BuiltinAgent]:
+    """The built-in agent of every adapter package that declares one (module doc),
+    installed or not, in the packages' name order."""
+    import bot.adapters
+
+    found = []
+    for module in sorted(pkgutil.iter_modules(bot.adapters.__path__), key=lambda m: m.name):
+        if not module.ispkg:
+            continue
+        package = importlib.import_module(f"bot.adapters.{module.name}")
+        builtin = getattr(package, "BUILTIN", None)
+        if isinstance(builtin, BuiltinAgent):
+            found.append(builtin)
+    return found
+
+
+def builtin_engines() -> list[LazyEngine]:
+    """The built-in agents whose framework is installed, not built yet."""
+    return [agent.engine() for agent in builtin_agents() if agent.installed()]

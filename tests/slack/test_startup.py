@@ -16,7 +16,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.agents import sdk_installed
+from bot.adapters.lazy import builtin_agents
 from tests.slack.fake_slack import FakeSlack
 from tests.slack.serve_process import serve_env, serving
 
@@ -134,7 +134,8 @@ async def test_the_start_up_line_names_what_serves_and_the_probes_answer(
     assert not any("Traceback" in line or "Unclosed" in line for line in served.log)
     started = next(line for line in served.log if "serving Slack at" in line)
     database = tmp_path / "approvals.db"
-    agents = "ops, ops-openai" if sdk_installed() else "ops"  # the openai-agents extra
+    installed = [agent.name for agent in builtin_agents() if agent.installed()]  # the extras
+    agents = ", ".join(["ops", *installed])
     assert started.endswith(f"(database {database}, policy built-in defaults, agents {agents})")
 
 
