@@ -100,11 +100,11 @@ async def run_call(
     call: CallAsked,
     *,
     policy: ReplayPolicy,
-    invoke: Callable[[], Awaitable[str]],
+    invoke: Callable[[], Awaitable[Done]],
     ledger: bool = False,
-) -> str:
+) -> Done:
     """Run one framework tool call the bot's way (module doc); `invoke()` runs the tool
-    and answers its result as text."""
+    and answers its result as text (and whether it is an error)."""
     site = current_site()
     pending = site.pending(call.tool_call_id)
     scope = call_scope(site, call, pending)
@@ -117,14 +117,14 @@ async def run_call(
         redispatch=scope.execution_key in site.redispatch,
     )
     try:
-        outcome = await run_once(site.journal, ledger_call, invoke=lambda: _done(invoke))
+        outcome = await run_once(site.journal, ledger_call, invoke=invoke)
     except ApprovalsError as error:
         site.errors.append(error)
         raise
     if isinstance(outcome, Unsettled):
         site.unsettled.append(scope.execution_key)
         raise CallUnsettled(f"call {scope.tool_call_id} ({scope.tool_name}) is uncertain")
-    return outcome.content
+    return outcome
 
 
 def call_scope(site: ToolSite, call: CallAsked, pending: PendingCall | None) -> ToolCallContext:
@@ -149,7 +149,3 @@ def call_scope(site: ToolSite, call: CallAsked, pending: PendingCall | None) -> 
         dependencies=site.dependencies,
         context=site.context,
     )
-
-
-async def _done(invoke: Callable[[], Awaitable[str]]) -> Done:
-    return Done(content=await invoke(), is_error=False)

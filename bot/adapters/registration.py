@@ -47,7 +47,7 @@ def tool_facts(
     *,
     replay_policies: Mapping[str, ReplayPolicy] | None,
     review_fields: Mapping[str, Sequence[str]] | None,
-    validators: Mapping[str, Validator] | None = None,
+    validators: Mapping[str, Validator | None] | None = None,
 ) -> dict[str, ToolFacts]:
     """The facts of an agent's tools, by name, from what its registration gave
     (ConfigError naming an unknown tool or replay policy)."""

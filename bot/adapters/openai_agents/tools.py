@@ -33,6 +33,7 @@ from bot.adapters.calls import (
     site_scope,
 )
 from bot.runtime import ReplayPolicy
+from bot.runtime.dispatch import Done
 
 __all__ = ["CallUnsettled", "ToolSite", "site_scope", "wrap_tool"]
 
@@ -53,11 +54,13 @@ def wrap_tool(tool: FunctionTool, *, policy: ReplayPolicy) -> FunctionTool:
             with in_tool_scope(call):
                 return await original(ctx, input_json)
 
-        async def run() -> str:
+        async def run() -> Done:
             value = await original(ctx, input_json)
-            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            return Done(content=text, is_error=False)
 
-        return await run_call(call, policy=policy, invoke=run, ledger=True)
+        done = await run_call(call, policy=policy, invoke=run, ledger=True)
+        return done.content
 
     return dataclasses.replace(tool, on_invoke_tool=invoke)
 
