@@ -24,6 +24,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -31,6 +32,7 @@ from langgraph.types import Command, Send, interrupt
 
 from bot.adapters.langgraph.builtin import OPS_LANGGRAPH_NAME, OPS_LANGGRAPH_VERSION
 from bot.adapters.langgraph.engine import LangGraphEngine, message_text
+from bot.credentials import redact_text
 from bot.demo.offline_model import OfflineOpsModel
 from bot.demo.tools import OPS_TOOLS
 from bot.runtime import Item, ReplayPolicy, ToolSpec
@@ -137,6 +139,14 @@ async def review(request: ToolCallRequest, execute: Execute) -> ToolMessage | Co
     )
 
 
+def tool_error(error: Exception) -> str:
+    """A failing tool's error as its result for the model (as `ops` does); an interrupt
+    is no failure and goes on up (the ToolNode of langgraph-prebuilt 1.0 answers it to the model otherwise)."""
+    if isinstance(error, GraphBubbleUp):
+        raise error
+    return f"Error: {type(error).__name__}: {redact_text(str(error))}"
+
+
 def _tool(function: Callable[..., Any], name: str, description: str) -> BaseTool:
     return StructuredTool.from_function(coroutine=function, name=name, description=description)
 
@@ -162,7 +172,7 @@ def build_ops_graph(model: OfflineOpsChatModel | None = None) -> Any:
 
     builder = StateGraph(MessagesState)
     builder.add_node("agent", agent)
-    builder.add_node("tools", ToolNode(tools, awrap_tool_call=review, handle_tool_errors=True))
+    builder.add_node("tools", ToolNode(tools, awrap_tool_call=review, handle_tool_errors=tool_error))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", route, ["tools", END])
     builder.add_edge("tools", "agent")
