@@ -33,7 +33,7 @@ from langgraph.errors import GraphRecursionError
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 
-from bot.adapters.calls import CallUnsettled, ToolSite, site_scope
+from bot.adapters.calls import ToolSite, site_scope
 from bot.adapters.langgraph.checkpoint import FORMAT, latest, saver_with
 from bot.adapters.langgraph.interrupts import Asked, asked_at, asked_calls, resume_value
 from bot.adapters.langgraph.tools import tool_nodes, with_ledger
@@ -204,10 +204,10 @@ class LangGraphEngine:
             return EngineResult(
                 final_output=None, interruptions=[], state=stopped, outcome="max_turns"
             )
-        except (CallUnsettled, ApprovalsError):
-            pass  # settled below: uncertain calls first, then the bot's own errors
         except Exception as error:
-            if not (site.unsettled or site.errors):
+            if not (site.unsettled or site.errors):  # else settled below
+                if isinstance(error, ApprovalsError):
+                    raise
                 raise ModelError(f"the LangGraph run failed: {error}") from error
         if site.unsettled:  # the run stops at a call a human must reconcile
             waiting = state.uncertain(site.unsettled)

@@ -141,7 +141,7 @@ async def review(request: ToolCallRequest, execute: Execute) -> ToolMessage | Co
 
 def tool_error(error: Exception) -> str:
     """A failing tool's error as its result for the model (as `ops` does); an interrupt
-    is no failure and goes on up (the ToolNode of langgraph-prebuilt 1.0 answers it to the model otherwise)."""
+    is no failure and goes on up (langgraph-prebuilt 1.0's ToolNode would answer it)."""
     if isinstance(error, GraphBubbleUp):
         raise error
     return f"Error: {type(error).__name__}: {redact_text(str(error))}"
@@ -172,7 +172,8 @@ def build_ops_graph(model: OfflineOpsChatModel | None = None) -> Any:
 
     builder = StateGraph(MessagesState)
     builder.add_node("agent", agent)
-    builder.add_node("tools", ToolNode(tools, awrap_tool_call=review, handle_tool_errors=tool_error))
+    node = ToolNode(tools, awrap_tool_call=review, handle_tool_errors=tool_error)
+    builder.add_node("tools", node)
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", route, ["tools", END])
     builder.add_edge("tools", "agent")

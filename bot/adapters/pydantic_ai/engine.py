@@ -39,7 +39,7 @@ from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApp
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionToolset, WrapperToolset
 from pydantic_core import to_json
 
-from bot.adapters.calls import CallUnsettled, ToolSite, site_scope
+from bot.adapters.calls import ToolSite, site_scope
 from bot.adapters.pydantic_ai.ledger import LedgerCapability
 from bot.adapters.registration import ToolFacts, Validator, tool_facts
 from bot.adapters.verdicts import Refuse, check_restored, verdict_for
@@ -200,10 +200,10 @@ class PydanticAIEngine:
                 state=state.finished(engine_state, None, engine=_engine_info()),
                 outcome="max_turns",
             )
-        except (CallUnsettled, ApprovalsError):
-            pass  # settled below: uncertain calls first, then the bot's own errors
         except Exception as error:
-            if not (site.unsettled or site.errors):
+            if not (site.unsettled or site.errors):  # else settled below
+                if isinstance(error, ApprovalsError):
+                    raise
                 raise ModelError(f"the Pydantic AI run failed: {error}") from error
         else:
             if not (site.unsettled or site.errors):
