@@ -161,7 +161,8 @@ def rerun_trap_graph(effects: list[str]) -> Any:
 
     async def review(state: MessagesState) -> dict[str, Any]:
         effects.append("note written before the interrupt")  # the user's own effect
-        call = state["messages"][-1].tool_calls[0]
+        last: Any = state["messages"][-1]
+        call = last.tool_calls[0]
         decision = interrupt({"type": "tool_approval", "tool_call_id": call["id"], **call})
         assert decision["type"] == "approve"
         return {}

@@ -34,7 +34,7 @@ def deploy_then_answer(messages: list[ModelMessage], info: AgentInfo) -> ModelRe
     if len([m for m in messages if isinstance(m, ModelResponse)]) == 0:
         return ModelResponse(parts=[ToolCallPart("deploy_release", DEPLOY, tool_call_id="c1")])
     said = [
-        str(part.content)
+        str(getattr(part, "content", ""))
         for message in messages
         for part in message.parts
         if getattr(part, "part_kind", "") == "tool-return"
@@ -149,6 +149,7 @@ async def test_each_resume_has_its_own_run_id_and_our_run_id_names_them_all() ->
     state.reject(state.get_interruptions()[0], message="No.")
     done = await engine.run(state, journal=journal, dependencies=ops_dependencies())
 
+    assert isinstance(done.state, ExternalRunState)
     saved: Any = done.state.engine_state
     first, second = saved["run_ids"]
     assert first != second
