@@ -245,6 +245,8 @@ async def measure_around(paused: Paused, *, samples: int, store: Any) -> tuple[f
         )  # fmt: skip
         read_run_state(await store.load_run_state(run.run_id))
 
+    await paused.own_round_trip()  # warm both up (first writes, first imports): not timed
+    await ours_around()
     own, ours, ratios = [], [], []
     for _ in range(samples):
         start = time.perf_counter()
