@@ -1,14 +1,16 @@
-"""A graph's ToolNodes, rebuilt so that every tool call they run goes through the
+"""A graph's ToolNodes, rebuilt so that the tool calls people decided go through the
 bot's execution ledger.
 
 LangGraph re-runs an interrupted node from its start when the graph resumes, and a
-ToolNode runs the tool calls of its task again with it. So every call a ToolNode runs
-(approval or not) is handed to the adapters' one loop (`bot.adapters.calls.run_call`:
-claim -> replay policy -> run -> record), keyed by the run, the position of the model
-message that asked for it, and its call id: a key that stays the same however often
-the node runs again, across resumes and restarts. A recorded result comes back as the
-call's `ToolMessage` without running the tool again; an approved call's approval is
-re-checked by the service's journal right before the tool runs.
+ToolNode runs the tool calls of its task again with it. Every call a ToolNode runs is
+handed to the adapters' one loop (`bot.adapters.calls.run_call`) with a key made of the
+run, the position of the model message that asked for it, and its call id: the same
+however often the node runs again. A call people were asked about goes through the
+ledger (claim -> replay policy -> run -> record): a recorded result comes back as the
+call's `ToolMessage` without running the tool again, and its approval is re-checked by
+the service's journal right before the tool runs. Any other call runs in the bot's tool
+scope (`current_tool_call()`), outside the ledger, answering as the tool does (a
+`Command` too).
 
 The ledger sits innermost: the node's own wrapper (`awrap_tool_call`, where
 LangChain's `HumanInTheLoopMiddleware` raises its per-call interrupts and applies an
@@ -27,7 +29,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 
-from bot.adapters.calls import CallAsked, current_site, run_call
+from bot.adapters.calls import CallAsked, current_site, in_tool_scope, run_call
 from bot.adapters.langgraph.interrupts import asked_at
 from bot.adapters.registration import ToolFacts
 from bot.errors import ConfigError, RunStateError
@@ -103,14 +105,17 @@ async def _run(
         arguments=dict(call.get("args") or {}),
         execution_key=_stable_key(request.state, call_id),
     )
+    if current_site().pending(call_id) is None:
+        with in_tool_scope(asked):
+            return await execute(request)
     facts = tools.get(name)
 
     async def invoke() -> Done:
         answer = await execute(request)
         if not isinstance(answer, ToolMessage):
             raise RunStateError(
-                f"tool {name!r} answered with a {type(answer).__name__}, not a ToolMessage; "
-                "the bot records a tool's result in its ledger (a Command cannot be replayed)"
+                f"tool {name!r} answered an approved call with a {type(answer).__name__}, "
+                "not a ToolMessage; the ledger records and replays a result, not a Command"
             )
         return Done(content=_text(answer.content), is_error=answer.status == "error")
 
@@ -118,7 +123,6 @@ async def _run(
         asked,
         policy=facts.replay_policy if facts is not None else "manual",
         invoke=invoke,
-        ledger=True,
     )
     return ToolMessage(
         content=done.content,
