@@ -25,7 +25,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.errors import ApprovalsError, RunStateError
-from bot.runtime import ExternalRunState, Journal, PendingCall, ReplayPolicy, ToolCallContext
+from bot.runtime import (
+    EngineResult,
+    ExternalRunState,
+    Journal,
+    PendingCall,
+    ReplayPolicy,
+    ToolCallContext,
+)
 from bot.runtime.dispatch import Done, LedgerCall, Unsettled, run_once
 from bot.runtime.tools import tool_call_scope
 
@@ -52,6 +59,17 @@ class ToolSite:
 
     def pending(self, tool_call_id: str) -> PendingCall | None:
         return next((c for c in self.state.pending_calls() if c.tool_call_id == tool_call_id), None)
+
+    def stopped_uncertain(self) -> EngineResult:
+        """The run stops at the calls found unsettled: the state it started from, with
+        those calls uncertain, for a human to reconcile."""
+        waiting = self.state.uncertain(self.unsettled)
+        return EngineResult(
+            final_output=None,
+            interruptions=waiting.get_interruptions(),
+            state=waiting,
+            outcome="paused",
+        )
 
 
 _site: contextvars.ContextVar[ToolSite] = contextvars.ContextVar("approvals_bot_tool_site")

@@ -11,8 +11,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.errors import ConfigError, InputError
-from bot.runtime import ReplayPolicy
+from bot.errors import ConfigError, InputError, StateUnreadableError
+from bot.runtime import ExternalRunState, ReplayPolicy
 from bot.runtime.tools import REPLAY_POLICIES
 
 Validator = Callable[[Mapping[str, Any]], Any]
@@ -78,6 +78,19 @@ def check_names(agent: str, option: str, given: Collection[str], names: Sequence
         raise ConfigError(
             f"agent {agent!r}: {option} names {', '.join(unknown)}, not among its tools "
             f"({', '.join(sorted(names)) or 'none'})"
+        )
+
+
+def check_waiting_tools(
+    state: ExternalRunState, *, agent: str, version: str, tools: Collection[str]
+) -> None:
+    """StateUnreadableError when the run waits on a tool the agent no longer has."""
+    missing = sorted({c.tool_name for c in state.pending_calls()} - set(tools))
+    if missing:
+        raise StateUnreadableError(
+            f"run {state.run_id} waits on {', '.join(missing)}, which agent {agent!r} "
+            f"version {version!r} no longer has (renamed or removed; it has "
+            f"{', '.join(tools) or 'none'})"
         )
 
 

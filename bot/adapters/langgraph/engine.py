@@ -37,7 +37,7 @@ from bot.adapters.calls import ToolSite, site_scope
 from bot.adapters.langgraph.checkpoint import FORMAT, latest, saver_with
 from bot.adapters.langgraph.interrupts import Asked, asked_at, asked_calls, resume_value
 from bot.adapters.langgraph.tools import tool_nodes, with_ledger
-from bot.adapters.registration import ToolFacts, Validator, tool_facts
+from bot.adapters.registration import ToolFacts, Validator, check_waiting_tools, tool_facts
 from bot.adapters.verdicts import check_restored, verdict_for
 from bot.errors import ApprovalsError, LimitError, ModelError, RunStateError, StateUnreadableError
 from bot.runtime import (
@@ -160,13 +160,7 @@ class LangGraphEngine:
                 f"{state.engine.schema_version} (written by langgraph {state.engine.version}); "
                 f"this build reads {STATE_FORMAT}"
             )
-        missing = sorted({c.tool_name for c in state.pending_calls()} - set(self._tools))
-        if missing:
-            raise StateUnreadableError(
-                f"run {state.run_id} waits on {', '.join(missing)}, which agent {self._name!r} "
-                f"version {self._version!r} no longer has (renamed or removed; it has "
-                f"{', '.join(self._tools) or 'none'})"
-            )
+        check_waiting_tools(state, agent=self._name, version=self._version, tools=self._tools)
 
     # -- running ----------------------------------------------------------------------------
 
@@ -210,13 +204,7 @@ class LangGraphEngine:
                     raise
                 raise ModelError(f"the LangGraph run failed: {error}") from error
         if site.unsettled:  # the run stops at a call a human must reconcile
-            waiting = state.uncertain(site.unsettled)
-            return EngineResult(
-                final_output=None,
-                interruptions=waiting.get_interruptions(),
-                state=waiting,
-                outcome="paused",
-            )
+            return site.stopped_uncertain()
         if site.errors:  # the ledger's (a database that may recover: retried)
             raise site.errors[0]
         return await self._outcome(graph, config, state, saver, max_tool_calls_per_turn)

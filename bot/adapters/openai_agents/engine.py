@@ -40,7 +40,7 @@ from agents.run_state import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
 
 from bot.adapters.calls import ToolSite, site_scope
 from bot.adapters.openai_agents.tools import wrap_tool
-from bot.adapters.registration import ToolFacts, tool_facts
+from bot.adapters.registration import ToolFacts, check_waiting_tools, tool_facts
 from bot.adapters.verdicts import Refuse, check_restored, verdict_for
 from bot.errors import (
     ApprovalsError,
@@ -151,13 +151,7 @@ class OpenAIAgentsEngine:
                 f"(written by openai-agents {state.engine.version}); the installed "
                 f"openai-agents {SDK_VERSION} reads schemas up to {SDK_SCHEMA_VERSION}"
             )
-        missing = sorted({c.tool_name for c in state.pending_calls()} - set(self._tools))
-        if missing:
-            raise StateUnreadableError(
-                f"run {state.run_id} waits on {', '.join(missing)}, which agent {self._name!r} "
-                f"version {self._version!r} no longer has (renamed or removed; it has "
-                f"{', '.join(self._tools) or 'none'})"
-            )
+        check_waiting_tools(state, agent=self._name, version=self._version, tools=self._tools)
 
     # -- running ----------------------------------------------------------------------------
 
@@ -194,13 +188,7 @@ class OpenAIAgentsEngine:
             )
         except Exception as error:
             if site.unsettled:  # the run stops at a call a human must reconcile
-                waiting = state.uncertain(site.unsettled)
-                return EngineResult(
-                    final_output=None,
-                    interruptions=waiting.get_interruptions(),
-                    state=waiting,
-                    outcome="paused",
-                )
+                return site.stopped_uncertain()
             ours = _our_error(error)
             if ours is not None:  # the ledger's (a database that may recover: retried)
                 raise ours from error

@@ -41,7 +41,7 @@ from pydantic_core import to_json
 
 from bot.adapters.calls import ToolSite, site_scope
 from bot.adapters.pydantic_ai.ledger import LedgerCapability
-from bot.adapters.registration import ToolFacts, Validator, tool_facts
+from bot.adapters.registration import ToolFacts, Validator, check_waiting_tools, tool_facts
 from bot.adapters.verdicts import Refuse, check_restored, verdict_for
 from bot.errors import (
     ApprovalsError,
@@ -157,13 +157,7 @@ class PydanticAIEngine:
                 f"{state.engine.schema_version} (written by pydantic-ai-slim "
                 f"{state.engine.version}); this build reads {STATE_FORMAT}"
             )
-        missing = sorted({c.tool_name for c in state.pending_calls()} - set(self._tools))
-        if missing:
-            raise StateUnreadableError(
-                f"run {state.run_id} waits on {', '.join(missing)}, which agent {self._name!r} "
-                f"version {self._version!r} no longer has (renamed or removed; it has "
-                f"{', '.join(self._tools) or 'none'})"
-            )
+        check_waiting_tools(state, agent=self._name, version=self._version, tools=self._tools)
 
     # -- running ----------------------------------------------------------------------------
 
@@ -209,13 +203,7 @@ class PydanticAIEngine:
             if not (site.unsettled or site.errors):
                 return self._outcome(state, result, max_tool_calls_per_turn)
         if site.unsettled:  # the run stops at a call a human must reconcile
-            waiting = state.uncertain(site.unsettled)
-            return EngineResult(
-                final_output=None,
-                interruptions=waiting.get_interruptions(),
-                state=waiting,
-                outcome="paused",
-            )
+            return site.stopped_uncertain()
         raise site.errors[0]  # the ledger's (a database that may recover: retried)
 
     async def _start(
