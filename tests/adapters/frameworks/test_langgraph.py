@@ -24,6 +24,12 @@ if installed("langgraph"):
     from langgraph.prebuilt import ToolNode
     from langgraph.types import interrupt
 
+    class ScriptedChat(GenericFakeChatModel):
+        """langchain-core's scripted chat model, tools bound as they are."""
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChat:
+            return self
+
 
 DEPLOY = {"service": "payments", "version": "1.2.3"}
 
@@ -37,13 +43,6 @@ def calls(*items: tuple[str, dict[str, Any], str]) -> Any:
         content="",
         tool_calls=[{"name": n, "args": a, "id": i, "type": "tool_call"} for n, a, i in items],
     )
-
-
-class ScriptedChat(GenericFakeChatModel):
-    """langchain-core's scripted chat model, tools bound as they are."""
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChat:
-        return self
 
 
 def ops_tools(effects: list[str]) -> list[Any]:
