@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.errors import ConfigError, InputError, StateUnreadableError
-from bot.runtime import ExternalRunState, ReplayPolicy
+from bot.runtime import AgentRun, ExternalRunState, ReplayPolicy
 from bot.runtime.tools import REPLAY_POLICIES
 
 Validator = Callable[[Mapping[str, Any]], Any]
@@ -79,6 +79,35 @@ def check_names(agent: str, option: str, given: Collection[str], names: Sequence
             f"agent {agent!r}: {option} names {', '.join(unknown)}, not among its tools "
             f"({', '.join(sorted(names)) or 'none'})"
         )
+
+
+def checked_state(
+    state: AgentRun,
+    *,
+    engine: str,
+    framework: str,
+    reads: Collection[str],
+    agent: str,
+    version: str,
+    tools: Collection[str],
+) -> ExternalRunState:
+    """`state`, when the adapter of `engine` can run it for this agent: written by that
+    adapter, in a state schema it `reads`, waiting on tools the agent still has
+    (StateUnreadableError naming why not: the service marks the run as needing
+    migration)."""
+    if not isinstance(state, ExternalRunState) or state.engine.name != engine:
+        raise StateUnreadableError(
+            f"run {state.run_id} was not written by the {framework} adapter; agent "
+            f"{agent!r} version {version!r} runs on it"
+        )
+    schema = state.engine.schema_version
+    if schema not in reads:
+        raise StateUnreadableError(
+            f"run {state.run_id} holds a {framework} state of schema {schema} (written by "
+            f"{engine} {state.engine.version}); this build reads {', '.join(sorted(reads))}"
+        )
+    check_waiting_tools(state, agent=agent, version=version, tools=tools)
+    return state
 
 
 def check_waiting_tools(

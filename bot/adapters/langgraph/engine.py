@@ -37,7 +37,7 @@ from bot.adapters.calls import ToolSite, site_scope
 from bot.adapters.langgraph.checkpoint import FORMAT, latest, saver_with
 from bot.adapters.langgraph.interrupts import Asked, asked_at, asked_calls, resume_value
 from bot.adapters.langgraph.tools import tool_nodes, with_ledger
-from bot.adapters.registration import ToolFacts, Validator, check_waiting_tools, tool_facts
+from bot.adapters.registration import ToolFacts, Validator, checked_state, tool_facts
 from bot.adapters.verdicts import check_restored, verdict_for
 from bot.errors import ApprovalsError, LimitError, ModelError, RunStateError, StateUnreadableError
 from bot.runtime import (
@@ -149,18 +149,18 @@ class LangGraphEngine:
         )
 
     def check_state(self, state: AgentRun) -> None:
-        if not isinstance(state, ExternalRunState) or state.engine.name != ENGINE_NAME:
-            raise StateUnreadableError(
-                f"run {state.run_id} was not written by the LangGraph adapter; agent "
-                f"{self._name!r} version {self._version!r} runs on it"
-            )
-        if state.engine.schema_version != STATE_FORMAT:
-            raise StateUnreadableError(
-                f"run {state.run_id} holds a LangGraph state of format "
-                f"{state.engine.schema_version} (written by langgraph {state.engine.version}); "
-                f"this build reads {STATE_FORMAT}"
-            )
-        check_waiting_tools(state, agent=self._name, version=self._version, tools=self._tools)
+        self._checked(state)
+
+    def _checked(self, state: AgentRun) -> ExternalRunState:
+        return checked_state(
+            state,
+            engine=ENGINE_NAME,
+            framework="LangGraph",
+            reads={STATE_FORMAT},
+            agent=self._name,
+            version=self._version,
+            tools=self._tools,
+        )
 
     # -- running ----------------------------------------------------------------------------
 
@@ -172,8 +172,7 @@ class LangGraphEngine:
         dependencies: Mapping[str, Any],
         max_tool_calls_per_turn: int | None = None,
     ) -> EngineResult:
-        self.check_state(state)
-        assert isinstance(state, ExternalRunState)  # checked just above
+        state = self._checked(state)
         engine_state = state.engine_state
         if not isinstance(engine_state, dict):
             raise RunStateError(f"run {state.run_id}: its LangGraph state is not an object")

@@ -40,7 +40,7 @@ from agents.run_state import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
 
 from bot.adapters.calls import ToolSite, site_scope
 from bot.adapters.openai_agents.tools import wrap_tool
-from bot.adapters.registration import ToolFacts, check_waiting_tools, tool_facts
+from bot.adapters.registration import ToolFacts, checked_state, tool_facts
 from bot.adapters.verdicts import Refuse, check_restored, verdict_for
 from bot.errors import (
     ApprovalsError,
@@ -139,19 +139,18 @@ class OpenAIAgentsEngine:
         )
 
     def check_state(self, state: AgentRun) -> None:
-        if not isinstance(state, ExternalRunState) or state.engine.name != ENGINE_NAME:
-            raise StateUnreadableError(
-                f"run {state.run_id} was not written by the OpenAI Agents SDK adapter; agent "
-                f"{self._name!r} version {self._version!r} runs on it"
-            )
-        schema = state.engine.schema_version
-        if schema not in SDK_SCHEMA_VERSIONS:
-            raise StateUnreadableError(
-                f"run {state.run_id} holds an OpenAI Agents SDK state of schema {schema} "
-                f"(written by openai-agents {state.engine.version}); the installed "
-                f"openai-agents {SDK_VERSION} reads schemas up to {SDK_SCHEMA_VERSION}"
-            )
-        check_waiting_tools(state, agent=self._name, version=self._version, tools=self._tools)
+        self._checked(state)
+
+    def _checked(self, state: AgentRun) -> ExternalRunState:
+        return checked_state(
+            state,
+            engine=ENGINE_NAME,
+            framework="OpenAI Agents SDK",
+            reads=SDK_SCHEMA_VERSIONS,
+            agent=self._name,
+            version=self._version,
+            tools=self._tools,
+        )
 
     # -- running ----------------------------------------------------------------------------
 
@@ -163,8 +162,7 @@ class OpenAIAgentsEngine:
         dependencies: Mapping[str, Any],
         max_tool_calls_per_turn: int | None = None,
     ) -> EngineResult:
-        self.check_state(state)
-        assert isinstance(state, ExternalRunState)  # checked just above
+        state = self._checked(state)
         site = ToolSite(
             state=state,
             journal=journal,

@@ -41,7 +41,7 @@ from pydantic_core import to_json
 
 from bot.adapters.calls import ToolSite, site_scope
 from bot.adapters.pydantic_ai.ledger import LedgerCapability
-from bot.adapters.registration import ToolFacts, Validator, check_waiting_tools, tool_facts
+from bot.adapters.registration import ToolFacts, Validator, checked_state, tool_facts
 from bot.adapters.verdicts import Refuse, check_restored, verdict_for
 from bot.errors import (
     ApprovalsError,
@@ -146,18 +146,18 @@ class PydanticAIEngine:
         )
 
     def check_state(self, state: AgentRun) -> None:
-        if not isinstance(state, ExternalRunState) or state.engine.name != ENGINE_NAME:
-            raise StateUnreadableError(
-                f"run {state.run_id} was not written by the Pydantic AI adapter; agent "
-                f"{self._name!r} version {self._version!r} runs on it"
-            )
-        if state.engine.schema_version != STATE_FORMAT:
-            raise StateUnreadableError(
-                f"run {state.run_id} holds a Pydantic AI state of format "
-                f"{state.engine.schema_version} (written by pydantic-ai-slim "
-                f"{state.engine.version}); this build reads {STATE_FORMAT}"
-            )
-        check_waiting_tools(state, agent=self._name, version=self._version, tools=self._tools)
+        self._checked(state)
+
+    def _checked(self, state: AgentRun) -> ExternalRunState:
+        return checked_state(
+            state,
+            engine=ENGINE_NAME,
+            framework="Pydantic AI",
+            reads={STATE_FORMAT},
+            agent=self._name,
+            version=self._version,
+            tools=self._tools,
+        )
 
     # -- running ----------------------------------------------------------------------------
 
@@ -169,8 +169,7 @@ class PydanticAIEngine:
         dependencies: Mapping[str, Any],
         max_tool_calls_per_turn: int | None = None,
     ) -> EngineResult:
-        self.check_state(state)
-        assert isinstance(state, ExternalRunState)  # checked just above
+        state = self._checked(state)
         engine_state = state.engine_state
         if not isinstance(engine_state, dict):
             raise RunStateError(f"run {state.run_id}: its Pydantic AI state is not an object")
