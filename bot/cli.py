@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "bot.commands.policy",
     "bot.commands.database",
     "bot.commands.serve",
+    "bot.commands.dev",
 )
 
 

@@ -30,11 +30,10 @@ from bot.runtime import (
     ExternalRunState,
     Journal,
     PendingCall,
-    ReplayPolicy,
     ToolCallContext,
 )
 from bot.runtime.dispatch import Done, LedgerCall, Unsettled, run_once
-from bot.runtime.tools import tool_call_scope
+from bot.runtime.tools import ReplayPolicyName, tool_call_scope
 
 
 class CallUnsettled(Exception):
@@ -117,7 +116,7 @@ def in_tool_scope(call: CallAsked) -> Iterator[None]:
 async def run_call(
     call: CallAsked,
     *,
-    policy: ReplayPolicy,
+    policy: ReplayPolicyName,
     invoke: Callable[[], Awaitable[Done]],
     ledger: bool = False,
 ) -> Done:

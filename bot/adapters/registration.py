@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.errors import ConfigError, InputError, StateUnreadableError
 from bot.runtime import AgentRun, ExternalRunState, ReplayPolicy
-from bot.runtime.tools import REPLAY_POLICIES
+from bot.runtime.tools import ReplayPolicyName, replay_policy_name
 
 Validator = Callable[[Mapping[str, Any]], Any]
 """Checks a call's arguments the way the framework will (raises on bad ones)."""
@@ -27,7 +27,7 @@ class ToolFacts:
 
     name: str
     review_fields: tuple[str, ...] | None = None
-    replay_policy: ReplayPolicy = "manual"
+    replay_policy: ReplayPolicyName = "manual"
     validator: Validator | None = field(default=None, repr=False, compare=False)
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -45,22 +45,19 @@ def tool_facts(
     agent: str,
     names: Sequence[str],
     *,
-    replay_policies: Mapping[str, ReplayPolicy] | None,
+    replay_policies: Mapping[str, ReplayPolicy | str] | None,
     review_fields: Mapping[str, Sequence[str]] | None,
     validators: Mapping[str, Validator | None] | None = None,
 ) -> dict[str, ToolFacts]:
     """The facts of an agent's tools, by name, from what its registration gave
     (ConfigError naming an unknown tool or replay policy)."""
-    policies = dict(replay_policies or {})
     shown = dict(review_fields or {})
-    check_names(agent, "replay_policies", policies, names)
+    check_names(agent, "replay_policies", replay_policies or {}, names)
     check_names(agent, "review_fields", shown, names)
-    for tool_name, policy in policies.items():
-        if policy not in REPLAY_POLICIES:
-            raise ConfigError(
-                f"agent {agent!r}: tool {tool_name!r} has replay policy {policy!r}, "
-                f"not one of {sorted(REPLAY_POLICIES)}"
-            )
+    policies = {
+        tool_name: replay_policy_name(policy, f"agent {agent!r}: tool {tool_name!r}")
+        for tool_name, policy in (replay_policies or {}).items()
+    }
     return {
         name: ToolFacts(
             name=name,

@@ -29,7 +29,7 @@ from bot.errors import InputError
 from bot.runtime.journal import Fresh, Interrupted, Journal, Recorded
 from bot.runtime.model import ToolCallItem
 from bot.runtime.tools import (
-    ReplayPolicy,
+    ReplayPolicyName,
     Tool,
     ToolCallContext,
     invalid_arguments,
@@ -60,7 +60,7 @@ class LedgerCall:
     the tool's replay policy, and whether a human allowed running it again."""
 
     scope: ToolCallContext
-    replay_policy: ReplayPolicy
+    replay_policy: ReplayPolicyName
     redispatch: bool = False
 
 

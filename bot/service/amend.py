@@ -27,7 +27,15 @@ from typing import Any, Protocol, runtime_checkable
 from bot.canonical import canonical_arguments
 from bot.credentials import REDACTED, redact
 from bot.errors import InputError, UnknownCallError
-from bot.runtime import Agent, AgentEngine, AgentRun, PendingCall, Tool, current_tool_call
+from bot.runtime import (
+    Agent,
+    AgentEngine,
+    AgentRun,
+    AgentTools,
+    PendingCall,
+    Tool,
+    current_tool_call,
+)
 from store.records import ApprovalRecord
 
 
@@ -134,7 +142,7 @@ def noted_agent(agent: Agent, approved: Mapping[str, ApprovalRecord]) -> Agent:
         return agent
     names = {row.tool_name for row in approved.values() if row.amended_by}
     tools = [_noted_tool(tool, notes) if tool.name in names else tool for tool in agent.tools]
-    return replace(agent, tools=tools)
+    return replace(agent, tools=AgentTools(tools, owner=agent.name))
 
 
 def _noted_tool(tool: Tool, notes: Mapping[str, str]) -> Tool:

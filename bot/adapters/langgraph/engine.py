@@ -86,7 +86,7 @@ class LangGraphEngine:
         *,
         name: str,
         version: str = "1",
-        replay_policies: Mapping[str, ReplayPolicy] | None = None,
+        replay_policies: Mapping[str, ReplayPolicy | str] | None = None,
         review_fields: Mapping[str, Sequence[str]] | None = None,
         input_of: InputOf = messages_input,
         output_of: OutputOf = last_message_text,

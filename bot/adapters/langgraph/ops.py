@@ -188,7 +188,7 @@ class OpsLangGraphEngine(LangGraphEngine):
 
 def build_ops_langgraph_agent() -> OpsLangGraphEngine:
     """`ops-langgraph` (version 1): the LangGraph twin of the demo ops agent, offline."""
-    policies: dict[str, ReplayPolicy] = {tool.name: tool.replay_policy for tool in OPS_TOOLS}
+    policies: dict[str, ReplayPolicy | str] = {tool.name: tool.replay_policy for tool in OPS_TOOLS}
     return OpsLangGraphEngine(
         build_ops_graph(),
         name=OPS_LANGGRAPH_NAME,

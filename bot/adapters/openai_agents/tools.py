@@ -32,13 +32,13 @@ from bot.adapters.calls import (
     run_call,
     site_scope,
 )
-from bot.runtime import ReplayPolicy
 from bot.runtime.dispatch import Done
+from bot.runtime.tools import ReplayPolicyName
 
 __all__ = ["CallUnsettled", "ToolSite", "site_scope", "wrap_tool"]
 
 
-def wrap_tool(tool: FunctionTool, *, policy: ReplayPolicy) -> FunctionTool:
+def wrap_tool(tool: FunctionTool, *, policy: ReplayPolicyName) -> FunctionTool:
     """`tool` with an invoker that runs inside the bot's tool scope, and, when the tool
     may need approval, through the ledger under `policy`."""
     original = tool.on_invoke_tool

@@ -81,7 +81,7 @@ class PydanticAIEngine:
         *,
         name: str | None = None,
         version: str = "1",
-        replay_policies: Mapping[str, ReplayPolicy] | None = None,
+        replay_policies: Mapping[str, ReplayPolicy | str] | None = None,
         review_fields: Mapping[str, Sequence[str]] | None = None,
         tools: Sequence[str] = (),
         deps_of: DepsOf | None = None,

@@ -126,5 +126,5 @@ def build_ops_pydantic_agent() -> OpsPydanticEngine:
             for tool in OPS_TOOLS
         ],
     )
-    policies: dict[str, ReplayPolicy] = {tool.name: tool.replay_policy for tool in OPS_TOOLS}
+    policies: dict[str, ReplayPolicy | str] = {tool.name: tool.replay_policy for tool in OPS_TOOLS}
     return OpsPydanticEngine(agent, version=OPS_PYDANTIC_VERSION, replay_policies=policies)
