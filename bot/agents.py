@@ -23,12 +23,12 @@ import importlib
 import os
 from collections.abc import Mapping
 
-from bot.adapters.lazy import builtin_engines
-from bot.demo.agent import default_registry
+from bot.adapters.lazy import builtin_agent_named, builtin_agent_needing, builtin_engines
 from bot.demo.offline_model import OfflineOpsModel
-from bot.errors import ConfigError
+from bot.demo.ops_agent import default_registry
+from bot.errors import AgentNotRegisteredError, ConfigError
 from bot.metrics import Metrics
-from bot.runtime import AgentRegistry, Model
+from bot.runtime import AgentEngine, AgentRegistry, Model
 
 AGENTS_ENV = "APPROVALS_AGENTS"
 MODEL_ENV = "APPROVALS_MODEL"
@@ -65,6 +65,20 @@ async def close_model(model: Model) -> None:
         await aclose()
 
 
+def agent_to_run(registry: AgentRegistry, name: str | None) -> AgentEngine:
+    """The latest version of the agent `name` (None: the registry's default). Asking for
+    a built-in agent whose framework is missing says which extra brings it."""
+    if name is None:
+        return registry.default()
+    try:
+        return registry.latest(name)
+    except AgentNotRegisteredError:
+        builtin = builtin_agent_named(name)
+        if builtin is not None and not builtin.installed():
+            raise ConfigError(builtin.not_installed()) from None
+        raise
+
+
 def builtin_registry(model: Model | None = None) -> AgentRegistry:
     """The agents every deployment has: `ops` with `model` (default: offline) and, for
     each installed agent framework, its built-in twin (always offline: no credentials
@@ -73,6 +87,11 @@ def builtin_registry(model: Model | None = None) -> AgentRegistry:
     for engine in builtin_engines():
         registry.register(engine)
     return registry
+
+
+def tool_names(registry: AgentRegistry) -> list[str]:
+    """Every tool of every agent in `registry` (what a policy's tool tables may name)."""
+    return sorted({name for agent in registry for name in agent.tool_names()})
 
 
 def load_agent_registry(spec: str | None, *, default: AgentRegistry) -> AgentRegistry:
@@ -95,7 +114,9 @@ def _resolve(spec: str) -> AgentRegistry:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise ConfigError(f"{AGENTS_ENV}: cannot import {module_name!r}: {error}") from error
+        needing = builtin_agent_needing(error.name)
+        hint = f" ({needing.framework}: {needing.install_hint()})" if needing else ""
+        raise ConfigError(f"{AGENTS_ENV}: cannot import {module_name!r}: {error}{hint}") from error
     target = getattr(module, attribute, None)
     if target is None:
         raise ConfigError(f"{AGENTS_ENV}: module {module_name!r} has no attribute {attribute!r}")

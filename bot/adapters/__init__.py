@@ -3,9 +3,10 @@
 the bot never imports one unless it is, and an adapter's package imports its framework
 only when one of its engine's names is first used.
 
-- openai_agents: agents of the OpenAI Agents SDK (`pip install 'approvals-bot[openai-agents]'`);
-- langgraph: compiled LangGraph graphs (`pip install 'approvals-bot[langgraph]'`);
-- pydantic_ai: Pydantic AI agents (`pip install 'approvals-bot[pydantic-ai]'`).
+- openai_agents: agents of the OpenAI Agents SDK (from a checkout:
+  `pip install -e '.[openai-agents]'`);
+- langgraph: compiled LangGraph graphs (`pip install -e '.[langgraph]'`);
+- pydantic_ai: Pydantic AI agents (`pip install -e '.[pydantic-ai]'`).
 
 What they share: `calls` (what a run gives its tools; every call through the one ledger
 loop, bot.runtime.dispatch.run_once), `verdicts` (the bot's decisions in a framework's

@@ -136,9 +136,12 @@ class LazyEngine:
 @dataclass(frozen=True, kw_only=True)
 class BuiltinAgent:
     """A built-in agent of an adapter: registered (lazily) when the module `requires`
-    (the framework's import name) can be found."""
+    (the framework's import name) can be found; `framework` names it for people and
+    `extra` is the approvals-bot extra that installs it."""
 
     requires: str
+    framework: str
+    extra: str
     factory: str
     name: str
     version: str
@@ -148,6 +151,16 @@ class BuiltinAgent:
 
     def installed(self) -> bool:
         return importlib.util.find_spec(self.requires) is not None
+
+    def install_hint(self) -> str:
+        return f"pip install -e '.[{self.extra}]' in your approvals-bot checkout"
+
+    def not_installed(self) -> str:
+        """What someone asking for this agent without its framework is told."""
+        return (
+            f"the agent {self.name!r} needs {self.framework}, which is not installed: "
+            f"{self.install_hint()}"
+        )
 
     def engine(self) -> LazyEngine:
         return LazyEngine(
@@ -179,3 +192,15 @@ def builtin_agents() -> list[BuiltinAgent]:
 def builtin_engines() -> list[LazyEngine]:
     """The built-in agents whose framework is installed, not built yet."""
     return [agent.engine() for agent in builtin_agents() if agent.installed()]
+
+
+def builtin_agent_named(name: str) -> BuiltinAgent | None:
+    """The built-in agent called `name`, installed or not (None: no such built-in)."""
+    return next((agent for agent in builtin_agents() if agent.name == name), None)
+
+
+def builtin_agent_needing(module: str | None) -> BuiltinAgent | None:
+    """A built-in agent whose framework is the module `module` (or its package): what
+    an ImportError's `name` points at when an extra is missing."""
+    top = (module or "").partition(".")[0]
+    return next((agent for agent in builtin_agents() if agent.requires == top), None)

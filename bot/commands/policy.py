@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import asdict
 from typing import Any
 
-from bot.agents import AGENTS_ENV, builtin_registry, load_agent_registry
+from bot.agents import AGENTS_ENV, builtin_registry, load_agent_registry, tool_names
+from bot.commands.json_output import print_json
 from bot.demo import OfflineOpsModel
 from bot.policy.durations import format_duration
 from bot.policy.loading import load_policy
-from bot.policy.rules import Policy, ToolRule
+from bot.policy.rules import Policy, PolicyError, ToolRule
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -30,6 +32,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
     check.add_argument("file", metavar="FILE", help="the policy TOML file")
+    check.add_argument(
+        "--json",
+        action="store_true",
+        help='one JSON object instead of text: the effective rules, or {"ok": false, '
+        '"problems": [...]} (exit 2)',
+    )
     check.set_defaults(func=policy_check)
     parser.set_defaults(func=lambda _args: _usage(parser))
 
@@ -42,10 +50,46 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 def policy_check(args: argparse.Namespace) -> int:
     spec = os.environ.get(AGENTS_ENV, "").strip() or None
     registry = load_agent_registry(spec, default=builtin_registry(OfflineOpsModel()))
-    tools = sorted({name for agent in registry for name in agent.tool_names()})
-    policy = load_policy(args.file, known_tools=tools)  # PolicyError: every problem
-    print(render_policy(policy, tools))
+    tools = tool_names(registry)
+    try:
+        policy = load_policy(args.file, known_tools=tools)  # PolicyError: every problem
+    except PolicyError as error:
+        if not args.json:
+            raise
+        print_json({"ok": False, "source": error.source, "problems": list(error.problems)})
+        return 2
+    if args.json:
+        print_json(policy_json(policy, tools))
+    else:
+        print(render_policy(policy, tools))
     return 0
+
+
+def policy_json(policy: Policy, tools: list[str]) -> dict[str, Any]:
+    """The effective policy as `policy check --json` prints it."""
+    return {
+        "ok": True,
+        "source": policy.source,
+        "admins": sorted(policy.admins),
+        "allow_external_users": policy.allow_external_users,
+        "defaults": rule_json(policy.defaults),
+        "tools": {name: rule_json(rule) for name, rule in sorted(policy.tools.items())},
+        "under_defaults": [name for name in tools if name not in policy.tools],
+        "limits": asdict(policy.limits),
+    }
+
+
+def rule_json(rule: ToolRule) -> dict[str, Any]:
+    expires = None if rule.expires_after is None else format_duration(rule.expires_after)
+    return {
+        "approvers": list(rule.approvers),
+        "required_approvals": rule.required_approvals,
+        "allow_self_approval": rule.allow_self_approval,
+        "require_reason": rule.require_reason,
+        "expires_after": expires,
+        "remind_before": format_duration(rule.remind_before),
+        "allow_always": rule.allow_always,
+    }
 
 
 def render_policy(policy: Policy, tools: list[str]) -> str:

@@ -4,7 +4,9 @@
 `/healthz` answers 200 while the process serves its HTTP port. `/readyz` answers 200
 only when the database answers with the schema this build expects and the last Slack
 Web API call reached Slack with a token it accepts; otherwise 503 with the reason in one
-line (`{"ready": false, "reason": "..."}`). `/metrics` first reads the oldest pending
+line (`{"ready": false, "reason": "..."}`). `serve` and `socket` listen before they
+reach Slack (`Readiness`): meanwhile `/readyz` says what they wait for ("waiting for
+Slack: ..." while `auth.test` is tried again). `/metrics` first reads the oldest pending
 approval into its gauge, then answers the registry in the text exposition format.
 
 `serve` mounts them beside `POST /slack/events`; `socket` serves them alone on HOST:PORT
@@ -15,8 +17,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Protocol
 
 from aiohttp import web
+from aiohttp.web_log import AccessLogger
+from aiohttp.web_request import BaseRequest
+from aiohttp.web_response import StreamResponse
 
 from bot.errors import ApprovalsError
 from bot.metrics import CONTENT_TYPE, Metrics
@@ -42,8 +48,51 @@ class Probes:
         """Why the bot cannot serve now, or None."""
         return await self.service.readiness() or self.health.problem
 
+    async def observe_pending(self) -> None:
+        """Read the oldest pending approval into its gauge (a failure is logged: the rest
+        of the registry is still worth reading)."""
+        try:
+            await self.service.observe_pending()
+        except ApprovalsError as error:
+            log.warning("cannot read the oldest pending approval for /metrics: %s", error)
 
-def add_probe_routes(app: web.Application, probes: Probes | None) -> None:
+
+class Readiness:
+    """What the probes read from the moment `serve` or `socket` listens: while the bot
+    starts, why it is not ready yet (`waiting`: opening, waiting for Slack and why,
+    recovering); once it serves, its Probes."""
+
+    def __init__(self, metrics: Metrics, *, reason: str = "starting") -> None:
+        self.metrics = metrics
+        self._reason = reason
+        self._probes: Probes | None = None
+
+    def waiting(self, reason: str) -> None:
+        self._reason = reason
+
+    def serving(self, probes: Probes) -> None:
+        self._probes = probes
+
+    async def not_ready(self) -> str | None:
+        return self._reason if self._probes is None else await self._probes.not_ready()
+
+    async def observe_pending(self) -> None:
+        if self._probes is not None:
+            await self._probes.observe_pending()
+
+
+class ProbeSource(Protocol):
+    """What the probe routes read (Probes, or Readiness while the bot starts)."""
+
+    @property
+    def metrics(self) -> Metrics: ...
+
+    async def not_ready(self) -> str | None: ...
+
+    async def observe_pending(self) -> None: ...
+
+
+def add_probe_routes(app: web.Application, probes: ProbeSource | None) -> None:
     """`/healthz` always; `/readyz` and `/metrics` when there are `probes`."""
 
     async def healthz(request: web.Request) -> web.Response:
@@ -60,10 +109,7 @@ def add_probe_routes(app: web.Application, probes: Probes | None) -> None:
         return web.json_response({"ready": True})
 
     async def metrics(request: web.Request) -> web.Response:
-        try:
-            await probes.service.observe_pending()
-        except ApprovalsError as error:  # the rest of the registry is still worth reading
-            log.warning("cannot read the oldest pending approval for /metrics: %s", error)
+        await probes.observe_pending()
         body = probes.metrics.render()
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
@@ -71,7 +117,24 @@ def add_probe_routes(app: web.Application, probes: Probes | None) -> None:
     app.router.add_get(METRICS_PATH, metrics)
 
 
-def build_probe_app(probes: Probes) -> web.Application:
+PROBE_PATHS = frozenset({HEALTH_PATH, READY_PATH, METRICS_PATH})
+
+
+class AccessLog(AccessLogger):
+    """aiohttp's access log, but a probe's request is a DEBUG line: orchestrators and
+    scrapers ask every few seconds, and those lines would bury the rest at INFO."""
+
+    def log(self, request: BaseRequest, response: StreamResponse, time: float) -> None:
+        if request.path not in PROBE_PATHS:
+            super().log(request, response, time)
+        elif self.logger.isEnabledFor(logging.DEBUG):
+            self.logger.debug(
+                '%s "%s %s" %s %.3fs',
+                request.remote, request.method, request.path, response.status, time,
+            )  # fmt: skip
+
+
+def build_probe_app(probes: ProbeSource) -> web.Application:
     """The probes alone (Socket Mode's HTTP port)."""
     app = web.Application()
     add_probe_routes(app, probes)

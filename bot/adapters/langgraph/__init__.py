@@ -1,4 +1,5 @@
-"""LangGraph graphs, run by the bot (`pip install 'approvals-bot[langgraph]'`).
+"""LangGraph graphs, run by the bot (from a checkout:
+`pip install -e '.[langgraph]'`).
 
 Importing this package does not import LangGraph; its names below do, on first use
 (`LangGraphEngine` and the rest). `BUILTIN` declares `ops-langgraph` for the built-in

@@ -1,7 +1,7 @@
 """`ops-langgraph`: the demo ops agent built on LangGraph, offline.
 
 A plain LangGraph graph (no LangChain agent factory): a model node, and a ToolNode
-holding the four ops tools (bot.demo.tools: the same functions, effects file, token and
+holding the four ops tools (bot.demo.ops_tools: the same functions, effects file, token and
 replay policies as `ops`). Each tool call of a model turn goes to the ToolNode as a task
 of its own (`Send`), and the ToolNode's wrapper asks, with `interrupt()`, about each call
 of a tool that needs approval, in the per-call format of LangChain's
@@ -34,7 +34,7 @@ from bot.adapters.langgraph.builtin import OPS_LANGGRAPH_NAME, OPS_LANGGRAPH_VER
 from bot.adapters.langgraph.engine import LangGraphEngine, message_text
 from bot.credentials import redact_text
 from bot.demo.offline_model import OfflineOpsModel
-from bot.demo.tools import OPS_TOOLS
+from bot.demo.ops_tools import OPS_TOOLS
 from bot.runtime import Item, ReplayPolicy, ToolSpec
 from bot.runtime.model import ToolCallItem
 

@@ -1,4 +1,5 @@
-"""Agents of the OpenAI Agents SDK, run by the bot (`pip install 'approvals-bot[openai-agents]'`).
+"""Agents of the OpenAI Agents SDK, run by the bot (from a checkout:
+`pip install -e '.[openai-agents]'`).
 
 Importing this package does not import the SDK; its names below do, on first use
 (`OpenAIAgentsEngine` and the rest). `BUILTIN` declares `ops-openai` for the built-in

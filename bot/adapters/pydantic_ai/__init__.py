@@ -1,4 +1,5 @@
-"""Pydantic AI agents, run by the bot (`pip install 'approvals-bot[pydantic-ai]'`).
+"""Pydantic AI agents, run by the bot (from a checkout:
+`pip install -e '.[pydantic-ai]'`).
 
 Importing this package does not import Pydantic AI; its names below do, on first use
 (`PydanticAIEngine` and the rest). `BUILTIN` declares `ops-pydantic` for the built-in

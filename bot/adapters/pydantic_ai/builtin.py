@@ -2,13 +2,15 @@
 Pydantic AI is imported (bot.adapters.lazy); `ops.py` builds it."""
 
 from bot.adapters.lazy import BuiltinAgent
-from bot.demo.tools import OPS_TOOLS
+from bot.demo.ops_tools import OPS_TOOLS
 
 OPS_PYDANTIC_NAME = "ops-pydantic"
 OPS_PYDANTIC_VERSION = "1"
 
 BUILTIN = BuiltinAgent(
     requires="pydantic_ai",
+    framework="Pydantic AI",
+    extra="pydantic-ai",
     factory="bot.adapters.pydantic_ai.ops:build_ops_pydantic_agent",
     name=OPS_PYDANTIC_NAME,
     version=OPS_PYDANTIC_VERSION,

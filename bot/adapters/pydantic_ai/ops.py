@@ -1,6 +1,6 @@
 """`ops-pydantic`: the demo ops agent built on Pydantic AI, offline.
 
-The same four tools as `ops` (bot.demo.tools: the same functions, effects file, token
+The same four tools as `ops` (bot.demo.ops_tools: the same functions, effects file, token
 and replay policies) as Pydantic AI tools (`requires_approval` where `ops` needs
 approval), and the same deterministic brain (bot.demo.offline_model) behind Pydantic
 AI's own `FunctionModel`, so `approvals-bot demo --agent ops-pydantic "deploy payments
@@ -28,9 +28,9 @@ from pydantic_ai.tools import DeferredToolRequests
 
 from bot.adapters.pydantic_ai.builtin import OPS_PYDANTIC_NAME, OPS_PYDANTIC_VERSION
 from bot.adapters.pydantic_ai.engine import PydanticAIEngine
-from bot.demo.agent import OPS_INSTRUCTIONS
 from bot.demo.offline_model import OfflineOpsModel
-from bot.demo.tools import OPS_TOOLS
+from bot.demo.ops_agent import OPS_INSTRUCTIONS
+from bot.demo.ops_tools import OPS_TOOLS
 from bot.runtime import Item, ReplayPolicy, ToolSpec
 from bot.runtime.model import ToolCallItem
 
