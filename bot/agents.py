@@ -23,10 +23,10 @@ import importlib
 import os
 from collections.abc import Mapping
 
-from bot.adapters.lazy import builtin_agent_named, builtin_agent_needing, builtin_engines
+from bot.adapters.lazy import builtin_agent_needing, builtin_agents
 from bot.demo.offline_model import OfflineOpsModel
 from bot.demo.ops_agent import default_registry
-from bot.errors import AgentNotRegisteredError, ConfigError
+from bot.errors import ConfigError
 from bot.metrics import Metrics
 from bot.runtime import AgentEngine, AgentRegistry, Model
 
@@ -67,16 +67,9 @@ async def close_model(model: Model) -> None:
 
 def agent_to_run(registry: AgentRegistry, name: str | None) -> AgentEngine:
     """The latest version of the agent `name` (None: the registry's default). Asking for
-    a built-in agent whose framework is missing says which extra brings it."""
-    if name is None:
-        return registry.default()
-    try:
-        return registry.latest(name)
-    except AgentNotRegisteredError:
-        builtin = builtin_agent_named(name)
-        if builtin is not None and not builtin.installed():
-            raise ConfigError(builtin.not_installed()) from None
-        raise
+    a built-in agent whose framework is missing says which extra brings it (the
+    built-in registry notes them: `builtin_registry`)."""
+    return registry.default() if name is None else registry.latest(name)
 
 
 def builtin_registry(model: Model | None = None) -> AgentRegistry:
@@ -84,8 +77,11 @@ def builtin_registry(model: Model | None = None) -> AgentRegistry:
     each installed agent framework, its built-in twin (always offline: no credentials
     needed; the framework is imported when the agent first runs)."""
     registry = default_registry(model)
-    for engine in builtin_engines():
-        registry.register(engine)
+    for builtin in builtin_agents():
+        if builtin.installed():
+            registry.register(builtin.engine())
+        else:  # asked for by name (/agent @ops-langgraph, demo --agent), it says why not
+            registry.note_unavailable(builtin.name, builtin.not_installed())
     return registry
 
 
@@ -102,7 +98,8 @@ def load_agent_registry(spec: str | None, *, default: AgentRegistry) -> AgentReg
     extra = _resolve(spec)
     extra_keys = {(agent.name, agent.version) for agent in extra}
     merged = AgentRegistry(
-        agent for agent in default if (agent.name, agent.version) not in extra_keys
+        (agent for agent in default if (agent.name, agent.version) not in extra_keys),
+        unavailable=default.unavailable,
     )
     for agent in extra:
         merged.register(agent)

@@ -11,9 +11,10 @@ resumes (`run`), or starts (the service makes a new state in a worker thread).
 
 Each adapter package (a folder under bot/adapters/) may declare a built-in agent, the
 demo ops agent rebuilt on its framework, as `BUILTIN = BuiltinAgent(...)` in its
-`__init__.py`, which must not import the framework. `builtin_engines()` finds them all
-and registers each one whose framework is installed: adding a framework adds a folder,
-and nothing else in the bot names it.
+`__init__.py`, which must not import the framework. `builtin_agents()` finds them all;
+bot.agents registers each one whose framework is installed and notes the others as
+unavailable, naming the extra to install: adding a framework adds a folder, and nothing
+else in the bot names it.
 """
 
 from __future__ import annotations
@@ -187,16 +188,6 @@ def builtin_agents() -> list[BuiltinAgent]:
         if isinstance(builtin, BuiltinAgent):
             found.append(builtin)
     return found
-
-
-def builtin_engines() -> list[LazyEngine]:
-    """The built-in agents whose framework is installed, not built yet."""
-    return [agent.engine() for agent in builtin_agents() if agent.installed()]
-
-
-def builtin_agent_named(name: str) -> BuiltinAgent | None:
-    """The built-in agent called `name`, installed or not (None: no such built-in)."""
-    return next((agent for agent in builtin_agents() if agent.name == name), None)
 
 
 def builtin_agent_needing(module: str | None) -> BuiltinAgent | None:
