@@ -47,12 +47,14 @@ def approval_card_blocks(
     voters: Sequence[str] | None,
     not_run: str | None = None,
     standing: Sequence[StandingDecision] = (),
+    amendable: bool = True,
 ) -> list[Block]:
     """The card for an approval in any state, from its record and the voters on its
     current digest (None: not known here, the quorum line is left out). `not_run` is why
     an approved call was stopped right before it ran: said on the card, no buttons.
     `standing`: the run's active standing decisions; the card that made one says it
-    stands, a pending card names those of its run."""
+    stands, a pending card names those of its run. `amendable`: the run's agent engine
+    can run the call with changed arguments (else no Approve with changes, and why)."""
     status = approval.status
     blocks: list[Block] = [
         mrkdwn_section(card_title(approval)),
@@ -75,11 +77,10 @@ def approval_card_blocks(
     stands = standing_line(approval, standing)
     if stands is not None:
         blocks.append(mrkdwn_context(stands))
-    if run.engine is not None and status == "pending":
-        blocks.append(mrkdwn_context(not_amendable_text(run.engine.name)))
-    buttons = (
-        card_buttons(approval, cut=cut, amendable=run.engine is None) if not_run is None else []
-    )
+    if not amendable and status == "pending":
+        engine = run.engine.name if run.engine is not None else "this"
+        blocks.append(mrkdwn_context(not_amendable_text(engine)))
+    buttons = card_buttons(approval, cut=cut, amendable=amendable) if not_run is None else []
     if buttons:
         blocks.append({"type": "actions", "block_id": "decision", "elements": buttons})
     return blocks
