@@ -1,5 +1,6 @@
-"""ExternalRunState: the durable state of a run that another engine runs (the OpenAI
-Agents SDK), with the bot's own record of its pauses beside the engine's state.
+"""ExternalRunState: the durable state of a run that another engine runs (an agent
+framework's adapter: OpenAI Agents SDK, LangGraph, Pydantic AI), with the bot's own
+record of its pauses beside the engine's state.
 
 The engine's own state (`engine_state`, e.g. the SDK's `RunState.to_json()`) is opaque
 JSON here: only its engine reads and writes it. Beside it the bot keeps what it needs
@@ -18,6 +19,7 @@ keys (the ledger then runs each call at most once).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -79,6 +81,7 @@ class ExternalRunState:
         digest_key: bytes | None = None,
         final_output: str | None = None,
         new_input: str | None = None,
+        requested: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.run_id = run_id
         self.agent_name = agent_name
@@ -96,6 +99,10 @@ class ExternalRunState:
         self._digest_key = new_digest_key() if digest_key is None else bytes(digest_key)
         self._final_output = final_output
         self.new_input = new_input
+        # the arguments the engine asked with, of the calls an approver changed
+        self._requested: dict[str, dict[str, Any]] = {
+            call_id: dict(arguments) for call_id, arguments in (requested or {}).items()
+        }
 
     # -- what the service reads -----------------------------------------------------------
 
@@ -139,7 +146,33 @@ class ExternalRunState:
             arguments=arguments,
         )
 
+    def requested_digest(self, call: PendingCall | str) -> str:
+        """The keyed digest of the call as the engine asked for it (before an approver
+        changed its arguments): what a restored engine state is checked against."""
+        pending = self._calls.find(call)
+        return self.digest_of(
+            tool_name=pending.tool_name,
+            execution_key=pending.execution_key,
+            arguments=self._requested.get(pending.tool_call_id, pending.arguments),
+        )
+
+    def amended_arguments(self, call: PendingCall | str) -> dict[str, Any] | None:
+        """The arguments an approver changed the call to (None: unchanged)."""
+        pending = self._calls.find(call)
+        if pending.tool_call_id not in self._requested:
+            return None
+        return dict(pending.arguments)
+
     # -- what people decide ---------------------------------------------------------------
+
+    def amend_arguments(self, tool_call_id: str, arguments: Mapping[str, Any]) -> None:
+        """Give a call waiting for approval new arguments (approve with changes): its
+        digest is computed from them from now on, any decision on it is dropped, and the
+        arguments the engine asked with are kept to check its restored state against.
+        Only an engine that can run a call with other arguments offers it."""
+        pending = self._calls.decidable(tool_call_id, action="amended")
+        self._requested.setdefault(pending.tool_call_id, dict(pending.arguments))
+        self._calls.put(replace(pending, arguments=orjson.loads(orjson.dumps(dict(arguments)))))
 
     def approve(
         self,
@@ -211,6 +244,7 @@ class ExternalRunState:
             pending=calls,
             decisions={},
             new_input=None,
+            requested={},
         )
 
     def uncertain(self, keys: Iterable[str]) -> ExternalRunState:
@@ -239,6 +273,7 @@ class ExternalRunState:
             decisions={},
             final_output=final_output,
             new_input=None,
+            requested={},
         )
 
     def _copy(self, **changes: Any) -> ExternalRunState:
@@ -255,6 +290,7 @@ class ExternalRunState:
             "digest_key": self._digest_key,
             "final_output": self._final_output,
             "new_input": self.new_input,
+            "requested": self._requested,
         }
         return ExternalRunState(**{**fields, **changes})
 
@@ -304,6 +340,7 @@ class ExternalRunState:
             "digest_key": self._digest_key.hex(),
             "final_output": self._final_output,
             "new_input": self.new_input,
+            "requested_arguments": self._requested,
             "engine_state": self.engine_state,
         }
         try:
@@ -354,6 +391,7 @@ class ExternalRunState:
             digest_key=read_digest_key(payload.get("digest_key")),
             final_output=optional_str(payload.get("final_output"), "final_output"),
             new_input=optional_str(payload.get("new_input"), "new_input"),
+            requested=_requested(payload.get("requested_arguments"), pending),
         )
 
     def __repr__(self) -> str:
@@ -362,6 +400,20 @@ class ExternalRunState:
             f"v{self.agent_version}, engine={self._engine.name} {self._engine.version}, "
             f"pauses={self.pauses}, pending={list(self._calls.calls)})"
         )
+
+
+def _requested(value: Any, pending: Mapping[str, PendingCall]) -> dict[str, dict[str, Any]]:
+    """The asked-with arguments of amended calls (absent in states written before
+    approve with changes was offered to engines: none)."""
+    if value is None:
+        return {}
+    requested: dict[str, dict[str, Any]] = typed(value, dict, "requested_arguments")
+    for call_id, arguments in requested.items():
+        typed(arguments, dict, f"requested_arguments.{call_id}")
+    unknown = sorted(set(requested) - set(pending))
+    if unknown:
+        raise RunStateError(f"requested arguments for calls that are not pending: {unknown}")
+    return requested
 
 
 def _with_status(call: PendingCall, status: Any) -> PendingCall:

@@ -8,9 +8,11 @@ anywhere else is refused: it would run with the placeholder text.
 
 `amend_call` puts the new arguments into the paused run's state (RunState.amend_arguments:
 the model's tool call in the history and the pending call, which must agree; from then
-on the call has a keyed digest even if it had a legacy one), and `noted_agent` gives the
-resumed run an agent whose tool prefixes the result of an amended call with a note, so
-that the model knows the call ran with arguments an approver changed.
+on the call has a keyed digest even if it had a legacy one; ExternalRunState's: the
+pending call, the engine's own state keeps what its model asked and its adapter hands
+the framework the changed arguments), and `noted_agent` gives the resumed run an agent
+whose tool prefixes the result of an amended call with a note, so that the model knows
+the call ran with arguments an approver changed (an adapter notes it itself).
 """
 
 from __future__ import annotations
@@ -20,13 +22,48 @@ import inspect
 import json
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from bot.canonical import canonical_arguments
 from bot.credentials import REDACTED, redact
 from bot.errors import InputError, UnknownCallError
-from bot.runtime import Agent, AgentTools, PendingCall, RunState, Tool, current_tool_call
+from bot.runtime import (
+    Agent,
+    AgentEngine,
+    AgentRun,
+    AgentTools,
+    PendingCall,
+    Tool,
+    current_tool_call,
+)
 from store.records import ApprovalRecord
+
+
+@runtime_checkable
+class ArgumentsCheck(Protocol):
+    """A tool that can check changed arguments (a bot `Tool`, an adapter's tool)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class AmendableRun(Protocol):
+    """A run state that takes an approver's changed arguments for a pending call."""
+
+    def amend_arguments(self, tool_call_id: str, arguments: Mapping[str, Any]) -> None: ...
+
+
+async def built(agent: AgentEngine) -> AgentEngine:
+    """The engine itself: one registered before its framework was imported
+    (bot.adapters.lazy, which has `load`) is built first, off the event loop."""
+    load = getattr(agent, "load", None)
+    if load is None:
+        return agent
+    engine: AgentEngine = await load()
+    return engine
 
 
 def merge_edit(stored: Any, edited: Any) -> Any:
@@ -58,7 +95,7 @@ def check_no_marker(value: Any, path: str = "$") -> None:
 
 
 def edited_arguments(
-    tool: Tool, stored: Mapping[str, Any], edit: Mapping[str, Any]
+    tool: ArgumentsCheck, stored: Mapping[str, Any], edit: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The new arguments: merged, free of markers, valid for the tool (InputError)."""
     if not isinstance(edit, Mapping):
@@ -73,7 +110,7 @@ def edited_arguments(
     return dict(merged)
 
 
-def pending_call(state: RunState, approval: ApprovalRecord) -> PendingCall:
+def pending_call(state: AgentRun, approval: ApprovalRecord) -> PendingCall:
     """The pending call of `state` that `approval` is for."""
     for call in state.pending_calls():
         if approval.answers(execution_key=call.execution_key, tool_call_id=call.tool_call_id):
@@ -84,7 +121,7 @@ def pending_call(state: RunState, approval: ApprovalRecord) -> PendingCall:
     )
 
 
-def amend_call(state: RunState, tool_call_id: str, arguments: dict[str, Any]) -> None:
+def amend_call(state: AmendableRun, tool_call_id: str, arguments: dict[str, Any]) -> None:
     """Give the pending call, and the model's tool call in the history, new arguments."""
     state.amend_arguments(tool_call_id, arguments)
 

@@ -274,7 +274,9 @@ async def request_approvals(
     standing = await flow.standing(run.run_id)
     for record in records:
         if record.slack_ts is None:
-            await _post_card(flow, run, record, snapshots[record.execution_key], standing)
+            await _post_card(
+                flow, run, record, snapshots[record.execution_key], standing, agent.amendable
+            )
     if standing and await apply_standing(flow, run, records):
         await resume_if_decided(flow, run.run_id)
     return records
@@ -355,10 +357,13 @@ async def _post_card(
     approval: ApprovalRecord,
     snapshot: ReviewSnapshot,
     standing: tuple[StandingDecision, ...],
+    amendable: bool,
 ) -> None:
     planned = await plan_request_copies(flow, run, approval)  # first: the card says where it went
     location = await flow.notify(
-        ApprovalRequested(run=run, approval=approval, snapshot=snapshot, standing=standing)
+        ApprovalRequested(
+            run=run, approval=approval, snapshot=snapshot, standing=standing, amendable=amendable
+        )
     )
     if location is not None:
         channel, ts = location

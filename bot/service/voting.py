@@ -31,8 +31,15 @@ from bot.errors import (
     ResolutionError,
 )
 from bot.review.snapshot import ReviewSnapshot, carried_redactions
-from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, RunState
-from bot.service.amend import amend_call, edited_arguments, pending_call
+from bot.runtime import AgentRun, read_run_state
+from bot.service.amend import (
+    AmendableRun,
+    ArgumentsCheck,
+    amend_call,
+    built,
+    edited_arguments,
+    pending_call,
+)
 from bot.service.answers import DecisionResult, Recorded
 from bot.service.authority import (
     already_decided,
@@ -43,7 +50,7 @@ from bot.service.authority import (
     why_not_stand,
 )
 from bot.service.events import ApprovalDecided, ApprovalExpired, ApprovalUpdated
-from bot.service.execution import card_snapshot
+from bot.service.execution import card_snapshot, engine_stamp
 from bot.service.reading import has_seen_all, unread
 from bot.service.resume import resume_if_all_decided
 from bot.service.revocation import record_revocation
@@ -162,7 +169,10 @@ async def settle(
         return _result(record, voters, resume_started=started)
     if outcome.result == "counted":
         view = await build_view(flow, record, None)
-        await flow.notify(ApprovalUpdated(run=run, view=view, standing=standing))
+        update = ApprovalUpdated(
+            run=run, view=view, standing=standing, amendable=amendable(flow, run)
+        )
+        await flow.notify(update)
         return _result(record, voters, resume_started=False)
     await refuse(flow, record, actor=ballot.decider, why=outcome.result)
     if outcome.result == "expired":
@@ -213,17 +223,21 @@ async def record_change(
     if run.status != "paused":
         raise ResolutionError(f"run {run.run_id} is {run.status}; try again when it is paused")
     state = await flow.load_state(run.run_id)
-    agent = flow.registry.get(state.agent_name, state.agent_version)
-    if not (agent.amendable and isinstance(agent, Agent) and isinstance(state, RunState)):
+    agent = await built(flow.registry.get(state.agent_name, state.agent_version))
+    if not agent.amendable:
         raise InputError(not_amendable(run))
     call = pending_call(state, approval)
     tool = agent.tool_named(call.tool_name)
     if tool is None:
         raise InputError(f"the agent has no tool {call.tool_name!r}")
+    if not isinstance(tool, ArgumentsCheck):
+        raise InputError(not_amendable(run))
     new_arguments = edited_arguments(tool, call.arguments, arguments)
     if canonical_arguments(new_arguments) == canonical_arguments(call.arguments):
         return await record_vote(flow, ballot)  # nothing changed: a plain approval
-    amended = RunState.from_json(state.to_json())  # `state` stays as it was, to undo
+    amended = read_run_state(state.to_json())  # `state` stays as it was, to undo
+    if not isinstance(amended, AmendableRun):
+        raise InputError(not_amendable(run))
     amend_call(amended, call.tool_call_id, new_arguments)
     # What the card hid before stays hidden (the approver may not have seen it either).
     hidden = carried_redactions(
@@ -244,6 +258,12 @@ async def record_change(
     return _recorded(flow, saved, ballot, outcome)
 
 
+def amendable(flow: Workflow, run: RunRecord) -> bool:
+    """Whether the run's agent engine can run a call with changed arguments (an agent
+    this deployment no longer registers: no)."""
+    return flow.amendable(run)
+
+
 def not_amendable(run: RunRecord) -> str:
     """Why a call of `run` cannot be approved with changes (its engine has no clean way
     to override a call's arguments)."""
@@ -254,14 +274,15 @@ def not_amendable(run: RunRecord) -> str:
     )
 
 
-async def _save_state(flow: Workflow, run: RunRecord, state: RunState) -> RunRecord:
+async def _save_state(flow: Workflow, run: RunRecord, state: AgentRun) -> RunRecord:
     try:
         return await flow.store.save_run_state(
             run.run_id,
             expected_version=run.version,
             state_json=await flow.encode_state(state),
             status="paused",
-            schema_version=CURRENT_SCHEMA_VERSION,
+            schema_version=state.schema_version,
+            engine=engine_stamp(state.engine),
         )
     except ConflictError:
         raise ResolutionError(

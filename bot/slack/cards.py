@@ -49,6 +49,7 @@ def approval_card_blocks(
     voters: Sequence[str] | None,
     not_run: str | None = None,
     standing: Sequence[StandingDecision] = (),
+    amendable: bool = True,
     reach: CardReach | None = None,
     deciding: bool = True,
     note: str | None = None,
@@ -57,11 +58,12 @@ def approval_card_blocks(
     current digest (None: not known here, the quorum line is left out). `not_run` is why
     an approved call was stopped right before it ran: said on the card, no buttons.
     `standing`: the run's active standing decisions; the card that made one says it
-    stands, a pending card names those of its run. `reach`: where the card went (by
-    direct message, escalated). `deciding`: whether a pending card carries Approve,
-    Approve with changes and Reject (not the thread's card when the policy sends them by
-    direct message); `note`: a line under the title (a copy in someone's DMs says why
-    it came to them)."""
+    stands, a pending card names those of its run. `amendable`: the run's agent engine
+    can run the call with changed arguments (else no Approve with changes, and why).
+    `reach`: where the card went (by direct message, escalated). `deciding`: whether a
+    pending card carries Approve, Approve with changes and Reject (not the thread's card
+    when the policy sends them by direct message); `note`: a line under the title (a
+    copy in someone's DMs says why it came to them)."""
     status = approval.status
     blocks: list[Block] = [mrkdwn_section(card_title(approval))]
     if note is not None:
@@ -74,17 +76,18 @@ def approval_card_blocks(
     blocks.append(mrkdwn_section(call, block_id=CALL_BLOCK_ID))
     # No cut mark, no cut; with one (cut, or a value quoting it) the rule decides.
     cut = status == "pending" and CUT_MARK in call and not card_shows_all(approval.snapshot)
+    engine = run.engine.name if run.engine is not None else "this"
     lines = [
         CUT_CARD_TEXT if cut else None,
         closing_line(approval),
         not_run_line(not_run) if not_run is not None else None,
         standing_line(approval, standing),
-        not_amendable_text(run.engine.name) if run.engine and status == "pending" else None,
+        not_amendable_text(engine) if not amendable and status == "pending" else None,
         *(reach_lines(reach) if reach is not None else ()),
     ]
     blocks += [mrkdwn_context(line) for line in lines if line]
     buttons = (
-        card_buttons(approval, cut=cut, amendable=run.engine is None, deciding=deciding)
+        card_buttons(approval, cut=cut, amendable=amendable, deciding=deciding)
         if not_run is None
         else []
     )

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from bot.agents import load_agent_registry
-from bot.errors import ConfigError
+from bot.errors import AgentNotRegisteredError, ConfigError
 from bot.runtime import Agent, AgentRegistry, ScriptedModel
 from tests.cli.operator_support import Home
 
@@ -92,3 +92,19 @@ def test_an_agents_module_that_needs_the_sdk_names_the_extra(home: Home) -> None
     home.monkeypatch.setitem(sys.modules, "agents", None)
     with pytest.raises(ConfigError, match=r"pip install -e '\.\[openai-agents\]'"):
         load_agent_registry("sdk_agents_for_test:registry", default=AgentRegistry([_agent("ops")]))
+
+
+def test_an_agent_noted_unavailable_says_why_in_a_merged_registry_too(
+    module: types.ModuleType,
+) -> None:
+    default = AgentRegistry([_agent("ops")])
+    default.note_unavailable("ops-graph", "the agent 'ops-graph' needs LangGraph: install it")
+    module.registry = AgentRegistry([_agent("billing")])  # type: ignore[attr-defined]
+    merged = load_agent_registry("extra_agents_for_test:registry", default=default)
+    with pytest.raises(AgentNotRegisteredError) as raised:
+        merged.latest("ops-graph")
+    assert str(raised.value) == "the agent 'ops-graph' needs LangGraph: install it"
+    with pytest.raises(AgentNotRegisteredError, match="no agent named 'other'"):
+        merged.latest("other")
+    merged.register(_agent("ops-graph"))  # an agent of that name, registered: it runs
+    assert merged.latest("ops-graph").name == "ops-graph"

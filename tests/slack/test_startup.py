@@ -17,7 +17,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.agents import sdk_installed
+from bot.adapters.lazy import builtin_agents
 from tests.polling import until
 from tests.slack.fake_slack import FakeSlack
 from tests.slack.serve_process import serve_env, serving
@@ -205,7 +205,8 @@ async def test_the_start_up_line_names_what_serves_and_the_probes_answer(
     [started] = [one for one in objects if "serving Slack at" in one["message"]]
     assert (started["level"], started["logger"]) == ("INFO", "approvals-bot")
     database = tmp_path / "approvals.db"
-    agents = "ops, ops-openai" if sdk_installed() else "ops"  # the openai-agents extra
+    installed = [agent.name for agent in builtin_agents() if agent.installed()]  # the extras
+    agents = ", ".join(["ops", *installed])
     assert started["message"].endswith(
         f"(database {database}, policy built-in defaults, agents {agents})"
     )

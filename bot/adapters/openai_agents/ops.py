@@ -19,6 +19,7 @@ from agents.items import ModelResponse, TResponseInputItem, TResponseOutputItem
 from agents.models.interface import Model
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
+from bot.adapters.openai_agents.builtin import OPS_OPENAI_NAME, OPS_OPENAI_VERSION
 from bot.adapters.openai_agents.engine import OpenAIAgentsEngine
 from bot.demo.offline_model import OfflineOpsModel
 from bot.demo.ops_agent import OPS_INSTRUCTIONS
@@ -26,8 +27,7 @@ from bot.demo.ops_tools import OPS_TOOLS
 from bot.runtime import Item, Tool, ToolSpec
 from bot.runtime.model import ToolCallItem
 
-OPS_OPENAI_NAME = "ops-openai"
-OPS_OPENAI_VERSION = "1"
+__all__ = ["OPS_OPENAI_NAME", "OPS_OPENAI_VERSION", "OfflineOpsScript", "build_ops_openai_agent"]
 
 
 class OfflineOpsScript(Model):
