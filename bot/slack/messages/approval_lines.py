@@ -138,7 +138,8 @@ def copy_note(
     *, channel: str | None, stands_in_for: str | None, away_until: datetime | None
 ) -> str:
     """The line a card's copy in someone's direct messages opens with."""
-    asked = f" (asked in <#{escape(channel, 100)}>)" if channel else ""
+    shown = channel is not None and not channel.startswith("D")  # a DM has no link to show
+    asked = f" (asked in <#{escape(channel, 100)}>)" if shown and channel else ""
     if stands_in_for is None:
         return f":envelope_with_arrow: This call waits for your decision{asked}."
     until = f", away until {slack_date(away_until)}" if away_until else ""

@@ -106,7 +106,8 @@ def mentioned_text(approval: ApprovalRecord, approvers: Sequence[str]) -> str:
 
 def outcome_text(run: RunRecord, approval: ApprovalRecord) -> str:
     """The requester's direct message when their call was decided."""
-    where = f" in <#{escape(run.channel, 100)}>" if run.channel else ""
+    shown = run.channel is not None and not run.channel.startswith("D")
+    where = f" in <#{escape(run.channel, 100)}>" if shown and run.channel else ""
     who = approval.revoked_by if approval.status == "revoked" else approval.decider
     by = f" by {person(who)}" if who else ""
     why = approval.revoke_reason if approval.status == "revoked" else approval.reason
