@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from store.crypto import KeyRing
-from tests.slack.fake_slack import FakeSlack
+from tests.slack.fake_slack import RESPONSE_URL, FakeSlack
 from tests.slack.governance_harness import clock, told
 from tests.slack.reach_harness import (
     CAROL,
@@ -25,6 +25,8 @@ from tests.slack.reach_harness import (
 )
 from tests.slack.slack_harness import (
     APPROVER,
+    CHANNEL,
+    Bot,
     FakeClock,
     in_thread,
     open_modal,
@@ -44,6 +46,14 @@ escalation = [{{ after = "30m", to = ["{ONCALL}"] }}, {{ after = "1h", to = ["{L
 """
 
 
+async def listed(bot: Bot, user: str) -> str:
+    """`/approvals list` as `user` sees it."""
+    before = len(bot.fake.calls_to(RESPONSE_URL))
+    await bot.driver.command("/approvals", "list", user=user, channel=CHANNEL)
+    calls = await bot.fake.wait_for(RESPONSE_URL, count=before + 1)
+    return str(calls[-1].args["text"])
+
+
 def escalations(messages: list[str]) -> list[str]:
     return [m for m in messages if "escalated to you" in m]
 
@@ -59,6 +69,7 @@ async def test_escalation_at_the_set_time_then_the_escalated_approver_decides(
         await bot.fake.wait_for("chat.postEphemeral", told(ONCALL, "not an approver"))
         await bot.settle()
         assert not [c for c in bot.fake.calls_to("chat.postMessage") if "escalated" in c.text]
+        assert value_of(card) not in await listed(bot, ONCALL)
 
         clock.advance(timedelta(seconds=2))
         await bot.service.sweep()
@@ -68,6 +79,7 @@ async def test_escalation_at_the_set_time_then_the_escalated_approver_decides(
         (shown,) = await bot.fake.wait_for("chat.update", updated(card, "Escalated to"))
         assert f"Escalated to <@{ONCALL}>" in shown.text
         await bot.settle()
+        assert value_of(card) in await listed(bot, ONCALL)
 
         await approve_from(bot, card, ONCALL, reason="on call, checked")
         await bot.fake.wait_for("chat.update", updated(card, "Approved"))

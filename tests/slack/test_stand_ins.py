@@ -72,6 +72,7 @@ async def test_the_stand_in_gets_the_card_and_decides_what_the_away_person_may(
         await bot.settle()
         assert sorted(dm_cards(bot.fake)) == sorted([BOB, CAROL])  # not Alice: she is away
         assert f"the stand-in of <@{ALICE}>" in mine.text
+        assert value_of(card) in await command(bot, "list", user=BOB)  # and App Home's list
         await approve_from(bot, mine, BOB, reason="for Alice")
         await bot.fake.wait_for("chat.update", updated(card, "Approved"))
         await bot.fake.wait_for("chat.postMessage", in_thread(root, "Deployed payments 1.2.3."))
