@@ -28,7 +28,7 @@ from bot.service.audience import Audience, audience
 from bot.service.events import ApprovalUpdated, ApproversMentioned, DirectCopy
 from bot.service.views import build_view
 from bot.service.workflow import Workflow
-from store.records import ApprovalCopy, ApprovalRecord, FiredEscalation, RunRecord
+from store.records import ApprovalCopy, ApprovalRecord, FiredEscalation, NewCopy, RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +54,8 @@ def send_planned(
 ) -> None:
     """Send the planned copies (and mention who was left out) in a service task."""
     if planned is not None and (planned.copies or planned.mentioned):
-        flow.tasks.spawn(
-            _send(flow, run, approval, planned), name=f"service:copies:{approval.approval_id}"
-        )
+        sending = _send(flow, run, approval, planned.copies, mentioned=planned.mentioned)
+        flow.tasks.spawn(sending, name=f"service:copies:{approval.approval_id}")
 
 
 async def after_escalation(flow: Workflow, run: RunRecord, fired: FiredEscalation) -> None:
@@ -79,12 +78,8 @@ async def send_unsent(flow: Workflow) -> int:
     for approval_id, copies in groupby(by_approval, key=lambda copy: copy.approval_id):
         approval = await flow.store.get_approval(approval_id)
         if approval is not None:
-            run = await flow.run_of(approval)
-            again = Audience(copies=[], mentioned=[])
-            flow.tasks.spawn(
-                _send(flow, run, approval, again, list(copies)),
-                name=f"service:copies:{approval_id}",
-            )
+            sending = _send(flow, await flow.run_of(approval), approval, list(copies))
+            flow.tasks.spawn(sending, name=f"service:copies:{approval_id}")
     return len(claimed)
 
 
@@ -117,16 +112,17 @@ async def _send(
     flow: Workflow,
     run: RunRecord,
     approval: ApprovalRecord,
-    planned: Audience,
-    claimed: Sequence[ApprovalCopy] = (),
+    copies: Sequence[NewCopy | ApprovalCopy],
+    *,
+    mentioned: Sequence[str] = (),
 ) -> None:
-    if planned.mentioned:
-        mentioned = tuple(planned.mentioned)
-        await flow.notify(ApproversMentioned(run=run, approval=approval, approvers=mentioned))
-    people = [(c.recipient, c.stands_in_for) for c in planned.copies]
-    people += [(c.recipient, c.stands_in_for) for c in claimed]
-    for recipient, stands_in_for in people:
-        if not await _send_one(flow, run, approval.approval_id, recipient, stands_in_for):
+    """Mention who was left out, send the copies one after another, and show a call
+    that closed meanwhile as it is on every copy."""
+    if mentioned:
+        told = ApproversMentioned(run=run, approval=approval, approvers=tuple(mentioned))
+        await flow.notify(told)
+    for copy in copies:
+        if not await _send_one(flow, run, approval.approval_id, copy.recipient, copy.stands_in_for):
             break
     current = await flow.store.get_approval(approval.approval_id)
     if current is not None and current.status != "pending":
