@@ -143,13 +143,17 @@ async def _tool_filter(flow: Workflow, viewer: str) -> tuple[list[str] | None, l
         escalation = tuple(sorted(rule.escalation_ids()))
         return await in_any(escalation, viewer, flow.groups) is not None
 
-    if await absences_covered(flow, viewer, flow.clock()):
-        return None, []
     policy = flow.policy
     named = {name: await possible(rule) for name, rule in policy.tools.items()}
     if await possible(policy.defaults):
-        return None, sorted(name for name, ok in named.items() if not ok)
-    return sorted(name for name, ok in named.items() if ok), []
+        only, excluded = None, sorted(name for name, ok in named.items() if not ok)
+    else:
+        only, excluded = sorted(name for name, ok in named.items() if ok), []
+    if only is None and not excluded:
+        return only, excluded  # every tool already: standing in for someone adds none
+    if await absences_covered(flow, viewer, flow.clock()):
+        return None, []
+    return only, excluded
 
 
 async def pending_for(
