@@ -179,10 +179,19 @@ class Workflow:
         up by Slack's rate limits must not hold up the run)."""
         if isinstance(event, CardEvent):
             event = replace(event, reach=await self.card_reach(event.approval))
+        location = await self._told(event)
         if isinstance(event, ApprovalDecided) and self._tells_requester(event.approval):
             told = OutcomeToRequester(run=event.run, approval=event.approval)
-            self.tasks.spawn(self._told(told), name=f"service:outcome:{event.approval.approval_id}")
-        return await self._told(event)
+            try:
+                self.tasks.spawn(
+                    self._told(told), name=f"service:outcome:{told.approval.approval_id}"
+                )
+            except RuntimeError:  # shutting down: the card and the thread have the outcome
+                log.info(
+                    "not telling the requester of %s by DM: shutting down",
+                    told.approval.approval_id,
+                )
+        return location
 
     async def card_reach(self, approval: ApprovalRecord) -> CardReach:
         """How far the approval's card reached (nothing to read unless the tool's routing
