@@ -52,6 +52,7 @@ from bot.runtime.decisions import (
 from bot.runtime.engine import (
     AgentEngine,
     AgentRun,
+    ArgumentEditor,
     EngineInfo,
     EngineResult,
     RunOutcome,
@@ -80,6 +81,7 @@ __all__ = [
     "ApprovalMetadata",
     "ApprovalsError",
     "ApprovedCall",
+    "ArgumentEditor",
     "ConfigError",
     "ContextSerializationError",
     "Decision",

@@ -13,6 +13,10 @@ stores, pauses, decides and resumes both with the same code:
   keys, their keyed digests, the decisions people take, and its JSON.
 
 `read_run_state(text)` reads any stored state: the engine that wrote it is named inside.
+
+An engine other than the run core may let approvers change a call's arguments before
+they approve it ("approve with changes") by also being an `ArgumentEditor`: it says for
+which tools it can check new arguments, checks them, and writes them into the state.
 """
 
 from __future__ import annotations
@@ -168,6 +172,27 @@ class AgentEngine(Protocol):
     ) -> EngineResult:
         """Run `state` (decisions applied) until it completes or pauses; every call that
         needed approval goes through `journal`. The given state is not modified."""
+        ...
+
+
+@runtime_checkable
+class ArgumentEditor(Protocol):
+    """An engine whose calls approvers may change before approving them (its `amendable`
+    is true). The service merges an approver's edit over the real arguments (a redacted
+    value left as shown keeps its real value); the engine has the last word on what fits
+    the tool."""
+
+    def can_amend(self, tool_name: str) -> bool:
+        """Whether new arguments for this tool can be checked (its schema allows it)."""
+        ...
+
+    def check_arguments(self, tool_name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments as the tool would take them; InputError naming what does not fit."""
+        ...
+
+    def amended(self, state: AgentRun, tool_call_id: str, arguments: Mapping[str, Any]) -> AgentRun:
+        """A copy of `state` whose call waiting for approval has these arguments (its
+        digest changes with them); `state` itself is left as it was."""
         ...
 
 

@@ -13,11 +13,15 @@ Execution keys are `execution_key(run_id, pause, tool_call_id)`: `pause` counts 
 run's pauses, so a provider that reuses tool call ids across turns still gives every
 call its own key, and a run resumed twice from the same stored state computes the same
 keys (the ledger then runs each call at most once).
+
+An engine may attach notes to a pending call (`paused(..., notes=...)`): lines a
+reviewer should read beside the arguments (why the call is asked again, say). They are
+stored with the state and shown on the call's card.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -79,6 +83,7 @@ class ExternalRunState:
         digest_key: bytes | None = None,
         final_output: str | None = None,
         new_input: str | None = None,
+        notes: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.run_id = run_id
         self.agent_name = agent_name
@@ -96,6 +101,11 @@ class ExternalRunState:
         self._digest_key = new_digest_key() if digest_key is None else bytes(digest_key)
         self._final_output = final_output
         self.new_input = new_input
+        self._notes = {
+            call_id: tuple(lines)
+            for call_id, lines in (notes or {}).items()
+            if call_id in self._calls.calls and lines
+        }
 
     # -- what the service reads -----------------------------------------------------------
 
@@ -119,6 +129,10 @@ class ExternalRunState:
 
     def decision_for(self, call: PendingCall | str) -> Decision | None:
         return self._calls.decision_for(call)
+
+    def notes_for(self, call: PendingCall | str) -> tuple[str, ...]:
+        """What the engine asked a reviewer to read beside this call's arguments."""
+        return self._notes.get(self._calls.find(call).tool_call_id, ())
 
     def call_digest(self, call: PendingCall | str) -> str:
         pending = self._calls.find(call)
@@ -200,10 +214,15 @@ class ExternalRunState:
         return execution_key(self.run_id, self.pauses, tool_call_id)
 
     def paused(
-        self, engine_state: Any, calls: Iterable[PendingCall], *, engine: EngineInfo
+        self,
+        engine_state: Any,
+        calls: Iterable[PendingCall],
+        *,
+        engine: EngineInfo,
+        notes: Mapping[str, Sequence[str]] | None = None,
     ) -> ExternalRunState:
         """A copy paused on `calls` (asked in the stretch that just ended), its engine
-        state written by `engine`."""
+        state written by `engine`; `notes` by tool call id (see the module doc)."""
         return self._copy(
             engine_state=engine_state,
             engine=engine,
@@ -211,7 +230,16 @@ class ExternalRunState:
             pending=calls,
             decisions={},
             new_input=None,
+            notes=notes or {},
         )
+
+    def with_arguments(self, tool_call_id: str, arguments: Mapping[str, Any]) -> ExternalRunState:
+        """A copy whose call waiting for approval has these arguments (approve with
+        changes: its digest changes with them; its execution key and notes stay)."""
+        pending = self._calls.decidable(tool_call_id, action="amended")
+        changed = _with_arguments(pending, orjson.loads(orjson.dumps(dict(arguments))))
+        calls = [changed if c.tool_call_id == tool_call_id else c for c in self.pending_calls()]
+        return self._copy(pending=calls)
 
     def uncertain(self, keys: Iterable[str]) -> ExternalRunState:
         """A copy of this state (before the run) with these calls' outcomes uncertain:
@@ -255,6 +283,7 @@ class ExternalRunState:
             "digest_key": self._digest_key,
             "final_output": self._final_output,
             "new_input": self.new_input,
+            "notes": self._notes,
         }
         return ExternalRunState(**{**fields, **changes})
 
@@ -304,6 +333,7 @@ class ExternalRunState:
             "digest_key": self._digest_key.hex(),
             "final_output": self._final_output,
             "new_input": self.new_input,
+            "call_notes": {call_id: list(lines) for call_id, lines in self._notes.items()},
             "engine_state": self.engine_state,
         }
         try:
@@ -354,6 +384,7 @@ class ExternalRunState:
             digest_key=read_digest_key(payload.get("digest_key")),
             final_output=optional_str(payload.get("final_output"), "final_output"),
             new_input=optional_str(payload.get("new_input"), "new_input"),
+            notes=_read_notes(payload.get("call_notes")),
         )
 
     def __repr__(self) -> str:
@@ -362,6 +393,28 @@ class ExternalRunState:
             f"v{self.agent_version}, engine={self._engine.name} {self._engine.version}, "
             f"pauses={self.pauses}, pending={list(self._calls.calls)})"
         )
+
+
+def _read_notes(value: Any) -> dict[str, list[str]]:
+    """The stored notes (absent in states written before notes: none)."""
+    if value is None:
+        return {}
+    notes = typed(value, dict, "call_notes")
+    read: dict[str, list[str]] = {}
+    for call_id, lines in notes.items():
+        items = typed(lines, list, f"call_notes.{call_id}")
+        read[call_id] = [typed(line, str, f"call_notes.{call_id}[]") for line in items]
+    return read
+
+
+def _with_arguments(call: PendingCall, arguments: dict[str, Any]) -> PendingCall:
+    return PendingCall(
+        tool_call_id=call.tool_call_id,
+        tool_name=call.tool_name,
+        arguments=arguments,
+        execution_key=call.execution_key,
+        status=call.status,
+    )
 
 
 def _with_status(call: PendingCall, status: Any) -> PendingCall:

@@ -6,11 +6,13 @@ field left out, a value equal to the redaction marker, or a value equal to the r
 form of the stored one keeps the stored value; anything else replaces it. A marker left
 anywhere else is refused: it would run with the placeholder text.
 
-`amend_call` puts the new arguments into the paused run's state (RunState.amend_arguments:
-the model's tool call in the history and the pending call, which must agree; from then
-on the call has a keyed digest even if it had a legacy one), and `noted_agent` gives the
-resumed run an agent whose tool prefixes the result of an amended call with a note, so
-that the model knows the call ran with arguments an approver changed.
+`amended_state` puts the new arguments into a copy of the paused run's state: for the run
+core, RunState.amend_arguments (the model's tool call in the history and the pending
+call, which must agree; from then on the call has a keyed digest even if it had a legacy
+one); for another engine that allows it (an `ArgumentEditor`), the engine's own copy.
+`noted_agent` gives the resumed run an agent whose tool prefixes the result of an amended
+call with a note, so that the model knows the call ran with arguments an approver
+changed (an editing engine tells its own caller).
 """
 
 from __future__ import annotations
@@ -18,14 +20,24 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from bot.canonical import canonical_arguments
 from bot.credentials import REDACTED, redact
 from bot.errors import InputError, UnknownCallError
-from bot.runtime import Agent, PendingCall, RunState, Tool, current_tool_call
+from bot.runtime import (
+    Agent,
+    AgentEngine,
+    AgentRun,
+    ArgumentEditor,
+    PendingCall,
+    RunState,
+    Tool,
+    current_tool_call,
+)
 from store.records import ApprovalRecord
 
 
@@ -61,19 +73,59 @@ def edited_arguments(
     tool: Tool, stored: Mapping[str, Any], edit: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The new arguments: merged, free of markers, valid for the tool (InputError)."""
+    return _checked_edit(tool.validate, tool.name, stored, edit)
+
+
+def edit_for(
+    agent: AgentEngine, state: AgentRun, call: PendingCall, edit: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The arguments `call` would run with after `edit` (InputError when they do not fit
+    its tool); None when its engine lets nobody change them (or not for this tool)."""
+    if not agent.amendable:
+        return None
+    if isinstance(agent, Agent) and isinstance(state, RunState):
+        tool = agent.tool_named(call.tool_name)
+        if tool is None:
+            raise InputError(f"the agent has no tool {call.tool_name!r}")
+        return edited_arguments(tool, call.arguments, edit)
+    if isinstance(agent, ArgumentEditor) and agent.can_amend(call.tool_name):
+        check = partial(agent.check_arguments, call.tool_name)
+        return _checked_edit(check, call.tool_name, call.arguments, edit)
+    return None
+
+
+def amended_state(
+    agent: AgentEngine, state: AgentRun, call: PendingCall, arguments: dict[str, Any]
+) -> AgentRun:
+    """A copy of `state` in which `call` has `arguments` (`edit_for` allowed them)."""
+    if isinstance(state, RunState):
+        amended = RunState.from_json(state.to_json())
+        amend_call(amended, call.tool_call_id, arguments)
+        return amended
+    if not isinstance(agent, ArgumentEditor):
+        raise InputError(f"the arguments of {call.tool_name} cannot be changed")
+    return agent.amended(state, call.tool_call_id, arguments)
+
+
+def _checked_edit(
+    check: Callable[[dict[str, Any]], object],
+    tool_name: str,
+    stored: Mapping[str, Any],
+    edit: Mapping[str, Any],
+) -> dict[str, Any]:
     if not isinstance(edit, Mapping):
         raise InputError("the changed arguments must be a JSON object")
     merged = merge_edit(dict(stored), dict(edit))
     check_no_marker(merged)
     try:
-        tool.validate(merged)
+        check(merged)
     except InputError as error:
-        raise InputError(f"the changed arguments do not fit {tool.name}: {error}") from None
+        raise InputError(f"the changed arguments do not fit {tool_name}: {error}") from None
     canonical_arguments(merged)  # refuses what has no canonical form (NaN, ...)
     return dict(merged)
 
 
-def pending_call(state: RunState, approval: ApprovalRecord) -> PendingCall:
+def pending_call(state: AgentRun, approval: ApprovalRecord) -> PendingCall:
     """The pending call of `state` that `approval` is for."""
     for call in state.pending_calls():
         if approval.answers(execution_key=call.execution_key, tool_call_id=call.tool_call_id):

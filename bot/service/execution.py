@@ -36,8 +36,10 @@ from bot.runtime import (
     Agent,
     AgentEngine,
     AgentRun,
+    ArgumentEditor,
     EngineInfo,
     EngineResult,
+    ExternalRunState,
     PendingCall,
 )
 from bot.service.amend import noted_agent
@@ -286,15 +288,23 @@ def card_snapshot(
 ) -> ReviewSnapshot:
     """The review card's snapshot of a pending call of `state`: redacted (and what an
     earlier snapshot hid, `keep_hidden`), limited to the tool's `review_fields`, with the
-    call's keyed digest, which always covers every argument."""
+    call's keyed digest, which always covers every argument; with the notes another
+    engine left for the reviewer, and whether its engine lets approvers change this
+    tool's arguments (when it decides that per tool)."""
     tool = agent.tool_named(call.tool_name)
     shown = tool.review_fields if tool is not None else None
+    notes = state.notes_for(call) if isinstance(state, ExternalRunState) else ()
+    amendable = None
+    if isinstance(agent, ArgumentEditor) and agent.amendable:
+        amendable = agent.can_amend(call.tool_name)
     return review_snapshot(
         call.tool_name,
         call.arguments,
         digest=state.call_digest(call),
         shown_fields=shown,
         keep_hidden=keep_hidden,
+        notes=notes,
+        amendable=amendable,
     )
 
 

@@ -28,8 +28,8 @@ from bot.errors import (
     ResolutionError,
 )
 from bot.review.snapshot import ReviewSnapshot, carried_redactions
-from bot.runtime import CURRENT_SCHEMA_VERSION, Agent, RunState
-from bot.service.amend import amend_call, edited_arguments, pending_call
+from bot.runtime import AgentRun
+from bot.service.amend import amended_state, edit_for, pending_call
 from bot.service.api import (
     ApprovalDecided,
     ApprovalExpired,
@@ -45,7 +45,7 @@ from bot.service.authority import (
     require_decider,
     revoke_refusal,
 )
-from bot.service.execution import card_snapshot
+from bot.service.execution import card_snapshot, engine_stamp
 from bot.service.reading import has_seen_all, unread
 from bot.service.standing import apply_decision
 from bot.service.workflow import Workflow
@@ -211,17 +211,13 @@ async def record_change(
         raise ResolutionError(f"run {run.run_id} is {run.status}; try again when it is paused")
     state = await flow.load_state(run.run_id)
     agent = flow.registry.get(state.agent_name, state.agent_version)
-    if not (agent.amendable and isinstance(agent, Agent) and isinstance(state, RunState)):
-        raise InputError(not_amendable(run))
     call = pending_call(state, approval)
-    tool = agent.tool_named(call.tool_name)
-    if tool is None:
-        raise InputError(f"the agent has no tool {call.tool_name!r}")
-    new_arguments = edited_arguments(tool, call.arguments, arguments)
+    new_arguments = edit_for(agent, state, call, arguments)
+    if new_arguments is None:
+        raise InputError(not_amendable(run))
     if canonical_arguments(new_arguments) == canonical_arguments(call.arguments):
         return await record_vote(flow, ballot)  # nothing changed: a plain approval
-    amended = RunState.from_json(state.to_json())  # `state` stays as it was, to undo
-    amend_call(amended, call.tool_call_id, new_arguments)
+    amended = amended_state(agent, state, call, new_arguments)  # `state` stays, to undo
     # What the card hid before stays hidden (the approver may not have seen it either).
     hidden = carried_redactions(
         ReviewSnapshot.from_json(approval.snapshot), call.arguments, new_arguments
@@ -302,22 +298,23 @@ async def _standing_ended(flow: Workflow, run: RunRecord, record: ApprovalRecord
 
 def not_amendable(run: RunRecord) -> str:
     """Why a call of `run` cannot be approved with changes (its engine has no clean way
-    to override a call's arguments)."""
+    to override a call's arguments, or cannot check new ones for this tool)."""
     engine = run.engine.name if run.engine is not None else "another engine"
     return (
-        f"approve with changes is not offered for runs of {engine} agents: approve or "
-        "reject the call as it is (the requester can ask again with other arguments)"
+        f"approve with changes is not offered for this call of a {engine} run: approve "
+        "or reject it as it is (the requester can ask again with other arguments)"
     )
 
 
-async def _save_state(flow: Workflow, run: RunRecord, state: RunState) -> RunRecord:
+async def _save_state(flow: Workflow, run: RunRecord, state: AgentRun) -> RunRecord:
     try:
         return await flow.store.save_run_state(
             run.run_id,
             expected_version=run.version,
             state_json=await flow.encode_state(state),
             status="paused",
-            schema_version=CURRENT_SCHEMA_VERSION,
+            schema_version=state.schema_version,
+            engine=engine_stamp(state.engine),
         )
     except ConflictError:
         raise ResolutionError(

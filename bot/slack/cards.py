@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.errors import InputError
+from bot.review.snapshot import ReviewSnapshot
 from bot.service import UncertainCall
 from bot.service.reading import CUT_MARK, card_shows_all
 from bot.slack.blocks import (
@@ -120,14 +121,23 @@ def approval_card_blocks(
     stands = standing_line(approval, standing)
     if stands is not None:
         blocks.append(mrkdwn_context(stands))
-    if run.engine is not None and status == "pending":
+    amendable = _amendable(run, approval)
+    if run.engine is not None and status == "pending" and not amendable:
         blocks.append(mrkdwn_context(NOT_AMENDABLE_TEXT.format(engine=run.engine.name)))
-    buttons = (
-        card_buttons(approval, cut=cut, amendable=run.engine is None) if not_run is None else []
-    )
+    buttons = card_buttons(approval, cut=cut, amendable=amendable) if not_run is None else []
     if buttons:
         blocks.append({"type": "actions", "block_id": "decision", "elements": buttons})
     return blocks
+
+
+def _amendable(run: RunRecord, approval: ApprovalRecord) -> bool:
+    """Whether approvers may change the call's arguments: as its snapshot says when its
+    engine decides per tool, else only for the run core's calls."""
+    try:
+        per_tool = ReviewSnapshot.from_json(approval.snapshot).amendable
+    except InputError:
+        per_tool = None
+    return run.engine is None if per_tool is None else per_tool
 
 
 def standing_line(approval: ApprovalRecord, standing: Sequence[StandingDecision]) -> str | None:
