@@ -8,10 +8,12 @@ with its head, in sequence order, so the chain's hashes verify on the copy. The 
 must be empty and at the same schema version as the source; the copy is one transaction
 on the target, so a failure leaves it empty. The source is read, never written.
 
-What is not copied: run leases and request memory. A copy is taken with the bot
-stopped (`db copy` refuses while a server holds the SQLite file), so no lease is live;
-a run left working is taken over by recovery at the first start on the target, and
-Slack's redeliveries from before the move are long past.
+What is not copied: run leases, request memory and the MCP gateway's call keys. A copy
+is taken with the bot stopped (`db copy` refuses while a server holds the SQLite file),
+so no lease is live; a run left working is taken over by recovery at the first start on
+the target, Slack's redeliveries from before the move are long past, and an MCP client
+retrying a call from before the move gets a new card (its old one still decides the old
+run).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from store.api import (
     ApprovalStore,
     AuditStore,
     LedgerStore,
+    McpCallStore,
     RequestMemoryStore,
     RunLeaseStore,
     RunStore,
@@ -24,8 +25,8 @@ from store.api import (
 
 
 class EngineStore:
-    """The runs, leases, request memory, approvals, votes, audit and ledger operations
-    of one engine."""
+    """The runs, leases, request memory, approvals, votes, audit, ledger and MCP call
+    operations of one engine."""
 
     def __init__(
         self,
@@ -39,6 +40,7 @@ class EngineStore:
         audit: AuditStore,
         ledger: LedgerStore,
         sealed: SealStore,
+        mcp_calls: McpCallStore,
     ) -> None:
         self.create_run = runs.create_run
         self.save_run_state = runs.save_run_state
@@ -97,3 +99,7 @@ class EngineStore:
         self.ledger_mark_uncertain = ledger.ledger_mark_uncertain
         self.ledger_resolve_with_result = ledger.ledger_resolve_with_result
         self.ledger_entries = ledger.ledger_entries
+
+        self.claim_mcp_call = mcp_calls.claim_mcp_call
+        self.release_mcp_call = mcp_calls.release_mcp_call
+        self.forget_mcp_calls = mcp_calls.forget_mcp_calls

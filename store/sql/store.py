@@ -15,6 +15,7 @@ from store.sql.approvals import Approvals
 from store.sql.audit import Audit
 from store.sql.leases import Leases, RequestMemory
 from store.sql.ledger import Ledger
+from store.sql.mcp_calls import McpCalls
 from store.sql.rotation import KeyRotation
 from store.sql.runs import Runs
 from store.sql.seals import SEALS_MIGRATION, SealedDecisions, SealRotation
@@ -60,6 +61,7 @@ class SqlStore(EngineStore):
             audit=audit,
             ledger=Ledger(database, sealer, clock),
             sealed=sealed,
+            mcp_calls=McpCalls(database, clock),
         )
         rotation = KeyRotation(database, sealer, audit, SealRotation(database, seals))
         self.rotate_keys = rotation.rotate_keys
