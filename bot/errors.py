@@ -27,7 +27,9 @@ so every layer (runtime, review, policy, store, service, slack) may import it.
     │   ├── ExecutionKeyConflict      same execution key, different arguments digest
     │   ├── LeaseHeldError            another live worker holds the execution lease
     │   └── LeaseLostError            our lease was taken over (fenced: write refused)
-    └── SlackError                the Slack Web API answered with an error
+    ├── SlackError                the Slack Web API answered with an error
+    └── UpstreamError             an upstream MCP server did not answer a call (`sent`:
+                                  whether the call reached it, so its effect is unknown)
 """
 
 from __future__ import annotations
@@ -149,3 +151,13 @@ class LeaseLostError(StoreError):
 
 class SlackError(ApprovalsError):
     """The Slack Web API answered with an error we could not handle."""
+
+
+class UpstreamError(ApprovalsError):
+    """An upstream MCP server (behind the gateway) did not answer a call. `sent`: the
+    call reached it before the failure (a timeout, a dropped connection), so whether it
+    took effect is unknown; False: it was never sent (the upstream is down)."""
+
+    def __init__(self, message: str, *, sent: bool) -> None:
+        super().__init__(message)
+        self.sent = sent
