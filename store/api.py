@@ -250,9 +250,9 @@ class McpCallStore(Protocol):
         True when it did."""
         ...
 
-    async def forget_mcp_calls(self, *, claimed_before: datetime) -> int:
-        """Forget the keys claimed before that time whose run has finished or never
-        came to be; returns how many."""
+    async def forget_mcp_calls(self, *, before: datetime) -> int:
+        """Forget the keys claimed before that time whose run finished before it too, or
+        never came to be; returns how many."""
         ...
 
 

@@ -2,7 +2,7 @@
 
 A key is claimed before its run is created (the claim decides which worker starts the
 run), so the row names a run that may not exist yet; `forget_mcp_calls` drops old rows
-whose run finished or never came to be.
+whose run finished long ago or never came to be.
 """
 
 from __future__ import annotations
@@ -61,15 +61,15 @@ class McpCalls:
 
         return await self._db.transact(body)
 
-    async def forget_mcp_calls(self, *, claimed_before: datetime) -> int:
-        before = to_db(claimed_before)
+    async def forget_mcp_calls(self, *, before: datetime) -> int:
+        at = to_db(before)
 
         def body() -> Body[int]:
             gone = yield many(
                 "DELETE FROM mcp_calls WHERE claimed_at < ? AND NOT EXISTS (SELECT 1 FROM "
-                "runs WHERE runs.run_id = mcp_calls.run_id AND runs.status NOT IN "
-                f"({placeholders(len(_FINISHED))})) RETURNING call_key",
-                (before, *_FINISHED),
+                "runs WHERE runs.run_id = mcp_calls.run_id AND (runs.updated_at >= ? OR "
+                f"runs.status NOT IN ({placeholders(len(_FINISHED))}))) RETURNING call_key",
+                (at, at, *_FINISHED),
             )
             return len(gone)
 

@@ -42,21 +42,25 @@ async def test_a_release_frees_the_key_only_for_its_own_run(store: SqliteStore) 
     assert (again.won, again.run_id) == (True, "run-b")
 
 
-async def test_old_keys_go_once_their_run_finished_or_never_came(
+async def test_old_keys_go_once_their_run_finished_long_ago_or_never_came(
     store: SqliteStore, clock: Clock
 ) -> None:
-    for run_id, status in (("run-open", "paused"), ("run-done", "completed")):
+    async def run(run_id: str, status: str) -> None:
         await store.create_run(
             run_id=run_id, agent_name="mcp", agent_version="1", schema_version="engine-1",
             state_json="{}", status=status,  # type: ignore[arg-type]
         )  # fmt: skip
-    for key in ("open", "done", "never"):
+
+    await run("run-open", "paused")
+    await run("run-done", "completed")
+    for key in ("open", "done", "never", "just-done"):
         await store.claim_mcp_call(key, run_id=f"run-{key}")
     clock.advance(60)
+    await run("run-just-done", "completed")  # a long wait that ended just now
     await store.claim_mcp_call("recent", run_id="run-recent")
-    assert await store.forget_mcp_calls(claimed_before=clock() - timedelta(seconds=30)) == 2
-    kept = [await store.claim_mcp_call(key, run_id="other") for key in ("open", "recent")]
-    assert [claim.won for claim in kept] == [False, False]
+    assert await store.forget_mcp_calls(before=clock() - timedelta(seconds=30)) == 2
+    kept = ("open", "recent", "just-done")
+    assert [(await store.claim_mcp_call(key, run_id="other")).won for key in kept] == [False] * 3
     for key in ("done", "never"):
         assert (await store.claim_mcp_call(key, run_id="new")).won
 
