@@ -182,12 +182,16 @@ class ArgumentEditor(Protocol):
     value left as shown keeps its real value); the engine has the last word on what fits
     the tool."""
 
-    def can_amend(self, tool_name: str) -> bool:
-        """Whether new arguments for this tool can be checked (its schema allows it)."""
+    def can_amend(self, state: AgentRun, call: PendingCall) -> bool:
+        """Whether new arguments for this call can be checked (its tool's schema, as the
+        state knows it, allows that)."""
         ...
 
-    def check_arguments(self, tool_name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """The arguments as the tool would take them; InputError naming what does not fit."""
+    def check_arguments(
+        self, state: AgentRun, call: PendingCall, arguments: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The arguments as the call's tool would take them; InputError naming what does
+        not fit."""
         ...
 
     def amended(self, state: AgentRun, tool_call_id: str, arguments: Mapping[str, Any]) -> AgentRun:

@@ -88,8 +88,8 @@ def edit_for(
         if tool is None:
             raise InputError(f"the agent has no tool {call.tool_name!r}")
         return edited_arguments(tool, call.arguments, edit)
-    if isinstance(agent, ArgumentEditor) and agent.can_amend(call.tool_name):
-        check = partial(agent.check_arguments, call.tool_name)
+    if isinstance(agent, ArgumentEditor) and agent.can_amend(state, call):
+        check = partial(agent.check_arguments, state, call)
         return _checked_edit(check, call.tool_name, call.arguments, edit)
     return None
 

@@ -296,7 +296,7 @@ def card_snapshot(
     notes = state.notes_for(call) if isinstance(state, ExternalRunState) else ()
     amendable = None
     if isinstance(agent, ArgumentEditor) and agent.amendable:
-        amendable = agent.can_amend(call.tool_name)
+        amendable = agent.can_amend(state, call)
     return review_snapshot(
         call.tool_name,
         call.arguments,
