@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "bot.commands.runs",
     "bot.commands.approvals",
     "bot.commands.policy",
+    "bot.commands.mcp",
     "bot.commands.database",
     "bot.commands.serve",
 )

@@ -21,10 +21,12 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from bot.agents import builtin_registry, close_model, load_agent_registry, model_from_env
+from bot.commands.mcp_gateway import GatewaySetup
 from bot.commands.serve_lock import sole_server
 from bot.demo import ops_dependencies
 from bot.errors import ConfigError
@@ -33,6 +35,7 @@ from bot.metrics import Metrics
 from bot.policy.loading import POLICY_ENV, load_policy
 from bot.service import (
     ApprovalService,
+    Notifier,
     TaskOwner,
     approval_ttl_from_env,
     installation_worker_id,
@@ -46,6 +49,7 @@ from store.config import SqliteLocation, database_url_from_env, parse_database_u
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from bot.mcp.http import McpEndpoint
     from bot.slack.gateway import SlackGateway
     from bot.slack.probes import Probes
     from bot.slack.surface import SlackSurface
@@ -100,30 +104,82 @@ async def _open_and_serve(
     settings: SlackSettings, *, mode: Mode, environ: Mapping[str, str], stop: _Signals
 ) -> None:
     metrics = Metrics()
-    async with open_bot(settings, environ=environ, metrics=metrics) as surface:
+    gateway = GatewaySetup.from_env(environ, metrics=metrics)  # APPROVALS_MCP, if set
+    async with (
+        open_bot(settings, environ=environ, metrics=metrics, gateway=gateway) as surface,
+        _gateway_running(gateway, surface.service) as mcp,
+    ):
         recovered = await surface.service.recover()
         if recovered:
             log.info("recovered %d run(s) left by a previous process", recovered)
         surface.service.start_expiry_sweeper(every_seconds=sweep_seconds_from_env(environ))
         from bot.slack.probes import Probes
 
-        probes = Probes(service=surface.service, health=surface.health, metrics=metrics)
+        probes = Probes(
+            service=surface.service,
+            health=surface.health,
+            metrics=metrics,
+            detail=gateway.readiness if gateway is not None else None,
+        )
         about = started_line(settings, environ=environ, surface=surface)
+        served = _Served(probes=probes, about=about, mcp=mcp, gateway=gateway)
         if mode == "http":
-            await _serve_http(surface, settings, probes, about, stop)
+            await _serve_http(surface, settings, served, stop)
         else:
-            await _serve_socket(surface, settings, probes, about, stop)
+            await _serve_socket(surface, settings, served, stop)
+
+
+@contextlib.asynccontextmanager
+async def _gateway_running(
+    gateway: GatewaySetup | None, service: ApprovalService
+) -> AsyncIterator[McpEndpoint | None]:
+    if gateway is None:
+        yield None
+        return
+    async with gateway.running(service) as endpoint:
+        yield endpoint
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Served:
+    """What `serve` and `socket` serve besides Slack: the probes, and the MCP gateway."""
+
+    probes: Probes
+    about: str
+    mcp: McpEndpoint | None
+    gateway: GatewaySetup | None
+
+    def mount(self, app: web.Application) -> None:
+        if self.mcp is not None:
+            self.mcp.add_routes(app)
+
+    def announce(self, host: str, port: int) -> None:
+        if self.gateway is not None:
+            print(
+                f"approvals-bot: MCP gateway at http://{host}:{port}/mcp "
+                f"({self.gateway.describe()})",
+                file=sys.stderr,
+            )
+
+    def stopping(self) -> None:
+        if self.gateway is not None:
+            self.gateway.stop_waiting()
 
 
 @contextlib.asynccontextmanager
 async def open_bot(
-    settings: SlackSettings, *, environ: Mapping[str, str], metrics: Metrics | None = None
+    settings: SlackSettings,
+    *,
+    environ: Mapping[str, str],
+    metrics: Metrics | None = None,
+    gateway: GatewaySetup | None = None,
 ) -> AsyncIterator[SlackSurface]:
     """The model, the store, the registry, the service and the Slack surface around
     them, open for the block; each is closed on the way out by the one who opened it,
     in reverse order. Every configuration problem is a ConfigError before anything is
     opened (the agents module, too, before the database); so is a second server on one
-    SQLite file (bot.commands.serve_lock)."""
+    SQLite file (bot.commands.serve_lock). With a `gateway` (the MCP gateway), its engine
+    is registered and its run watch put in front of the Slack notifier."""
     from bot.slack.channels import SlackChannelDirectory
     from bot.slack.groups import SlackGroupDirectory
     from bot.slack.notifier import SlackNotifier
@@ -142,6 +198,8 @@ async def open_bot(
         model = model_from_env(environ, metrics=metrics)
         stack.push_async_callback(close_model, model)
         registry = load_agent_registry(settings.agents, default=builtin_registry(model))
+        if gateway is not None:
+            gateway.register(registry, policy)
         store = await open_store(database_url, environ=environ)
         stack.push_async_callback(store.close)
         location = parse_database_url(database_url)
@@ -151,10 +209,13 @@ async def open_bot(
             stack.enter_context(sole_server(location.path))
 
         def make_service(slack: SlackGateway, tasks: TaskOwner) -> ApprovalService:
+            notifier: Notifier = SlackNotifier(slack)
+            if gateway is not None:
+                notifier = gateway.watching(notifier)
             return ApprovalService(
                 store=store,
                 registry=registry,
-                notifier=SlackNotifier(slack),
+                notifier=notifier,
                 dependencies=dependencies,
                 tasks=tasks,
                 worker_id=worker_id,
@@ -198,7 +259,7 @@ def without_credentials(url: str) -> str:
 
 
 async def _serve_http(
-    surface: SlackSurface, settings: SlackSettings, probes: Probes, about: str, stop: _Signals
+    surface: SlackSurface, settings: SlackSettings, served: _Served, stop: _Signals
 ) -> None:
     from bot.slack.server import EVENTS_PATH, build_web_app
 
@@ -206,33 +267,40 @@ async def _serve_http(
         bolt_app=surface.bolt_app,
         signing_secret=settings.signing_secret,
         memory=surface.requests,
-        probes=probes,
+        probes=served.probes,
     )
+    served.mount(app)
     async with _listening(app, settings) as (host, port):
         print(
-            f"approvals-bot: serving Slack at http://{host}:{port}{EVENTS_PATH} ({about})",
+            f"approvals-bot: serving Slack at http://{host}:{port}{EVENTS_PATH} ({served.about})",
             file=sys.stderr,
         )
+        served.announce(host, port)
         await stop.serving()
+        served.stopping()
 
 
 async def _serve_socket(
-    surface: SlackSurface, settings: SlackSettings, probes: Probes, about: str, stop: _Signals
+    surface: SlackSurface, settings: SlackSettings, served: _Served, stop: _Signals
 ) -> None:
     from bot.slack.probes import build_probe_app
     from bot.slack.socket_mode import socket_mode
 
     assert settings.app_token is not None  # load_settings requires it in socket mode
+    app = build_probe_app(served.probes)
+    served.mount(app)
     async with (
-        _listening(build_probe_app(probes), settings) as (host, port),
+        _listening(app, settings) as (host, port),
         socket_mode(surface.bolt_app, settings.app_token),
     ):
         print(
             "approvals-bot: connected to Slack over Socket Mode; probes and metrics at "
-            f"http://{host}:{port} ({about})",
+            f"http://{host}:{port} ({served.about})",
             file=sys.stderr,
         )
+        served.announce(host, port)
         await stop.serving()
+        served.stopping()
 
 
 @contextlib.asynccontextmanager

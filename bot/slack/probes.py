@@ -4,7 +4,8 @@
 `/healthz` answers 200 while the process serves its HTTP port. `/readyz` answers 200
 only when the database answers with the schema this build expects and the last Slack
 Web API call reached Slack with a token it accepts; otherwise 503 with the reason in one
-line (`{"ready": false, "reason": "..."}`). `/metrics` first reads the oldest pending
+line (`{"ready": false, "reason": "..."}`). A `detail` (the MCP gateway's upstreams, up or
+down) is added to either answer without deciding it. `/metrics` first reads the oldest pending
 approval into its gauge, then answers the registry in the text exposition format.
 
 `serve` mounts them beside `POST /slack/events`; `socket` serves them alone on HOST:PORT
@@ -14,7 +15,9 @@ approval into its gauge, then answers the registry in the text exposition format
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
@@ -37,6 +40,7 @@ class Probes:
     service: ApprovalService
     health: SlackHealth
     metrics: Metrics
+    detail: Callable[[], Mapping[str, Any]] | None = None  # more for /readyz (the gateway)
 
     async def not_ready(self) -> str | None:
         """Why the bot cannot serve now, or None."""
@@ -55,9 +59,10 @@ def add_probe_routes(app: web.Application, probes: Probes | None) -> None:
 
     async def readyz(request: web.Request) -> web.Response:
         reason = await probes.not_ready()
+        more = dict(probes.detail()) if probes.detail is not None else {}
         if reason is not None:
-            return web.json_response({"ready": False, "reason": reason}, status=503)
-        return web.json_response({"ready": True})
+            return web.json_response({"ready": False, "reason": reason, **more}, status=503)
+        return web.json_response({"ready": True, **more})
 
     async def metrics(request: web.Request) -> web.Response:
         try:

@@ -1,0 +1,119 @@
+"""The MCP gateway as `serve` and `socket` run it, when `APPROVALS_MCP` names its file.
+
+`GatewaySetup.from_env` reads and checks the file (every problem at once, with the
+environment variables it names) before anything opens. While the bot opens, the setup
+registers the gateway's engine (agent `mcp`) beside the others and puts its run watch in
+front of the Slack notifier; once the service exists, `running` connects the upstreams
+(waiting a little for each, so that recovery finds them), starts the SDK's transport and
+yields the `/mcp` endpoint to mount on the bot's port. `/readyz` reports each upstream
+(an upstream that is down does not make the bot unready).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from bot.errors import ConfigError
+from bot.mcp.config import MCP_ENV, GatewayConfig, load_gateway_config, missing_environment
+from bot.mcp.engine import McpEngine
+from bot.mcp.telemetry import McpMetrics
+from bot.metrics import Metrics
+from bot.policy.rules import Policy
+from bot.runtime import AgentRegistry
+from bot.service import ApprovalService, Notifier, TaskOwner
+from bot.service.mcp_calls import McpCalls, RunWatch
+
+log = logging.getLogger(__name__)
+
+CONNECT_SECONDS = 10.0  # how long start-up waits for the upstreams before it goes on
+
+
+class GatewaySetup:
+    def __init__(
+        self, config: GatewayConfig, *, environ: Mapping[str, str], metrics: Metrics | None
+    ) -> None:
+        from bot.mcp.upstreams import Upstreams  # the MCP SDK, only when configured
+
+        self.config = config
+        self.metrics = McpMetrics(metrics)
+        self.upstreams = Upstreams(config, environ=environ, metrics=self.metrics)
+        self.engine = McpEngine(self.upstreams, config)
+        self._watch: RunWatch | None = None
+        self._stopping: list[Any] = []
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str], *, metrics: Metrics | None
+    ) -> GatewaySetup | None:
+        path = environ.get(MCP_ENV, "").strip()
+        if not path:
+            return None
+        config = load_gateway_config(path)
+        missing = missing_environment(config, environ)
+        if missing:
+            raise ConfigError(f"MCP gateway file {config.source}: " + "; ".join(missing))
+        try:
+            return cls(config, environ=environ, metrics=metrics)
+        except ImportError as error:
+            raise ConfigError(
+                f"{MCP_ENV} is set but the MCP SDK is not installed ({error}); "
+                "pip install 'approvals-bot[mcp]'"
+            ) from None
+
+    def register(self, registry: AgentRegistry, policy: Policy | None) -> None:
+        """Register the gateway's engine; a policy's [tools.<upstream>__<tool>] tables
+        name its tools before the upstreams have listed them."""
+        if policy is not None:
+            self.engine.expect(policy.tools)
+        registry.register(self.engine)
+
+    def watching(self, notifier: Notifier) -> Notifier:
+        """`notifier`, with the gateway's waiting calls woken by their runs' events."""
+        self._watch = RunWatch(notifier)
+        return self._watch
+
+    @contextlib.asynccontextmanager
+    async def running(self, service: ApprovalService) -> AsyncIterator[Any]:
+        """Connect the upstreams and serve; yields the `/mcp` endpoint (bot.mcp.http)."""
+        from bot.mcp.gateway import Gateway
+        from bot.mcp.http import McpEndpoint
+        from bot.mcp.server import Transport, build_server
+
+        if self._watch is None:
+            raise ConfigError("the MCP gateway's run watch was not put in front of the notifier")
+        desk = McpCalls(service, watch=self._watch, retry_window=self.config.retry_window)
+        gateway = Gateway(
+            config=self.config, upstreams=self.upstreams, desk=desk, metrics=self.metrics
+        )
+        transport = Transport(build_server(gateway))
+        owner = TaskOwner(logger=log)
+        try:
+            await self.upstreams.start(owner, within=CONNECT_SECONDS)
+            async with transport.running():
+                self._stopping.append(gateway)
+                yield McpEndpoint(transport, self.config, self.metrics)
+        finally:
+            await self.upstreams.aclose()
+            await owner.aclose(timeout=5.0)
+
+    def stop_waiting(self) -> None:
+        """Shutting down: waiting calls answer now ("still pending") instead of later."""
+        for gateway in self._stopping:
+            gateway.stop_waiting()
+
+    def readiness(self) -> dict[str, Any]:
+        """What `/readyz` says of the gateway: each upstream, up or down (and why)."""
+        return {
+            "upstreams": {
+                name: {"up": health.up, "detail": health.detail, "tools": health.tools}
+                for name, health in self.upstreams.health().items()
+            }
+        }
+
+    def describe(self) -> str:
+        health = self.upstreams.health()
+        parts = [f"{name} {'up' if h.up else 'down'}" for name, h in sorted(health.items())]
+        return f"upstreams: {', '.join(parts)}; clients: {', '.join(sorted(self.config.clients))}"
