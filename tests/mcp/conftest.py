@@ -3,9 +3,10 @@
 
 import importlib.util
 
+from tests.replicas.conftest import postgres_url
 from tests.slack.slack_harness import fake_slack
 
 if importlib.util.find_spec("mcp") is None:
     collect_ignore_glob = ["test_*.py"]
 
-__all__ = ["fake_slack"]
+__all__ = ["fake_slack", "postgres_url"]

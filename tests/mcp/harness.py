@@ -59,8 +59,14 @@ class Setup:
         """Change the upstream's description of `tool` (it reads it at every listing)."""
         self.descriptions_file.write_text(json.dumps({tool: description}), encoding="utf-8")
 
-    def write(self, *, wait: str = "50s", needs_approval: str = '"unless_read_only"') -> Path:
-        path = self.workdir / "mcp.toml"
+    def write(
+        self,
+        *,
+        wait: str = "50s",
+        needs_approval: str = '"unless_read_only"',
+        name: str = "mcp.toml",
+    ) -> Path:
+        path = self.workdir / name
         path.write_text(
             f"""
 [gateway]
@@ -141,6 +147,21 @@ class Progress:
         self.messages.append(message or "")
 
 
+async def call_in_own_session(
+    url: str,
+    token: str,
+    tool: str,
+    arguments: Mapping[str, Any],
+    *,
+    mode: str = "auto",
+    progress: Progress | None = None,
+) -> Any:
+    """One call in a session of its own (run it as a task: a test can give the call up,
+    or kill the server under it, without the session's failure reaching the test)."""
+    async with mcp_session(url, token, mode=mode) as client:
+        return await client.call_tool(tool, dict(arguments), progress_callback=progress)
+
+
 def text_of(result: Any) -> str:
     return "\n".join(block.text for block in result.content if block.type == "text")
 
@@ -178,7 +199,7 @@ async def slack_driver(served: Served, fake: FakeSlack) -> AsyncIterator[SlackDr
 
 
 async def abandon(call: asyncio.Task[Any]) -> None:
-    """A client gives up a call it made (its request is cancelled)."""
+    """A client gives up a call it made (its request is cancelled, or it failed)."""
     call.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
+    with contextlib.suppress(asyncio.CancelledError, Exception):
         await call
