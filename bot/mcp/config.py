@@ -228,12 +228,12 @@ class _Parser:
 
     def _upstream(self, name: str, table: Any) -> UpstreamConfig | None:
         key = f"upstreams.{name}"
-        if not NAME.fullmatch(name):
+        named = NAME.fullmatch(name) is not None
+        if not named:
             self.problems.append(
                 f"{key}: an upstream's name is lowercase letters, digits and '-' (at most "
                 "31, starting with a letter): it prefixes its tools' names"
             )
-            return None
         if not isinstance(table, dict):
             self.problems.append(f"{key}: must be a table")
             return None
@@ -248,7 +248,7 @@ class _Parser:
                 "person) or 'safe' (it may run again)"
             )
             replay = "manual"
-        if transport is None or needs is None:
+        if transport is None or needs is None or not named:
             return None
         return UpstreamConfig(
             name=name, transport=transport, needs_approval=needs, timeout=timeout, replay=replay
@@ -348,19 +348,19 @@ class _Parser:
 
     def _client(self, name: str, table: Any) -> ClientConfig | None:
         key = f"clients.{name}"
-        if not NAME.fullmatch(name):
+        named = NAME.fullmatch(name) is not None
+        if not named:
             self.problems.append(
                 f"{key}: a client's name is lowercase letters, digits and '-' (at most 31, "
                 "starting with a letter)"
             )
-            return None
         if not isinstance(table, dict):
             self.problems.append(f"{key}: must be a table")
             return None
         self._unknown(table, _CLIENT_KEYS, f"{key}.")
         digests = self._digests(key, table)
         channel, user = table.get("channel"), table.get("user")
-        ok = digests is not None
+        ok = digests is not None and named
         if not isinstance(channel, str) or not SLACK_CHANNEL_ID.fullmatch(channel):
             self.problems.append(f"{key}.channel: a Slack channel id (C…), where its cards go")
             ok = False

@@ -137,15 +137,18 @@ async def test_past_its_wait_a_call_is_pending_and_its_retry_attaches_to_the_sam
         async with mcp_session(url, setup.token, mode="legacy") as client:  # a new session
             second = await client.call_tool("ops__deploy", DEPLOY)
             assert f"Approval {approval_id} is pending" in text_of(second)
+            altered = await client.call_tool("ops__deploy", {**DEPLOY, "version": "6.6.6"})
+            assert f"Approval {approval_id}" not in text_of(altered)  # another call: asked
+            await next_card(fake_slack, count=2)
             await decide(fake_slack, driver, card, "Approve")
             third = await client.call_tool("ops__deploy", DEPLOY)
             assert not third.is_error, text_of(third)
             assert "deploy done" in text_of(third)
             # the result was handed out: the same call now is a new call, asked again
             again = asyncio.create_task(client.call_tool("ops__deploy", DEPLOY))
-            await next_card(fake_slack, count=2)
+            await next_card(fake_slack, count=3)
             await abandon(again)
-    assert len(card_calls(fake_slack)) == 2
+    assert len(card_calls(fake_slack)) == 3
     assert _tools(setup) == ["deploy"]
 
 
