@@ -43,12 +43,17 @@ async def serve_asgi(
 
 
 class _Exchange:
+    """One request's ASGI exchange. A response whose whole body comes in one message (a
+    JSON answer) becomes a plain `web.Response` that aiohttp sends in one write; one sent
+    in chunks (an SSE stream) is streamed as it comes."""
+
     def __init__(self, request: web.Request, body: bytes) -> None:
         self._request = request
         self._body: bytes | None = body
         self.over = asyncio.Event()
         self._response: web.StreamResponse | None = None
         self._started: Message | None = None
+        self._whole: web.Response | None = None
 
     async def receive(self) -> Message:
         if self._body is not None:
@@ -64,8 +69,12 @@ class _Exchange:
             return
         if kind != "http.response.body":
             return
-        response = await self._prepared()
         chunk = bytes(message.get("body", b""))
+        if self._response is None and not message.get("more_body", False):
+            self._whole = web.Response(body=chunk, **self._head())
+            self.over.set()
+            return
+        response = await self._prepared()
         try:
             if chunk:
                 await response.write(chunk)
@@ -76,17 +85,24 @@ class _Exchange:
             self.over.set()
             raise OSError(f"the client closed the connection: {error}") from error
 
+    def _head(self) -> dict[str, Any]:
+        started = self._started or {"status": 500, "headers": []}
+        headers: CIMultiDict[str] = CIMultiDict()
+        for name, value in started.get("headers", []):
+            key = bytes(name).decode("latin-1")
+            if key.lower() != "content-length":  # aiohttp counts the body itself
+                headers.add(key, bytes(value).decode("latin-1"))
+        return {"status": int(started["status"]), "headers": headers}
+
     async def _prepared(self) -> web.StreamResponse:
         if self._response is None:
-            started = self._started or {"status": 500, "headers": []}
-            headers: CIMultiDict[str] = CIMultiDict()
-            for name, value in started.get("headers", []):
-                headers.add(bytes(name).decode("latin-1"), bytes(value).decode("latin-1"))
-            self._response = web.StreamResponse(status=int(started["status"]), headers=headers)
+            self._response = web.StreamResponse(**self._head())
             await self._response.prepare(self._request)
         return self._response
 
     async def finished(self) -> web.StreamResponse:
+        if self._whole is not None:
+            return self._whole
         if self._response is not None:
             return self._response
         if self._started is None:  # the app answered nothing

@@ -43,7 +43,7 @@ from bot.mcp.calls import (
 )
 from bot.mcp.catalog import ListedTool, changed_fields
 from bot.mcp.config import GatewayConfig, UpstreamConfig
-from bot.mcp.schemas import check, checkable
+from bot.mcp.schemas import Checks
 from bot.runtime import (
     AbortCall,
     AgentRun,
@@ -102,6 +102,7 @@ class McpEngine:
         self._upstreams = upstreams
         self._config = config
         self._expected: set[str] = set()
+        self._checks = Checks()
 
     @property
     def name(self) -> str:
@@ -165,16 +166,21 @@ class McpEngine:
     # -- approve with changes ----------------------------------------------------------------
 
     def can_amend(self, state: AgentRun, call: PendingCall) -> bool:
-        schema = self._record(state).definition.get("inputSchema")
-        return isinstance(schema, Mapping) and checkable(schema)
+        record = self._record(state)
+        schema = record.definition.get("inputSchema")
+        return isinstance(schema, Mapping) and (
+            self._checks.validator(record.definition_digest, schema) is not None
+        )
 
     def check_arguments(
         self, state: AgentRun, call: PendingCall, arguments: Mapping[str, Any]
     ) -> dict[str, Any]:
-        schema = self._record(state).definition.get("inputSchema")
-        if not isinstance(schema, Mapping) or not checkable(schema):
+        record = self._record(state)
+        schema = record.definition.get("inputSchema")
+        if not isinstance(schema, Mapping) or not self._checks.check(
+            record.definition_digest, schema, arguments
+        ):
             raise InputError(f"the input schema of {call.tool_name} cannot be checked")
-        check(schema, arguments)
         return dict(arguments)
 
     def amended(self, state: AgentRun, tool_call_id: str, arguments: Mapping[str, Any]) -> AgentRun:
@@ -396,8 +402,7 @@ def _notes(record: CallRecord) -> Sequence[str]:
     if len(description) > _DESCRIPTION_SHOWN:
         description = description[: _DESCRIPTION_SHOWN - 1] + "…"
     notes = [
-        f"MCP client {record.client}, upstream {record.upstream}, tool {record.tool}: "
-        f"{description}"
+        f"MCP client {record.client}, upstream {record.upstream}, tool {record.tool}: {description}"
     ]
     if record.changed:
         notes.append(

@@ -24,12 +24,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from bot.canonical import canonical_arguments
 from bot.errors import InputError, UpstreamError
 from bot.mcp.calls import CallDesk, CallState, Finished, GatedCall, Waiting, text_result
 from bot.mcp.catalog import ListedTool
 from bot.mcp.config import ClientConfig, GatewayConfig
 from bot.mcp.engine import UpstreamSource
-from bot.mcp.schemas import check, checkable
+from bot.mcp.schemas import Checks
 from bot.mcp.telemetry import McpMetrics
 from bot.mcp.tokens import call_key
 
@@ -85,6 +86,7 @@ class Gateway:
         self._metrics = metrics or McpMetrics(None)
         self._poll = poll_seconds
         self._stopping = False
+        self._checks = Checks()
 
     def stop_waiting(self) -> None:
         """The bot is stopping: calls waiting for a decision answer now (still pending:
@@ -122,7 +124,7 @@ class Gateway:
                     is_error=True,
                 )
             )
-        refused = _bad_arguments(tool, arguments)
+        refused = self._bad_arguments(tool, arguments)
         if refused is not None:
             return Answer(result=text_result(refused, is_error=True))
         if not tool.gated:
@@ -137,6 +139,15 @@ class Gateway:
             call_key=call_key(caller.call_secret, tool.exposed, arguments),
         )
         return await self._through_a_person(gated, report, rounds_left)
+
+    def _bad_arguments(self, tool: ListedTool, arguments: Mapping[str, Any]) -> str | None:
+        """Why the call's arguments cannot be asked about (or sent), or None."""
+        try:
+            canonical_arguments(arguments)  # what a digest and a key are made of
+            self._checks.check(tool.digest, tool.input_schema, arguments)
+        except InputError as error:
+            return f"{tool.exposed} was not run: its arguments do not fit the tool: {error}"
+        return None
 
     async def _straight_through(self, tool: ListedTool, arguments: Mapping[str, Any]) -> Any:
         try:
@@ -192,17 +203,6 @@ def rounds_left(request_state: str | None) -> int:
         return max(0, min(WAIT_ROUNDS, int(request_state.removeprefix(ROUND_STATE))))
     except ValueError:
         return 0
-
-
-def _bad_arguments(tool: ListedTool, arguments: Mapping[str, Any]) -> str | None:
-    """Why the call's arguments cannot be asked about, or None."""
-    try:
-        call_key(b"check", tool.exposed, arguments)  # a canonical form, or InputError
-        if checkable(tool.input_schema):
-            check(tool.input_schema, arguments)
-    except InputError as error:
-        return f"{tool.exposed} was not run: its arguments do not fit the tool: {error}"
-    return None
 
 
 def _progress_text(state: Waiting) -> str:

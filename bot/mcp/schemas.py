@@ -14,6 +14,7 @@ Problems are told by where and which rule, never by the value (it may be a secre
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -21,7 +22,40 @@ from bot.errors import InputError
 
 MAX_SCHEMA_BYTES = 32 * 1024
 MAX_PROBLEMS = 5
+CACHED_VALIDATORS = 1024
 _REGEX_KEYWORDS = frozenset({"pattern", "patternProperties"})
+_NOT_CHECKABLE = object()
+
+
+class Checks:
+    """Validators by a schema's digest (a tool's definition digest), each built once:
+    deciding whether a schema is checkable and compiling it costs milliseconds, far more
+    than checking one call (a call straight through must stay cheap)."""
+
+    def __init__(self, size: int = CACHED_VALIDATORS) -> None:
+        self._size = size
+        self._built: OrderedDict[str, Any] = OrderedDict()
+
+    def validator(self, digest: str, schema: Mapping[str, Any]) -> Any | None:
+        """The compiled validator of `schema` (None: it cannot be checked safely)."""
+        found = self._built.get(digest)
+        if found is None:
+            found = _compiled(schema) if checkable(schema) else _NOT_CHECKABLE
+            self._built[digest] = found
+            if len(self._built) > self._size:
+                self._built.popitem(last=False)
+        else:
+            self._built.move_to_end(digest)
+        return None if found is _NOT_CHECKABLE else found
+
+    def check(self, digest: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> bool:
+        """Check `arguments` (InputError naming what breaks the schema); False when the
+        schema cannot be checked (nothing was)."""
+        validator = self.validator(digest, schema)
+        if validator is None:
+            return False
+        _raise_problems(validator, arguments)
+        return True
 
 
 def checkable(schema: Mapping[str, Any]) -> bool:
@@ -46,9 +80,16 @@ def checkable(schema: Mapping[str, Any]) -> bool:
 def check(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
     """InputError naming every way (up to MAX_PROBLEMS) `arguments` break `schema`, which
     must be `checkable`."""
+    _raise_problems(_compiled(schema), arguments)
+
+
+def _compiled(schema: Mapping[str, Any]) -> Any:
     from jsonschema.validators import validator_for
 
-    validator = validator_for(schema)(schema)
+    return validator_for(schema)(schema)
+
+
+def _raise_problems(validator: Any, arguments: Mapping[str, Any]) -> None:
     problems = []
     for error in validator.iter_errors(dict(arguments)):
         where = "$" + "".join(
