@@ -2,7 +2,8 @@
 
 All problems at once, one per line, each naming its key (not the first one only, as a
 start-up that stops at once would), including `[tools.<name>]` tables for tools no agent
-has: the agents are those the deployment runs (the ops agent, and APPROVALS_AGENTS).
+has: the agents are those the deployment runs (the ops agent, and APPROVALS_AGENTS), and
+with APPROVALS_MCP the gateway's tools (`<upstream>__<tool>` of an upstream it names).
 A good file prints the effective rule of each tool it names and of the defaults; exit 0.
 """
 
@@ -10,10 +11,12 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from bot.agents import AGENTS_ENV, builtin_registry, load_agent_registry
 from bot.demo import OfflineOpsModel
+from bot.mcp.config import MCP_ENV, load_gateway_config
 from bot.policy.durations import format_duration
 from bot.policy.loading import load_policy
 from bot.policy.rules import Policy, ToolRule
@@ -43,9 +46,20 @@ def policy_check(args: argparse.Namespace) -> int:
     spec = os.environ.get(AGENTS_ENV, "").strip() or None
     registry = load_agent_registry(spec, default=builtin_registry(OfflineOpsModel()))
     tools = sorted({name for agent in registry for name in agent.tool_names()})
+    tools += _gateway_tools(load_policy(args.file).tools)
     policy = load_policy(args.file, known_tools=tools)  # PolicyError: every problem
     print(render_policy(policy, tools))
     return 0
+
+
+def _gateway_tools(named: Iterable[str]) -> list[str]:
+    """The names a policy gives the MCP gateway's tools (APPROVALS_MCP): its upstreams
+    list their tools only once they run, so any `<upstream>__<tool>` of one it names."""
+    path = os.environ.get(MCP_ENV, "").strip()
+    if not path:
+        return []
+    config = load_gateway_config(path)
+    return sorted(name for name in named if config.upstream_of(name) is not None)
 
 
 def render_policy(policy: Policy, tools: list[str]) -> str:

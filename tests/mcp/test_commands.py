@@ -68,3 +68,18 @@ def test_serve_stops_at_once_on_a_bad_gateway_file(
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "environment variable DOCS_AUTH_NOT_SET is not set" in line
     assert not (tmp_path / "a.db").exists()
+
+
+def test_policy_check_knows_the_gateways_tools_by_their_upstream(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[tools.ops__deploy_release]\nrequired_approvals = 2\n", encoding="utf-8")
+    monkeypatch.delenv("APPROVALS_MCP", raising=False)
+    assert main(["policy", "check", str(policy)]) == 2  # no gateway: no such tool
+    assert "ops__deploy_release" in capsys.readouterr().err
+    monkeypatch.setenv("APPROVALS_MCP", str(ROOT / "examples" / "mcp.toml"))
+    assert main(["policy", "check", str(policy)]) == 0
+    assert "tools.ops__deploy_release: approvers anyone; 2 approval(s)" in capsys.readouterr().out
+    policy.write_text("[tools.docs__search]\nrequired_approvals = 2\n", encoding="utf-8")
+    assert main(["policy", "check", str(policy)]) == 2  # no upstream named docs

@@ -50,8 +50,10 @@ async def test_a_read_only_tool_passes_through_and_a_gated_call_runs_once_when_a
 ) -> None:
     setup = Setup(workdir=tmp_path)
     setup.write()
+    policy = tmp_path / "policy.toml"
+    policy.write_text(f'[tools.ops__deploy]\napprovers = ["{APPROVER}"]\n', encoding="utf-8")
     async with (
-        gateway(setup.env(fake_slack)) as (served, url),
+        gateway(setup.env(fake_slack, APPROVALS_POLICY=str(policy))) as (served, url),
         slack_driver(served, fake_slack) as driver,
         mcp_session(url, setup.token) as client,
     ):
@@ -70,6 +72,9 @@ async def test_a_read_only_tool_passes_through_and_a_gated_call_runs_once_when_a
         assert "1.2.3" in card.text
         assert "MCP client agent, upstream ops, tool deploy" in card.text
         assert _tools(setup) == ["status"]  # nothing ran before the decision
+        await driver.click(card, "Approve", user="U0OUT", ts=card.answer["ts"])
+        (refused,) = await fake_slack.wait_for("chat.postEphemeral")  # not a policy approver
+        assert refused.args["user"] == "U0OUT"
         await decide(fake_slack, driver, card, "Approve", reason="CR-7")
         result = await call
     assert not result.is_error
@@ -90,7 +95,7 @@ async def test_a_read_only_tool_passes_through_and_a_gated_call_runs_once_when_a
     assert outcome["outcome"] == "executed"
 
 
-async def test_a_rejection_returns_its_message_not_its_reason_and_runs_nothing(
+async def test_the_client_s_user_cannot_approve_and_a_rejection_returns_only_its_message(
     fake_slack: FakeSlack, tmp_path: Path
 ) -> None:
     setup = Setup(workdir=tmp_path)
@@ -102,6 +107,11 @@ async def test_a_rejection_returns_its_message_not_its_reason_and_runs_nothing(
     ):
         call = asyncio.create_task(client.call_tool("ops__deploy", DEPLOY))
         card = await next_card(fake_slack)
+        await driver.click(card, "Approve", user=REQUESTER, ts=card.answer["ts"])
+        (told,) = await fake_slack.wait_for("chat.postEphemeral")
+        assert told.args["user"] == REQUESTER
+        assert "someone else" in told.text
+        assert not fake_slack.calls_to("views.open")
         await decide(
             fake_slack,
             driver,
