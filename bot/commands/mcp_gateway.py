@@ -14,17 +14,21 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.errors import ConfigError
 from bot.mcp.config import MCP_ENV, GatewayConfig, load_gateway_config, missing_environment
 from bot.mcp.engine import McpEngine
+from bot.mcp.gateway import Gateway
 from bot.mcp.telemetry import McpMetrics
 from bot.metrics import Metrics
 from bot.policy.rules import Policy
 from bot.runtime import AgentRegistry
 from bot.service import ApprovalService, Notifier, TaskOwner
 from bot.service.mcp_calls import McpCalls, RunWatch
+
+if TYPE_CHECKING:
+    from bot.mcp.http import McpEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +46,7 @@ class GatewaySetup:
         self.upstreams = Upstreams(config, environ=environ, metrics=self.metrics)
         self.engine = McpEngine(self.upstreams, config)
         self._watch: RunWatch | None = None
-        self._stopping: list[Any] = []
+        self._gateway: Gateway | None = None
 
     @classmethod
     def from_env(
@@ -76,9 +80,8 @@ class GatewaySetup:
         return self._watch
 
     @contextlib.asynccontextmanager
-    async def running(self, service: ApprovalService) -> AsyncIterator[Any]:
+    async def running(self, service: ApprovalService) -> AsyncIterator[McpEndpoint]:
         """Connect the upstreams and serve; yields the `/mcp` endpoint (bot.mcp.http)."""
-        from bot.mcp.gateway import Gateway
         from bot.mcp.http import McpEndpoint
         from bot.mcp.server import Transport, build_server
 
@@ -93,16 +96,17 @@ class GatewaySetup:
         try:
             await self.upstreams.start(owner, within=CONNECT_SECONDS)
             async with transport.running():
-                self._stopping.append(gateway)
+                self._gateway = gateway
                 yield McpEndpoint(transport, self.config, self.metrics)
         finally:
+            self._gateway = None
             await self.upstreams.aclose()
             await owner.aclose(timeout=5.0)
 
     def stop_waiting(self) -> None:
         """Shutting down: waiting calls answer now ("still pending") instead of later."""
-        for gateway in self._stopping:
-            gateway.stop_waiting()
+        if self._gateway is not None:
+            self._gateway.stop_waiting()
 
     def readiness(self) -> dict[str, Any]:
         """What `/readyz` says of the gateway: each upstream, up or down (and why)."""

@@ -196,6 +196,7 @@ class Upstream:
         elif detail != self._detail:  # said once per change, not at every retry
             log.warning("mcp upstream %s: %s", self.name, detail)
         self._client = None
+        self._tools = {}  # a down upstream's tools are not offered (its calls would fail)
         self._detail = detail
         self._metrics.health(self.name, up=False)
         self.tried.set()

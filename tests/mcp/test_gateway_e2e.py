@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import sys
 from pathlib import Path
 
 import aiohttp
@@ -349,3 +350,22 @@ async def test_readyz_reports_each_upstream_and_one_down_does_not_fail_readiness
         assert upstreams["ops"]["up"] is True
         assert upstreams["broken"]["up"] is False
         assert "down" in upstreams["broken"]["detail"]
+
+
+async def test_a_pending_mcp_call_is_listed_like_any_other(
+    fake_slack: FakeSlack, tmp_path: Path
+) -> None:
+    setup = Setup(workdir=tmp_path)
+    setup.write(wait="1s")
+    env = setup.env(fake_slack)
+    async with gateway(env) as (_, url):
+        async with mcp_session(url, setup.token, mode="legacy") as client:
+            pending = await client.call_tool("ops__deploy", DEPLOY)
+        assert "is pending" in text_of(pending)
+    listing = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "approvals", "list", env=env, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await listing.communicate()
+    assert listing.returncode == 0
+    assert "ops__deploy" in out.decode()
+    assert REQUESTER in out.decode()
