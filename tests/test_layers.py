@@ -1,7 +1,8 @@
 """Layers import only downward (docs/architecture.md, "Layers").
 
 slack -> service -> runtime | review | policy | store; errors, credentials, canonical,
-clock, off_loop, logs and metrics are leaves anyone may import. Composition roots
+clock, off_loop, logs and metrics are leaves anyone may import. bot.devconsole (the
+stand-in Slack of `approvals-bot dev`) meets the bot over HTTP only. Composition roots
 (bot.cli, bot.commands, bot.__main__) may import anything; bot.agents (which agents a
 deployment runs) sits above bot.adapters (agents of other frameworks, through the
 runtime's engine seam), bot.demo and the runtime. bot.mcp (the MCP gateway: an engine
@@ -69,6 +70,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "store.records",
         *LEAVES,
     ),
+    "bot.devconsole": ("bot.devconsole", *LEAVES),
     "bot.commands": ANYTHING,
     "bot.cli": ANYTHING,
     "bot.__main__": ANYTHING,

@@ -20,7 +20,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -88,12 +88,21 @@ def run(mode: Mode) -> int:
     return 0
 
 
-async def serve(settings: SlackSettings, *, mode: Mode, environ: Mapping[str, str]) -> None:
+async def serve(
+    settings: SlackSettings,
+    *,
+    mode: Mode,
+    environ: Mapping[str, str],
+    on_listening: Callable[[str], None] | None = None,
+) -> None:
     """Open, recover, serve until SIGINT/SIGTERM, close. A signal while still starting
-    (waiting for an unreachable Slack, say) stops at once, closing what was opened."""
+    (waiting for an unreachable Slack, say) stops at once, closing what was opened.
+    `on_listening` (HTTP mode) is told the events URL once it listens (`dev` uses it)."""
     with _Signals() as stop:
         try:
-            await _open_and_serve(settings, mode=mode, environ=environ, stop=stop)
+            await _open_and_serve(
+                settings, mode=mode, environ=environ, stop=stop, on_listening=on_listening
+            )
         except asyncio.CancelledError:
             if not stop.cancelled_start:
                 raise
@@ -101,7 +110,12 @@ async def serve(settings: SlackSettings, *, mode: Mode, environ: Mapping[str, st
 
 
 async def _open_and_serve(
-    settings: SlackSettings, *, mode: Mode, environ: Mapping[str, str], stop: _Signals
+    settings: SlackSettings,
+    *,
+    mode: Mode,
+    environ: Mapping[str, str],
+    stop: _Signals,
+    on_listening: Callable[[str], None] | None,
 ) -> None:
     metrics = Metrics()
     gateway = GatewaySetup.from_env(environ, metrics=metrics)  # APPROVALS_MCP, if set
@@ -124,7 +138,7 @@ async def _open_and_serve(
         about = started_line(settings, environ=environ, surface=surface)
         served = _Served(probes=probes, about=about, mcp=mcp, gateway=gateway)
         if mode == "http":
-            await _serve_http(surface, settings, served, stop)
+            await _serve_http(surface, settings, served, stop, on_listening)
         else:
             await _serve_socket(surface, settings, served, stop)
 
@@ -259,7 +273,11 @@ def without_credentials(url: str) -> str:
 
 
 async def _serve_http(
-    surface: SlackSurface, settings: SlackSettings, served: _Served, stop: _Signals
+    surface: SlackSurface,
+    settings: SlackSettings,
+    served: _Served,
+    stop: _Signals,
+    on_listening: Callable[[str], None] | None,
 ) -> None:
     from bot.slack.server import EVENTS_PATH, build_web_app
 
@@ -271,11 +289,11 @@ async def _serve_http(
     )
     served.mount(app)
     async with _listening(app, settings) as (host, port):
-        print(
-            f"approvals-bot: serving Slack at http://{host}:{port}{EVENTS_PATH} ({served.about})",
-            file=sys.stderr,
-        )
+        url = f"http://{host}:{port}{EVENTS_PATH}"
+        print(f"approvals-bot: serving Slack at {url} ({served.about})", file=sys.stderr)
         served.announce(host, port)
+        if on_listening is not None:
+            on_listening(url)
         await stop.serving()
         served.stopping()
 

@@ -2,7 +2,13 @@
 
 It records every call, answers the methods the bot uses with Slack-shaped JSON, and can
 be told to answer 429 (with Retry-After) or a method-specific error a number of times.
+Blocks and views past Block Kit's limits are refused as Slack refuses them.
 Tests wait on recorded calls with `wait_for` (a condition with a deadline), never sleeps.
+
+It shares one thing with the product's stand-in for Slack (bot.devconsole): the Block
+Kit limit checks, which only make it stricter. Its answers stay its own: a recorder that
+tests program (failures, group members, channel members), and an oracle independent of
+the stand-in's model of Slack, which the tests would otherwise take on trust.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from aiohttp import web
+
+from bot.devconsole import limits
 
 BOT_USER_ID = "UBOT0001"
 BOT_ID = "BBOT0001"
@@ -164,6 +172,12 @@ class FakeSlack:
                 headers["Retry-After"] = str(failure.retry_after)
             status = failure.status
             answer: dict[str, Any] = {"ok": False, "error": failure.error or "ratelimited"}
+        elif problems := _block_kit_problems(method, args):
+            answer = {
+                "ok": False,
+                "error": problems[0],
+                "response_metadata": {"messages": problems[1:]},
+            }
         elif (handler := _HANDLERS.get(method)) is not None:
             answer = handler(self, args)
         else:
@@ -216,6 +230,17 @@ async def _arguments(request: web.Request) -> dict[str, Any]:
         if isinstance(args.get(key), str):
             args[key] = json.loads(args[key])
     return args
+
+
+def _block_kit_problems(method: str, args: Mapping[str, Any]) -> list[str]:
+    """Slack's error code and messages for blocks or a view past Block Kit's limits."""
+    if method in ("chat.postMessage", "chat.update", "chat.postEphemeral"):
+        problems = limits.message_problems(args.get("blocks"))
+        return ["invalid_blocks", *problems] if problems else []
+    if method in ("views.open", "views.update", "views.push", "views.publish"):
+        problems = limits.view_problems(args.get("view"), home=method == "views.publish")
+        return ["invalid_arguments", *problems] if problems else []
+    return []
 
 
 def _auth_test(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
