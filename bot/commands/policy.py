@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterable
+import tomllib
+from pathlib import Path
 from typing import Any
 
 from bot.agents import AGENTS_ENV, builtin_registry, load_agent_registry
@@ -46,19 +47,25 @@ def policy_check(args: argparse.Namespace) -> int:
     spec = os.environ.get(AGENTS_ENV, "").strip() or None
     registry = load_agent_registry(spec, default=builtin_registry(OfflineOpsModel()))
     tools = sorted({name for agent in registry for name in agent.tool_names()})
-    tools += _gateway_tools(load_policy(args.file).tools)
+    tools += _gateway_tools(args.file)
     policy = load_policy(args.file, known_tools=tools)  # PolicyError: every problem
     print(render_policy(policy, tools))
     return 0
 
 
-def _gateway_tools(named: Iterable[str]) -> list[str]:
-    """The names a policy gives the MCP gateway's tools (APPROVALS_MCP): its upstreams
-    list their tools only once they run, so any `<upstream>__<tool>` of one it names."""
+def _gateway_tools(policy_file: str) -> list[str]:
+    """The names the policy file gives the MCP gateway's tools (APPROVALS_MCP): its
+    upstreams list their tools only once they run, so any `<upstream>__<tool>` of an
+    upstream it names. (A file that cannot be read names none; its check says why.)"""
     path = os.environ.get(MCP_ENV, "").strip()
     if not path:
         return []
     config = load_gateway_config(path)
+    try:
+        tables = tomllib.loads(Path(policy_file).read_text(encoding="utf-8")).get("tools")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    named = tables if isinstance(tables, dict) else {}
     return sorted(name for name in named if config.upstream_of(name) is not None)
 
 

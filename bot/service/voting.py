@@ -214,7 +214,8 @@ async def record_change(
     call = pending_call(state, approval)
     new_arguments = edit_for(agent, state, call, arguments)
     if new_arguments is None:
-        raise InputError(not_amendable(run))
+        why = tool_not_amendable(call.tool_name) if agent.amendable else not_amendable(run)
+        raise InputError(why)
     if canonical_arguments(new_arguments) == canonical_arguments(call.arguments):
         return await record_vote(flow, ballot)  # nothing changed: a plain approval
     amended = amended_state(agent, state, call, new_arguments)  # `state` stays, to undo
@@ -298,11 +299,20 @@ async def _standing_ended(flow: Workflow, run: RunRecord, record: ApprovalRecord
 
 def not_amendable(run: RunRecord) -> str:
     """Why a call of `run` cannot be approved with changes (its engine has no clean way
-    to override a call's arguments, or cannot check new ones for this tool)."""
+    to override a call's arguments)."""
     engine = run.engine.name if run.engine is not None else "another engine"
     return (
-        f"approve with changes is not offered for this call of a {engine} run: approve "
-        "or reject it as it is (the requester can ask again with other arguments)"
+        f"approve with changes is not offered for runs of {engine} agents: approve or "
+        "reject the call as it is (the requester can ask again with other arguments)"
+    )
+
+
+def tool_not_amendable(tool_name: str) -> str:
+    """Why a call of a tool its engine cannot check new arguments for cannot be approved
+    with changes."""
+    return (
+        f"approve with changes is not offered for {tool_name}: its input schema cannot be "
+        "checked safely; approve or reject the call as it is"
     )
 
 
