@@ -6,6 +6,7 @@ so every layer (runtime, review, policy, store, service, slack) may import it.
 
     ApprovalsError
     ├── ConfigError               bad configuration at start-up (names the variable/file)
+    │   └── ConfigFileError           a file's problems, all of them, each naming its key
     ├── InputError                bad input from a person or a caller (names the problem)
     ├── RunStateError             a state that cannot be loaded, saved or resumed
     │   ├── SchemaVersionError        newer/unknown $schemaVersion (names both versions)
@@ -43,6 +44,21 @@ class ApprovalsError(Exception):
 
 class ConfigError(ApprovalsError):
     """Configuration is missing or malformed; start-up stops with this message."""
+
+
+class ConfigFileError(ConfigError):
+    """A configuration file with problems: all of them, each naming its key (`problems`).
+    One problem reads "<kind> <source>: <key>: <problem>"; several, one per line."""
+
+    def __init__(self, kind: str, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = tuple(problems)
+        if len(problems) == 1:
+            text = f"{kind} {source}: {problems[0]}"
+        else:
+            listed = "\n".join(f"  {problem}" for problem in problems)
+            text = f"{kind} {source}: {len(problems)} problems:\n{listed}"
+        super().__init__(text)
 
 
 class InputError(ApprovalsError):

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from bot.errors import ConfigError
+from bot.errors import ConfigError, ConfigFileError
 from bot.mcp.tokens import TOKEN_DIGEST
 from bot.policy.durations import parse_duration
 from bot.policy.rules import SLACK_USER_ID
@@ -141,18 +141,11 @@ class GatewayConfig:
         return upstream, tool
 
 
-class McpConfigError(ConfigError):
+class McpConfigError(ConfigFileError):
     """A gateway file with problems: all of them, each naming its key."""
 
     def __init__(self, source: str, problems: list[str]) -> None:
-        self.source = source
-        self.problems = tuple(problems)
-        if len(problems) == 1:
-            text = f"MCP gateway file {source}: {problems[0]}"
-        else:
-            listed = "\n".join(f"  {problem}" for problem in problems)
-            text = f"MCP gateway file {source}: {len(problems)} problems:\n{listed}"
-        super().__init__(text)
+        super().__init__("MCP gateway file", source, problems)
 
 
 def load_gateway_config(path: str) -> GatewayConfig:
@@ -228,14 +221,8 @@ class _Parser:
 
     def _upstream(self, name: str, table: Any) -> UpstreamConfig | None:
         key = f"upstreams.{name}"
-        named = NAME.fullmatch(name) is not None
-        if not named:
-            self.problems.append(
-                f"{key}: an upstream's name is lowercase letters, digits and '-' (at most "
-                "31, starting with a letter): it prefixes its tools' names"
-            )
-        if not isinstance(table, dict):
-            self.problems.append(f"{key}: must be a table")
+        named = self._name(key, name, "an upstream's name; it prefixes its tools' names")
+        if not self._is_table(key, table):
             return None
         self._unknown(table, _UPSTREAM_KEYS, f"{key}.")
         transport = self._transport(key, table)
@@ -348,14 +335,8 @@ class _Parser:
 
     def _client(self, name: str, table: Any) -> ClientConfig | None:
         key = f"clients.{name}"
-        named = NAME.fullmatch(name) is not None
-        if not named:
-            self.problems.append(
-                f"{key}: a client's name is lowercase letters, digits and '-' (at most 31, "
-                "starting with a letter)"
-            )
-        if not isinstance(table, dict):
-            self.problems.append(f"{key}: must be a table")
+        named = self._name(key, name, "a client's name")
+        if not self._is_table(key, table):
             return None
         self._unknown(table, _CLIENT_KEYS, f"{key}.")
         digests = self._digests(key, table)
@@ -409,6 +390,20 @@ class _Parser:
                     )
 
     # -- values --------------------------------------------------------------------------
+
+    def _name(self, key: str, name: str, what: str) -> bool:
+        if NAME.fullmatch(name):
+            return True
+        self.problems.append(
+            f"{key}: {what}: lowercase letters, digits and '-', at most 31, starting with a letter"
+        )
+        return False
+
+    def _is_table(self, key: str, value: Any) -> bool:
+        if isinstance(value, dict):
+            return True
+        self.problems.append(f"{key}: must be a table")
+        return False
 
     def _duration(
         self,

@@ -247,14 +247,8 @@ class McpEngine:
             execution_key=state.key_for(call_id),
             status="approval",
         )
-        paused = state.paused(
-            record.to_json(), [call], engine=ENGINE, notes={call_id: _notes(record)}
-        )
-        return EngineResult(
-            final_output=None,
-            interruptions=paused.get_interruptions(),
-            state=paused,
-            outcome="paused",
+        return _waiting(
+            state.paused(record.to_json(), [call], engine=ENGINE, notes={call_id: _notes(record)})
         )
 
     async def _execute(
@@ -356,12 +350,13 @@ def _finished(
 
 
 def _uncertain(state: ExternalRunState, call: PendingCall) -> EngineResult:
-    waiting = state.uncertain([call.execution_key])
+    return _waiting(state.uncertain([call.execution_key]))
+
+
+def _waiting(state: ExternalRunState) -> EngineResult:
+    """The run pauses on `state`'s calls (for a decision, or a reconciliation)."""
     return EngineResult(
-        final_output=None,
-        interruptions=waiting.get_interruptions(),
-        state=waiting,
-        outcome="paused",
+        final_output=None, interruptions=state.get_interruptions(), state=state, outcome="paused"
     )
 
 

@@ -198,6 +198,27 @@ async def slack_driver(served: Served, fake: FakeSlack) -> AsyncIterator[SlackDr
         yield served.driver(session, fake)
 
 
+@dataclass(kw_only=True)
+class Running:
+    """A gateway serving, what drives its Slack side, and a client session to it."""
+
+    served: Served
+    url: str
+    driver: SlackDriver
+    client: Client
+
+
+@contextlib.asynccontextmanager
+async def running(setup: Setup, fake: FakeSlack, **env: str) -> AsyncIterator[Running]:
+    """`setup`'s gateway (its file written before), with `env` over its environment."""
+    async with (
+        gateway(setup.env(fake, **env)) as (served, url),
+        slack_driver(served, fake) as driver,
+        mcp_session(url, setup.token) as client,
+    ):
+        yield Running(served=served, url=url, driver=driver, client=client)
+
+
 async def abandon(call: asyncio.Task[Any]) -> None:
     """A client gives up a call it made (its request is cancelled, or it failed)."""
     call.cancel()

@@ -24,6 +24,7 @@ from tests.mcp.harness import (
     gateway,
     mcp_session,
     next_card,
+    running,
     slack_driver,
     text_of,
 )
@@ -53,11 +54,8 @@ async def test_a_read_only_tool_passes_through_and_a_gated_call_runs_once_when_a
     setup.write()
     policy = tmp_path / "policy.toml"
     policy.write_text(f'[tools.ops__deploy]\napprovers = ["{APPROVER}"]\n', encoding="utf-8")
-    async with (
-        gateway(setup.env(fake_slack, APPROVALS_POLICY=str(policy))) as (served, url),
-        slack_driver(served, fake_slack) as driver,
-        mcp_session(url, setup.token) as client,
-    ):
+    async with running(setup, fake_slack, APPROVALS_POLICY=str(policy)) as bot:
+        client, driver = bot.client, bot.driver
         tools = {tool.name for tool in (await client.list_tools()).tools}
         assert {"ops__status", "ops__deploy", "ops__send_email"} <= tools
         status = await client.call_tool("ops__status", {"service": "api"})
@@ -101,11 +99,8 @@ async def test_the_client_s_user_cannot_approve_and_a_rejection_returns_only_its
 ) -> None:
     setup = Setup(workdir=tmp_path)
     setup.write()
-    async with (
-        gateway(setup.env(fake_slack)) as (served, url),
-        slack_driver(served, fake_slack) as driver,
-        mcp_session(url, setup.token) as client,
-    ):
+    async with running(setup, fake_slack) as bot:
+        client, driver = bot.client, bot.driver
         call = asyncio.create_task(client.call_tool("ops__deploy", DEPLOY))
         card = await next_card(fake_slack)
         await driver.click(card, "Approve", user=REQUESTER, ts=card.answer["ts"])
@@ -206,11 +201,8 @@ async def test_a_definition_changed_while_waiting_voids_the_approval_and_asks_ag
 ) -> None:
     setup = Setup(workdir=tmp_path)
     setup.write()
-    async with (
-        gateway(setup.env(fake_slack)) as (served, url),
-        slack_driver(served, fake_slack) as driver,
-        mcp_session(url, setup.token) as client,
-    ):
+    async with running(setup, fake_slack) as bot:
+        client, driver = bot.client, bot.driver
         call = asyncio.create_task(client.call_tool("ops__deploy", DEPLOY))
         first = await next_card(fake_slack)
         setup.describe("deploy", "Deploy a version, and drop the old database.")
@@ -265,11 +257,8 @@ async def test_secrets_in_arguments_never_reach_slack_or_the_log(
         "body": "the new db_password=hunter2-but-longer is live",
         "api_key": secret_key,
     }
-    async with (
-        gateway(setup.env(fake_slack)) as (served, url),
-        slack_driver(served, fake_slack) as driver,
-        mcp_session(url, setup.token) as client,
-    ):
+    async with running(setup, fake_slack) as bot:
+        client, driver = bot.client, bot.driver
         call = asyncio.create_task(client.call_tool("ops__send_email", email))
         card = await next_card(fake_slack)
         await decide(fake_slack, driver, card, "Approve")
@@ -281,7 +270,7 @@ async def test_secrets_in_arguments_never_reach_slack_or_the_log(
     slack_text = json.dumps([dict(call.args) for call in fake_slack.calls])
     for secret in (secret_key, "hunter2-but-longer"):
         assert secret not in slack_text
-        assert not any(secret in line for line in served.log)
+        assert not any(secret in line for line in bot.served.log)
 
 
 async def test_a_huge_result_is_not_relayed_but_the_call_ran_once(
@@ -301,11 +290,8 @@ async def test_approve_with_changes_checks_the_new_arguments_against_the_tool_sc
 ) -> None:
     setup = Setup(workdir=tmp_path)
     setup.write()
-    async with (
-        gateway(setup.env(fake_slack)) as (served, url),
-        slack_driver(served, fake_slack) as driver,
-        mcp_session(url, setup.token) as client,
-    ):
+    async with running(setup, fake_slack) as bot:
+        client, driver = bot.client, bot.driver
         call = asyncio.create_task(client.call_tool("ops__deploy", DEPLOY))
         card = await next_card(fake_slack)
         await driver.click(card, "Approve with changes", user=APPROVER, ts=card.answer["ts"])
