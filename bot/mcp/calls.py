@@ -50,11 +50,13 @@ class GatedCall:
 @dataclass(frozen=True, kw_only=True)
 class Waiting:
     """The run has not answered yet: `approval_ids` wait for people; `uncertain`: a call
-    whose effect is unknown waits for a person to reconcile it."""
+    whose effect is unknown waits for a person to reconcile it; `held`: why this
+    deployment cannot go on with it now (its upstream left the gateway's file, say)."""
 
     run_id: str
     approval_ids: tuple[str, ...] = ()
     uncertain: bool = False
+    held: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

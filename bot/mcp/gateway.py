@@ -206,6 +206,8 @@ def rounds_left(request_state: str | None) -> int:
 
 
 def _progress_text(state: Waiting) -> str:
+    if state.held:
+        return "held: this deployment cannot go on with the call now"
     if state.approval_ids:
         return f"waiting for a person to decide approval {', '.join(state.approval_ids)} in Slack"
     if state.uncertain:
@@ -216,6 +218,11 @@ def _progress_text(state: Waiting) -> str:
 def _still_waiting(call: GatedCall, state: CallState) -> str:
     tool = call.tool.exposed
     again = f"Call {tool} again with the same arguments"
+    if isinstance(state, Waiting) and state.held:
+        return (
+            f"{tool} cannot go on in this deployment now ({state.held}); nothing more has "
+            f"run. An operator resolves it. {again} later to learn the outcome."
+        )
     if isinstance(state, Waiting) and state.uncertain:
         return (
             f"The outcome of {tool} is uncertain: the gateway stopped while the call ran "

@@ -139,6 +139,8 @@ class McpCalls:
         run = await self._store.get_run(run_id)
         if run is None or run.status in ("running", "resuming"):
             return Waiting(run_id=run_id)
+        if run.status == "paused" and run.needs_migration:
+            return Waiting(run_id=run_id, held=run.needs_migration)
         if run.status == "paused":
             pending = await self._store.list_approvals(run_id=run_id, status="pending")
             ids = tuple(approval.approval_id for approval in pending)
