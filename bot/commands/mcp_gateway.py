@@ -83,7 +83,7 @@ class GatewaySetup:
     async def running(self, service: ApprovalService) -> AsyncIterator[McpEndpoint]:
         """Connect the upstreams and serve; yields the `/mcp` endpoint (bot.mcp.http)."""
         from bot.mcp.http import McpEndpoint
-        from bot.mcp.server import Transport, build_server
+        from bot.mcp.server import Transport
 
         if self._watch is None:
             raise ConfigError("the MCP gateway's run watch was not put in front of the notifier")
@@ -91,7 +91,7 @@ class GatewaySetup:
         gateway = Gateway(
             config=self.config, upstreams=self.upstreams, desk=desk, metrics=self.metrics
         )
-        transport = Transport(build_server(gateway))
+        transport = Transport(gateway)
         owner = TaskOwner(logger=log)
         try:
             await self.upstreams.start(owner, within=CONNECT_SECONDS)

@@ -97,6 +97,12 @@ class Gateway:
         """Every exposed tool, as `tools/list` answers."""
         return [tool.as_exposed() for tool in self._upstreams.catalog()]
 
+    def may_wait(self, name: str) -> bool:
+        """Whether a call of this exposed tool may wait for a person (False only for a
+        tool the gateway exposes now and lets straight through)."""
+        tool = self._upstreams.listed(name)
+        return tool is None or tool.gated
+
     def input_schema(self, name: str) -> Mapping[str, Any] | None:
         tool = self._upstreams.listed(name)
         return tool.input_schema if tool is not None else None

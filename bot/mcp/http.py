@@ -47,7 +47,8 @@ class McpEndpoint:
         if client is None:
             return self._refuse(request, "invalid")
         caller = Caller(client=client, call_secret=call_key_secret(token))
-        return await serve_asgi(self._transport.handle, request, extra={CALLER_KEY: caller})
+        app = self._transport.app_for(await request.read())
+        return await serve_asgi(app, request, extra={CALLER_KEY: caller})
 
     def _refuse(self, request: web.Request, reason: str) -> web.Response:
         self._metrics.refused(reason)

@@ -17,6 +17,7 @@ from importlib import metadata
 from typing import Any
 
 import mcp_types as types
+import orjson
 from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
@@ -100,14 +101,36 @@ def _tools(gateway: Gateway) -> list[types.Tool]:
 
 
 class Transport:
-    """The SDK's Streamable HTTP transport for `server`: run it (`running()`, in the task
-    that serves) and hand it requests (`handle`, an ASGI app)."""
+    """The SDK's Streamable HTTP transport for `gateway`'s server: run it (`running()`, in
+    the task that serves) and hand it each request (`app_for(body)`, an ASGI app).
 
-    def __init__(self, server: Server[Any]) -> None:
-        self._manager = StreamableHTTPSessionManager(app=server, stateless=True)
-        self.handle = self._manager.handle_request
+    Two of the SDK's managers serve the same server, both stateless: one answers with a
+    stream (SSE: progress notifications while a call waits for a person), the other with
+    plain JSON, which costs the SDK less per request. A request goes to the streaming one
+    only when it is a `tools/call` of a tool that waits for a person (or when its body
+    cannot be read, where the SDK's own answer is the same either way)."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        server = build_server(gateway)
+        self._gateway = gateway
+        self._streaming = StreamableHTTPSessionManager(app=server, stateless=True)
+        self._plain = StreamableHTTPSessionManager(app=server, stateless=True, json_response=True)
+
+    def app_for(self, body: bytes) -> Any:
+        """The manager's ASGI app for a request with this body."""
+        try:
+            message = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return self._streaming.handle_request
+        if not isinstance(message, dict) or message.get("method") != "tools/call":
+            return self._plain.handle_request
+        params = message.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        if isinstance(name, str) and not self._gateway.may_wait(name):
+            return self._plain.handle_request
+        return self._streaming.handle_request
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        async with self._manager.run():
+        async with self._streaming.run(), self._plain.run():
             yield
