@@ -15,6 +15,7 @@ so every layer (runtime, review, policy, store, service, slack) may import it.
     │   └── ContextSerializationError context refused (strict mode, secret at a path)
     ├── DecisionError             a decision that does not fit
     │   ├── UnknownCallError          no pending call with that id / execution key
+    │   │   └── UnknownExecutionKey       (what the run core raises: the key the run lacks)
     │   ├── ResolutionError           resolve() choice does not fit the call's state
     │   ├── NotAuthorizedError        this person may not decide this call
     │   │   └── ArgumentsUnreadError      not until they have read its cut arguments whole
@@ -92,6 +93,11 @@ class DecisionError(ApprovalsError):
 
 class UnknownCallError(DecisionError):
     """No pending call with that tool call id or execution key."""
+
+
+class UnknownExecutionKey(UnknownCallError):
+    """A call, tool call id or execution key the run does not have (the run core raises
+    this; `except UnknownCallError` catches it too)."""
 
 
 class ResolutionError(DecisionError):

@@ -100,6 +100,16 @@ class RunStore(Protocol):
         InputError."""
         ...
 
+    async def set_run_hold(
+        self, run_id: str, *, actor: str, reason: str | None, via: str | None = None
+    ) -> RunRecord | None:
+        """Hold the run (`reason` given: `actor` paused it; only a run not finished and not
+        already held) or release it (`reason` None; only a held run), with a `paused` or
+        `unpaused` audit event in the same transaction. Neither status nor version moves.
+        None, and nothing written, when the run was not in a state to change so. Unknown
+        run -> InputError."""
+        ...
+
     async def transition_run(
         self, run_id: str, *, expected_status: RunStatus, new_status: RunStatus
     ) -> RunRecord | None:

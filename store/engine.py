@@ -47,6 +47,7 @@ class EngineStore:
         self.transition_run = runs.transition_run
         self.load_run_state = runs.load_run_state
         self.mark_needs_migration = runs.mark_needs_migration
+        self.set_run_hold = runs.set_run_hold
         self.get_run = runs.get_run
         self.find_run_by_thread = runs.find_run_by_thread
         self.set_run_thread = runs.set_run_thread

@@ -60,10 +60,18 @@ class RunRecord:
     purged_at: datetime | None = None  # retention removed its state, results and snapshots
     engine: EngineStamp | None = None  # None: the bot's own run core wrote the state
     needs_migration: str | None = None  # why this deployment cannot resume it (None: it can)
+    held_by: str | None = None  # who paused it (an operator's hold; None: not held)
+    hold_reason: str | None = None
 
     @property
     def finished(self) -> bool:
         return self.status in FINISHED_RUN_STATUSES
+
+    @property
+    def held(self) -> bool:
+        """Paused by a person: it takes no new step until released (a finished run's
+        hold no longer means anything)."""
+        return self.held_by is not None and not self.finished
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -47,7 +47,8 @@ def where_all(conditions: Mapping[str, Any]) -> tuple[str, list[Any]]:
 RUN_COLUMNS = (
     "run_id, agent_name, agent_version, schema_version, status, version, key_id, "
     "blob_digest, channel, thread_ts, requester, created_at, updated_at, origin, task, "
-    "purged_at, engine, engine_version, engine_schema_version, needs_migration"
+    "purged_at, engine, engine_version, engine_schema_version, needs_migration, held_by, "
+    "hold_reason"
 )
 APPROVAL_COLUMNS = (
     "approval_id, run_id, tool_call_id, tool_name, arguments_digest, snapshot, status, "
@@ -102,6 +103,8 @@ def row_to_run(row: Row) -> RunRecord:
         purged_at=from_db_optional(row["purged_at"]),
         engine=_engine(row),
         needs_migration=row["needs_migration"],
+        held_by=row["held_by"],
+        hold_reason=row["hold_reason"],
     )
 
 

@@ -57,6 +57,14 @@ def migration_event(reason: str | None) -> tuple[str, dict[str, Any]]:
     return "needs_migration", {"reason": reason}
 
 
+def hold_event(reason: str | None, via: str | None) -> tuple[str, dict[str, Any]]:
+    """The audit event of holding a run (an operator's pause) or releasing it."""
+    detail: dict[str, Any] = {} if reason is None else {"reason": reason}
+    if via is not None:
+        detail["via"] = via
+    return ("unpaused" if reason is None else "paused"), detail
+
+
 def check_cancel(*, actor: str, reason: str) -> None:
     if not actor.strip():
         raise InputError("a cancellation needs the actor's id")

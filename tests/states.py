@@ -1,9 +1,10 @@
-"""The bot's own run state of a run, for tests that look inside it."""
+"""Run states for tests that look inside them, and what a dead worker leaves behind."""
 
 from __future__ import annotations
 
-from bot.runtime import RunState
+from bot.runtime import AgentRun, PendingCall, RunState
 from bot.service import ApprovalService
+from store.api import Store
 
 
 async def own_state(service: ApprovalService, run_id: str) -> RunState:
@@ -11,3 +12,17 @@ async def own_state(service: ApprovalService, run_id: str) -> RunState:
     state = await service.load_state(run_id)
     assert isinstance(state, RunState), f"run {run_id} was written by {state.engine}"
     return state
+
+
+async def dispatched_by_a_dead_worker(store: Store, state: AgentRun, call: PendingCall) -> None:
+    """What a worker that died while the call's tool ran leaves: its claim on the call's
+    execution key in the ledger, with no result, under a lease that runs out at once."""
+    await store.ledger_claim(
+        execution_key=call.execution_key,
+        arguments_digest=state.call_digest(call),
+        run_id=state.run_id,
+        tool_call_id=call.tool_call_id,
+        tool_name=call.tool_name,
+        owner="dead-worker",
+        lease_seconds=0.001,
+    )

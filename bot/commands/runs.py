@@ -6,7 +6,8 @@
     approvals-bot runs show RUN_ID [--state] [--json]  one run, its approvals, standing
                                                       decisions and ledger, and its
                                                       (redacted) state
-    approvals-bot runs cancel | resume | purge        see bot.commands.run_control
+    approvals-bot runs cancel | pause | resume | purge
+                                                      see bot.commands.run_control
 
 The list shows each run's task as stored for people (redacted, clipped) and pages by
 keyset: past `--limit` it ends with a "more" line giving the next page's command.
@@ -244,6 +245,11 @@ def render_run_detail(detail: dict[str, Any]) -> str:
         *(
             [f"  needs migration: {run['needs_migration']} (resumes once the version is back)"]
             if run.get("needs_migration")
+            else []
+        ),
+        *(
+            [f"  paused by {run['held_by']}: {run['hold_reason']} (runs resume lets it go on)"]
+            if run.get("held_by") and run["status"] not in ("completed", "failed", "cancelled")
             else []
         ),
         f"approvals ({len(detail['approvals'])}):",

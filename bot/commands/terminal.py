@@ -30,7 +30,9 @@ from bot.service.api import (
     RunFailed,
     RunFinished,
     RunNeedsMigration,
+    RunPaused,
     RunStarted,
+    RunUnpaused,
 )
 from store.records import ApprovalRecord, StandingDecision
 
@@ -119,6 +121,13 @@ def event_text(event: Event) -> str:
             return f"\nrun failed: {error}"
         case RunCancelled(run=run, actor=actor, reason=reason):
             return f"\nrun {run.run_id} cancelled by {actor}: {reason}"
+        case RunPaused(run=run, actor=actor, reason=reason):
+            return (
+                f"\nrun {run.run_id} paused by {actor}: {reason} "
+                f"(approvals-bot runs resume {run.run_id} lets it go on)"
+            )
+        case RunUnpaused(run=run, actor=actor):
+            return f"\nrun {run.run_id} released by {actor}; it goes on"
         case ResumeStalled(attempts=attempts):
             return (
                 f"the database failed {attempts} times while resuming; retrying in the background"

@@ -3,11 +3,14 @@
 Pure Python and asyncio: no Slack, no database (docs/architecture.md). Where things are:
 
 - agent.py: `Agent` and the `AgentRegistry` that finds one by name and version;
-- tools.py: the `@tool` decorator and `current_tool_call()`; tool_schema.py: a tool's
-  JSON schema and argument checks, from its type hints;
+- tools.py: the `@tool` decorator, `current_tool_call()`, `ReplayPolicy`, an agent's
+  `AgentTools`; tool_schema.py: a tool's JSON schema and argument checks, from its type
+  hints;
 - model.py: the `Model` protocol, history items, `ScriptedModel`; openai_model.py: a
   chat-completions model;
 - runner.py: `Runner.arun`, model turns and tool calls until an answer or a pause;
+  result.py: its `RunResult`, and `PauseSignal` to pause a run from outside;
+  sessions.py: `AgentRuntime`, the Runner with each run's state kept by session id;
   dispatch.py: one tool call through the journal; journal.py: the `Journal` protocol
   (a call runs at most once per execution key) and `InMemoryJournal`;
 - engine.py: the seam the service drives any engine through (`AgentEngine`, `AgentRun`);
@@ -35,6 +38,7 @@ from bot.errors import (
     SchemaVersionError,
     StateUnreadableError,
     UnknownCallError,
+    UnknownExecutionKey,
 )
 from bot.runtime.agent import Agent, AgentRegistry
 from bot.runtime.decisions import (
@@ -43,10 +47,12 @@ from bot.runtime.decisions import (
     ApprovalMetadata,
     ApprovedCall,
     Decision,
+    DeferredToolRequests,
     PendingCall,
     RejectedCall,
     Resolution,
     RetryCall,
+    ToolResult,
     VerifiedResult,
 )
 from bot.runtime.engine import (
@@ -62,10 +68,21 @@ from bot.runtime.engine import (
 from bot.runtime.external_state import ExternalRunState
 from bot.runtime.journal import InMemoryJournal, Journal
 from bot.runtime.model import Item, Model, ModelResponse, ScriptedModel, ToolCall, ToolSpec
-from bot.runtime.runner import Runner, RunResult
+from bot.runtime.result import PauseCheck, PauseSignal, RunResult
+from bot.runtime.runner import Runner
+from bot.runtime.sessions import AgentRuntime, InMemoryRunStates, RunStates
 from bot.runtime.state import RunState
 from bot.runtime.state_format import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
-from bot.runtime.tools import ReplayPolicy, Tool, ToolCallContext, current_tool_call, tool
+from bot.runtime.tools import (
+    AgentTools,
+    PermissionLevel,
+    ReplayPolicy,
+    Tool,
+    ToolCallContext,
+    current_tool_call,
+    current_tool_context,
+    tool,
+)
 
 __all__ = [
     "CURRENT_SCHEMA_VERSION",
@@ -77,6 +94,8 @@ __all__ = [
     "AgentNotRegisteredError",
     "AgentRegistry",
     "AgentRun",
+    "AgentRuntime",
+    "AgentTools",
     "AlreadyDecidedError",
     "ApprovalMetadata",
     "ApprovalsError",
@@ -86,17 +105,22 @@ __all__ = [
     "ContextSerializationError",
     "Decision",
     "DecisionError",
+    "DeferredToolRequests",
     "EngineInfo",
     "EngineResult",
     "ExternalRunState",
     "InMemoryJournal",
+    "InMemoryRunStates",
     "InputError",
     "Item",
     "Journal",
     "Model",
     "ModelError",
     "ModelResponse",
+    "PauseCheck",
+    "PauseSignal",
     "PendingCall",
+    "PermissionLevel",
     "RejectedCall",
     "ReplayPolicy",
     "Resolution",
@@ -106,6 +130,7 @@ __all__ = [
     "RunResult",
     "RunState",
     "RunStateError",
+    "RunStates",
     "Runner",
     "SchemaVersionError",
     "ScriptedModel",
@@ -113,13 +138,16 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolCallContext",
+    "ToolResult",
     "ToolSpec",
     "ToolView",
     "UnknownCallError",
+    "UnknownExecutionKey",
     "VerifiedResult",
     "call_digest",
     "canonical_arguments",
     "current_tool_call",
+    "current_tool_context",
     "legacy_arguments_digest",
     "read_run_state",
     "tool",

@@ -8,7 +8,7 @@ refuses, naming what it has).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from bot.errors import AgentNotRegisteredError, ConfigError, StateUnreadableError
@@ -16,48 +16,60 @@ from bot.runtime.context import ContextDeserializer, ContextSerializer, serializ
 from bot.runtime.engine import AgentEngine, AgentRun, EngineResult
 from bot.runtime.journal import Journal
 from bot.runtime.model import Model, ToolSpec
+from bot.runtime.result import PauseCheck
 from bot.runtime.state import RunState
-from bot.runtime.tools import Tool
+from bot.runtime.tools import AgentTools, Tool
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, init=False)
 class Agent:
     """An agent: instructions, tools and a model, identified by name and version.
 
     Bump `version` whenever its tools or behaviour change in a way a paused run must
     not silently pick up. `strict_context` (default) refuses a run context that is
-    neither a mapping nor handled by `context_serializer`."""
+    neither a mapping nor handled by `context_serializer`. The tools given become an
+    `AgentTools`: `agent.tools.register(...)` adds one while the agent is built."""
 
     name: str
     instructions: str
-    tools: Sequence[Tool]
+    tools: AgentTools
     model: Model
-    version: str = "1"
-    context_serializer: ContextSerializer | None = None
-    context_deserializer: ContextDeserializer | None = None
-    strict_context: bool = True
-    _by_name: dict[str, Tool] = field(init=False, repr=False, compare=False)
+    version: str
+    context_serializer: ContextSerializer | None
+    context_deserializer: ContextDeserializer | None
+    strict_context: bool
 
-    def __post_init__(self) -> None:
-        if not self.name or not isinstance(self.name, str):
+    def __init__(
+        self,
+        *,
+        name: str,
+        instructions: str,
+        tools: Sequence[Tool],
+        model: Model,
+        version: str = "1",
+        context_serializer: ContextSerializer | None = None,
+        context_deserializer: ContextDeserializer | None = None,
+        strict_context: bool = True,
+    ) -> None:
+        if not name or not isinstance(name, str):
             raise ConfigError("an agent needs a non-empty name")
-        if not self.version or not isinstance(self.version, str):
-            raise ConfigError(f"agent {self.name!r}: version must be a non-empty string")
-        tools = tuple(self.tools)
-        by_name: dict[str, Tool] = {}
-        for item in tools:
-            if not isinstance(item, Tool):
-                raise ConfigError(
-                    f"agent {self.name!r}: {item!r} is not a Tool (decorate it with @tool)"
-                )
-            if item.name in by_name:
-                raise ConfigError(f"agent {self.name!r}: two tools are named {item.name!r}")
-            by_name[item.name] = item
-        object.__setattr__(self, "tools", tools)
-        object.__setattr__(self, "_by_name", by_name)
+        if not version or not isinstance(version, str):
+            raise ConfigError(f"agent {name!r}: version must be a non-empty string")
+        fields = {
+            "name": name,
+            "instructions": instructions,
+            "tools": AgentTools(tuple(tools), owner=name),
+            "model": model,
+            "version": version,
+            "context_serializer": context_serializer,
+            "context_deserializer": context_deserializer,
+            "strict_context": strict_context,
+        }
+        for key, value in fields.items():
+            object.__setattr__(self, key, value)
 
     def tool_named(self, name: str) -> Tool | None:
-        return self._by_name.get(name)
+        return self.tools.named(name)
 
     def tool_specs(self) -> list[ToolSpec]:
         return [item.spec() for item in self.tools]
@@ -70,7 +82,7 @@ class Agent:
         return True
 
     def tool_names(self) -> list[str]:
-        return list(self._by_name)
+        return self.tools.names()
 
     def new_state(self, task: str, *, run_id: str, context: Any = None) -> RunState:
         return RunState(
@@ -98,7 +110,10 @@ class Agent:
         journal: Journal,
         dependencies: Mapping[str, Any],
         max_tool_calls_per_turn: int | None = None,
+        pause: PauseCheck | None = None,
     ) -> EngineResult:
+        """The engine seam's run, plus what only the run core offers: `pause`, asked
+        before each model turn and tool call (Runner.arun)."""
         from bot.runtime.runner import Runner  # the Runner runs agents: it imports this
 
         self.check_state(state)
@@ -109,11 +124,12 @@ class Agent:
             journal=journal,
             dependencies=dependencies,
             max_tool_calls_per_turn=max_tool_calls_per_turn,
+            pause=pause,
         )
         return EngineResult(
             final_output=result.final_output,
             interruptions=result.interruptions,
-            state=result.state,
+            state=result.to_state(),
             outcome=result.outcome,
         )
 

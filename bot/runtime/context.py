@@ -2,7 +2,9 @@
 
 A context crosses into a stored RunState as a JSON object, produced by the agent's
 `context_serializer`, or taken as is when it is already a mapping. In strict mode (the
-default) anything else is refused; otherwise it is left out with a warning. Secrets
+default) anything else is refused. Otherwise a pydantic model goes through its
+`model_dump(mode="json")` and a dataclass through `asdict` (each resumes as a dict unless
+a `context_deserializer` rebuilds it), and anything else is left out; each with a warning. Secrets
 (tokens, keys, passwords) belong in runtime `dependencies`, which are never stored: a
 serialized context holding a credential-looking value is refused with the JSON path of
 each such value (never the value itself). In strict mode a key that names a secret
@@ -33,9 +35,10 @@ ContextDeserializer = Callable[[Mapping[str, Any]], Any]
 
 
 def serialize_context(
-    context: Any, *, serializer: ContextSerializer | None, strict: bool
+    context: Any, *, serializer: ContextSerializer | None, strict: bool, owner: str = "the agent"
 ) -> dict[str, Any] | None:
-    """The JSON object to store for `context` (a fresh copy), or None for no context."""
+    """The JSON object to store for `context` (a fresh copy), or None for no context.
+    `owner` is what takes the serializer pair (named in the strict-mode refusal)."""
     if context is None:
         return None
     if serializer is not None:
@@ -55,9 +58,11 @@ def serialize_context(
     elif strict:
         raise ContextSerializationError(
             f"a run context of type {type(context).__name__} cannot be stored: pass a "
-            "mapping, or give the agent a context_serializer and context_deserializer "
+            f"mapping, or give {owner} context_serializer= and context_deserializer= "
             "(strict mode)"
         )
+    elif callable(getattr(context, "model_dump", None)):
+        produced = _model_dump(context)
     elif dataclasses.is_dataclass(context) and not isinstance(context, type):
         logger.warning("storing dataclass context as a dict; it resumes as a dict")
         produced = dataclasses.asdict(context)
@@ -70,6 +75,25 @@ def serialize_context(
     data = _json_copy(produced)
     check_no_secrets(data, secret_names="refuse" if strict else "warn")
     return data
+
+
+def _model_dump(context: Any) -> Any:
+    """A pydantic model's data (JSON mode, where it has one), kept in non-strict mode."""
+    logger.warning(
+        "storing %s context through model_dump(); it resumes as a dict "
+        "unless a context_deserializer rebuilds it",
+        type(context).__name__,
+    )
+    try:
+        produced = context.model_dump(mode="json")
+    except TypeError:  # a model_dump without pydantic's `mode`
+        produced = context.model_dump()
+    if not isinstance(produced, Mapping):
+        raise ContextSerializationError(
+            f"{type(context).__name__}.model_dump() must return a mapping, "
+            f"got {type(produced).__name__}"
+        )
+    return produced
 
 
 def check_no_secrets(

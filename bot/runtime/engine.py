@@ -29,7 +29,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import orjson
 
 from bot.errors import RunStateError
-from bot.runtime.decisions import PendingCall, Resolution
+from bot.runtime.decisions import Decision, PendingCall, Resolution
 from bot.runtime.journal import Journal
 
 ENGINE_KEY = "engine"
@@ -94,6 +94,10 @@ class AgentRun(Protocol):
     def pending_calls(self) -> list[PendingCall]: ...
 
     def get_interruptions(self) -> list[PendingCall]: ...
+
+    def decision_for(self, call: PendingCall | str) -> Decision | None:
+        """The decision that applies to a pending call; None while undecided."""
+        ...
 
     def call_digest(self, call: PendingCall | str) -> str: ...
 

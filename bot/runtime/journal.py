@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.errors import ExecutionKeyConflict, LeaseLostError, UnknownCallError
+from bot.errors import ExecutionKeyConflict, LeaseLostError, UnknownExecutionKey
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,7 +155,7 @@ class InMemoryJournal:
     async def resolve_with_result(self, *, execution_key: str, result: str) -> None:
         entry = self._entries.get(execution_key)
         if entry is None:
-            raise UnknownCallError(f"no journal entry for execution key {execution_key!r}")
+            raise UnknownExecutionKey(f"no journal entry for execution key {execution_key!r}")
         entry.state = "succeeded"
         entry.result = result
         entry.is_error = False

@@ -86,6 +86,11 @@ class ToolCall:
     name: str
     arguments: dict[str, Any]
 
+    @property
+    def input(self) -> dict[str, Any]:
+        """The arguments, by the name some SDKs give them."""
+        return self.arguments
+
 
 @dataclass(frozen=True, kw_only=True)
 class ModelResponse:

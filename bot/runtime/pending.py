@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bot.errors import AlreadyDecidedError, InputError, ResolutionError, UnknownCallError
+from bot.errors import AlreadyDecidedError, InputError, ResolutionError, UnknownExecutionKey
 from bot.runtime.decisions import (
     AbortCall,
     ApprovalDecision,
@@ -57,15 +57,15 @@ class PendingCalls:
 
     def find(self, call: PendingCall | str) -> PendingCall:
         """The run's pending call for a call, a tool call id or an execution key;
-        UnknownCallError when there is none, ResolutionError when the given call is not
-        the run's own (it changed since it was read)."""
+        UnknownExecutionKey (an UnknownCallError) when there is none, ResolutionError
+        when the given call is not the run's own (it changed since it was read)."""
         key = call.tool_call_id if isinstance(call, PendingCall) else call
         found = self.calls.get(key) if isinstance(key, str) else None
         if found is None and isinstance(key, str):
             found = next((c for c in self.calls.values() if c.execution_key == key), None)
         if found is None:
             known = ", ".join(self.calls) or "none"
-            raise UnknownCallError(
+            raise UnknownExecutionKey(
                 f"no pending call with tool call id or execution key {key!r} "
                 f"in run {self.run_id} (pending: {known})"
             )

@@ -1,15 +1,17 @@
 """The Runner: model turns and tool calls until a final answer, a pause or max_turns.
 
     result = await Runner.arun(agent, "deploy api 1.2.3")
-    if result.outcome == "paused":
-        state = result.state            # store state.to_json(); decide; resume:
+    if result.state is not None:        # paused: store state.to_json(); decide; resume:
+        state = result.state
         state.approve(result.interruptions[0], approver_id="U1")
         result = await Runner.arun(agent, state)
 
 A model turn's calls are planned before any of them runs: when one needs a decision
 nobody has taken yet, the run pauses with every approval-needing call of that turn
 pending, and none of the turn's calls runs. Decided calls then run in the model's order,
-each through the journal (see `dispatch`).
+each through the journal (see `dispatch`). A `pause` check (bot.runtime.result) is asked
+before each model turn and each tool call: when it says so, the run stops there, paused
+with nothing to decide, and resumes from its state like any paused run.
 """
 
 from __future__ import annotations
@@ -48,22 +50,12 @@ from bot.runtime.dispatch import CallSite, Done, dispatch
 from bot.runtime.engine import RunOutcome
 from bot.runtime.journal import InMemoryJournal, Journal
 from bot.runtime.model import AssistantItem, ModelResponse, ToolCallItem
+from bot.runtime.result import PauseCheck, RunResult
 from bot.runtime.state import RunState
 from bot.runtime.state_format import DEFAULT_MAX_TURNS
 from bot.runtime.tools import Tool, invalid_arguments
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunResult:
-    """`final_output` is set when completed; `interruptions` lists the calls a human
-    must decide when paused; `state` is the run's state to store or resume."""
-
-    final_output: str | None
-    interruptions: list[PendingCall]
-    state: RunState
-    outcome: RunOutcome
 
 
 # -- the plan for one outstanding call ------------------------------------------------
@@ -113,9 +105,11 @@ class Runner:
         dependencies: Mapping[str, Any] | None = None,
         registry: AgentRegistry | None = None,
         max_tool_calls_per_turn: int | None = None,
+        pause: PauseCheck | None = None,
     ) -> RunResult:
         """Run `agent` on new input, or resume a RunState (the agent must match the
         state's name and version; with a registry, it may be looked up there).
+        `pause` (a PauseSignal, or any async check) is asked before every step.
 
         `max_turns` defaults to 10 for a new run and to the state's limit on resume.
         A model turn asking for more than `max_tool_calls_per_turn` calls (default: no
@@ -148,7 +142,10 @@ class Runner:
             context=run.live_context,
         )
         run.calls_per_turn = max_tool_calls_per_turn
+        run.pause = pause
         return await run.loop(site)
+
+    run = arun  # the name other agent SDKs use
 
 
 @dataclass(kw_only=True)
@@ -157,6 +154,13 @@ class _Run:
     state: RunState
     live_context: Any
     calls_per_turn: int | None = None  # the most tool calls one model turn may ask for
+    pause: PauseCheck | None = None
+
+    async def _pause_requested(self) -> bool:
+        if self.pause is None or not await self.pause():
+            return False
+        logger.info("run %s pauses on request before its next step", self.state.run_id)
+        return True
 
     @classmethod
     def start(cls, agent: Agent, task: str, *, context: Any, max_turns: int | None) -> _Run:
@@ -198,6 +202,8 @@ class _Run:
             if state.current_turn >= state.max_turns:
                 logger.info("run %s reached max_turns=%d", state.run_id, state.max_turns)
                 return self._finish("max_turns")
+            if await self._pause_requested():
+                return self._finish("paused")
             response = await self.agent.model.respond(
                 instructions=self.agent.instructions,
                 history=list(state.history),
@@ -227,12 +233,13 @@ class _Run:
         return RunResult(
             final_output=self.state.final_output if outcome == "completed" else None,
             interruptions=self.state.get_interruptions(),
-            state=self.state,
             outcome=outcome,
+            _state=self.state,
         )
 
     async def _settle_turn(self, site: CallSite, outstanding: list[OutstandingCall]) -> bool:
-        """Run the turn's outstanding calls; False when the run pauses instead."""
+        """Run the turn's outstanding calls; False when the run pauses instead (a call
+        waits for a decision, or a pause was asked for before a call with effects)."""
         plans = [(item, self._plan(item)) for item in outstanding]
         pending = [plan.pending for _, plan in plans if plan.pending is not None]
         if any(isinstance(plan, _Wait) for _, plan in plans):
@@ -240,6 +247,8 @@ class _Run:
             return False
         for item, plan in plans:
             call = item.call
+            if isinstance(plan, _Execute | _Verified) and await self._pause_requested():
+                return False
             if isinstance(plan, _Answer):
                 self._result(call, plan.content, plan.is_error)
             elif isinstance(plan, _Verified):

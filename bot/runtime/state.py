@@ -11,7 +11,9 @@ cross the wire: the Runner matches the state to an agent by name and version.
     result = await Runner.arun(agent, state)
 
 `reason` and `approver_id` are audit only: they land in `approval_metadata` and never
-reach the model. A rejection's `message` is what the model sees.
+reach the model. A rejection's `message` is what the model sees. The OpenAI Agents SDK's
+names are accepted too: `always_approve`, `always_reject`, `rejection_message`; and
+`decline` is `reject`.
 
 Each state carries its run's digest key (random, made with the run): `call_digest(call)`
 is the digest a review card shows and the ledger keeps (bot.canonical.call_digest). The
@@ -36,11 +38,14 @@ from bot.runtime.decisions import (
     ApprovalMetadata,
     ApprovedCall,
     Decision,
+    DeferredToolRequests,
     OutstandingCall,
     PendingCall,
     RejectedCall,
     Resolution,
+    ToolResult,
     execution_key,
+    resolution_of,
 )
 from bot.runtime.engine import EngineInfo
 from bot.runtime.model import Item, ToolCallItem, ToolResultItem, unanswered_calls
@@ -106,6 +111,16 @@ class RunState:
         """Pending calls that still need a human: approval or reconciliation."""
         return self._pending.undecided()
 
+    @property
+    def deferred_tool_requests(self) -> DeferredToolRequests:
+        """Every pending call, decided or not, by status (`.approvals`, `.uncertain`), in
+        the model's order."""
+        calls = self._pending.calls.values()
+        return DeferredToolRequests(
+            approvals=[call for call in calls if call.status == "approval"],
+            uncertain=[call for call in calls if call.status == "uncertain"],
+        )
+
     def decision_for(self, call: PendingCall | str) -> Decision | None:
         """The decision that applies to a pending call: its own, or for an approval an
         `always` rule of its tool; None while undecided."""
@@ -162,13 +177,15 @@ class RunState:
         call: PendingCall | str,
         *,
         always: bool = False,
+        always_approve: bool | None = None,
         approver_id: str | None = None,
         reason: str | None = None,
         decided_at: datetime | None = None,
     ) -> None:
-        """Approve a call waiting for approval; `always` approves its tool for the rest
-        of the run. `approver_id` and `reason` are audit only; `decided_at` is when the
-        person decided (default now), recorded with them."""
+        """Approve a call waiting for approval; `always` (or the SDK's `always_approve`)
+        approves its tool for the rest of the run. `approver_id` and `reason` are audit
+        only; `decided_at` is when the person decided (default now), recorded with them."""
+        always = _same_option("always", always, "always_approve", always_approve, False)
         _check_aware(decided_at)
         pending = self._pending.decide(call, ApprovedCall(), always=always)
         self._note(pending, approver_id=approver_id, reason=reason, at=decided_at)
@@ -178,13 +195,18 @@ class RunState:
         call: PendingCall | str,
         *,
         message: str | None = None,
+        rejection_message: str | None = None,
         always: bool = False,
+        always_reject: bool | None = None,
         approver_id: str | None = None,
         reason: str | None = None,
         decided_at: datetime | None = None,
     ) -> None:
-        """Reject a call: the model sees `message` (or a neutral default) as its result,
-        never `reason` or `approver_id` (nor `decided_at`, as for `approve`)."""
+        """Reject a call: the model sees `message` (or the SDK's `rejection_message`; a
+        neutral default without either) as its result, never `reason` or `approver_id`
+        (nor `decided_at`, as for `approve`). `always`/`always_reject` as for `approve`."""
+        message = _same_option("message", message, "rejection_message", rejection_message, None)
+        always = _same_option("always", always, "always_reject", always_reject, False)
         if message is not None and not isinstance(message, str):
             raise InputError("a rejection message must be a string")
         _check_aware(decided_at)
@@ -192,18 +214,30 @@ class RunState:
         pending = self._pending.decide(call, decision, always=always)
         self._note(pending, approver_id=approver_id, reason=reason, at=decided_at)
 
+    decline = reject
+
     def resolve(
         self,
         call_or_key: PendingCall | str,
-        resolution: Resolution,
+        resolution: Resolution | None = None,
         *,
+        result: str | ToolResult | None = None,
+        retry: bool = False,
+        abort: bool = False,
         approver_id: str | None = None,
         reason: str | None = None,
     ) -> None:
-        """Reconcile an uncertain call: a `VerifiedResult` (used as the call's result), a
-        `RetryCall` (accept possible repetition) or an `AbortCall` (the model is told the
-        call was aborted). `approver_id` and `reason` are audit only."""
-        pending = self._pending.resolve(call_or_key, resolution)
+        """Reconcile an uncertain call with exactly one of: a `VerifiedResult` or
+        `result=` (the outcome a person verified downstream, used as the call's result),
+        a `RetryCall` or `retry=True` (accept possible repetition), an `AbortCall` or
+        `abort=True` (the model is told the call was aborted). ResolutionError for none
+        or several, or for a call waiting for approval; UnknownExecutionKey for a call
+        the run does not have. `approver_id` and `reason` are audit only."""
+        pending = self._pending.find(call_or_key)
+        chosen = resolution_of(
+            resolution, result=result, retry=retry, abort=abort, tool_call_id=pending.tool_call_id
+        )
+        pending = self._pending.resolve(call_or_key, chosen)
         self._note(pending, approver_id=approver_id, reason=reason)
 
     def append_user_message(self, text: str) -> None:
@@ -388,6 +422,16 @@ class RunState:
             f"v{self.agent_version}, turn={self.current_turn}/{self.max_turns}, "
             f"items={len(self.history)}, pending={list(self._pending.calls)})"
         )
+
+
+def _same_option(name: str, ours: Any, alias: str, theirs: Any, default: Any) -> Any:
+    """The value of an option given by our name or its SDK alias (InputError if the two
+    are given different values)."""
+    if theirs is None:
+        return ours
+    if ours != default and ours != theirs:
+        raise InputError(f"give {name}= or {alias}=, not both with different values")
+    return theirs
 
 
 def _check_aware(moment: datetime | None) -> None:

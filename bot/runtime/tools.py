@@ -12,6 +12,12 @@
     @tool(needs_approval=True, review_fields=["service", "query"])
     def run_sql(service: str, query: str, connection_options: dict[str, str]) -> str: ...
 
+    @agent.tools.register(permission=PermissionLevel.ASK, replay_policy=ReplayPolicy.SAFE)
+    async def restart(service: str) -> str: ...   # added to an agent being built
+
+`replay_policy` takes the `ReplayPolicy` enum or its plain string; the tool keeps the
+string. `current_tool_context()` is `current_tool_call()`.
+
 The JSON schema comes from the type hints (see `bot.runtime.tool_schema`), the description
 from the docstring. Arguments from the model are validated before anything runs.
 Sync functions run in a worker thread so they never block the event loop.
@@ -28,6 +34,7 @@ import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from enum import Enum, StrEnum
 from typing import Any, Literal, get_args, overload
 
 from bot.errors import ConfigError, RunStateError
@@ -36,9 +43,31 @@ from bot.runtime.tool_schema import Signature, signature_of, summary_of
 
 logger = logging.getLogger(__name__)
 
-ReplayPolicy = Literal["manual", "safe", "idempotent"]
-REPLAY_POLICIES: frozenset[str] = frozenset(get_args(ReplayPolicy))
+ReplayPolicyName = Literal["manual", "safe", "idempotent"]
+REPLAY_POLICIES: frozenset[str] = frozenset(get_args(ReplayPolicyName))
 ApprovalRule = bool | Callable[[dict[str, Any]], bool]
+
+
+class ReplayPolicy(StrEnum):
+    """What may happen to a call interrupted before its result was recorded: `MANUAL`
+    (the default: a person reconciles it), `SAFE` (may run again), `IDEMPOTENT` (may run
+    again with the same execution key, which the tool passes downstream). Each member is
+    its plain string, which is what a tool keeps."""
+
+    MANUAL = "manual"
+    SAFE = "safe"
+    IDEMPOTENT = "idempotent"
+
+
+ReplayPolicyLike = ReplayPolicy | ReplayPolicyName | str
+
+
+class PermissionLevel(Enum):
+    """Whether a tool registered with `agent.tools.register` asks a human: `ASK` (every
+    call waits for a decision) or `ALLOW` (runs without one)."""
+
+    ALLOW = "allow"
+    ASK = "ask"
 
 
 def invalid_arguments(tool_name: str, problem: object) -> str:
@@ -78,6 +107,9 @@ def current_tool_call() -> ToolCallContext:
         ) from None
 
 
+current_tool_context = current_tool_call
+
+
 @contextmanager
 def tool_call_scope(call: ToolCallContext) -> Iterator[None]:
     """Make `call` the current tool call for the code inside (used by the Runner)."""
@@ -96,7 +128,7 @@ class Tool:
     description: str
     function: Callable[..., Any]
     needs_approval: ApprovalRule = False
-    replay_policy: ReplayPolicy = "manual"
+    replay_policy: ReplayPolicyName = "manual"
     review_fields: tuple[str, ...] | None = None
     """The top-level arguments a review card shows (None: all). The digest still covers
     every argument; the card names the fields it leaves out. The service passes this as
@@ -144,17 +176,13 @@ def _make_tool(
     name: str | None,
     description: str | None,
     needs_approval: ApprovalRule,
-    replay_policy: str,
+    replay_policy: ReplayPolicyLike,
     review_fields: Sequence[str] | None,
 ) -> Tool:
     tool_name = name or function.__name__
     if not tool_name.replace("_", "").replace("-", "").isalnum():
         raise ConfigError(f"tool name {tool_name!r} must be letters, digits, '_' or '-'")
-    if replay_policy not in REPLAY_POLICIES:
-        raise ConfigError(
-            f"tool {tool_name!r}: replay_policy {replay_policy!r} is not one of "
-            f"{sorted(REPLAY_POLICIES)}"
-        )
+    policy = replay_policy_name(replay_policy, f"tool {tool_name!r}")
     if not isinstance(needs_approval, bool) and not callable(needs_approval):
         raise ConfigError(f"tool {tool_name!r}: needs_approval must be a bool or a callable")
     signature = signature_of(function, tool_name=tool_name)
@@ -165,7 +193,7 @@ def _make_tool(
         description=text,
         function=function,
         needs_approval=needs_approval,
-        replay_policy=replay_policy,  # type: ignore[arg-type]  # checked just above
+        replay_policy=policy,
         review_fields=shown,
         signature=signature,
     )
@@ -197,6 +225,17 @@ def _checked_review_fields(
     return fields
 
 
+def replay_policy_name(policy: ReplayPolicyLike, owner: str) -> ReplayPolicyName:
+    """The plain string of a replay policy given as the enum or its string; ConfigError
+    naming `owner` for anything else."""
+    value = policy.value if isinstance(policy, ReplayPolicy) else policy
+    if value not in REPLAY_POLICIES:
+        raise ConfigError(
+            f"{owner}: replay_policy {policy!r} is not one of {sorted(REPLAY_POLICIES)}"
+        )
+    return value  # type: ignore[return-value]  # one of the names, checked just above
+
+
 @overload
 def tool(function: Callable[..., Any], /) -> Tool: ...
 
@@ -207,7 +246,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     needs_approval: ApprovalRule = False,
-    replay_policy: ReplayPolicy = "manual",
+    replay_policy: ReplayPolicyLike = "manual",
     review_fields: Sequence[str] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
@@ -219,7 +258,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     needs_approval: ApprovalRule = False,
-    replay_policy: ReplayPolicy = "manual",
+    replay_policy: ReplayPolicyLike = "manual",
     review_fields: Sequence[str] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a function into a Tool; usable bare (`@tool`) or with options (`@tool(...)`).
@@ -240,3 +279,99 @@ def tool(
     if function is not None:
         return decorate(function)
     return decorate
+
+
+class AgentTools(Sequence[Tool]):
+    """An agent's tools, in order, by unique name (`agent.tools`). `register(...)` is a
+    decorator that adds a tool while the agent is being built (before it runs or is
+    registered: a paused run must find the tools its agent version had)."""
+
+    __slots__ = ("_by_name", "_owner")
+
+    def __init__(self, tools: Sequence[Tool], *, owner: str) -> None:
+        self._owner = owner
+        self._by_name: dict[str, Tool] = {}
+        for item in tools:
+            self._add(item)
+
+    def _add(self, item: Tool) -> None:
+        if not isinstance(item, Tool):
+            raise ConfigError(
+                f"agent {self._owner!r}: {item!r} is not a Tool (decorate it with @tool)"
+            )
+        if item.name in self._by_name:
+            raise ConfigError(f"agent {self._owner!r}: two tools are named {item.name!r}")
+        self._by_name[item.name] = item
+
+    def register(
+        self,
+        *,
+        permission: PermissionLevel | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        needs_approval: ApprovalRule | None = None,
+        replay_policy: ReplayPolicyLike = "manual",
+        review_fields: Sequence[str] | None = None,
+    ) -> Callable[[Callable[..., Any]], Tool]:
+        """Add the decorated function as a tool (`@tool`'s options; `permission` is
+        another way to say `needs_approval`: ASK is True, ALLOW False)."""
+        rule = _approval_rule(self._owner, permission, needs_approval)
+
+        def decorate(function: Callable[..., Any]) -> Tool:
+            made = tool(
+                name=name,
+                description=description,
+                needs_approval=rule,
+                replay_policy=replay_policy,
+                review_fields=review_fields,
+            )(function)
+            self._add(made)
+            return made
+
+        return decorate
+
+    def named(self, name: str) -> Tool | None:
+        return self._by_name.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._by_name)
+
+    @overload
+    def __getitem__(self, index: int) -> Tool: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Tool]: ...
+
+    def __getitem__(self, index: int | slice) -> Tool | Sequence[Tool]:
+        return tuple(self._by_name.values())[index]
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(tuple(self._by_name.values()))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AgentTools):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"AgentTools({', '.join(self._by_name)})"
+
+
+def _approval_rule(
+    owner: str, permission: PermissionLevel | None, needs_approval: ApprovalRule | None
+) -> ApprovalRule:
+    if permission is None:
+        return False if needs_approval is None else needs_approval
+    if not isinstance(permission, PermissionLevel):
+        raise ConfigError(
+            f"agent {owner!r}: permission must be PermissionLevel.ASK or .ALLOW, got {permission!r}"
+        )
+    if needs_approval is not None:
+        raise ConfigError(f"agent {owner!r}: give permission= or needs_approval=, not both")
+    return permission is PermissionLevel.ASK

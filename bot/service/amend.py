@@ -32,6 +32,7 @@ from bot.runtime import (
     Agent,
     AgentEngine,
     AgentRun,
+    AgentTools,
     ArgumentEditor,
     PendingCall,
     RunState,
@@ -157,7 +158,7 @@ def noted_agent(agent: Agent, approved: Mapping[str, ApprovalRecord]) -> Agent:
         return agent
     names = {row.tool_name for row in approved.values() if row.amended_by}
     tools = [_noted_tool(tool, notes) if tool.name in names else tool for tool in agent.tools]
-    return replace(agent, tools=tools)
+    return replace(agent, tools=AgentTools(tools, owner=agent.name))
 
 
 def _noted_tool(tool: Tool, notes: Mapping[str, str]) -> Tool:

@@ -331,6 +331,26 @@ class RunCancelled:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RunPaused:
+    """An operator or the requester paused the run: it takes no new step (a tool already
+    running finishes) until `runs resume` releases it."""
+
+    run: RunRecord
+    actor: str
+    reason: str
+    kind: Literal["run_paused"] = "run_paused"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunUnpaused:
+    """The run's pause was released: it goes on (or waits for its decisions)."""
+
+    run: RunRecord
+    actor: str
+    kind: Literal["run_unpaused"] = "run_unpaused"
+
+
+@dataclass(frozen=True, kw_only=True)
 class ResumeStalled:
     """Resuming the run failed `attempts` times in a row on the database; the bot gave
     up for now and keeps trying in the background (the run is neither failed nor lost).
@@ -368,6 +388,8 @@ Event = (
     | RunFinished
     | RunFailed
     | RunCancelled
+    | RunPaused
+    | RunUnpaused
     | ResumeStalled
     | RunNeedsMigration
 )

@@ -6,7 +6,8 @@ persist the outcome by compare-and-set on the run's version and tell the notifie
 
 - paused: the encrypted state (status `paused`), one approval row per call waiting for a
   decision (redacted review snapshot + the call's keyed digest) with its card, and a
-  `CallUncertain` notice per call whose outcome a human must reconcile;
+  `CallUncertain` notice per call whose outcome a human must reconcile (a run that
+  stopped because a person paused it has none of these: it waits for `runs resume`);
 - completed / max_turns: the final state (status `completed`) and the answer;
 - an error: status `failed`, a `failed` audit event and one clear line for people.
 
@@ -135,12 +136,20 @@ def _lease_token(flow: Workflow, run_id: str) -> int | None:
 async def _run_agent(
     flow: Workflow, agent: AgentEngine, state: AgentRun, journal: ServiceJournal
 ) -> EngineResult:
+    """Run the agent; the run core's also stops before a step once the run is paused
+    (held). Another engine's run takes the pause at its next pause for approval."""
+    limit = flow.policy.limits.tool_calls_per_turn
     try:
+        if isinstance(agent, Agent):
+            return await agent.run(
+                state,
+                journal=journal,
+                dependencies=flow.dependencies,
+                max_tool_calls_per_turn=limit,
+                pause=journal.pause_requested,
+            )
         return await agent.run(
-            state,
-            journal=journal,
-            dependencies=flow.dependencies,
-            max_tool_calls_per_turn=flow.policy.limits.tool_calls_per_turn,
+            state, journal=journal, dependencies=flow.dependencies, max_tool_calls_per_turn=limit
         )
     except LimitError as error:
         raise calls_per_turn_exceeded(error) from None

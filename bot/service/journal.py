@@ -23,7 +23,8 @@
 
 Before either, a run cancelled while this execution went on (by an operator, perhaps
 in another process) runs nothing more: every later claim answers "Not run: the run was
-cancelled." without touching the ledger.
+cancelled." without touching the ledger. A run paused meanwhile (held) is seen by
+`pause_requested`, which the run core's Runner asks before each step: it stops there.
 """
 
 from __future__ import annotations
@@ -106,6 +107,12 @@ class ServiceJournal:
         self._on_refused = on_refused  # must not raise: the refusal stands either way
         self._clock = clock
         self._dispatches: dict[str, _Dispatch] = {}
+
+    async def pause_requested(self) -> bool:
+        """Whether a person paused the run (in this process or another) since it started:
+        the Runner stops before its next model turn or tool call."""
+        run = await self._store.get_run(self._run_id)
+        return run is not None and run.held
 
     async def claim(
         self,

@@ -1,5 +1,5 @@
-"""What operators (and a run's requester) do to a whole run: cancel it, or hand a run
-stuck in `resuming` back to recovery.
+"""What operators (and a run's requester) do to a whole run: cancel it, pause it and
+let it go on, or hand a run stuck in `resuming` back to recovery.
 
 Cancel is one compare-and-set in the store on the version of the run as it was read
 (`Store.cancel_run`): the run becomes `cancelled`, its open approvals close (`revoked`,
@@ -16,13 +16,24 @@ resume is run again here from the stored state, as recovery does (the ledger dec
 call). A run whose lease is live (a worker is on it and renewing) or with a tool call
 executing under another worker's live lease is refused: that worker is alive and may
 still finish it. Cancelling ends the run's lease, so that worker writes nothing more.
+
+Pause (`runs pause`) holds the run (`Store.set_run_hold`, audited `paused`): it takes no
+new step. A worker running it (in this process or another) sees the hold before its next
+model turn or tool call (`ServiceJournal.pause_requested`): a tool already running
+finishes and its result is recorded, and the run is saved `paused` with nothing to
+decide. A held run waiting for decisions still takes them, but its resume is not
+claimed (`Workflow.claim_resume`). Nothing is undone: a pause, like a cancel, rolls back
+no effect. `runs resume` on a held run releases it (audited `unpaused`) and, when
+nothing is left to decide, claims its resume here. An engine other than the run core
+takes the pause at its next pause for approval.
 """
 
 from __future__ import annotations
 
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
-from bot.service.api import ApprovalDecided, RunCancelled
+from bot.service.api import ApprovalDecided, RunCancelled, RunPaused, RunUnpaused
 from bot.service.leases import claim
+from bot.service.resume import stalled_pause
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
 from store.records import CancelOutcome, RunRecord
 
@@ -38,14 +49,7 @@ async def cancel_run(flow: Workflow, run_id: str, *, actor: str, reason: str) ->
     if not reason.strip():
         raise InputError("say why the run is cancelled")
     run = await flow.require_run(run_id)
-    if not _may_cancel(flow, run, actor):
-        await flow.store.append_audit(
-            "refused",
-            actor=actor,
-            run_id=run_id,
-            detail={"why": "not_authorized", "action": "cancel", "via": flow.via},
-        )
-        raise NotAuthorizedError("only the run's requester or an admin may cancel it")
+    await _require_control(flow, run, actor, action="cancel")
     for _ in range(CANCEL_ATTEMPTS):
         if run.finished:
             raise AlreadyDecidedError(f"run {run_id} is already {run.status}", status=run.status)
@@ -59,8 +63,57 @@ async def cancel_run(flow: Workflow, run_id: str, *, actor: str, reason: str) ->
     raise ResolutionError(f"run {run_id} keeps changing ({run.status}); try again")
 
 
-def _may_cancel(flow: Workflow, run: RunRecord, actor: str) -> bool:
-    return flow.surface == "cli" or actor == run.requester or flow.policy.is_admin(actor)
+async def _require_control(flow: Workflow, run: RunRecord, actor: str, *, action: str) -> None:
+    """The run's requester and the policy's admins may act on a whole run, and operators
+    at the CLI; anyone else is refused (audited `refused`, naming the action)."""
+    if flow.surface == "cli" or actor == run.requester or flow.policy.is_admin(actor):
+        return
+    await flow.store.append_audit(
+        "refused",
+        actor=actor,
+        run_id=run.run_id,
+        detail={"why": "not_authorized", "action": action, "via": flow.via},
+    )
+    raise NotAuthorizedError(f"only the run's requester or an admin may {action} it")
+
+
+async def pause_run(flow: Workflow, run_id: str, *, actor: str, reason: str) -> RunRecord:
+    """Hold the run (see the module doc); its thread is told (`RunPaused`). Who may: as
+    for cancel. A finished run -> AlreadyDecidedError; one already paused -> InputError
+    naming who paused it and why; a blank reason -> InputError."""
+    if not actor.strip():
+        raise InputError("a pause needs the actor's id")
+    if not reason.strip():
+        raise InputError("say why the run is paused")
+    run = await flow.require_run(run_id)
+    await _require_control(flow, run, actor, action="pause")
+    held = await flow.store.set_run_hold(run_id, actor=actor, reason=reason.strip(), via=flow.via)
+    if held is None:
+        current = await flow.require_run(run_id)
+        if current.finished:
+            raise AlreadyDecidedError(
+                f"run {run_id} is already {current.status}", status=current.status
+            )
+        raise InputError(
+            f"run {run_id} is already paused by {current.held_by}: {current.hold_reason}"
+        )
+    await flow.notify(RunPaused(run=held, actor=actor, reason=reason.strip()))
+    return held
+
+
+async def unpause_run(flow: Workflow, run_id: str, *, actor: str) -> RunRecord:
+    """Release the run's hold (audited `unpaused`, its thread told); when it is paused
+    with nothing left to decide, its resume is claimed and runs here, in a task the
+    service owns. InputError for a run nobody paused."""
+    run = await flow.require_run(run_id)
+    await _require_control(flow, run, actor, action="resume")
+    released = await flow.store.set_run_hold(run_id, actor=actor, reason=None, via=flow.via)
+    if released is None:
+        raise InputError(f"run {run_id} is not paused by anyone (it is {run.status})")
+    await flow.notify(RunUnpaused(run=released, actor=actor))
+    if released.status == "paused" and await stalled_pause(flow, released):
+        await flow.claim_resume(run_id)
+    return released
 
 
 async def _tell(flow: Workflow, outcome: CancelOutcome, *, actor: str, reason: str) -> None:

@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.canonical import digests_equal
-from bot.errors import ApprovalsError
-from bot.runtime import AgentRun, PendingCall
+from bot.errors import ApprovalsError, RunStateError
+from bot.runtime import AgentRun, ApprovedCall, PendingCall
 from bot.service.api import ApprovalDecided, ResumeStalled
 from bot.service.execution import (
     MIGRATION_NEEDED,
@@ -99,7 +99,13 @@ def _answers_before(row: ApprovalRecord, known: ApprovalRecord) -> bool:
 
 
 def apply_decisions(state: AgentRun, rows: dict[str, ApprovalRecord]) -> AppliedDecisions:
-    """Apply every terminal row to its pending call in `state`; report what did not fit."""
+    """Apply every terminal row to its pending call in `state`; report what did not fit.
+
+    A call the stored state already holds approved (the run stopped before it ran: a
+    pause, or another call of its turn became uncertain) is given its row too, so the
+    last check before it runs (ServiceJournal) reads that row as it stands now: revoked
+    or expired since, it does not run. Such a call without any row is refused
+    (RunStateError): nothing may run on a decision no record backs."""
     approved: dict[str, ApprovalRecord] = {}
     rejected: list[str] = []
     mismatched: list[tuple[PendingCall, ApprovalRecord]] = []
@@ -128,9 +134,28 @@ def apply_decisions(state: AgentRun, rows: dict[str, ApprovalRecord]) -> Applied
                 call, approver_id=row.decider, reason=row.reason, decided_at=decided_at(row)
             )
             approved[call.execution_key] = row
+    approved.update(_approved_before(state, rows, approved))
     return AppliedDecisions(
         approved=approved, rejected=rejected, mismatched=mismatched, undecided=undecided
     )
+
+
+def _approved_before(
+    state: AgentRun, rows: Mapping[str, ApprovalRecord], applied: Mapping[str, ApprovalRecord]
+) -> dict[str, ApprovalRecord]:
+    """The rows of calls the stored state already holds approved (see apply_decisions)."""
+    found: dict[str, ApprovalRecord] = {}
+    for call in state.pending_calls():
+        if call.execution_key in applied or not isinstance(state.decision_for(call), ApprovedCall):
+            continue
+        row = row_for(rows, call)
+        if row is None:
+            raise RunStateError(
+                f"call {call.tool_call_id} ({call.tool_name}) is approved in the stored "
+                "state but has no approval record; refusing to run it"
+            )
+        found[call.execution_key] = row
+    return found
 
 
 def decided_at(row: ApprovalRecord) -> datetime | None:
@@ -224,7 +249,10 @@ async def _give_up(flow: Workflow, run_id: str, failures: int, error: ApprovalsE
 
 
 async def stalled_pause(flow: Workflow, run: RunRecord) -> bool:
-    """Paused with nothing to wait for: no pending approval and no uncertain call."""
+    """Paused with nothing to wait for: not held by a person, no pending approval and
+    no uncertain call."""
+    if run.held:
+        return False
     rows = await flow.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
     if any(row.status == "pending" for row in rows):
         return False
@@ -244,7 +272,10 @@ async def _resume_once(flow: Workflow, run: RunRecord) -> RunRecord:
             raise  # retried: the state could not be read just now
         return await fail_run(flow, run, f"cannot resume: {error}")
     rows = await flow.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
-    applied = apply_decisions(state, current_rows(rows))
+    try:
+        applied = apply_decisions(state, current_rows(rows))
+    except RunStateError as error:
+        return await fail_run(flow, run, f"cannot resume: {error}")
     requester = stretch_requester(rows)
     if applied.mismatched:
         return await _void_and_ask_again(flow, run, state, applied, requester=requester)

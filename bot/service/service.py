@@ -47,7 +47,7 @@ from bot.service.deciding import DecisionOperations
 from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
 from bot.service.leases import DEFAULT_LEASE_SECONDS, HeldLeases
 from bot.service.limits import checked_task
-from bot.service.operator import cancel_run, resume_stuck
+from bot.service.operator import cancel_run, pause_run, resume_stuck, unpause_run
 from bot.service.reading import record_read
 from bot.service.reconcile import describe_uncertain, reconcile_call
 from bot.service.recovery import recover_runs, take_over_abandoned
@@ -246,13 +246,24 @@ class ApprovalService:
         `viewer`: only those they may see)."""
         return await recent_decisions(self._flow, limit=limit, viewer=viewer)
 
-    # -- whole runs: cancel, resume a stuck one -------------------------------------------
+    # -- whole runs: cancel, pause and let go on, resume a stuck one -----------------------
 
     async def cancel_run(self, run_id: str, *, actor: str, reason: str) -> CancelOutcome:
         """Cancel a running, paused or stuck run: it ends `cancelled`, its open approvals
         close (their cards updated), its thread is told (`RunCancelled`), all audited. A
         compare-and-set on the run's version: see bot.service.operator."""
         return await cancel_run(self._flow, run_id, actor=actor, reason=reason)
+
+    async def pause_run(self, run_id: str, *, actor: str, reason: str) -> RunRecord:
+        """Pause a run: it starts no new step (a tool already running finishes), and is
+        not resumed after its decisions, until `unpause_run`; its thread is told
+        (`RunPaused`), audited. See bot.service.operator."""
+        return await pause_run(self._flow, run_id, actor=actor, reason=reason)
+
+    async def unpause_run(self, run_id: str, *, actor: str) -> RunRecord:
+        """Let a paused run go on: its hold is released and, with nothing left to
+        decide, its resume runs in a service task. See bot.service.operator."""
+        return await unpause_run(self._flow, run_id, actor=actor)
 
     async def resume_stuck(self, run_id: str, *, actor: str) -> RunRecord:
         """Run again the resume of a run left `resuming` (or paused with nothing left to

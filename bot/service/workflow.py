@@ -39,7 +39,9 @@ from bot.service.api import (
     RunFailed,
     RunFinished,
     RunNeedsMigration,
+    RunPaused,
     RunStarted,
+    RunUnpaused,
     Surface,
 )
 from bot.service.codec import decode_state, encode_state
@@ -185,7 +187,13 @@ class Workflow:
         it in a task. `skip_locked` (the sweeps): False at once, rather than waiting, when
         another transaction is acting on the run.
         A claim the database failed is left to the sweeper (bot.service.retry): the
-        decisions are recorded, and the run waits paused with nothing to wait for."""
+        decisions are recorded, and the run waits paused with nothing to wait for.
+        A run an operator paused (held) is not claimed: `runs resume` releases it."""
+        held = await self.store.get_run(run_id)
+        if held is not None and held.held:
+            log.info("run %s is paused by %s; its resume waits for a release", run_id,
+                     held.held_by)  # fmt: skip
+            return False
         try:
             claimed = await claim(
                 self.store,
@@ -221,6 +229,6 @@ def _unreadable(error: TamperError | RunStateError) -> str:
 
 def _subject(event: Event) -> str:
     run_events = RunStarted | CallUncertain | RunFinished | RunFailed | RunCancelled
-    if isinstance(event, run_events | ResumeStalled | RunNeedsMigration):
+    if isinstance(event, run_events | RunPaused | RunUnpaused | ResumeStalled | RunNeedsMigration):
         return f"run {event.run.run_id}"
     return event.approval.approval_id

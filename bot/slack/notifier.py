@@ -26,7 +26,9 @@ from bot.service.api import (
     RunFailed,
     RunFinished,
     RunNeedsMigration,
+    RunPaused,
     RunStarted,
+    RunUnpaused,
     UncertainCall,
 )
 from bot.slack import cards
@@ -71,6 +73,10 @@ class SlackNotifier:
                 await self._post_in_thread(run, run_thread.run_failed_text(error))
             case RunCancelled(run=run, actor=actor, reason=reason):
                 await self._post_in_thread(run, run_thread.run_cancelled_text(actor, reason))
+            case RunPaused(run=run, actor=actor, reason=reason):
+                await self._post_in_thread(run, run_thread.run_paused_text(actor, reason))
+            case RunUnpaused(run=run, actor=actor):
+                await self._post_in_thread(run, run_thread.run_unpaused_text(actor))
             case ResumeStalled(run=run, attempts=attempts):
                 await self._post_in_thread(run, run_thread.resume_stalled_text(attempts))
             case RunNeedsMigration(run=run, reason=reason):

@@ -27,6 +27,7 @@ from store.runs import (
     check_origin,
     check_status,
     engine_columns,
+    hold_event,
     migration_event,
     open_state,
     purged_state,
@@ -191,6 +192,34 @@ class Runs:
                 yield from _require_run(run_id)
                 return None
             kind, detail = migration_event(reason)
+            yield from audit.append(kind, at=self._clock(), actor=actor, run_id=run_id,
+                                    detail=detail)  # fmt: skip
+            return row_to_run(row)
+
+        return await self._db.transact(body)
+
+    async def set_run_hold(
+        self, run_id: str, *, actor: str, reason: str | None, via: str | None = None
+    ) -> RunRecord | None:
+        now = to_db(self._clock())
+        if reason is None:
+            change = "held_by = NULL, hold_reason = NULL"
+            allowed = "held_by IS NOT NULL"
+            values: tuple[object, ...] = ()
+        else:
+            change, values = "held_by = ?, hold_reason = ?", (actor, reason)
+            allowed = "held_by IS NULL AND status NOT IN ('completed', 'failed', 'cancelled')"
+
+        def body() -> Body[RunRecord | None]:
+            row = yield one(
+                f"UPDATE runs SET {change}, updated_at = ? WHERE run_id = ? AND {allowed} "
+                f"RETURNING {RUN_COLUMNS}",
+                (*values, now, run_id),
+            )
+            if row is None:
+                yield from _require_run(run_id)
+                return None
+            kind, detail = hold_event(reason, via)
             yield from audit.append(kind, at=self._clock(), actor=actor, run_id=run_id,
                                     detail=detail)  # fmt: skip
             return row_to_run(row)

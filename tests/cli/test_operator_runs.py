@@ -1,5 +1,5 @@
-"""`approvals-bot runs list | cancel | resume | purge`: the real entry point on a real
-SQLite file."""
+"""`approvals-bot runs list | cancel | pause | resume | purge`: the real entry point on a
+real SQLite file."""
 
 from __future__ import annotations
 
@@ -122,6 +122,51 @@ def test_runs_resume_finishes_a_run_left_resuming(home: Home) -> None:
     assert len(home.effect_lines()) == 1
     [asked] = home.audit("resume_requested")
     assert (asked["actor"], asked["via"]) == ("U0OPS", "cli")
+
+
+def test_runs_pause_holds_a_run_through_its_decision_and_resume_lets_it_go_on(
+    home: Home,
+) -> None:
+    run_id, [approval] = home.paused("restart api")
+    code, _, err = home.cli("runs", "pause", run_id, "--reason", " ")
+    assert code == 2
+    assert "say why the run is paused" in err
+
+    code, out, err = home.cli("runs", "pause", run_id, "--reason", "incident 42", "--as", "U0OPS")
+    assert code == 0, err
+    assert f"runs resume {run_id}" in out
+    code, out, _ = home.cli("runs", "show", run_id)
+    assert "paused by U0OPS: incident 42" in out
+    home.store(
+        lambda store: store.vote(approval.approval_id, decision="approved", voter="U0ALICE",
+                                 digest=approval.arguments_digest, reason="ok")
+    )  # fmt: skip
+    code, _, err = home.cli("runs", "pause", run_id, "--reason", "again")
+    assert code == 2
+    assert "already paused by U0OPS: incident 42" in err
+
+    code, out, err = home.cli("runs", "resume", run_id, "--as", "U0OPS")
+
+    assert code == 0, err
+    assert f"run {run_id} released (paused by U0OPS: incident 42)" in out
+    assert f"run {run_id} is completed" in out
+    assert len(home.effect_lines()) == 1
+    assert [e["via"] for e in home.audit("paused") + home.audit("unpaused")] == ["cli", "cli"]
+    assert home.audit("resume_requested") == []  # the release, not the stuck-run path
+
+
+def test_runs_resume_of_a_paused_run_still_waiting_says_what_it_waits_for(home: Home) -> None:
+    run_id, _ = home.paused("restart api")
+    assert home.cli("runs", "pause", run_id, "--reason", "look first")[0] == 0
+
+    code, out, err = home.cli("runs", "resume", run_id)
+
+    assert code == 0, err
+    assert f"run {run_id} is paused, waiting for 1 decision(s)" in out
+    assert home.effect_lines() == []
+    run = home.store(lambda store: store.get_run(run_id))
+    assert run is not None
+    assert run.held is False
 
 
 def test_runs_purge_keeps_the_audit_chain_and_records_itself(home: Home) -> None:

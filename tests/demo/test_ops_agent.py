@@ -27,7 +27,7 @@ async def test_an_approved_deploy_runs_once_and_is_reported(ops: Ops) -> None:
         {"service": "payments", "version": "1.2.3"},
     )
 
-    state = RunState.from_json(paused.state.to_json())
+    state = RunState.from_json(paused.to_state().to_json())
     state.approve(call, approver_id="U-alice", reason="CR-42")
     done = await ops.run(state)
 
@@ -49,7 +49,7 @@ async def test_a_rejected_call_never_runs_and_only_its_message_reaches_the_answe
     ops: Ops,
 ) -> None:
     paused = await ops.run("restart api")
-    state = paused.state
+    state = paused.to_state()
     [call] = state.get_interruptions()
     state.reject(call, message="Not during the freeze.", approver_id="U-bob", reason="audit-7f3")
 
@@ -59,13 +59,13 @@ async def test_a_rejected_call_never_runs_and_only_its_message_reaches_the_answe
     assert done.final_output is not None
     assert "restart api: not done: Not during the freeze." in done.final_output
     assert "audit-7f3" not in done.final_output
-    assert "audit-7f3" not in json.dumps(done.state.history)
+    assert "audit-7f3" not in json.dumps(done.to_state().history)
 
 
 async def test_a_rejection_without_a_message_reports_the_default(ops: Ops) -> None:
     paused = await ops.run("restart api")
-    paused.state.reject(paused.interruptions[0])
-    done = await ops.run(paused.state)
+    paused.to_state().reject(paused.interruptions[0])
+    done = await ops.run(paused.to_state())
     assert done.final_output is not None
     assert DEFAULT_REJECTION_MESSAGE in done.final_output
 
@@ -78,10 +78,10 @@ async def test_several_commands_pause_together_and_are_all_reported(ops: Ops) ->
     ]
     assert ops.effect_lines() == []  # the status read waits with the turn, too
     deploy, restart = paused.interruptions
-    paused.state.approve(deploy)
-    paused.state.reject(restart, message="later")
+    paused.to_state().approve(deploy)
+    paused.to_state().reject(restart, message="later")
 
-    done = await ops.run(paused.state)
+    done = await ops.run(paused.to_state())
 
     assert [line["tool"] for line in ops.effect_lines()] == ["deploy_release"]
     assert done.final_output == (
@@ -95,8 +95,8 @@ async def test_several_commands_pause_together_and_are_all_reported(ops: Ops) ->
 async def test_status_reports_what_was_deployed_and_configured(ops: Ops) -> None:
     paused = await ops.run("deploy api 2.0.1 and set api log_level=debug")
     for call in paused.interruptions:
-        paused.state.approve(call)
-    await ops.run(paused.state)
+        paused.to_state().approve(call)
+    await ops.run(paused.to_state())
 
     done = await ops.run("status api")
     assert done.outcome == "completed"  # no approval needed for a read
@@ -111,7 +111,7 @@ async def test_a_secret_config_value_is_redacted_for_review_and_applied_for_real
     paused = await ops.run("set payments db_password=hunter2-very-secret")
     [call] = paused.interruptions
     snapshot = review_snapshot(
-        call.tool_name, call.arguments, digest=paused.state.call_digest(call)
+        call.tool_name, call.arguments, digest=paused.to_state().call_digest(call)
     )
     assert snapshot.arguments == {"service": "payments", "key": "db_password", "value": REDACTED}
     # The card's digest is keyed: nobody can test guesses of the hidden value against it.
@@ -119,8 +119,8 @@ async def test_a_secret_config_value_is_redacted_for_review_and_applied_for_real
         {"service": "payments", "key": "db_password", "value": "hunter2-very-secret"}
     )
 
-    paused.state.approve(call)
-    done = await ops.run(paused.state)
+    paused.to_state().approve(call)
+    done = await ops.run(paused.to_state())
 
     [effect] = ops.effect_lines()
     assert effect["arguments"]["value"] == REDACTED  # the effects file holds no secret
@@ -132,12 +132,12 @@ async def test_a_secret_config_value_is_redacted_for_review_and_applied_for_real
 
 async def test_the_token_never_reaches_a_serialized_state(ops: Ops) -> None:
     paused = await ops.run("deploy payments 1.2.3 and set payments token=abc123")
-    assert OPS_TOKEN not in paused.state.to_json()
+    assert OPS_TOKEN not in paused.to_state().to_json()
     for call in paused.interruptions:
-        paused.state.approve(call)
-    done = await ops.run(paused.state)
+        paused.to_state().approve(call)
+    done = await ops.run(paused.to_state())
     assert len(ops.effect_lines()) == 2
-    assert OPS_TOKEN not in done.state.to_json()
+    assert OPS_TOKEN not in done.to_state().to_json()
     assert OPS_TOKEN not in ops.effects.read_text()
 
 
@@ -159,8 +159,8 @@ async def test_tools_without_their_dependencies_fail_clearly(ops: Ops) -> None:
 
 async def test_a_bad_service_name_is_an_error_result_not_a_crash(ops: Ops) -> None:
     paused = await ops.run("deploy ../etc 1.0")
-    paused.state.approve(paused.interruptions[0])
-    done = await ops.run(paused.state)
+    paused.to_state().approve(paused.interruptions[0])
+    done = await ops.run(paused.to_state())
     assert ops.effect_lines() == []
     assert done.final_output is not None
     assert "service '../etc' must be" in done.final_output
@@ -186,8 +186,8 @@ async def crash_then_resume(ops: Ops, task: str) -> tuple[str, Any]:
     """Approve `task`'s call, crash after its effect, then resume the approved state again."""
     journal = CrashingJournal()
     paused = await ops.run(task, journal=journal)
-    paused.state.approve(paused.interruptions[0])
-    approved = paused.state.to_json()
+    paused.to_state().approve(paused.interruptions[0])
+    approved = paused.to_state().to_json()
     journal.crash_next_record = True
     with pytest.raises(CrashAfterEffect):
         await ops.run(RunState.from_json(approved), journal=journal)
@@ -228,10 +228,10 @@ async def test_latency_comes_after_the_effect_which_is_the_crash_window(ops: Ops
         }
     )
     paused = await ops.run("deploy payments 1.2.3")
-    paused.state.approve(paused.interruptions[0])
+    paused.to_state().approve(paused.interruptions[0])
     journal = InMemoryJournal()
     resumed = asyncio.create_task(
-        Runner.arun(ops.agent, paused.state, dependencies=slow, journal=journal)
+        Runner.arun(ops.agent, paused.to_state(), dependencies=slow, journal=journal)
     )
     try:
         deadline = asyncio.get_running_loop().time() + 10

@@ -60,16 +60,16 @@ async def test_a_call_with_non_canonical_arguments_is_answered_with_an_error(
 
     assert result.outcome == "completed"  # no pause: nothing valid waits for approval
     assert runs == []
-    results = results_by_call(result.state.history)
+    results = results_by_call(result.to_state().history)
     content, is_error = results["call_0_0"]
     assert is_error
     assert content.startswith("Invalid arguments for tool 'scale_service': ")
     assert re.search(problem, content)
     assert results["call_0_1"] == ("api is healthy", False)  # the turn's other call ran
-    asked = result.state.history[1]
+    asked = result.to_state().history[1]
     assert asked["type"] == "assistant"
     assert asked["tool_calls"][0]["arguments"] == {}  # the bad value is not kept
-    assert RunState.from_json(result.state.to_json()).history == result.state.history
+    assert RunState.from_json(result.to_state().to_json()).history == result.to_state().history
 
 
 async def test_the_model_can_correct_a_refused_call_and_the_corrected_one_is_approved() -> None:
@@ -87,7 +87,7 @@ async def test_the_model_can_correct_a_refused_call_and_the_corrected_one_is_app
     assert pending.tool_call_id == "call_1_0"
     assert pending.arguments == {"service": "api", "factor": 1.5}
     # what a reviewer approves is exactly what a restarted process loads
-    stored = RunState.from_json(paused.state.to_json())
+    stored = RunState.from_json(paused.to_state().to_json())
     assert stored.get_interruptions()[0].arguments == pending.arguments
     stored.approve(pending, approver_id="U1")
     done = await Runner.arun(agent, stored)

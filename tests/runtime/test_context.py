@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -32,7 +33,7 @@ async def test_a_mapping_context_round_trips_and_reaches_tools(ops: Ops) -> None
     agent = type(agent)(name="ops", instructions="", tools=[whoami], model=agent.model)
     result = await Runner.arun(agent, "go", context={"ticket": "OPS-1", "channel": "C1"})
     assert seen == [{"ticket": "OPS-1", "channel": "C1"}]
-    assert RunState.from_json(result.state.to_json()).context == {
+    assert RunState.from_json(result.to_state().to_json()).context == {
         "ticket": "OPS-1",
         "channel": "C1",
     }
@@ -47,11 +48,44 @@ async def test_strict_mode_refuses_an_object_without_a_serializer(ops: Ops) -> N
 async def test_non_strict_mode_stores_dataclasses_as_dicts_and_drops_the_rest(ops: Ops) -> None:
     agent = ops.agent([[DEPLOY], "ok"], strict_context=False)
     result = await Runner.arun(agent, "go", context=Ticket("OPS-1", "C1"))
-    assert result.state.context == {"ticket": "OPS-1", "channel": "C1"}
+    assert result.to_state().context == {"ticket": "OPS-1", "channel": "C1"}
     dropped = await Runner.arun(
         ops.agent([[DEPLOY], "ok"], strict_context=False), "go", context=object()
     )
-    assert dropped.state.context is None
+    assert dropped.to_state().context is None
+
+
+async def test_non_strict_mode_keeps_a_pydantic_context_through_model_dump(
+    ops: Ops, caplog: pytest.LogCaptureFixture
+) -> None:
+    pydantic = pytest.importorskip("pydantic")
+
+    class Request(pydantic.BaseModel):  # type: ignore[name-defined,misc]
+        ticket: str
+        opened: datetime
+
+    opened = datetime(2026, 11, 30, 9, 15, tzinfo=UTC)
+    agent = ops.agent([[DEPLOY], "ok"], strict_context=False)
+    result = await Runner.arun(agent, "go", context=Request(ticket="OPS-1", opened=opened))
+    stored = RunState.from_json(result.to_state().to_json()).context
+    assert stored == {"ticket": "OPS-1", "opened": "2026-11-30T09:15:00Z"}  # JSON mode
+    assert "model_dump" in caplog.text
+
+
+async def test_a_model_dump_without_a_mode_is_called_plainly(ops: Ops) -> None:
+    class Legacy:
+        def model_dump(self) -> dict[str, str]:
+            return {"ticket": "OPS-2"}
+
+    agent = ops.agent([[DEPLOY], "ok"], strict_context=False)
+    result = await Runner.arun(agent, "go", context=Legacy())
+    assert result.to_state().context == {"ticket": "OPS-2"}
+
+
+async def test_strict_mode_names_the_parameters_that_would_store_the_object(ops: Ops) -> None:
+    with pytest.raises(ContextSerializationError) as caught:
+        await Runner.arun(ops.agent([[DEPLOY], "ok"]), "go", context=Ticket("OPS-1", "C1"))
+    assert "context_serializer= and context_deserializer=" in str(caught.value)
 
 
 async def test_the_agents_serializer_and_deserializer_restore_the_object(ops: Ops) -> None:
@@ -61,7 +95,7 @@ async def test_the_agents_serializer_and_deserializer_restore_the_object(ops: Op
         context_deserializer=lambda d: Ticket(**d),
     )
     paused = await Runner.arun(agent, "go", context=Ticket("OPS-1", "C1"))
-    state = RunState.from_json(paused.state.to_json())
+    state = RunState.from_json(paused.to_state().to_json())
     assert state.context == {"ticket": "OPS-1", "channel": "C1"}
     state.approve(state.get_interruptions()[0])
 
@@ -124,7 +158,7 @@ async def test_a_secret_in_the_context_is_refused_by_path_not_value(ops: Ops, ki
 
 
 async def test_a_secret_put_into_state_context_directly_is_refused_on_save(ops: Ops) -> None:
-    state = (await Runner.arun(ops.agent([[DEPLOY], "ok"]), "go", context={"a": 1})).state
+    state = (await Runner.arun(ops.agent([[DEPLOY], "ok"]), "go", context={"a": 1})).to_state()
     state.context = {"token": SECRETS["slack"]}
     with pytest.raises(ContextSerializationError, match=r"context\.token"):
         state.to_json()
@@ -155,7 +189,7 @@ async def test_strict_mode_refuses_a_secret_key_name_whatever_its_value(
 async def test_names_about_a_secret_and_empty_secret_fields_are_fine(ops: Ops) -> None:
     context = {"token_budget": 500, "password_length": 12, "secret_name": "db", "api_key": None}
     result = await Runner.arun(ops.agent([[DEPLOY], "ok"]), "go", context=context)
-    assert result.state.context == context
+    assert result.to_state().context == context
 
 
 async def test_non_strict_mode_stores_a_secret_key_name_with_a_warning(
@@ -163,6 +197,6 @@ async def test_non_strict_mode_stores_a_secret_key_name_with_a_warning(
 ) -> None:
     agent = ops.agent([[DEPLOY], "ok"], strict_context=False)
     result = await Runner.arun(agent, "go", context={"api_token": "demo-secret-123"})
-    assert result.state.context == {"api_token": "demo-secret-123"}
+    assert result.to_state().context == {"api_token": "demo-secret-123"}
     assert "context.api_token" in caplog.text
     assert "demo-secret-123" not in caplog.text

@@ -57,7 +57,7 @@ async def test_v1_0_fixture_loads_and_resumes_to_completion(ops: Ops) -> None:
     assert [(e.tool, e.arguments, e.execution_key) for e in ops.effects] == [
         ("deploy_release", {"service": "api", "version": "1.4.2"}, deploy.execution_key)
     ]
-    results = results_by_call(result.state.history)
+    results = results_by_call(result.to_state().history)
     assert results[restart.tool_call_id] == ("Restart after the deploy settles.", True)
 
 
@@ -78,8 +78,11 @@ async def test_legacy_fixture_loads_and_resumes_to_completion(ops: Ops) -> None:
     assert [(e.tool, e.arguments) for e in ops.effects] == [
         ("deploy_release", {"service": "billing", "version": "3.0.1"})
     ]
-    assert results_by_call(result.state.history)["call_1"] == ("Pool changes need a ticket.", True)
-    assert RunState.from_json(result.state.to_json()).to_dict()["$schemaVersion"] == "1.1"
+    assert results_by_call(result.to_state().history)["call_1"] == (
+        "Pool changes need a ticket.",
+        True,
+    )
+    assert RunState.from_json(result.to_state().to_json()).to_dict()["$schemaVersion"] == "1.1"
 
 
 def test_v1_1_fixture_keeps_the_digests_its_cards_showed() -> None:

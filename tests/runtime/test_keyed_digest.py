@@ -41,7 +41,7 @@ PASSWORD_CALL = ("set_config", {"service": "db", "key": "password", "value": "Su
 async def paused(ops: Ops, call: tuple[str, dict[str, Any]] = PASSWORD_CALL) -> RunState:
     result = await Runner.arun(ops.agent([[call], "done"]), "set the password")
     assert result.outcome == "paused"
-    return result.state
+    return result.to_state()
 
 
 def unkeyed(arguments: dict[str, Any]) -> str:
@@ -143,10 +143,10 @@ async def test_a_tool_sees_the_digest_its_card_showed_and_the_ledger_keeps_it(op
     )
     first = await Runner.arun(agent, "set it")
     [call] = first.interruptions
-    shown = first.state.call_digest(call)
-    first.state.approve(call)
+    shown = first.to_state().call_digest(call)
+    first.to_state().approve(call)
     journal = RecordingJournal()
-    await Runner.arun(agent, first.state, journal=journal)
+    await Runner.arun(agent, first.to_state(), journal=journal)
     assert seen == [shown]
     assert journal.digests == [shown]
 
@@ -206,10 +206,10 @@ async def test_a_legacy_call_stops_being_legacy_once_answered(ops: Ops) -> None:
     )
     result = await Runner.arun(agent, state, journal=InMemoryJournal())
     assert result.outcome == "paused"
-    assert result.state.legacy_digest_calls == frozenset()
-    [call] = result.state.pending_calls()
+    assert result.to_state().legacy_digest_calls == frozenset()
+    [call] = result.to_state().pending_calls()
     assert call.tool_call_id == deploy.tool_call_id
-    assert result.state.call_digest(call) != unkeyed(call.arguments)
+    assert result.to_state().call_digest(call) != unkeyed(call.arguments)
 
 
 class ReusingModel:

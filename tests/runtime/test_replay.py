@@ -48,7 +48,7 @@ async def approved_after_crash(
     ops: Ops, step: tuple[str, dict[str, str]]
 ) -> tuple[RunState, InMemoryJournal]:
     agent = ops.agent([[step], "finished"])
-    state = (await Runner.arun(agent, "go")).state
+    state = (await Runner.arun(agent, "go")).to_state()
     call = state.get_interruptions()[0]
     state.approve(call)
     journal = InMemoryJournal()
@@ -58,7 +58,7 @@ async def approved_after_crash(
 
 async def test_a_recorded_result_is_reused_and_the_tool_not_called(ops: Ops) -> None:
     agent = ops.agent([[DEPLOY], "finished"])
-    state = (await Runner.arun(agent, "go")).state
+    state = (await Runner.arun(agent, "go")).to_state()
     state.approve(state.get_interruptions()[0])
     journal = InMemoryJournal()
     first = await Runner.arun(agent, state, journal=journal)
@@ -66,7 +66,7 @@ async def test_a_recorded_result_is_reused_and_the_tool_not_called(ops: Ops) -> 
     # the old (approved, paused) state is resumed again with the same journal.
     second = await Runner.arun(agent, state, journal=journal)
     assert len(ops.effects) == 1
-    assert results_by_call(first.state.history) == results_by_call(second.state.history)
+    assert results_by_call(first.to_state().history) == results_by_call(second.to_state().history)
 
 
 async def test_safe_policy_runs_again_after_a_crash(ops: Ops) -> None:
@@ -94,16 +94,18 @@ async def test_manual_policy_pauses_the_call_as_uncertain(ops: Ops) -> None:
     [uncertain] = result.interruptions
     assert uncertain.status == "uncertain"
     assert uncertain.tool_name == "restart_service"
-    assert result.state.pending_calls() == [uncertain]
+    assert result.to_state().pending_calls() == [uncertain]
     # Unresolved, it stays paused without calling the tool.
-    again = await Runner.arun(ops.agent([[RESTART], "finished"]), result.state, journal=journal)
+    again = await Runner.arun(
+        ops.agent([[RESTART], "finished"]), result.to_state(), journal=journal
+    )
     assert again.outcome == "paused"
     assert ops.effects == []
 
 
 async def test_a_call_needing_no_approval_also_follows_manual_replay(ops: Ops) -> None:
     agent = ops.agent([[STATUS, DEPLOY], "finished"])
-    state = (await Runner.arun(agent, "go")).state
+    state = (await Runner.arun(agent, "go")).to_state()
     state.approve(state.get_interruptions()[0])
     outstanding = state.outstanding_calls()[0]
     journal = InMemoryJournal()
@@ -118,13 +120,16 @@ async def test_a_call_needing_no_approval_also_follows_manual_replay(ops: Ops) -
     result = await Runner.arun(agent, state, journal=journal)
     assert [(c.tool_name, c.status) for c in result.interruptions] == [("get_status", "uncertain")]
     # The approved deploy keeps its approval while the run waits.
-    assert [c.tool_name for c in result.state.pending_calls()] == ["deploy_release", "get_status"]
+    assert [c.tool_name for c in result.to_state().pending_calls()] == [
+        "deploy_release",
+        "get_status",
+    ]
 
 
 async def uncertain_restart(ops: Ops) -> tuple[RunState, InMemoryJournal, PendingCall]:
     state, journal = await approved_after_crash(ops, RESTART)
     paused = await Runner.arun(ops.agent([[RESTART], "finished"]), state, journal=journal)
-    return paused.state, journal, paused.interruptions[0]
+    return paused.to_state(), journal, paused.interruptions[0]
 
 
 async def test_resolve_with_a_verified_result_uses_it(ops: Ops) -> None:
@@ -141,7 +146,7 @@ async def test_resolve_with_a_verified_result_uses_it(ops: Ops) -> None:
     result = await Runner.arun(ops.agent([[RESTART], "finished"]), state, journal=journal)
     assert result.outcome == "completed"
     assert ops.effects == []
-    assert results_by_call(result.state.history)[call.tool_call_id] == (
+    assert results_by_call(result.to_state().history)[call.tool_call_id] == (
         "worker restarted at 10:02 (checked in console)",
         False,
     )
@@ -155,7 +160,9 @@ async def test_resolve_with_a_verified_result_uses_it(ops: Ops) -> None:
     assert claim == Recorded(
         result="worker restarted at 10:02 (checked in console)", is_error=False
     )
-    assert result.state.approval_metadata[call.tool_call_id].reason == "verified in the console"
+    assert (
+        result.to_state().approval_metadata[call.tool_call_id].reason == "verified in the console"
+    )
 
 
 async def test_resolve_retry_runs_the_tool_once_more(ops: Ops) -> None:
@@ -174,7 +181,7 @@ async def test_resolve_abort_tells_the_model_and_runs_nothing(ops: Ops) -> None:
     result = await Runner.arun(ops.agent([[RESTART], "finished"]), state, journal=journal)
     assert result.outcome == "completed"
     assert ops.effects == []
-    content, is_error = results_by_call(result.state.history)[call.tool_call_id]
+    content, is_error = results_by_call(result.to_state().history)[call.tool_call_id]
     assert is_error
     assert content == ABORTED_MESSAGE
     assert "aborted by operator" in content
@@ -202,7 +209,7 @@ async def test_resolve_errors(ops: Ops) -> None:
 
 async def test_approval_decision_errors(ops: Ops) -> None:
     agent = ops.agent([[DEPLOY], "finished"])
-    state = (await Runner.arun(agent, "go")).state
+    state = (await Runner.arun(agent, "go")).to_state()
     call = state.get_interruptions()[0]
     with pytest.raises(ResolutionError, match="waits for approval, not reconciliation"):
         state.resolve(call, RetryCall())
@@ -230,7 +237,7 @@ async def test_a_verified_result_stands_without_the_original_journal(ops: Ops) -
     result = await Runner.arun(ops.agent([[RESTART], "finished"]), state)
     assert result.outcome == "completed"
     assert ops.effects == []
-    assert results_by_call(result.state.history)[call.tool_call_id] == (
+    assert results_by_call(result.to_state().history)[call.tool_call_id] == (
         "checked: worker is up",
         False,
     )

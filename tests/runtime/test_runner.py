@@ -34,10 +34,10 @@ async def test_a_run_without_approvals_completes(ops: Ops) -> None:
         [],
     )
     assert [e.tool for e in ops.effects] == ["get_status"]
-    assert results_by_call(result.state.history) == {
+    assert results_by_call(result.to_state().history) == {
         "call_0_0": (json.dumps({"service": "api", "status": "healthy"}), False)
     }
-    assert result.state.current_turn == 2
+    assert result.to_state().current_turn == 2
 
 
 async def test_pause_happens_before_any_call_of_the_turn_runs(ops: Ops) -> None:
@@ -51,14 +51,14 @@ async def test_pause_happens_before_any_call_of_the_turn_runs(ops: Ops) -> None:
         ("deploy_release", "approval"),
         ("restart_service", "approval"),
     ]
-    assert result.state.pending_calls() == result.interruptions
-    assert result.state.get_interruptions() == result.interruptions
+    assert result.to_state().pending_calls() == result.interruptions
+    assert result.to_state().get_interruptions() == result.interruptions
 
 
 async def test_approve_runs_each_approved_call_exactly_once(ops: Ops) -> None:
     agent = ops.agent([[STATUS, DEPLOY], "deployed"])
     paused = await Runner.arun(agent, "deploy")
-    state = RunState.from_json(paused.state.to_json())
+    state = RunState.from_json(paused.to_state().to_json())
     [deploy] = state.get_interruptions()
     state.approve(deploy, approver_id="U_ALICE", reason="CR-1234")
 
@@ -68,10 +68,10 @@ async def test_approve_runs_each_approved_call_exactly_once(ops: Ops) -> None:
     assert result.final_output == "deployed"
     assert [e.tool for e in ops.effects] == ["get_status", "deploy_release"]
     assert ops.effects[1].execution_key == deploy.execution_key
-    metadata = result.state.approval_metadata[deploy.tool_call_id]
+    metadata = result.to_state().approval_metadata[deploy.tool_call_id]
     assert (metadata.approver_id, metadata.reason) == ("U_ALICE", "CR-1234")
     # Resuming the finished state changes nothing and runs nothing again.
-    again = await Runner.arun(agent, result.state)
+    again = await Runner.arun(agent, result.to_state())
     assert again.outcome == "completed"
     assert len(ops.effects) == 2
 
@@ -79,7 +79,7 @@ async def test_approve_runs_each_approved_call_exactly_once(ops: Ops) -> None:
 async def test_reject_runs_nothing_and_the_model_sees_only_the_message(ops: Ops) -> None:
     agent = ops.agent([[DEPLOY], "not deployed"])
     paused = await Runner.arun(agent, "deploy")
-    state = paused.state
+    state = paused.to_state()
     call = state.get_interruptions()[0]
     state.reject(
         call,
@@ -92,7 +92,7 @@ async def test_reject_runs_nothing_and_the_model_sees_only_the_message(ops: Ops)
 
     assert result.outcome == "completed"
     assert ops.effects == []
-    assert results_by_call(result.state.history)[call.tool_call_id] == (
+    assert results_by_call(result.to_state().history)[call.tool_call_id] == (
         "Deploys are frozen until Monday.",
         True,
     )
@@ -102,22 +102,25 @@ async def test_reject_runs_nothing_and_the_model_sees_only_the_message(ops: Ops)
     assert "Deploys are frozen until Monday." in seen_by_model
     for audit_only in ("change freeze", "tier-0", "U_BOB"):
         assert audit_only not in seen_by_model
-        assert audit_only not in json.dumps(result.state.history)
-    assert result.state.approval_metadata[call.tool_call_id].approver_id == "U_BOB"
+        assert audit_only not in json.dumps(result.to_state().history)
+    assert result.to_state().approval_metadata[call.tool_call_id].approver_id == "U_BOB"
 
 
 async def test_reject_without_message_uses_a_neutral_default(ops: Ops) -> None:
     agent = ops.agent([[DEPLOY], "ok"])
-    state = (await Runner.arun(agent, "deploy")).state
+    state = (await Runner.arun(agent, "deploy")).to_state()
     state.reject(state.get_interruptions()[0])
     result = await Runner.arun(agent, state)
-    assert results_by_call(result.state.history)["call_0_0"] == (DEFAULT_REJECTION_MESSAGE, True)
-    assert result.state.approval_metadata == {}  # no approver, no reason: no audit noise
+    assert results_by_call(result.to_state().history)["call_0_0"] == (
+        DEFAULT_REJECTION_MESSAGE,
+        True,
+    )
+    assert result.to_state().approval_metadata == {}  # no approver, no reason: no audit noise
 
 
 async def test_two_pending_calls_stay_paused_until_both_are_decided(ops: Ops) -> None:
     agent = ops.agent([[DEPLOY, RESTART], "done"])
-    state = (await Runner.arun(agent, "both")).state
+    state = (await Runner.arun(agent, "both")).to_state()
     deploy, restart = state.get_interruptions()
     state.approve(deploy)
 
@@ -125,20 +128,20 @@ async def test_two_pending_calls_stay_paused_until_both_are_decided(ops: Ops) ->
     assert half.outcome == "paused"
     assert ops.effects == []
     assert half.interruptions == [restart]
-    assert half.state.decision_for(deploy.tool_call_id) == ApprovedCall()
+    assert half.to_state().decision_for(deploy.tool_call_id) == ApprovedCall()
 
-    half.state.reject(restart, message="not now")
-    done = await Runner.arun(agent, half.state)
+    half.to_state().reject(restart, message="not now")
+    done = await Runner.arun(agent, half.to_state())
     assert done.outcome == "completed"
     assert [e.tool for e in ops.effects] == ["deploy_release"]
-    results = results_by_call(done.state.history)
+    results = results_by_call(done.to_state().history)
     assert results[restart.tool_call_id] == ("not now", True)
 
 
 async def test_always_approves_the_tool_for_the_rest_of_the_run(ops: Ops) -> None:
     second = ("deploy_release", {"service": "web", "version": "2.0.0"})
     agent = ops.agent([[DEPLOY], [second, RESTART], "done"])
-    state = (await Runner.arun(agent, "deploy twice")).state
+    state = (await Runner.arun(agent, "deploy twice")).to_state()
     state.approve(state.get_interruptions()[0], always=True)
 
     result = await Runner.arun(agent, state)
@@ -146,9 +149,9 @@ async def test_always_approves_the_tool_for_the_rest_of_the_run(ops: Ops) -> Non
     # The second deploy needs no decision; restart_service still does.
     assert result.outcome == "paused"
     assert [c.tool_name for c in result.interruptions] == ["restart_service"]
-    assert [c.tool_name for c in result.state.pending_calls()] == ["restart_service"]
+    assert [c.tool_name for c in result.to_state().pending_calls()] == ["restart_service"]
     assert [e.tool for e in ops.effects] == ["deploy_release"]
-    state = RunState.from_json(result.state.to_json())  # the rule survives the wire
+    state = RunState.from_json(result.to_state().to_json())  # the rule survives the wire
     assert state.always_rule("deploy_release") == ApprovedCall()
     state.approve(state.get_interruptions()[0])
     result = await Runner.arun(agent, state)
@@ -158,13 +161,15 @@ async def test_always_approves_the_tool_for_the_rest_of_the_run(ops: Ops) -> Non
 
 async def test_always_reject_applies_to_later_calls_of_the_tool(ops: Ops) -> None:
     agent = ops.agent([[RESTART], [RESTART], "gave up"])
-    state = (await Runner.arun(agent, "restart")).state
+    state = (await Runner.arun(agent, "restart")).to_state()
     state.reject(state.get_interruptions()[0], message="no restarts today", always=True)
     result = await Runner.arun(agent, state)
     assert result.outcome == "completed"
     assert ops.effects == []
-    assert result.state.always_rule("restart_service") == RejectedCall(message="no restarts today")
-    assert [c for c, _ in results_by_call(result.state.history).values()] == [
+    assert result.to_state().always_rule("restart_service") == RejectedCall(
+        message="no restarts today"
+    )
+    assert [c for c, _ in results_by_call(result.to_state().history).values()] == [
         "no restarts today",
         "no restarts today",
     ]
@@ -184,7 +189,7 @@ async def test_bad_calls_become_error_results_for_the_model(ops: Ops) -> None:
     result = await Runner.arun(agent, "go")
     assert result.outcome == "completed"
     assert ops.effects == []
-    results = results_by_call(result.state.history)
+    results = results_by_call(result.to_state().history)
     assert results["call_0_0"][1]
     assert "missing required argument 'version'" in results["call_0_0"][0]
     assert results["call_0_1"][1]
@@ -206,7 +211,7 @@ async def test_a_tool_that_raises_gives_the_model_an_error_result(ops: Ops) -> N
         model=ScriptedModel([[("flaky", {"service": "api"})], "it failed"]),
     )
     result = await Runner.arun(agent, "go")
-    content, is_error = results_by_call(result.state.history)["call_0_0"]
+    content, is_error = results_by_call(result.to_state().history)["call_0_0"]
     assert is_error
     assert content == "Tool 'flaky' failed: TimeoutError: upstream did not answer"
     assert result.final_output == "it failed"
@@ -231,10 +236,10 @@ async def test_a_tool_error_carrying_a_credential_reaches_neither_the_model_nor_
     )
     with caplog.at_level("DEBUG"):
         result = await Runner.arun(agent, "go")
-    content, is_error = results_by_call(result.state.history)["call_0_0"]
+    content, is_error = results_by_call(result.to_state().history)["call_0_0"]
     assert is_error
     assert content.startswith("Tool 'notify' failed: PermissionError: POST https://hooks.")
-    assert token not in result.state.to_json()
+    assert token not in result.to_state().to_json()
     assert caplog.records  # the failure is logged, with its traceback
     assert all(token not in record.getMessage() for record in caplog.records)
     assert all(token not in caplog.handler.format(record) for record in caplog.records)
@@ -244,11 +249,11 @@ async def test_max_turns_stops_with_a_clear_state(ops: Ops) -> None:
     agent = ops.agent([[STATUS], [STATUS], [STATUS], "never reached"])
     result = await Runner.arun(agent, "loop", max_turns=2)
     assert (result.outcome, result.final_output, result.interruptions) == ("max_turns", None, [])
-    assert result.state.current_turn == 2
-    assert result.state.max_turns == 2
+    assert result.to_state().current_turn == 2
+    assert result.to_state().max_turns == 2
     assert len(ops.effects) == 2
     # A larger limit on resume lets it finish.
-    resumed = await Runner.arun(agent, result.state, max_turns=5)
+    resumed = await Runner.arun(agent, result.to_state(), max_turns=5)
     assert (resumed.outcome, resumed.final_output) == ("completed", "never reached")
 
 
@@ -277,32 +282,32 @@ async def test_dependencies_reach_tools_and_are_never_serialized(ops: Ops) -> No
     token = "xoxb-1234567890-abcdefghijkl"
     agent = ops.agent([[DEPLOY], "ok"])
     paused = await Runner.arun(agent, "deploy", dependencies={"ops_token": token})
-    assert token not in paused.state.to_json()
-    paused.state.approve(paused.state.get_interruptions()[0])
-    result = await Runner.arun(agent, paused.state, dependencies={"ops_token": token})
+    assert token not in paused.to_state().to_json()
+    paused.to_state().approve(paused.to_state().get_interruptions()[0])
+    result = await Runner.arun(agent, paused.to_state(), dependencies={"ops_token": token})
     assert ops.effects[0].dependencies == {"ops_token": token}
-    assert token not in result.state.to_json()
+    assert token not in result.to_state().to_json()
 
 
 async def test_resuming_leaves_the_given_state_untouched(ops: Ops) -> None:
     agent = ops.agent([[DEPLOY], "ok"])
-    state = (await Runner.arun(agent, "deploy")).state
+    state = (await Runner.arun(agent, "deploy")).to_state()
     state.approve(state.get_interruptions()[0])
     before = state.to_json()
     result = await Runner.arun(agent, state)
     assert state.to_json() == before
-    assert result.state is not state
+    assert result.to_state() is not state
 
 
 async def test_resume_needs_the_same_agent_name_and_version(ops: Ops) -> None:
-    state = (await Runner.arun(ops.agent([[DEPLOY], "ok"]), "deploy")).state
+    state = (await Runner.arun(ops.agent([[DEPLOY], "ok"]), "deploy")).to_state()
     with pytest.raises(AgentNotRegisteredError, match=r"agent 'ops' version '1'.*version '2'"):
         await Runner.arun(ops.agent([[DEPLOY], "ok"], version="2"), state)
 
 
 async def test_registry_finds_the_agent_or_names_what_it_has(ops: Ops) -> None:
     v1 = ops.agent([[DEPLOY], "ok"])
-    state = (await Runner.arun(v1, "deploy")).state
+    state = (await Runner.arun(v1, "deploy")).to_state()
     state.approve(state.get_interruptions()[0])
 
     registry = AgentRegistry([ops.agent([[DEPLOY], "ok"], version="2")])
@@ -376,6 +381,6 @@ async def test_a_call_once_asked_about_never_runs_without_a_decision(ops: Ops) -
     paused = await Runner.arun(agent, "scale api")
     assert paused.outcome == "paused"
     # The rule now says "no approval needed", but the pending call is still undecided.
-    again = await Runner.arun(agent, paused.state)
+    again = await Runner.arun(agent, paused.to_state())
     assert again.outcome == "paused"
     assert effects == []

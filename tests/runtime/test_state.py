@@ -27,7 +27,7 @@ RESTART = ("restart_service", {"service": "worker"})
 
 async def paused_payload(ops: Ops) -> dict[str, Any]:
     result = await Runner.arun(ops.agent([[DEPLOY, RESTART], "ok"]), "go", context={"team": "sre"})
-    return result.state.to_dict()
+    return result.to_state().to_dict()
 
 
 def test_every_supported_version_has_a_one_line_summary() -> None:
@@ -205,7 +205,7 @@ async def test_malformed_payloads_are_refused_with_the_field_named(
 
 async def test_a_decided_state_loads_the_same_from_text_and_from_a_dict(ops: Ops) -> None:
     result = await Runner.arun(ops.agent([[DEPLOY, RESTART], "ok"]), "go", context={"team": "sre"})
-    state = result.state
+    state = result.to_state()
     deploy, restart = state.pending_calls()
     state.approve(deploy, approver_id="U1", reason="CR-1", always=True)
     state.reject(restart, message="not now", approver_id="U2")
@@ -222,8 +222,8 @@ async def test_a_decided_state_loads_the_same_from_text_and_from_a_dict(ops: Ops
 
 async def test_pending_calls_are_written_field_for_field(ops: Ops) -> None:
     result = await Runner.arun(ops.agent([[DEPLOY], "ok"]), "go")
-    [written] = json.loads(result.state.to_json())["pending_calls"]
-    [call] = result.state.pending_calls()
+    [written] = json.loads(result.to_state().to_json())["pending_calls"]
+    [call] = result.to_state().pending_calls()
     assert written == {
         "tool_call_id": call.tool_call_id,
         "tool_name": call.tool_name,
@@ -278,9 +278,9 @@ async def test_follow_up_input_is_refused_while_calls_wait(ops: Ops) -> None:
     agent = ops.agent([[DEPLOY], "done", "second answer"])
     paused = await Runner.arun(agent, "go")
     with pytest.raises(RunStateError, match="waiting on tool calls"):
-        paused.state.append_user_message("also restart")
-    paused.state.approve(paused.state.get_interruptions()[0])
-    done = await Runner.arun(agent, paused.state)
-    done.state.append_user_message("and now?")
-    follow = await Runner.arun(agent, done.state)
+        paused.to_state().append_user_message("also restart")
+    paused.to_state().approve(paused.to_state().get_interruptions()[0])
+    done = await Runner.arun(agent, paused.to_state())
+    done.to_state().append_user_message("and now?")
+    follow = await Runner.arun(agent, done.to_state())
     assert follow.final_output == "second answer"

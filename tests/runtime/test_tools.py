@@ -172,7 +172,7 @@ def test_arguments_must_be_an_object() -> None:
 @pytest.mark.parametrize(
     ("define", "problem"),
     [
-        (lambda: tool(replay_policy="sometimes")(_typed), "replay_policy"),  # type: ignore[call-overload]
+        (lambda: tool(replay_policy="sometimes")(_typed), "replay_policy"),
         (lambda: tool(needs_approval="yes")(_typed), "needs_approval must be a bool"),  # type: ignore[call-overload]
         (lambda: tool(_untyped), "add a type hint"),
         (lambda: tool(_star_args), "only named parameters"),

@@ -29,6 +29,7 @@ from bot.service.api import (
 from store import SqliteStore, open_store
 from store.postgres.store import PostgresStore
 from store.records import ApprovalRecord, RunRecord
+from tests.states import dispatched_by_a_dead_worker
 
 REQUESTER = "U-requester"
 APPROVER = "U-approver"
@@ -181,15 +182,7 @@ async def paused_with_an_uncertain_restart(harness: Harness, approver: str = APP
     [approval] = await harness.pending(run.run_id)
     state = await harness.service.load_state(run.run_id)
     [call] = state.get_interruptions()
-    await harness.store.ledger_claim(
-        execution_key=call.execution_key,
-        arguments_digest=state.call_digest(call),
-        run_id=run.run_id,
-        tool_call_id=call.tool_call_id,
-        tool_name=call.tool_name,
-        owner="dead-worker",
-        lease_seconds=0.001,
-    )
+    await dispatched_by_a_dead_worker(harness.store, state, call)
     await harness.service.decide(approval.approval_id, approve=True, decider=approver, reason="go")
     await harness.service.drain()
     [uncertain] = harness.notifier.uncertain

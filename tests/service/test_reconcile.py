@@ -21,6 +21,7 @@ from tests.service.service_harness import (
     paused_with_an_uncertain_restart,
     start,
 )
+from tests.states import dispatched_by_a_dead_worker
 
 
 async def test_abort_tells_the_model_and_runs_nothing(harness: Harness) -> None:
@@ -114,3 +115,38 @@ async def test_a_call_revoked_after_the_resume_began_is_not_run(harness: Harness
         != claim
     )
     assert "execution_refused" in await kinds(harness, run.run_id)
+
+
+async def test_a_call_approved_before_a_turn_stopped_is_checked_again_when_it_resumes(
+    harness: Harness,
+) -> None:
+    """`restart` (manual) is left uncertain by a dead worker, so the turn stops before
+    the approved `deploy`; `deploy`'s approval is revoked while the run waits. The
+    stored state holds `deploy` approved, but its row decides: it never runs."""
+    run = await start(harness, "restart api and deploy payments 1.2.3")
+    state = await harness.service.load_state(run.run_id)
+    restart, _ = state.get_interruptions()
+    await dispatched_by_a_dead_worker(harness.store, state, restart)
+    for approval in await harness.pending(run.run_id):
+        await harness.service.decide(
+            approval.approval_id, approve=True, decider=APPROVER, reason="go"
+        )
+    await harness.service.drain()
+    [deploy] = [
+        a for a in await harness.store.list_approvals(run_id=run.run_id)
+        if a.tool_name == "deploy_release"
+    ]  # fmt: skip
+    assert deploy.status == "approved"
+    assert harness.effect_lines() == []  # stopped at the uncertain restart
+
+    await harness.service.revoke(deploy.approval_id, actor=APPROVER, reason="changed my mind")
+    await harness.service.drain()  # the revocation resumes it: it waits on `restart` again
+    await harness.service.reconcile(run.run_id, actor="U-operator", resolution=AbortCall())
+    await harness.service.drain()
+
+    assert harness.effect_lines() == []  # the revoked deploy did not run
+    [refused] = [
+        e for e in await harness.store.audit_events(run_id=run.run_id)
+        if e.kind == "execution_refused"
+    ]  # fmt: skip
+    assert refused.detail["tool"] == "deploy_release"

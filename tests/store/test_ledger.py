@@ -148,7 +148,7 @@ async def test_one_approved_state_resumed_by_two_workers_runs_once(
 ) -> None:
     effects: list[dict[str, Any]] = []
     agent = ops_agent(effects)
-    paused = (await Runner.arun(agent, "deploy api")).state
+    paused = (await Runner.arun(agent, "deploy api")).to_state()
     paused.approve(paused.get_interruptions()[0], approver_id="U-A", reason="ok")
     approved_json = paused.to_json()
     worker_a = await open_store(database_url, keyring=keyring, environ={})

@@ -21,6 +21,13 @@ the SDK told `state.approve(item)` (or `state.reject(item, rejection_message=...
 message being all the model sees). Approve with changes is not offered: the SDK has no
 way to override a call's arguments.
 
+A run's context is stored as the run core stores one: a mapping as it is, another object
+only through the `context_serializer` given to the engine (the SDK's own
+`to_json(context_serializer=...)`), rebuilt on resume by its `context_deserializer`
+(`RunState.from_json(..., context_deserializer=...)`); a credential in what would be
+stored is refused. Secrets belong in the runtime dependencies, never stored: a
+deserializer re-injects them (bot.runtime.context).
+
 A state the installed SDK cannot read (a newer `$schemaVersion`, an agent or tool renamed
 since) raises StateUnreadableError: the service marks the run as needing migration.
 """
@@ -65,9 +72,14 @@ from bot.runtime import (
     UnknownCallError,
     VerifiedResult,
 )
-from bot.runtime.context import serialize_context
+from bot.runtime.context import (
+    ContextDeserializer,
+    ContextSerializer,
+    deserialize_context,
+    serialize_context,
+)
 from bot.runtime.decisions import ABORTED_MESSAGE
-from bot.runtime.tools import REPLAY_POLICIES
+from bot.runtime.tools import replay_policy_name
 
 ENGINE_NAME = "openai-agents"
 SDK_VERSION = metadata.version("openai-agents")
@@ -87,7 +99,10 @@ class SdkTool:
 class OpenAIAgentsEngine:
     """An SDK agent registered with the bot (see the module doc). `replay_policies` give
     a tool that needs approval its replay policy (default `manual`), `review_fields` the
-    arguments its card shows (default all)."""
+    arguments its card shows (default all). `context_serializer` and
+    `context_deserializer` store a context that is not a mapping (a dataclass: the
+    serializer keeps its durable fields, the deserializer rebuilds it, re-injecting
+    secrets from where they live)."""
 
     def __init__(
         self,
@@ -95,23 +110,31 @@ class OpenAIAgentsEngine:
         *,
         version: str = "1",
         name: str | None = None,
-        replay_policies: Mapping[str, ReplayPolicy] | None = None,
+        replay_policies: Mapping[str, ReplayPolicy | str] | None = None,
         review_fields: Mapping[str, Sequence[str]] | None = None,
         max_turns: int = DEFAULT_MAX_TURNS,
+        context_serializer: ContextSerializer | None = None,
+        context_deserializer: ContextDeserializer | None = None,
     ) -> None:
         self._name = name or agent.name
         self._version = version
         self.max_turns = max_turns
-        policies = dict(replay_policies or {})
+        if (context_serializer is None) != (context_deserializer is None):
+            raise ConfigError(
+                f"agent {self._name!r}: give context_serializer and context_deserializer "
+                "together (what one writes the other must rebuild)"
+            )
+        self._serializer = context_serializer
+        self._deserializer = context_deserializer
         tools = _function_tools(agent, self._name)
-        _check_names(self._name, "replay_policies", policies, tools)
+        _check_names(self._name, "replay_policies", replay_policies or {}, tools)
         _check_names(self._name, "review_fields", review_fields or {}, tools)
-        for tool_name, policy in policies.items():
-            if policy not in REPLAY_POLICIES:
-                raise ConfigError(
-                    f"agent {self._name!r}: tool {tool_name!r} has replay policy {policy!r}, "
-                    f"not one of {sorted(REPLAY_POLICIES)}"
-                )
+        policies = {
+            tool_name: ReplayPolicy(
+                replay_policy_name(policy, f"agent {self._name!r}: tool {tool_name!r}")
+            )
+            for tool_name, policy in (replay_policies or {}).items()
+        }
         self._tools = {
             tool.name: SdkTool(
                 name=tool.name,
@@ -121,7 +144,9 @@ class OpenAIAgentsEngine:
             )
             for tool in tools
         }
-        wrapped = [wrap_tool(tool, policy=policies.get(tool.name, "manual")) for tool in tools]
+        wrapped = [
+            wrap_tool(tool, policy=policies.get(tool.name, ReplayPolicy.MANUAL)) for tool in tools
+        ]
         self._agent = agent.clone(tools=list(wrapped))
 
     # -- what the registry, cards and the policy read --------------------------------------
@@ -153,7 +178,7 @@ class OpenAIAgentsEngine:
     # -- states -----------------------------------------------------------------------------
 
     def new_state(self, task: str, *, run_id: str, context: Any = None) -> ExternalRunState:
-        stored = serialize_context(context, serializer=None, strict=True)
+        stored = self._stored(context)
         return ExternalRunState(
             run_id=run_id,
             agent_name=self._name,
@@ -199,7 +224,7 @@ class OpenAIAgentsEngine:
             state=state,
             journal=journal,
             dependencies=dependencies,
-            context=_stored_context(state),
+            context=deserialize_context(_stored_context(state), deserializer=self._deserializer),
         )
         start = await self._start(state, site)
         try:
@@ -231,6 +256,12 @@ class OpenAIAgentsEngine:
             raise ModelError(f"the OpenAI Agents SDK run failed: {error}") from error
         return self._outcome(state, result, max_tool_calls_per_turn)
 
+    def _stored(self, context: Any) -> dict[str, Any] | None:
+        """A run context as stored: a mapping, or through the engine's serializer."""
+        return serialize_context(
+            context, serializer=self._serializer, strict=True, owner="OpenAIAgentsEngine"
+        )
+
     async def _start(self, state: ExternalRunState, site: ToolSite) -> Any:
         """What `Runner.run` starts from: the restored SDK state with the decisions
         applied, or the input list (with a thread reply appended)."""
@@ -248,7 +279,9 @@ class OpenAIAgentsEngine:
 
     async def _restore(self, state: ExternalRunState, paused: Any) -> RunState[Any, Any]:
         try:
-            return await RunState.from_json(self._agent, paused)
+            return await RunState.from_json(
+                self._agent, paused, context_deserializer=self._deserializer, strict_context=True
+            )
         except Exception as error:
             raise StateUnreadableError(
                 f"the installed openai-agents {SDK_VERSION} cannot read run {state.run_id}'s "
@@ -264,7 +297,10 @@ class OpenAIAgentsEngine:
                     f"the model asked for {len(calls)} tool calls in one turn; the limit "
                     f"is {limit} per turn, so none of them ran"
                 )
-            written = result.to_state().to_json()
+            written = result.to_state().to_json(
+                context_serializer=self._serializer, strict_context=True
+            )
+            _check_stored_context(written)
             engine = _engine_info(str(written.get("$schemaVersion", SDK_SCHEMA_VERSION)))
             paused = state.paused({"paused": written}, calls, engine=engine)
             return EngineResult(
@@ -275,7 +311,10 @@ class OpenAIAgentsEngine:
             )
         answer = result.final_output
         text = answer if isinstance(answer, str) or answer is None else json.dumps(answer)
-        idle = {"input": result.to_input_list(), "context": _stored_context(state)}
+        idle = {
+            "input": result.to_input_list(),
+            "context": self._stored(result.context_wrapper.context),
+        }
         done = state.finished(idle, text, engine=_engine_info(SDK_SCHEMA_VERSION))
         return EngineResult(final_output=text, interruptions=[], state=done, outcome="completed")
 
@@ -405,6 +444,15 @@ def _check_names(
 
 def _engine_info(schema_version: str) -> EngineInfo:
     return EngineInfo(name=ENGINE_NAME, version=SDK_VERSION, schema_version=schema_version)
+
+
+def _check_stored_context(written: dict[str, Any]) -> None:
+    """Refuse an SDK state whose stored context holds a credential (as the run core
+    refuses one), naming its path, never the value."""
+    entry = written.get("context")
+    stored = entry.get("context") if isinstance(entry, dict) else None
+    if isinstance(stored, dict):
+        serialize_context(stored, serializer=None, strict=True, owner="OpenAIAgentsEngine")
 
 
 def _stored_context(state: ExternalRunState) -> Any:

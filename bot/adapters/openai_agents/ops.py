@@ -23,7 +23,7 @@ from bot.adapters.openai_agents.engine import OpenAIAgentsEngine
 from bot.demo.agent import OPS_INSTRUCTIONS
 from bot.demo.offline_model import OfflineOpsModel
 from bot.demo.tools import OPS_TOOLS
-from bot.runtime import Item, ReplayPolicy, Tool, ToolSpec
+from bot.runtime import Item, Tool, ToolSpec
 from bot.runtime.model import ToolCallItem
 
 OPS_OPENAI_NAME = "ops-openai"
@@ -130,5 +130,5 @@ def build_ops_openai_agent() -> OpsOpenAIEngine:
         tools=[_sdk_tool(tool) for tool in OPS_TOOLS],
         model=OfflineOpsScript(),
     )
-    policies: dict[str, ReplayPolicy] = {tool.name: tool.replay_policy for tool in OPS_TOOLS}
+    policies = {tool.name: tool.replay_policy for tool in OPS_TOOLS}
     return OpsOpenAIEngine(agent, version=OPS_OPENAI_VERSION, replay_policies=policies)

@@ -40,6 +40,17 @@ def run_cancelled_text(actor: str, reason: str) -> str:
     )
 
 
+def run_paused_text(actor: str, reason: str) -> str:
+    return (
+        f":double_vertical_bar: {person(actor)} paused this run: {escape(reason, 1000)}. "
+        "It starts nothing new (a step already running finishes) until it is resumed."
+    )
+
+
+def run_unpaused_text(actor: str) -> str:
+    return f":arrow_forward: {person(actor)} resumed this run."
+
+
 def run_failed_text(error: str) -> str:
     return f":x: The run stopped: {escape(error, MESSAGE_TEXT_LIMIT - 100)}"
 
