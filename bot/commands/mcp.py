@@ -26,9 +26,8 @@ from bot.mcp.config import (
     HttpTransport,
     StdioTransport,
     UpstreamConfig,
-    load_gateway_config,
-    missing_environment,
 )
+from bot.mcp.config_file import load_gateway_config, missing_environment
 from bot.mcp.tokens import new_token, token_digest
 from bot.policy.durations import format_duration
 

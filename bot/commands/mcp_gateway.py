@@ -17,7 +17,8 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from bot.errors import ConfigError
-from bot.mcp.config import MCP_ENV, GatewayConfig, load_gateway_config, missing_environment
+from bot.mcp.config import MCP_ENV, GatewayConfig
+from bot.mcp.config_file import load_gateway_config, missing_environment
 from bot.mcp.engine import McpEngine
 from bot.mcp.gateway import Gateway
 from bot.mcp.telemetry import McpMetrics

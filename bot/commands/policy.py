@@ -17,7 +17,8 @@ from typing import Any
 
 from bot.agents import AGENTS_ENV, builtin_registry, load_agent_registry
 from bot.demo import OfflineOpsModel
-from bot.mcp.config import MCP_ENV, load_gateway_config
+from bot.mcp.config import MCP_ENV
+from bot.mcp.config_file import load_gateway_config
 from bot.policy.durations import format_duration
 from bot.policy.loading import load_policy
 from bot.policy.rules import Policy, ToolRule

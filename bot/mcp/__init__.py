@@ -16,7 +16,8 @@ SDK's transport on aiohttp), bridge (stdio in, Streamable HTTP out).
 """
 
 from bot.mcp.calls import CallDesk, CallState, Finished, GatedCall, Waiting
-from bot.mcp.config import MCP_ENV, GatewayConfig, McpConfigError, load_gateway_config
+from bot.mcp.config import MCP_ENV, GatewayConfig, McpConfigError
+from bot.mcp.config_file import load_gateway_config
 from bot.mcp.engine import McpEngine
 
 __all__ = [

@@ -25,13 +25,12 @@ with changes, the execution ledger, recovery and the audit trail.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import orjson
 
-from bot.credentials import redact
 from bot.errors import InputError, RunStateError, StateUnreadableError, UpstreamError
 from bot.mcp.calls import (
     MCP_AGENT,
@@ -43,6 +42,7 @@ from bot.mcp.calls import (
 )
 from bot.mcp.catalog import ListedTool, changed_fields
 from bot.mcp.config import GatewayConfig, UpstreamConfig
+from bot.mcp.messages import call_notes, summary, with_change_note
 from bot.mcp.schemas import Checks
 from bot.runtime import (
     AbortCall,
@@ -248,7 +248,9 @@ class McpEngine:
             status="approval",
         )
         return _waiting(
-            state.paused(record.to_json(), [call], engine=ENGINE, notes={call_id: _notes(record)})
+            state.paused(
+                record.to_json(), [call], engine=ENGINE, notes={call_id: call_notes(record)}
+            )
         )
 
     async def _execute(
@@ -264,7 +266,7 @@ class McpEngine:
         claim = await self._claim(state, call, journal, upstream, redispatch=redispatch)
         if isinstance(claim, Recorded):
             reused, how = _ledger_result(claim)
-            return self._answered(state, record, _with_change_note(reused, record, call), how)
+            return self._answered(state, record, with_change_note(reused, record, call), how)
         if not isinstance(claim, Fresh):
             return _uncertain(state, call)
         try:
@@ -292,7 +294,7 @@ class McpEngine:
             return await self._not_run(state, record, call, journal, claim, why)
         await _record(journal, call, claim, result)
         outcome: Outcome = "upstream_error" if result.get("isError") else "executed"
-        return self._answered(state, record, _with_change_note(result, record, call), outcome)
+        return self._answered(state, record, with_change_note(result, record, call), outcome)
 
     async def _claim(
         self,
@@ -338,13 +340,13 @@ class McpEngine:
         outcome: Outcome,
     ) -> EngineResult:
         done = replace(record, result=result, outcome=outcome)
-        return _finished(state, done, final_output=_summary(done))
+        return _finished(state, done, final_output=summary(done))
 
 
 def _finished(
     state: ExternalRunState, record: CallRecord, *, final_output: str | None = None
 ) -> EngineResult:
-    text = final_output if final_output is not None else _summary(record)
+    text = final_output if final_output is not None else summary(record)
     done = state.finished(record.to_json(), text, engine=ENGINE)
     return EngineResult(final_output=text, interruptions=[], state=done, outcome="completed")
 
@@ -390,51 +392,3 @@ def _redefined(record: CallRecord, live: ListedTool) -> CallRecord:
         definition_digest=live.digest,
         changed=changed_fields(record.definition, live.definition),
     )
-
-
-def _notes(record: CallRecord) -> Sequence[str]:
-    description = str(record.definition.get("description") or "(no description)")
-    if len(description) > _DESCRIPTION_SHOWN:
-        description = description[: _DESCRIPTION_SHOWN - 1] + "…"
-    notes = [
-        f"MCP client {record.client}, upstream {record.upstream}, tool {record.tool}: {description}"
-    ]
-    if record.changed:
-        notes.append(
-            f"Asked again: the upstream changed this tool's {', '.join(record.changed)} "
-            "after it was first asked; the earlier approval is void."
-        )
-    return notes
-
-
-def _with_change_note(
-    result: dict[str, Any], record: CallRecord, call: PendingCall
-) -> dict[str, Any]:
-    """The result, told first that an approver changed the arguments (when one did)."""
-    if call.arguments == record.asked:
-        return result
-    shown, _ = redact(call.arguments)
-    note = (
-        "[approvals-bot: an approver changed this call's arguments before approving it; "
-        f"it ran with {orjson.dumps(shown).decode()}]"
-    )
-    content = result.get("content")
-    blocks = list(content) if isinstance(content, list) else []
-    return {**result, "content": [{"type": "text", "text": note}, *blocks]}
-
-
-def _summary(record: CallRecord) -> str:
-    """The run's answer in its thread: what happened, never the result itself."""
-    where = f"`{record.exposed}` (upstream `{record.upstream}`)"
-    client = f"MCP client `{record.client}`"
-    match record.outcome:
-        case "executed":
-            return f"{where} ran; its result went back to {client}."
-        case "upstream_error":
-            return f"{where} ran and answered with an error; it went back to {client}."
-        case "rejected":
-            return f"{where} was not run: rejected. {client} was told."
-        case "reconciled":
-            return f"{where}: a person recorded its outcome; {client} gets it."
-        case _:
-            return f"{where} was not run; {client} was told why."

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.mcp.config import parse_gateway_config
+from bot.mcp.config_file import parse_gateway_config
 from bot.mcp.tokens import client_for
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,14 +8,8 @@ from pathlib import Path
 import pytest
 
 from bot.errors import ConfigError
-from bot.mcp.config import (
-    HttpTransport,
-    McpConfigError,
-    StdioTransport,
-    load_gateway_config,
-    missing_environment,
-    parse_gateway_config,
-)
+from bot.mcp.config import HttpTransport, McpConfigError, StdioTransport
+from bot.mcp.config_file import load_gateway_config, missing_environment, parse_gateway_config
 from bot.mcp.tokens import token_digest
 
 ROOT = Path(__file__).resolve().parents[2]
