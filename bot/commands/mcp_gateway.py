@@ -45,7 +45,7 @@ class GatewaySetup:
         self.config = config
         self.metrics = McpMetrics(metrics)
         self.upstreams = Upstreams(config, environ=environ, metrics=self.metrics)
-        self.engine = McpEngine(self.upstreams, config)
+        self.engine = McpEngine(self.upstreams, config, self.metrics)
         self._watch: RunWatch | None = None
         self._gateway: Gateway | None = None
 

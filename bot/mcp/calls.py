@@ -48,6 +48,15 @@ class GatedCall:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Asked:
+    """The run that answers a call; `new`: it was started for this request (else the
+    request is a retry that attached to it)."""
+
+    run_id: str
+    new: bool
+
+
+@dataclass(frozen=True, kw_only=True)
 class Waiting:
     """The run has not answered yet: `approval_ids` wait for people; `uncertain`: a call
     whose effect is unknown waits for a person to reconcile it; `held`: why this
@@ -72,9 +81,9 @@ CallState = Waiting | Finished
 
 
 class CallDesk(Protocol):
-    async def ask(self, call: GatedCall) -> str:
-        """The id of the run that answers `call`: the one a retry attaches to, or a new
-        one (its approval asked; InputError and nothing stored when it cannot be)."""
+    async def ask(self, call: GatedCall) -> Asked:
+        """The run that answers `call`: the one a retry attaches to, or a new one (its
+        approval asked; InputError and nothing stored when it cannot be)."""
         ...
 
     async def state(self, run_id: str) -> CallState: ...

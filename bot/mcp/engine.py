@@ -44,6 +44,7 @@ from bot.mcp.catalog import ListedTool, changed_fields
 from bot.mcp.config import GatewayConfig, UpstreamConfig
 from bot.mcp.messages import call_notes, summary, with_change_note
 from bot.mcp.schemas import Checks
+from bot.mcp.telemetry import McpMetrics
 from bot.runtime import (
     AbortCall,
     AgentRun,
@@ -98,9 +99,12 @@ class McpTool:
 class McpEngine:
     """The gateway's engine (see the module doc), registered as agent `mcp` v1."""
 
-    def __init__(self, upstreams: UpstreamSource, config: GatewayConfig) -> None:
+    def __init__(
+        self, upstreams: UpstreamSource, config: GatewayConfig, metrics: McpMetrics | None = None
+    ) -> None:
         self._upstreams = upstreams
         self._config = config
+        self._metrics = metrics or McpMetrics(None)
         self._expected: set[str] = set()
         self._checks = Checks()
 
@@ -284,6 +288,7 @@ class McpEngine:
             )
             await _record(journal, call, claim, text_result(why, is_error=True))
             return self._ask(state, _redefined(record, live), call.arguments)
+        self._metrics.decision(record.upstream, "approved")
         try:
             result = await self._upstreams.call(record.upstream, record.tool, call.arguments)
         except UpstreamError as error:

@@ -171,9 +171,9 @@ class Gateway:
     async def _through_a_person(
         self, call: GatedCall, report: Reporter, rounds_left: int | None
     ) -> Answer | WaitMore:
-        run_id = await self._desk.ask(call)
-        self._metrics.called(call.tool.upstream, gated=True)
-        state = await self._wait(run_id, report)
+        asked = await self._desk.ask(call)
+        self._metrics.called(call.tool.upstream, gated=asked.new)
+        state = await self._wait(asked.run_id, report)
         if isinstance(state, Finished):
             await self._desk.handed_out(call, state)
             return Answer(result=state.result)

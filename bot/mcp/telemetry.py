@@ -71,6 +71,8 @@ class McpMetrics:
         )
 
     def called(self, upstream: str, *, gated: bool) -> None:
+        """A tools/call for the upstream's tool; `gated`: it started a call that waits
+        for a person (a retry that attached to one is not)."""
         if self._on:
             self.calls.labels(upstream).inc()
             if gated:

@@ -29,6 +29,7 @@ from bot.credentials import redact_text
 from bot.errors import ApprovalsError
 from bot.mcp.calls import (
     MCP_AGENT,
+    Asked,
     CallState,
     Finished,
     GatedCall,
@@ -88,20 +89,20 @@ class McpCalls:
         self._clock = clock
         self._tidied_at = clock()
 
-    async def ask(self, call: GatedCall) -> str:
+    async def ask(self, call: GatedCall) -> Asked:
         candidate = uuid.uuid4().hex
         claim = await self._store.claim_mcp_call(call.call_key, run_id=candidate)
         while not claim.won:
             held = await self._store.get_run(claim.run_id)
             if self._answers(held, claim):
                 log.info("mcp: a retry of %s attached to run %s", call.tool.exposed, claim.run_id)
-                return claim.run_id
+                return Asked(run_id=claim.run_id, new=False)
             claim = await self._store.claim_mcp_call(
                 call.call_key, run_id=candidate, replacing=claim.run_id
             )
         await self._start(call, candidate)
         await self._tidy()
-        return candidate
+        return Asked(run_id=candidate, new=True)
 
     def _answers(self, run: RunRecord | None, claim: McpCallClaim) -> bool:
         """Whether the run a key names still answers its call (see the module doc)."""

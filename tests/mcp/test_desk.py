@@ -120,18 +120,21 @@ async def test_one_run_answers_a_call_and_its_retries_until_its_result_is_handed
     desk: Desk,
 ) -> None:
     deploy = desk.call(desk.upstream.define("deploy", "Deploy a version."))
-    run_id = await desk.calls.ask(deploy)
-    assert await desk.calls.ask(deploy) == run_id  # a retry: the same run, no second card
+    asked = await desk.calls.ask(deploy)
+    run_id = asked.run_id
+    assert asked.new
+    retry = await desk.calls.ask(deploy)  # a retry: the same run, no second card
+    assert (retry.run_id, retry.new) == (run_id, False)
     other = await desk.calls.ask(desk.call(deploy.tool, {**DEPLOY, "version": "9"}))
-    assert other != run_id  # other arguments: another call
+    assert other.run_id != run_id  # other arguments: another call
     await desk.approve_all(run_id)
     finished = await desk.calls.state(run_id)
     assert isinstance(finished, Finished)
     assert (finished.outcome, finished.result["isError"]) == ("executed", False)
     assert desk.upstream.sent == [("deploy", DEPLOY)]
-    assert await desk.calls.ask(deploy) == run_id  # still answers its retry...
+    assert (await desk.calls.ask(deploy)).run_id == run_id  # still answers its retry...
     await desk.calls.handed_out(deploy, finished)
-    assert await desk.calls.ask(deploy) != run_id  # ...until a client had the result
+    assert (await desk.calls.ask(deploy)).new  # ...until a client had the result
     assert desk.upstream.sent == [("deploy", DEPLOY)]
 
 
@@ -139,28 +142,28 @@ async def test_a_finished_call_answers_its_retry_only_within_the_retry_window(
     desk: Desk,
 ) -> None:
     deploy = desk.call(desk.upstream.define("deploy", "Deploy a version."))
-    run_id = await desk.calls.ask(deploy)
+    run_id = (await desk.calls.ask(deploy)).run_id
     await desk.approve_all(run_id)
     desk.clock.advance(timedelta(hours=2).total_seconds())
     again = await desk.calls.ask(deploy)
-    assert again != run_id
-    assert isinstance(await desk.calls.state(again), Waiting)
+    assert again.new
+    assert isinstance(await desk.calls.state(again.run_id), Waiting)
 
 
 async def test_a_key_whose_run_never_came_is_taken_over_after_a_grace(desk: Desk) -> None:
     deploy = desk.call(desk.upstream.define("deploy", "Deploy a version."))
     store = desk.service.store
     await store.claim_mcp_call(deploy.call_key, run_id="starter-died")
-    assert await desk.calls.ask(deploy) == "starter-died"  # it may still be starting
+    assert (await desk.calls.ask(deploy)).run_id == "starter-died"  # still starting?
     desk.clock.advance(STARTING_GRACE.total_seconds() + 1)
     taken = await desk.calls.ask(deploy)
-    assert taken != "starter-died"
-    assert isinstance(await desk.calls.state(taken), Waiting)
+    assert taken.new
+    assert isinstance(await desk.calls.state(taken.run_id), Waiting)
 
 
 async def test_a_changed_definition_is_asked_again_and_a_held_run_says_so(desk: Desk) -> None:
     tool = desk.upstream.define("deploy", "Deploy a version.")
-    run_id = await desk.calls.ask(desk.call(tool))
+    run_id = (await desk.calls.ask(desk.call(tool))).run_id
     desk.upstream.define("deploy", "Deploy a version, and drop the database.")
     await desk.approve_all(run_id)  # the definition changed: asked again, nothing sent
     state = await desk.calls.state(run_id)

@@ -76,9 +76,20 @@ async def test_a_read_only_tool_passes_through_and_a_gated_call_runs_once_when_a
         assert refused.args["user"] == "U0OUT"
         await decide(fake_slack, driver, card, "Approve", reason="CR-7")
         result = await call
+        metrics_url = bot.url.replace("/mcp", "/metrics")
+        async with aiohttp.ClientSession() as http, http.get(metrics_url) as response:
+            metrics = await response.text()
     assert not result.is_error
     assert "deploy done" in text_of(result)
     assert _tools(setup) == ["status", "deploy"]
+    for line in (
+        'mcp_calls_total{upstream="ops"} 2.0',
+        'mcp_gated_calls_total{upstream="ops"} 1.0',
+        'mcp_decisions_total{decision="approved",upstream="ops"} 1.0',
+        'mcp_upstream_up{upstream="ops"} 1.0',
+        'mcp_upstream_latency_seconds_count{upstream="ops"} 2.0',
+    ):
+        assert line in metrics, line
     assert any("waiting for a person to decide approval" in m for m in progress.messages)
     assert len(card_calls(fake_slack)) == 1
     answer = await fake_slack.wait_for(
