@@ -88,7 +88,12 @@ class GatewaySetup:
 
         if self._watch is None:
             raise ConfigError("the MCP gateway's run watch was not put in front of the notifier")
-        desk = McpCalls(service, watch=self._watch, retry_window=self.config.retry_window)
+        desk = McpCalls(
+            service,
+            watch=self._watch,
+            retry_window=self.config.retry_window,
+            max_waiting=self.config.max_waiting,
+        )
         gateway = Gateway(
             config=self.config, upstreams=self.upstreams, desk=desk, metrics=self.metrics
         )

@@ -8,6 +8,7 @@ one that works offline):
     progress_every = "5s"          # a progress notification this often while it waits
     retry_window = "1h"            # a finished call's result still answers its retry
     max_result_bytes = 1048576     # an upstream result past this is not relayed
+    max_waiting = 20               # a client's calls waiting for people at once
 
     [upstreams.ops]                # exposed to clients as ops__<tool>
     command = "python3"            # stdio: the command, its args, its environment...
@@ -48,6 +49,7 @@ DEFAULT_PROGRESS_EVERY = timedelta(seconds=5)
 DEFAULT_RETRY_WINDOW = timedelta(hours=1)
 DEFAULT_TIMEOUT = timedelta(seconds=60)
 DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
+DEFAULT_MAX_WAITING = 20
 LONGEST_WAIT = timedelta(minutes=30)
 NAME = re.compile(r"[a-z][a-z0-9-]{0,30}")  # no "_": the exposed name splits at "__"
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
@@ -119,6 +121,7 @@ class GatewayConfig:
     progress_every: timedelta = DEFAULT_PROGRESS_EVERY
     retry_window: timedelta = DEFAULT_RETRY_WINDOW
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
+    max_waiting: int = DEFAULT_MAX_WAITING
 
     def upstream_of(self, exposed: str) -> tuple[UpstreamConfig, str] | None:
         """The upstream and its own tool name behind an exposed name (None: not ours)."""

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from bot.errors import ConfigError
 from bot.mcp.config import (
     DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_MAX_WAITING,
     DEFAULT_PROGRESS_EVERY,
     DEFAULT_RETRY_WINDOW,
     DEFAULT_TIMEOUT,
@@ -37,7 +38,9 @@ from bot.mcp.tokens import TOKEN_DIGEST
 from bot.policy.durations import parse_duration
 from bot.policy.rules import SLACK_USER_ID
 
-GATEWAY_KEYS = frozenset({"wait", "progress_every", "retry_window", "max_result_bytes"})
+GATEWAY_KEYS = frozenset(
+    {"wait", "progress_every", "retry_window", "max_result_bytes", "max_waiting"}
+)
 UPSTREAM_KEYS = frozenset(
     {"command", "args", "env", "cwd", "url", "headers", "needs_approval", "timeout", "replay"}
 )
@@ -109,6 +112,7 @@ class _Parser:
                 gateway, "retry_window", DEFAULT_RETRY_WINDOW, "gateway.", timedelta(days=7)
             ),
             max_result_bytes=self._size(gateway),
+            max_waiting=self._count(gateway, "max_waiting", DEFAULT_MAX_WAITING, 1000),
         )
         if self.problems:
             raise McpConfigError(self.source, self.problems)
@@ -325,6 +329,13 @@ class _Parser:
                 "gateway.max_result_bytes: a whole number of bytes, 1024 to 64 MiB"
             )
             return DEFAULT_MAX_RESULT_BYTES
+        return value
+
+    def _count(self, table: Mapping[str, Any], name: str, default: int, most: int) -> int:
+        value = table.get(name, default)
+        if type(value) is not int or not 1 <= value <= most:
+            self.problems.append(f"gateway.{name}: a whole number from 1 to {most}")
+            return default
         return value
 
     def _table(self, value: Any, key: str) -> dict[str, Any]:

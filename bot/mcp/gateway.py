@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bot.canonical import canonical_arguments
-from bot.errors import InputError, UpstreamError
+from bot.errors import InputError, LimitError, UpstreamError
 from bot.mcp.calls import CallDesk, CallState, Finished, GatedCall, Waiting, text_result
 from bot.mcp.catalog import ListedTool
 from bot.mcp.config import ClientConfig, GatewayConfig
@@ -171,7 +171,10 @@ class Gateway:
     async def _through_a_person(
         self, call: GatedCall, report: Reporter, rounds_left: int | None
     ) -> Answer | WaitMore:
-        asked = await self._desk.ask(call)
+        try:
+            asked = await self._desk.ask(call)
+        except LimitError as error:
+            return Answer(result=text_result(str(error), is_error=True))
         self._metrics.called(call.tool.upstream, gated=asked.new)
         state = await self._wait(asked.run_id, report)
         if isinstance(state, Finished):

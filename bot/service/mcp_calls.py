@@ -8,6 +8,11 @@ answers it (working, paused, or finished within `retry_window`) is that run: the
 attaches, and no second card is posted. A key held by a run that no longer answers it
 (finished long ago, or never started: its starter died) is taken over by compare-and-set.
 
+A client may have at most `max_waiting` calls waiting for people at once (counted by
+the Slack user it acts for, on every replica): past that, a new call is refused with a
+LimitError and nothing is stored, so a runaway or hostile agent cannot fill a channel
+with cards.
+
 `state` reads the run: its open approvals, an uncertain call, or, once it is over, the
 result its sealed state holds for the client. `handed_out` frees the key once a client
 has the outcome (and audits it), so the same call made afresh is asked afresh.
@@ -26,7 +31,7 @@ from datetime import timedelta
 
 from bot.clock import Clock, utc_now
 from bot.credentials import redact_text
-from bot.errors import ApprovalsError
+from bot.errors import ApprovalsError, LimitError
 from bot.mcp.calls import (
     MCP_AGENT,
     Asked,
@@ -39,7 +44,7 @@ from bot.mcp.calls import (
 )
 from bot.service.api import Event, Location, Notifier
 from bot.service.service import ApprovalService
-from store.records import McpCallClaim, RunRecord
+from store.records import McpCallClaim, RunFilter, RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -80,12 +85,14 @@ class McpCalls:
         *,
         watch: RunWatch,
         retry_window: timedelta,
+        max_waiting: int,
         clock: Clock = utc_now,
     ) -> None:
         self._service = service
         self._store = service.store
         self._watch = watch
         self._retry_window = retry_window
+        self._max_waiting = max_waiting
         self._clock = clock
         self._tidied_at = clock()
 
@@ -100,9 +107,27 @@ class McpCalls:
             claim = await self._store.claim_mcp_call(
                 call.call_key, run_id=candidate, replacing=claim.run_id
             )
+        try:
+            await self._refuse_past_the_limit(call)
+        except LimitError:
+            await self._store.release_mcp_call(call.call_key, run_id=candidate)
+            raise
         await self._start(call, candidate)
         await self._tidy()
         return Asked(run_id=candidate, new=True)
+
+    async def _refuse_past_the_limit(self, call: GatedCall) -> None:
+        waiting = await self._store.list_runs(
+            status="paused",
+            where=RunFilter(agent_name=MCP_AGENT, requester=call.requester),
+            limit=self._max_waiting,
+        )
+        if len(waiting) >= self._max_waiting:
+            raise LimitError(
+                f"{call.tool.exposed} was not asked: {len(waiting)} calls of this client "
+                "already wait for people (the gateway's max_waiting); try again once some "
+                "are decided"
+            )
 
     def _answers(self, run: RunRecord | None, claim: McpCallClaim) -> bool:
         """Whether the run a key names still answers its call (see the module doc)."""

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from bot.mcp.calls import Finished, GatedCall, Waiting, text_result
+from bot.errors import LimitError
+from bot.mcp.calls import Asked, Finished, GatedCall, Waiting, text_result
 from bot.mcp.catalog import ListedTool, listed_tool
 from bot.mcp.config import GatewayConfig
 from bot.mcp.config_file import parse_gateway_config
@@ -108,7 +109,9 @@ async def desk(tmp_path: Path) -> AsyncIterator[Desk]:
         default_agent="mcp",
         clock=clock,
     )
-    calls = McpCalls(service, watch=watch, retry_window=timedelta(hours=1), clock=clock)
+    calls = McpCalls(
+        service, watch=watch, retry_window=timedelta(hours=1), max_waiting=3, clock=clock
+    )
     try:
         yield Desk(calls=calls, service=service, upstream=upstream, clock=clock)
     finally:
@@ -174,3 +177,17 @@ async def test_a_changed_definition_is_asked_again_and_a_held_run_says_so(desk: 
     held = await desk.calls.state(run_id)
     assert isinstance(held, Waiting)
     assert held.held == "upstream gone"
+
+
+async def test_a_client_may_have_only_so_many_calls_waiting_for_people(desk: Desk) -> None:
+    tool = desk.upstream.define("deploy", "Deploy a version.")
+    waiting = [
+        await desk.calls.ask(desk.call(tool, {**DEPLOY, "version": str(n)})) for n in range(3)
+    ]
+    fourth = desk.call(tool, {**DEPLOY, "version": "4"})
+    with pytest.raises(LimitError, match="3 calls of this client already wait"):
+        await desk.calls.ask(fourth)
+    retry = await desk.calls.ask(desk.call(tool, {**DEPLOY, "version": "0"}))
+    assert retry == Asked(run_id=waiting[0].run_id, new=False)  # a retry is not a new call
+    await desk.approve_all(waiting[0].run_id)
+    assert (await desk.calls.ask(fourth)).new  # one was decided: room for one more
