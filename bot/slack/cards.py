@@ -53,6 +53,10 @@ EDIT_ACTION_ID = "approval_edit"
 NOT_AMENDABLE_TEXT = (
     "Runs of {engine} agents cannot be approved with changes: approve or reject the call as it is."
 )
+TOOL_NOT_AMENDABLE_TEXT = (
+    "This tool's arguments cannot be changed here (its schema cannot be checked safely): "
+    "approve or reject the call as it is."
+)
 REVOKE_ACTION_ID = "approval_revoke"
 READ_ACTION_ID = "approval_read"
 RECORD_RESULT_ACTION_ID = "uncertain_record_result"
@@ -121,23 +125,24 @@ def approval_card_blocks(
     stands = standing_line(approval, standing)
     if stands is not None:
         blocks.append(mrkdwn_context(stands))
-    amendable = _amendable(run, approval)
+    per_tool = _amendable_tool(approval)
+    amendable = run.engine is None if per_tool is None else per_tool
     if run.engine is not None and status == "pending" and not amendable:
-        blocks.append(mrkdwn_context(NOT_AMENDABLE_TEXT.format(engine=run.engine.name)))
+        line = NOT_AMENDABLE_TEXT if per_tool is None else TOOL_NOT_AMENDABLE_TEXT
+        blocks.append(mrkdwn_context(line.format(engine=run.engine.name)))
     buttons = card_buttons(approval, cut=cut, amendable=amendable) if not_run is None else []
     if buttons:
         blocks.append({"type": "actions", "block_id": "decision", "elements": buttons})
     return blocks
 
 
-def _amendable(run: RunRecord, approval: ApprovalRecord) -> bool:
-    """Whether approvers may change the call's arguments: as its snapshot says when its
-    engine decides per tool, else only for the run core's calls."""
+def _amendable_tool(approval: ApprovalRecord) -> bool | None:
+    """Whether approvers may change this call's arguments, when its engine decides that
+    per tool (None: it does not; then only the run core's calls may be changed)."""
     try:
-        per_tool = ReviewSnapshot.from_json(approval.snapshot).amendable
+        return ReviewSnapshot.from_json(approval.snapshot).amendable
     except InputError:
-        per_tool = None
-    return run.engine is None if per_tool is None else per_tool
+        return None
 
 
 def standing_line(approval: ApprovalRecord, standing: Sequence[StandingDecision]) -> str | None:

@@ -68,6 +68,7 @@ async def test_a_read_only_tool_passes_through_and_a_gated_call_runs_once_when_a
         )
         card = await next_card(fake_slack)
         assert card.args["channel"] == "C0OPS"
+        assert "Approve with changes" in card.text
         assert "1.2.3" in card.text
         assert "MCP client agent, upstream ops, tool deploy" in card.text
         assert _tools(setup) == ["status"]  # nothing ran before the decision
@@ -272,6 +273,8 @@ async def test_secrets_in_arguments_never_reach_slack_or_the_log(
         client, driver = bot.client, bot.driver
         call = asyncio.create_task(client.call_tool("ops__send_email", email))
         card = await next_card(fake_slack)
+        assert "Approve with changes" not in card.text  # its schema has a regex
+        assert "cannot be checked safely" in card.text
         await decide(fake_slack, driver, card, "Approve")
         result = await call
         await fake_slack.wait_for("chat.postMessage", lambda c: "its result went back" in c.text)

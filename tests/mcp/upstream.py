@@ -63,7 +63,7 @@ TOOLS: dict[str, dict[str, Any]] = {
         "inputSchema": {
             "type": _OBJECT,
             "properties": {
-                "to": {"type": "string"},
+                "to": {"type": "string", "pattern": "^[^@]+@[^@]+$"},
                 "body": {"type": "string"},
                 "api_key": {"type": "string"},
             },
