@@ -56,13 +56,14 @@ from slack_load import (
 from bot.metrics import Metrics
 from bot.runtime import Agent, AgentRegistry, ModelResponse, ScriptedModel, tool
 from bot.service import ApprovalService
-from bot.service.tasks import TaskOwner
+from bot.slack.actions import APPROVE_ACTION_ID
 from bot.slack.after_ack import defer
-from bot.slack.cards import APPROVE_ACTION_ID, approval_card_blocks
+from bot.slack.cards import approval_card_blocks
 from bot.slack.gateway import SlackGateway
 from bot.slack.notifier import SlackNotifier
 from bot.slack.server import build_web_app
 from bot.slack.surface import SlackSurface
+from bot.tasks import TaskOwner
 from store import open_store
 from store.api import Store
 from store.crypto import KeyRing

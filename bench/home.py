@@ -43,11 +43,11 @@ from bot.policy.loading import parse_policy
 from bot.review.snapshot import review_snapshot
 from bot.runtime import RunState
 from bot.service import ApprovalService, Location
-from bot.service.api import Event
 from bot.service.codec import encode_state
-from bot.service.tasks import TaskOwner
+from bot.service.events import Event
 from bot.slack.app import list_text
 from bot.slack.home import build_home
+from bot.tasks import TaskOwner
 from store import open_store
 from store.api import Store
 from store.crypto import KeyRing

@@ -1,4 +1,4 @@
-"""RunState serialization: ours against the orjson floor and the OpenAI Agents SDK.
+"""RunState serialization: ours against the orjson floor and the agent frameworks' own.
 
     python bench/runstate.py            # sizes 10, 100, 1000 history items
     python bench/runstate.py --quick    # fewer samples
@@ -17,12 +17,17 @@ machine may be busy), ours and the floor interleaved sample by sample:
 
 Targets: our round trip <= 3x the floor, >= 10x faster than the SDK.
 
-A second table (with the SDK) measures what the bot adds around a paused SDK state
-(bot.adapters.openai_agents): `ExternalRunState.to_json()`, the store's seal (AES-GCM)
-and write, its read and open, and `read_run_state` (wall time: the store's writer is
-another thread), against the SDK's own `to_string()` + `from_string()` of the same state,
-at about 14 KB, 100 KB and 1 MB (a tool result of growing size), interleaved sample by
-sample; the ratio is the median of per-sample ratios (lower: the bot adds less).
+A second table, a column per agent framework installed (bench/paused_states.py: the
+OpenAI Agents SDK, LangGraph, Pydantic AI), measures what the bot adds around that
+framework's paused state: `ExternalRunState.to_json()`, the store's seal (AES-GCM) and
+write, its read and open, and `read_run_state` (wall time: the store's writer is another
+thread), against the framework's own serialisation round trip of the same state (the
+SDK's `to_string()` + `from_string()`; LangGraph's checkpoint serializer `dumps_typed` +
+`loads_typed` of the checkpoint and its pending writes; Pydantic AI's
+`ModelMessagesTypeAdapter.dump_json` + `validate_json` of the message history), at about
+14 KB, 100 KB and 1 MB of the framework's own bytes (a tool result of growing size),
+interleaved sample by sample; the ratio is the median of per-sample ratios (lower: the
+bot adds less).
 
 Prints the tables; exits non-zero only when something crashes.
 """
@@ -40,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from paused_states import Builder, Paused, installed, sized
 
 from bot.runtime import Agent, Runner, RunState, ScriptedModel, tool
 
@@ -199,68 +205,26 @@ async def measure_sdk(size: int, *, samples: int) -> Timing:
     return Timing(to_json=to_json, from_json=statistics.median(from_times))
 
 
-# -- the bot around an SDK state -------------------------------------------------------
+# -- the bot around each framework's paused state --------------------------------------
 
-SEALED_TARGETS = (14_000, 100_000, 1_000_000)  # bytes of the SDK's to_string()
-
-
-async def sdk_paused(result_chars: int) -> tuple[Any, Any]:
-    """An SDK agent and its paused RunState: one status call answered with
-    `result_chars` characters, then a deploy that needs approval."""
-    from agents import Agent as SdkAgent
-    from agents import RunConfig, function_tool
-    from agents import Runner as SdkRunner
-    from agents.testing import ScriptedModel as SdkScriptedModel
-    from agents.testing import function_call
-
-    @function_tool
-    def get_status(service: str) -> str:
-        """Report a service's health."""
-        return (RESULT_TEXT + " ") * (result_chars // (len(RESULT_TEXT) + 1) + 1)
-
-    @function_tool(needs_approval=True)
-    def deploy_release(service: str, version: str) -> str:
-        """Deploy a release."""
-        return "deployed"
-
-    steps: list[Any] = [
-        [function_call("get_status", {"service": "api"}, call_id="c_s")],
-        [function_call("deploy_release", {"service": "api", "version": "1.4.2"}, call_id="c_d")],
-    ]
-    agent = SdkAgent(
-        name="ops",
-        instructions="You operate services.",
-        tools=[get_status, deploy_release],
-        model=SdkScriptedModel(steps),
-    )
-    result = await SdkRunner.run(
-        agent, "status api, then deploy 1.4.2", run_config=RunConfig(tracing_disabled=True)
-    )
-    assert result.interruptions, "the SDK run did not pause for approval"
-    return agent, result.to_state()
+SEALED_TARGETS = (14_000, 100_000, 1_000_000)  # bytes of the framework's own serialisation
 
 
-async def measure_sealed(
-    target: int, *, samples: int, store: Any
-) -> tuple[int, float, float, float]:
-    """(SDK bytes, SDK round trip s, ours around it s, median per-sample ratio)."""
+async def measure_around(paused: Paused, *, samples: int, store: Any) -> tuple[float, float, float]:
+    """(the framework's own serialise-and-restore s, what the bot adds around it s:
+    ExternalRunState.to_json, the store's seal and write, its read and open,
+    read_run_state; the median per-sample ratio of the two), medians."""
     from bot.runtime import EngineInfo, ExternalRunState, PendingCall, read_run_state
 
-    # the tool result appears about four times in the SDK's text (items, session, the
-    # last response, indented): a paused state is about 11 KB without it
-    agent, state = await sdk_paused(max(0, (target - 11_000) // 4))
-    from agents import RunState as SdkRunState
-
-    text = state.to_string()
     wrapped = ExternalRunState(
-        run_id=f"bench-{target}",
+        run_id=f"bench-{paused.framework}-{paused.own_bytes}",
         agent_name="ops",
         agent_version="1",
-        engine=EngineInfo(name="openai-agents", version="bench", schema_version="1"),
-        engine_state={"paused": state.to_json()},
+        engine=EngineInfo(name=paused.framework, version="bench", schema_version="1"),
+        engine_state=paused.engine_state,
         pending=[
             PendingCall(
-                tool_call_id="c_d",
+                tool_call_id=paused.call_id,
                 tool_name="deploy_release",
                 arguments={"service": "api", "version": "1.4.2"},
                 execution_key="k" * 32,
@@ -273,9 +237,6 @@ async def measure_sealed(
         schema_version=wrapped.schema_version, state_json=wrapped.to_json(), status="paused",
     )  # fmt: skip
 
-    async def sdk_round_trip() -> None:
-        await SdkRunState.from_string(agent, state.to_string())
-
     async def ours_around() -> None:
         nonlocal run
         run = await store.save_run_state(
@@ -284,41 +245,47 @@ async def measure_sealed(
         )  # fmt: skip
         read_run_state(await store.load_run_state(run.run_id))
 
-    sdk_times, our_times, ratios = [], [], []
+    await paused.own_round_trip()  # warm both up (first writes, first imports): not timed
+    await ours_around()
+    own, ours, ratios = [], [], []
     for _ in range(samples):
         start = time.perf_counter()
-        await sdk_round_trip()
+        await paused.own_round_trip()
         middle = time.perf_counter()
         await ours_around()
         end = time.perf_counter()
-        sdk_times.append(middle - start)
-        our_times.append(end - middle)
+        own.append(middle - start)
+        ours.append(end - middle)
         ratios.append((end - middle) / (middle - start))
-    return (
-        len(text),
-        statistics.median(sdk_times),
-        statistics.median(our_times),
-        statistics.median(ratios),
-    )
+    return statistics.median(own), statistics.median(ours), statistics.median(ratios)
 
 
-async def sealed_table(samples: int) -> None:
+async def sealed_table(samples: int, frameworks: dict[str, Builder]) -> None:
     import tempfile
     from pathlib import Path
 
     from store import open_store
 
     print()
-    print("the bot around a paused SDK state: to_json + seal + store + load + read (wall ms)")
-    header = f"{'SDK bytes':>10} | {'SDK to+from':>11} | {'ours around':>11} | {'ours/SDK':>8}"
+    print(
+        "the bot around a paused framework state: to_json + seal + store + load + read, "
+        "against the framework's own serialise + restore of it (median of per-sample "
+        "wall-time ratios; lower: the bot adds less)"
+    )
+    print("each cell: the framework's own ms / the bot's around it ms, ratio")
+    header = f"{'own bytes':>10}" + "".join(f" | {name:>24}" for name in frameworks)
     print(header)
     print("-" * len(header))
     with tempfile.TemporaryDirectory() as directory:
         store = await open_store(str(Path(directory) / "bench.db"), environ={})
         try:
             for target in SEALED_TARGETS:
-                size, sdk, ours, ratio = await measure_sealed(target, samples=samples, store=store)
-                print(f"{size:>10,} | {sdk * 1e3:>11.2f} | {ours * 1e3:>11.2f} | {ratio:>7.2f}x")
+                cells = []
+                for build in frameworks.values():
+                    paused = await sized(build, target)
+                    own, ours, ratio = await measure_around(paused, samples=samples, store=store)
+                    cells.append(f"{own * 1e3:.2f} / {ours * 1e3:.2f} ms, {ratio:.2f}x")
+                print(f"{'~' + format(target, ','):>10}" + "".join(f" | {c:>24}" for c in cells))
         finally:
             await store.close()
 
@@ -367,8 +334,9 @@ async def main(argv: list[str] | None = None) -> int:
             )
         print(row, flush=True)
     print("targets: rt/floor <= 3x; SDK rt/ours >= 10x")
-    if with_sdk:
-        await sealed_table(samples)
+    frameworks = installed()
+    if frameworks:
+        await sealed_table(samples, frameworks)
     return 0
 
 

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The fake Slack Web API lives with the Slack tests (tests.slack.fake_slack).
 sys.path.insert(0, str(ROOT))
 
-from bot.slack.cards import APPROVE_ACTION_ID  # noqa: E402
+from bot.slack.actions import APPROVE_ACTION_ID  # noqa: E402
 from bot.slack.server import EVENTS_PATH  # noqa: E402
 from bot.slack.signature import compute_signature  # noqa: E402
 from tests.slack.fake_slack import TEAM_ID, FakeSlack  # noqa: E402

@@ -15,7 +15,7 @@ one decision after the other:
   audit event (read the chain head, hash, insert) in the same transaction, the record
   built, the write lock and the hand-off to the writer thread around it;
 - store.vote (the service's write path), quorum 1: read the row, insert the vote, tally
-  the votes (store.approvals.tally), the conditional update and the `decided` event, in
+  the votes (store.sql.votes.tally), the conditional update and the `decided` event, in
   the same one transaction.
 
 Blobs: `create_run` / `save_run_state` (seal + write) and `load_run_state` (read + open +

@@ -9,8 +9,9 @@ Configuration read once at start-up by `serve`, `socket` and `demo`:
   AgentRegistry, or a zero-argument callable returning one, merged over (and overriding)
   the default registry.
 
-The built-in registry holds the ops agent and, when the OpenAI Agents SDK is installed
-(the `openai-agents` extra), its twin `ops-openai` (bot.adapters.openai_agents).
+The built-in registry holds the ops agent and, for each agent framework whose extra is
+installed, the ops agent rebuilt on it (each adapter under bot/adapters/ declares its
+own; bot.adapters.lazy finds them and registers them without importing the framework).
 
 Every problem is a ConfigError naming the variable. bot.demo holds the demo agent
 itself; this module only chooses.
@@ -19,21 +20,17 @@ itself; this module only chooses.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 from collections.abc import Mapping
 
-from bot.adapters.lazy import LazyEngine
-from bot.demo.agent import default_registry
+from bot.adapters.lazy import builtin_agent_needing, builtin_agents
 from bot.demo.offline_model import OfflineOpsModel
-from bot.demo.tools import OPS_TOOLS
+from bot.demo.ops_agent import default_registry
 from bot.errors import ConfigError
 from bot.metrics import Metrics
-from bot.runtime import AgentRegistry, Model
+from bot.runtime import AgentEngine, AgentRegistry, Model
 
 AGENTS_ENV = "APPROVALS_AGENTS"
-OPS_OPENAI_NAME = "ops-openai"  # bot.adapters.openai_agents.ops builds it
-OPS_OPENAI_VERSION = "1"
 MODEL_ENV = "APPROVALS_MODEL"
 
 
@@ -68,34 +65,29 @@ async def close_model(model: Model) -> None:
         await aclose()
 
 
-def sdk_installed() -> bool:
-    """Whether the OpenAI Agents SDK (the `openai-agents` extra) can be imported."""
-    return importlib.util.find_spec("agents") is not None
-
-
-class LazyOpsOpenAI(LazyEngine):
-    """`ops-openai`, registered without importing the SDK (bot.adapters.lazy)."""
-
-    understands_ops_tasks = True  # the demo refuses what its offline model cannot do
-
-    def __init__(self) -> None:
-        super().__init__(
-            factory="bot.adapters.openai_agents.ops:build_ops_openai_agent",
-            name=OPS_OPENAI_NAME,
-            version=OPS_OPENAI_VERSION,
-            tools=[tool.name for tool in OPS_TOOLS],
-            amendable=False,
-        )
+def agent_to_run(registry: AgentRegistry, name: str | None) -> AgentEngine:
+    """The latest version of the agent `name` (None: the registry's default). Asking for
+    a built-in agent whose framework is missing says which extra brings it (the
+    built-in registry notes them: `builtin_registry`)."""
+    return registry.default() if name is None else registry.latest(name)
 
 
 def builtin_registry(model: Model | None = None) -> AgentRegistry:
-    """The agents every deployment has: `ops` with `model` (default: offline) and, with
-    the SDK installed, `ops-openai` (always offline: no credentials needed; the SDK is
-    imported when it first runs)."""
+    """The agents every deployment has: `ops` with `model` (default: offline) and, for
+    each installed agent framework, its built-in twin (always offline: no credentials
+    needed; the framework is imported when the agent first runs)."""
     registry = default_registry(model)
-    if sdk_installed():
-        registry.register(LazyOpsOpenAI())
+    for builtin in builtin_agents():
+        if builtin.installed():
+            registry.register(builtin.engine())
+        else:  # asked for by name (/agent @ops-langgraph, demo --agent), it says why not
+            registry.note_unavailable(builtin.name, builtin.not_installed())
     return registry
+
+
+def tool_names(registry: AgentRegistry) -> list[str]:
+    """Every tool of every agent in `registry` (what a policy's tool tables may name)."""
+    return sorted({name for agent in registry for name in agent.tool_names()})
 
 
 def load_agent_registry(spec: str | None, *, default: AgentRegistry) -> AgentRegistry:
@@ -106,7 +98,8 @@ def load_agent_registry(spec: str | None, *, default: AgentRegistry) -> AgentReg
     extra = _resolve(spec)
     extra_keys = {(agent.name, agent.version) for agent in extra}
     merged = AgentRegistry(
-        agent for agent in default if (agent.name, agent.version) not in extra_keys
+        (agent for agent in default if (agent.name, agent.version) not in extra_keys),
+        unavailable=default.unavailable,
     )
     for agent in extra:
         merged.register(agent)
@@ -118,7 +111,9 @@ def _resolve(spec: str) -> AgentRegistry:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise ConfigError(f"{AGENTS_ENV}: cannot import {module_name!r}: {error}") from error
+        needing = builtin_agent_needing(error.name)
+        hint = f" ({needing.framework}: {needing.install_hint()})" if needing else ""
+        raise ConfigError(f"{AGENTS_ENV}: cannot import {module_name!r}: {error}{hint}") from error
     target = getattr(module, attribute, None)
     if target is None:
         raise ConfigError(f"{AGENTS_ENV}: module {module_name!r} has no attribute {attribute!r}")

@@ -2,20 +2,23 @@
 
 Each module in `bot.commands` exposes `register(subparsers)` and sets `func` on its
 parsers; `func(args)` returns an exit code. Errors from our tree become one clear line
-on stderr and exit code 2; nothing else is caught.
+on stderr (then a line per note a command added: what to do next) and exit code 2;
+nothing else is caught.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import sys
 from collections.abc import Sequence
 
 from bot import __version__
+from bot.env_file import load_env_file
 from bot.errors import ApprovalsError
-from bot.logs import install_log_redaction
+from bot.logs import announce, install_log_redaction
 
 COMMAND_MODULES = (
     "bot.commands.demo",
@@ -28,6 +31,8 @@ COMMAND_MODULES = (
     "bot.commands.database",
     "bot.commands.serve",
     "bot.commands.dev",
+    "bot.commands.manifest",
+    "bot.commands.doctor",
 )
 
 
@@ -43,6 +48,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+ERROR_LINE_CHARS = 500
+
+
+def clipped(message: str, *, width: int = ERROR_LINE_CHARS) -> str:
+    """`message` with each line cut to `width` characters: an error may quote what it
+    was given, and never echoes kilobytes of it back."""
+    return "\n".join(
+        line if len(line) <= width else f"{line[: width - 1]}… ({len(line)} characters)"
+        for line in message.split("\n")
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     install_log_redaction()  # no credential in any log line of any command
     parser = build_parser()
@@ -51,9 +68,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        load_env_file()  # ./.env fills in what the environment does not set
         code: int = args.func(args)
     except ApprovalsError as error:
-        print(f"approvals-bot: error: {error}", file=sys.stderr)
+        announce(f"error: {clipped(str(error))}", level=logging.ERROR)
+        for note in getattr(error, "__notes__", ()):  # what to do next, added on the way up
+            announce(note, level=logging.ERROR)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -16,7 +16,8 @@ Installing is idempotent and process-wide (the record factory is global): the CL
 the Slack surface both install it at start.
 
 `configure_logging` sets what `serve` and `socket` write: LOG_FORMAT `text` (a line
-with `key=value` fields) or `json` (one object per line), at LOG_LEVEL. The fields are
+with `key=value` fields) or `json` (one object per line, and then every line on stderr
+is one: `announce` writes the start-up and error lines the same way), at LOG_LEVEL. The fields are
 what a record carries beyond logging's own (`extra=`): the service's business events
 carry `event`, `run_id`, `approval_id`, `tool_call_id`, `execution_key`
 (bot.service.telemetry).
@@ -118,7 +119,9 @@ def log_settings_from_env(environ: Mapping[str, str]) -> LogSettings:
 
 def configure_logging(settings: LogSettings, *, stream: TextIO | None = None) -> None:
     """One handler on the root logger writing `settings.format` lines to `stream`
-    (stderr) at `settings.level`; configuring again replaces our handler, never another's."""
+    (stderr) at `settings.level`; configuring again replaces our handler, never another's.
+    In json, everything else the process would write on stderr goes through it too:
+    Python's warnings, an uncaught exception, and the lines `announce` writes."""
     root = logging.getLogger()
     for handler in list(root.handlers):
         if getattr(handler, _MARK_HANDLER, False):
@@ -128,6 +131,67 @@ def configure_logging(settings: LogSettings, *, stream: TextIO | None = None) ->
     setattr(handler, _MARK_HANDLER, True)
     root.addHandler(handler)
     root.setLevel(settings.level)
+    quiet_library_noise(settings.level)
+    logging.captureWarnings(settings.format == "json")
+    sys.excepthook = _log_uncaught if settings.format == "json" else sys.__excepthook__
+
+
+ANNOUNCER = "approvals-bot"  # the logger name of `announce`'s lines in json
+
+
+def announce(message: str, *, level: int = logging.INFO) -> None:
+    """A line for whoever runs the command (where it listens, an error): on stderr as
+    `approvals-bot: <message>`, or, once `configure_logging` chose json, as one JSON
+    object, whatever LOG_LEVEL says."""
+    handler = _our_handler()
+    if handler is None or not isinstance(handler.formatter, JsonFormatter):
+        print(f"approvals-bot: {message}", file=sys.stderr, flush=True)
+        return
+    record = logging.getLogger(ANNOUNCER).makeRecord(
+        ANNOUNCER, level, "(announce)", 0, message, (), None
+    )
+    handler.handle(record)
+
+
+def _our_handler() -> logging.Handler | None:
+    for handler in logging.getLogger().handlers:
+        if getattr(handler, _MARK_HANDLER, False):
+            return handler
+    return None
+
+
+def _log_uncaught(kind: type[BaseException], error: BaseException, traceback: Any) -> None:
+    logging.getLogger(ANNOUNCER).critical("uncaught exception", exc_info=(kind, error, traceback))
+
+
+# Library lines that say nothing to whoever runs the bot:
+# - slack_sdk logs each retry of a Web API call at INFO, unless the client's own logger
+#   has a level above DEBUG (its check is `logger.level <= DEBUG`); our WARNING per try
+#   of auth.test, and the retry metrics, say what matters;
+# - Bolt warns that its `token` goes unused when SLACK_BOT_TOKEN is set and a client is
+#   given (it reads the variable itself): the bot gives the client on purpose.
+RETRY_LOGGERS = ("slack_sdk.web.async_base_client", "slack_sdk.webhook.async_client")
+BOLT_APP_LOGGER = "slack_bolt.AsyncApp"
+
+
+class _DropMessage(logging.Filter):
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != self.message
+
+
+def quiet_library_noise(level: str) -> None:
+    """Silence the library lines above at `level` (slack_sdk's retries show at DEBUG)."""
+    from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
+
+    for name in RETRY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if level == "DEBUG" else logging.INFO)
+    bolt = logging.getLogger(BOLT_APP_LOGGER)
+    if not any(isinstance(f, _DropMessage) for f in bolt.filters):
+        bolt.addFilter(_DropMessage(warning_client_prioritized_and_token_skipped()))
 
 
 def record_fields(record: logging.LogRecord) -> dict[str, Any]:

@@ -1,13 +1,15 @@
-"""An offline MCP server to put the gateway in front of: an "ops" upstream over stdio.
+"""An offline MCP server to put the gateway in front of: an "ops" upstream over stdio,
+which the gateway starts as a child:
 
     approvals-bot mcp check examples/mcp.toml
-    APPROVALS_MCP=examples/mcp.toml approvals-bot serve      # starts this as a child
+    APPROVALS_MCP=examples/mcp.toml approvals-bot serve
 
 Its tools do nothing real: each call appends one JSON line to OPS_MCP_EFFECTS (default
 ./mcp-effects.jsonl), so you can see what ran, and how often. It annotates its tools the
 way MCP servers do: `service_status` is read-only (the example's file lets such tools
 pass straight through), `deploy_release` is destructive; the others say nothing, so they
-need approval too. Written with the official MCP SDK (`pip install 'approvals-bot[mcp]'`).
+need approval too. Written with the official MCP SDK (from a checkout:
+`pip install -e '.[mcp]'`).
 """
 
 from __future__ import annotations

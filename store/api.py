@@ -3,10 +3,11 @@ is store.records).
 
 Callers (the service, the CLI) see only these protocols and the records. `Store` is the
 sum of one protocol per concept: runs, approvals, votes, audit, ledger, maintenance.
-Each engine implements every concept in its own package (store/sqlite/, the embedded
-default) from the engine-neutral rules beside this module, and `store.engine.EngineStore`
-joins the parts into one Store. Every state transition is one conditional update from an expected
-state, so of two racing callers exactly one wins.
+Every concept is one part of store/sql/ (its rules, its SQL and its write transactions,
+shared by every backend), and `store.sql.store.SqlStore` joins the parts into one Store;
+a backend package (store/sqlite/, the embedded default, and store/postgres/) brings the
+connections they run on. Every state transition is one conditional update from an
+expected state, so of two racing callers exactly one wins.
 """
 
 from __future__ import annotations
@@ -84,9 +85,9 @@ class RunStore(Protocol):
         schema_version: str,
         engine: EngineStamp | None = None,
     ) -> RunRecord:
-        """Encrypt and store a new state blob and status (and the engine that wrote it);
+        """Encrypt and store a new state blob and status (and the agent engine that wrote it);
         ConflictError if the version moved. Clears `needs_migration`: the state was just
-        written by an engine that could read it. A status that is not working ends the
+        written by an agent engine that could read it. A status that is not working ends the
         run's lease (a takeover moves the version, so a worker that lost the run cannot
         save over it)."""
         ...
@@ -154,13 +155,19 @@ class RunStore(Protocol):
         ...
 
     async def purge_finished_runs(
-        self, *, finished_before: datetime, actor: str, batch_size: int = 200
+        self,
+        *,
+        finished_before: datetime,
+        actor: str,
+        batch_size: int = 200,
+        dry_run: bool = False,
     ) -> PurgeReport:
         """Retention: for every run completed, failed or cancelled before
         `finished_before` (by `updated_at`) and not purged yet, delete its sealed state,
         its ledger results and its approvals' review snapshots (the argument digests stay),
         clear its task, and set `purged_at`. Run, approval, vote and ledger rows stay, and
-        the audit log is untouched but for one `purged` event per batch naming its runs."""
+        the audit log is untouched but for one `purged` event per batch naming its runs.
+        `dry_run`: count what would go, change nothing (nor audit anything)."""
         ...
 
 
@@ -391,7 +398,7 @@ class StandingStore(Protocol):
 
 
 class VoteStore(Protocol):
-    """Votes toward an approval's quorum (the rule: store.approvals.tally)."""
+    """Votes toward an approval's quorum (the rule: store.sql.votes.tally)."""
 
     async def vote(
         self,
@@ -478,7 +485,7 @@ class LedgerStore(Protocol):
         redispatch: bool = False,
         run_lease_token: int | None = None,
     ) -> Claim:
-        """See store.ledger. With `run_lease_token`, refused (LeaseLostError, nothing
+        """See store.sql.ledger. With `run_lease_token`, refused (LeaseLostError, nothing
         written) unless `owner` holds the run's lease under that token."""
         ...
 

@@ -1,8 +1,8 @@
-"""The audit log's hash chain, for every engine: linking a new event, verifying the
+"""The audit log's hash chain, for every backend: linking a new event, verifying the
 chain, and the export format.
 
 Each event's hash is SHA-256 over the previous event's hash followed by the event's
-canonical JSON (kind, actor, run id, approval id, detail, time). The engine keeps an
+canonical JSON (kind, actor, run id, approval id, detail, time). The backend keeps an
 `audit_head` row (seq and hash of the newest event), so deleting events at the end is
 caught as well. Verification walks the log in order and names the first bad event:
 
@@ -148,7 +148,7 @@ def link(prev_hash: str, seq: int, queued: Sequence[Row]) -> list[tuple[Any, ...
 
 
 class ChainReader(Protocol):
-    """The three reads verification needs from an engine."""
+    """The three reads verification needs from a backend."""
 
     async def audit_head(self) -> tuple[int, str]:
         """(seq, hash) of the newest event; (0, GENESIS_HASH) when the log is empty."""

@@ -1,4 +1,4 @@
-"""Parse `APPROVALS_DATABASE_URL` into an engine location.
+"""Parse `APPROVALS_DATABASE_URL` into a backend location.
 
 Accepted: a file path, or `sqlite:///relative/or/absolute/path` (`sqlite:////abs` also
 works), for SQLite; the default is `./approvals.db`. `postgresql://user@host:port/db`

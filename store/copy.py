@@ -1,19 +1,24 @@
-"""Copying a whole store to another database, engine to engine (`approvals-bot db copy`).
+"""Copying a whole store to another database, backend to backend (`approvals-bot db copy`).
 
 Every row of every table goes across as it is stored: runs and their sealed state blobs
 (ciphertext, nonce and key id unchanged: the associated data names the run, its version
-and schema, never the engine, so the same key ring opens them there), approvals, votes,
+and schema, never the backend, so the same key ring opens them there), approvals, votes,
 full reads, standing decisions, ledger rows with their sealed results, and the audit log
 with its head, in sequence order, so the chain's hashes verify on the copy. The target
 must be empty and at the same schema version as the source; the copy is one transaction
-on the target, so a failure leaves it empty. The source is read, never written.
+on the target, so a failure leaves it empty. The source is read, never written (but for
+linking what its audit queue holds, as every read of its log does first).
 
-What is not copied: run leases, request memory and the MCP gateway's call keys. A copy
-is taken with the bot stopped (`db copy` refuses while a server holds the SQLite file),
-so no lease is live; a run left working is taken over by recovery at the first start on
-the target, Slack's redeliveries from before the move are long past, and an MCP client
-retrying a call from before the move gets a new card (its old one still decides the old
-run).
+What is not copied, and why, is `NOT_COPIED`: run leases and request memory (a copy is
+taken with the bot stopped, `db copy` refusing while a server holds the SQLite file, so
+no lease is live; a run left working is taken over by recovery at the first start on the
+target, and Slack's redeliveries from before the move are long past), the MCP gateway's
+call keys (an MCP client retrying a call from before the move gets a new card; its old
+one still decides the old run), the audit head
+(the target's moves along as its events go in), the audit queue (linked on the source
+first, as every read of its log does: a process that died between its commit and its
+link leaves events there) and the migrations ledger (each database has its own, at the
+same version). A test holds `TABLES` and `NOT_COPIED` to the tables the migrations make.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.errors import InputError
-from store.tx import Body, Engine, one, run
+from store.sql.audit import link_all
+from store.tx import Body, Database, one, run
 
 # In an order the foreign keys accept, each with the order its rows are read in.
 TABLES: tuple[tuple[str, str], ...] = (
@@ -37,6 +43,14 @@ TABLES: tuple[tuple[str, str], ...] = (
     ("audit_events", "seq"),  # the insert trigger moves the head along to the last one
 )
 HELD = ("runs", "approvals", "ledger", "audit_events")  # any row here: the target is in use
+NOT_COPIED: dict[str, str] = {
+    "run_leases": "no lease is live with the bot stopped; recovery takes working runs over",
+    "request_memory": "Slack's redeliveries from before the move are long past",
+    "mcp_calls": "an MCP client retrying a call from before the move gets a new card",
+    "audit_head": "the target's head moves along as the copied events go in",
+    "audit_queue": "linked into audit_events on the source before the copy reads it",
+    "schema_migrations": "each database has its own ledger, at the same version",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,8 +63,8 @@ Progress = Callable[[str, int], None]
 
 
 async def copy_store(
-    source: Engine,
-    target: Engine,
+    source: Database,
+    target: Database,
     *,
     source_version: int,
     target_version: int,
@@ -66,6 +80,8 @@ async def copy_store(
             f"{target_name} is at schema version {target_version}, the source at "
             f"{source_version}; upgrade approvals-bot on both sides first"
         )
+    if await source.read_one("SELECT 1 FROM audit_queue LIMIT 1") is not None:
+        await link_all(source)  # what a dead process queued and did not link (NOT_COPIED)
     tables: dict[str, list[Any]] = {}
     for table, order in TABLES:
         tables[table] = list(await source.read(f"SELECT * FROM {table} ORDER BY {order}"))

@@ -6,10 +6,10 @@ the key id, so a blob copied onto another record, replayed from an older version
 same record, or relabelled with another key id fails authentication. Any failure to open
 a sealed blob becomes one `TamperError`; callers fail closed.
 
-`Sealer` is how every engine seals and opens its blobs: off the event loop when they are
+`Sealer` is how every backend seals and opens its blobs: off the event loop when they are
 large, and failing closed: a blob that does not open is audited `tamper_detected` before
 the TamperError reaches the caller. What each kind of blob is bound to lives with its
-concept (run states: store.runs; ledger results: store.ledger).
+concept (run states: store.sql.runs; ledger results: store.sql.ledger).
 """
 
 from __future__ import annotations
@@ -77,6 +77,27 @@ class KeyRing:
 
     def __repr__(self) -> str:
         return f"KeyRing(key_ids={list(self.key_ids)!r})"
+
+
+class NoKeys(KeyRing):
+    """The key ring of a store opened to read only what is stored in clear (runs, the
+    audit log) where no key is at hand: sealing or opening anything is a ConfigError
+    saying why there is no key (`why`), never a TamperError."""
+
+    def __init__(self, why: str) -> None:
+        self._keys = ()
+        self._by_id = {}
+        self.why = why
+
+    @property
+    def newest(self) -> DataKey:
+        raise ConfigError(self.why)
+
+    def get(self, key_id: str) -> DataKey | None:
+        raise ConfigError(self.why)
+
+    def __repr__(self) -> str:
+        return "NoKeys()"
 
 
 @dataclass(frozen=True, kw_only=True)

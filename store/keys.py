@@ -15,12 +15,12 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
 from bot.errors import ConfigError
-from store.crypto import KEY_BYTES, DataKey, KeyRing
+from store.crypto import KEY_BYTES, DataKey, KeyRing, NoKeys
 
 KEYS_ENV = "APPROVALS_KEYS"
 KEY_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -122,13 +122,18 @@ def _write_new_file(path: Path, text: str) -> None:
 
 
 def resolve_keyring(
-    database: Path, *, environ: Mapping[str, str] | None = None, may_create: bool
+    database: Path,
+    *,
+    environ: Mapping[str, str] | None = None,
+    sealed: Collection[str],
+    required: bool = True,
 ) -> KeyRing:
     """APPROVALS_KEYS if set, else the key file beside the database.
 
-    The key file is created only when `may_create` (the database holds nothing sealed
-    yet): a missing key file next to encrypted data is an error, not a reason to mint a
-    key that cannot decrypt it.
+    The key file is created only when nothing in the database is `sealed` yet (the key
+    ids its sealed data names): a missing key file next to encrypted data is an error,
+    not a reason to mint a key that cannot decrypt it. Not `required` (a command that
+    reads only what is in clear), a missing key is NoKeys, and no key file is created.
     """
     env = os.environ if environ is None else environ
     configured = env.get(KEYS_ENV)
@@ -137,9 +142,37 @@ def resolve_keyring(
     path = key_file_for(database)
     if path.exists():
         return load_key_file(path)
-    if not may_create:
-        raise ConfigError(
-            f"database {database} holds encrypted data but its key file {path} is missing; "
-            f"restore the key file or set {KEYS_ENV}"
-        )
+    if sealed:
+        problem = missing_key_file(database, path, sealed)
+        if required:
+            raise ConfigError(problem)
+        return NoKeys(problem)
+    if not required:
+        return NoKeys(f"database {database} has no key file ({path}) and {KEYS_ENV} is unset")
     return create_key_file(path)
+
+
+def missing_key_file(database: Path, key_file: Path, sealed: Collection[str]) -> str:
+    """Why a SQLite database's sealed data cannot be opened, and where its keys are."""
+    return (
+        f"database {database} holds data sealed with key id(s) {', '.join(sorted(sealed))}, "
+        f"but its key file {key_file} is missing: restore it (or set {KEYS_ENV}); a "
+        "database made by `approvals-bot db copy` needs the key file of the database it "
+        f"was copied from, copied to {key_file} (mode 0600)"
+    )
+
+
+def missing_keys_variable(where: str, sealed: Collection[str]) -> str:
+    """Why a server database (no key file beside it) cannot be opened without
+    APPROVALS_KEYS: the keys its data was sealed with, or a new ring when none was."""
+    if not sealed:
+        return (
+            f"database {where} is Postgres: set {KEYS_ENV} (kid:base64key,...; "
+            "`approvals-bot keys generate --print` makes one); there is no key file beside it"
+        )
+    return (
+        f"database {where} holds data sealed with key id(s) {', '.join(sorted(sealed))} and "
+        f"{KEYS_ENV} is not set: set it to those keys (kid:base64key,...). After "
+        "`approvals-bot db copy` from SQLite they are the lines of the source's key file: "
+        f'{KEYS_ENV}="$(paste -sd, approvals.db.key)"'
+    )

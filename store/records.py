@@ -8,9 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
+
+from bot.errors import InputError
 
 RunStatus = Literal["running", "paused", "resuming", "completed", "failed", "cancelled"]
+RUN_STATUSES: frozenset[str] = frozenset(get_args(RunStatus))
 ApprovalStatus = Literal["pending", "approved", "rejected", "expired", "revoked"]
 Verdict = Literal["approved", "rejected"]  # how a decision or a vote went
 TERMINAL_APPROVAL_STATUSES: frozenset[str] = frozenset(
@@ -28,6 +31,12 @@ TASK_SUMMARY_CHARS = 200  # how much of a run's (redacted) task its row keeps
 LEGACY_KEY_PREFIX = "call:"
 """An approval requested before approvals were keyed by execution key carries
 `call:<tool call id>` as its key: its call is matched by tool call id, as it was then."""
+
+
+def check_run_status(status: str) -> None:
+    """InputError unless `status` is a run status (what every run operation checks)."""
+    if status not in RUN_STATUSES:
+        raise InputError(f"run status {status!r} is not one of {sorted(RUN_STATUSES)}")
 
 
 @dataclass(frozen=True, kw_only=True)

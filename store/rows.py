@@ -1,9 +1,9 @@
-"""How records lie in the database, for every engine: column lists, times as text, and
+"""How records lie in the database, for every backend: column lists, times as text, and
 row -> record conversion.
 
 Times are stored as fixed-width UTC text ('2026-11-29T14:23:22.000000Z'), so comparing
 and ordering them in SQL is time order, and the audit chain hashes the exact text that
-is stored (a copy to another engine verifies unchanged). A row is anything indexed by
+is stored (a copy to another backend verifies unchanged). A row is anything indexed by
 column name (sqlite3.Row, asyncpg.Record).
 """
 

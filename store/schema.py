@@ -1,14 +1,14 @@
-"""Schema versions: the numbered migrations each engine ships, one ledger for all.
+"""Schema versions: the numbered migrations each backend ships, one ledger for all.
 
-Every engine has its own SQL under `store/migrations/<engine>/NNNN_name.sql`, and the
-numbers and names are the same for every engine: migration 4 is the same change of the
+Every backend has its own SQL under `store/migrations/<backend>/NNNN_name.sql`, and the
+numbers and names are the same for every backend: migration 4 is the same change of the
 schema in SQLite and in Postgres, so a database's version means the same whichever
-engine holds it. An engine records each migration it applies in its `schema_migrations`
+backend holds it. A backend records each migration it applies in its `schema_migrations`
 table (version, name, applied_at) in the same transaction as the migration itself, and
 refuses a database recorded at a version newer than this build knows.
 
 Numbers need not be contiguous: a number may be reserved by a change still under way
-on another branch. An engine applies every bundled migration its ledger lacks, in
+on another branch. A backend applies every bundled migration its ledger lacks, in
 number order (not only those above the highest recorded), so a migration merged later
 under a lower number is still applied; each migration is therefore self-contained.
 """
@@ -31,10 +31,10 @@ class Migration:
     sql: str
 
 
-def bundled_migrations(engine: str) -> list[Migration]:
-    """The engine's migrations shipped with this build, in order, each number once."""
+def bundled_migrations(backend: str) -> list[Migration]:
+    """The backend's migrations shipped with this build, in order, each number once."""
     found: list[Migration] = []
-    for entry in resources.files("store").joinpath("migrations", engine).iterdir():
+    for entry in resources.files("store").joinpath("migrations", backend).iterdir():
         match = MIGRATION_NAME.match(entry.name)
         if match:
             found.append(
@@ -47,13 +47,13 @@ def bundled_migrations(engine: str) -> list[Migration]:
     found.sort(key=lambda migration: migration.version)
     versions = [migration.version for migration in found]
     if len(set(versions)) != len(versions) or (versions and versions[0] != 1):
-        raise MigrationError(f"bundled {engine} migrations start at 1 and use each number once")
+        raise MigrationError(f"bundled {backend} migrations start at 1 and use each number once")
     return found
 
 
-def latest_version(engine: str) -> int:
-    """The newest schema version the engine's build ships."""
-    migrations = bundled_migrations(engine)
+def latest_version(backend: str) -> int:
+    """The newest schema version the backend's build ships."""
+    migrations = bundled_migrations(backend)
     return migrations[-1].version if migrations else 0
 
 

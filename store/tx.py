@@ -1,13 +1,13 @@
-"""Transaction bodies every engine runs: generators of SQL statements.
+"""Transaction bodies every backend runs: generators of SQL statements.
 
 A write transaction is written once, as a generator that yields `Statement`s and gets
 each one's result sent back (`row = yield one(sql, params)`), and returns its outcome.
-It does no I/O itself, so each engine drives it its own way: SQLite whole on its writer
+It does no I/O itself, so each backend drives it its own way: SQLite whole on its writer
 thread (one hand-off per transaction), Postgres statement by statement on a pooled
-connection. The rules stay in one place and both engines run the same SQL.
+connection. The rules stay in one place and both backends run the same SQL.
 
-The SQL is written once too, in the dialect both engines share, with two marks each
-engine reads its own way (`store.sqlite.connection`, `store.postgres.dialect`):
+The SQL is written once too, in the dialect both backends share, with two marks each
+backend reads its own way (`store.sqlite.connection`, `store.postgres.dialect`):
 - `?` placeholders (Postgres numbers them `$1, $2 ...`);
 - `FOR UPDATE` on a read whose row the transaction goes on to change: Postgres locks the
   row (other writers wait, so the read stays true until commit); SQLite drops it, its
@@ -124,8 +124,8 @@ class IntegrityViolation(Exception):
     """A constraint refused a row (unique key, foreign key, check): thrown into the body."""
 
 
-class Engine(Protocol):
-    """What the concept parts (store.sql) need from an engine's database."""
+class Database(Protocol):
+    """What the concept parts (store.sql) need from a backend's database."""
 
     async def transact(self, body: Callable[[], Body[T]]) -> T:
         """Run the body made by `body()` as one write transaction; its outcome."""
@@ -133,7 +133,7 @@ class Engine(Protocol):
 
     async def transact_one(self, statement: Statement) -> Any:
         """Run one statement as a write transaction of its own (atomic by itself; one
-        round trip where the engine has them); its result as a body would get it. A
+        round trip where the backend has them); its result as a body would get it. A
         constraint's refusal is StoreError."""
         ...
 
@@ -156,7 +156,7 @@ def value_rows(rows: int, columns: int) -> str:
 
 
 def single(statement: Statement) -> Callable[[], Body[Any]]:
-    """A body of the one `statement` (an engine's `transact_one` without a faster way)."""
+    """A body of the one `statement` (a database's `transact_one` without a faster way)."""
 
     def body() -> Body[Any]:
         return (yield statement)

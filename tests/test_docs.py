@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -224,3 +225,43 @@ def test_the_planning_check_sees_what_it_should() -> None:
     assert planning_talk("see DESIGN" + ".md") == ["DESIGN" + ".md"]
     assert planning_talk("the floor the issue" + " names") == ["the issue" + " names"]
     assert planning_talk("def seed(store): seeds the test data; a known issue") == []
+
+
+def test_the_license_file_is_the_license_pyproject_names() -> None:
+    with (ROOT / "pyproject.toml").open("rb") as handle:
+        declared = tomllib.load(handle)["project"]["license"]
+    assert declared == {"text": "Apache-2.0"}
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert " ".join(text.split()[:5]) == "Apache License Version 2.0, January"
+    assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text
+    assert "END OF TERMS AND CONDITIONS" in text
+    assert len(text.splitlines()) > 190  # the whole text, not a pointer to it
+
+
+def test_every_install_line_works_from_a_checkout() -> None:
+    """The package is not on an index: `pip install 'approvals-bot[extra]'` fails, so
+    every install line is the one that works, `pip install -e '.[extra]'` in the checkout."""
+    index_install = re.compile(r"pip install\s+['\"]?approvals-bot")
+    found = {
+        str(path.relative_to(ROOT)): index_install.findall(text)
+        for path in repository_text()
+        if path.suffix != "" and index_install.search(text := path.read_text(encoding="utf-8"))
+    }
+    found.pop("tests/test_docs.py", None)
+    assert not found, f"install lines that need a package index: {found}"
+
+
+def readme_configuration_names() -> set[str]:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Configuration", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    return set(re.findall(r"(?:^|\s)([A-Z][A-Z0-9_]{2,})=", block, flags=re.MULTILINE))
+
+
+def test_env_example_lists_every_variable() -> None:
+    """Each variable the code reads, and each the README's configuration names, has its
+    (commented-out) line in .env.example."""
+    text = (ROOT / ".env.example").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^#? ?([A-Z][A-Z0-9_]{2,})=", text, flags=re.MULTILINE))
+    wanted = set(variables_read_by_the_code()) | readme_configuration_names()
+    assert "APPROVALS_SWEEP_SECONDS" in wanted  # read through a helper the scan misses
+    assert not wanted - listed, f".env.example does not list: {sorted(wanted - listed)}"

@@ -1,7 +1,7 @@
 """Layers import only downward (docs/architecture.md, "Layers").
 
 slack -> service -> runtime | review | policy | store; errors, credentials, canonical,
-clock, off_loop, logs and metrics are leaves anyone may import. bot.devconsole (the
+clock, off_loop, logs, metrics and tasks are leaves anyone may import. bot.devconsole (the
 stand-in Slack of `approvals-bot dev`) meets the bot over HTTP only. Composition roots
 (bot.cli, bot.commands, bot.__main__) may import anything; bot.agents (which agents a
 deployment runs) sits above bot.adapters (agents of other frameworks, through the
@@ -28,6 +28,7 @@ LEAVES = (
     "bot.off_loop",
     "bot.logs",
     "bot.metrics",
+    "bot.tasks",
 )
 ANYTHING = ("bot", "store")
 
@@ -39,7 +40,9 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bot.clock": (),
     "bot.off_loop": (),
     "bot.logs": ("bot.credentials", "bot.errors"),
+    "bot.env_file": ("bot.errors",),
     "bot.metrics": (),
+    "bot.tasks": ("bot.errors",),
     "bot.runtime": ("bot.runtime", *LEAVES),
     "bot.review": ("bot.review", *LEAVES),
     "bot.policy": ("bot.policy", *LEAVES),

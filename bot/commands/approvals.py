@@ -1,7 +1,7 @@
 """`approvals-bot approvals`: decide from the command line when Slack cannot.
 
-    approvals-bot approvals list [--run RUN] [--limit N] [--after CURSOR]
-    approvals-bot approvals show ID [--as USER]
+    approvals-bot approvals list [--run RUN] [--status S] [--limit N] [--after CURSOR] [--json]
+    approvals-bot approvals show ID [--as USER] [--json]
     approvals-bot approvals decide ID --approve|--reject --as USER --reason TEXT
                                       [--message TEXT] [--digest HEX] [--always]
     approvals-bot approvals revoke ID --as USER --reason TEXT
@@ -19,19 +19,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
-from typing import Any
+from typing import Any, get_args
 
 from bot.commands.database import command_group, db_command, positive_int
+from bot.commands.groups import add_groups_option, terminal_groups, unknown_groups_note
+from bot.commands.json_output import approval_json, event_json, jsonable, print_json
 from bot.commands.operator import operator_service
-from bot.commands.session import Session, prompt
+from bot.commands.session import Session, confirm
 from bot.commands.terminal import compact, expiry, standing_text
-from bot.errors import InputError
+from bot.errors import InputError, NotAuthorizedError
 from bot.review.snapshot import ReviewSnapshot
 from bot.service import ApprovalService, ApprovalView, DecisionResult
 from bot.service.api import decode_cursor, encode_cursor
-from store.records import ApprovalRecord, AuditEvent
+from bot.slack.config import web_api_from_env
+from store.records import ApprovalRecord, ApprovalStatus, AuditEvent
+
+APPROVAL_STATUSES: tuple[str, ...] = get_args(ApprovalStatus)
 
 DIGEST_HEX = re.compile(r"[0-9a-f]{64}")
 MAX_LIST = 1000
@@ -44,11 +50,22 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     listing = db_command(group, "list", "pending approvals, oldest first", approvals_list)
     listing.add_argument("--run", default=None, help="every approval of this run instead")
+    listing.add_argument(
+        "--status",
+        choices=APPROVAL_STATUSES,
+        default=None,
+        help="only approvals in this status (default: pending; with --run: every status)",
+    )
     listing.add_argument("--limit", type=_list_limit, default=100, help="at most N (1-1000)")
-    listing.add_argument("--after", default=None, help="the cursor a previous page printed")
+    listing.add_argument(
+        "--after", default=None, help="the cursor a previous page of pending ones printed"
+    )
+    _json_flag(listing)
     show = db_command(group, "show", "one approval: the call, votes, trail", approvals_show)
     show.add_argument("approval_id", metavar="ID")
     show.add_argument("--as", dest="viewer", default=None, help="say what USER may do with it")
+    _json_flag(show)
+    add_groups_option(show)
     decide = db_command(
         group, "decide", "approve or reject a call, as USER, under the policy", approvals_decide
     )
@@ -69,10 +86,16 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         action="store_true",
         help="the decision stands for the rest of the run (where the policy allows it)",
     )
+    add_groups_option(decide)
     revoke = db_command(group, "revoke", "withdraw a call before it runs", approvals_revoke)
     revoke.add_argument("approval_id", metavar="ID")
     _person(revoke, "who revokes")
     revoke.add_argument("--reason", required=True, help="why (audit)")
+    add_groups_option(revoke)
+
+
+def _json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="one JSON document instead of text")
 
 
 def _person(parser: argparse.ArgumentParser, help_text: str) -> None:
@@ -90,20 +113,36 @@ def _list_limit(text: str) -> int:
 
 
 def approvals_list(args: argparse.Namespace) -> int:
+    status: ApprovalStatus | None = args.status or (None if args.run is not None else "pending")
+    if args.after is not None and (args.run is not None or status != "pending"):
+        raise InputError("--after pages the pending approvals of every run; drop --run/--status")
     with Session() as session:
         service = session.enter(operator_service(args))
-        if args.run is not None:
-            rows = session.run(service.store.list_approvals(run_id=args.run, limit=args.limit))
-            more = None
+        if args.run is not None or status != "pending":
+            found = session.run(
+                service.store.list_approvals(run_id=args.run, status=status, limit=args.limit + 1)
+            )
+            rows, more = found[: args.limit], None
+            if len(found) > args.limit:
+                more = f"more than {args.limit}: raise --limit (up to {MAX_LIST}) or add --run"
         else:
             after = decode_cursor(args.after) if args.after else None
             page = session.run(service.store.pending_page(after=after, limit=args.limit + 1))
             rows, extra = page[: args.limit], page[args.limit :]
             last = rows[-1] if extra else None
-            more = encode_cursor((last.created_at, last.approval_id)) if last else None
-    print(render_list(rows))
+            cursor = encode_cursor((last.created_at, last.approval_id)) if last else None
+            more = (
+                f"approvals-bot approvals list --limit {args.limit} --after {cursor}"
+                + (" --json" if args.json else "")
+                if cursor
+                else None
+            )
+    if args.json:
+        print_json([approval_json(row) for row in rows])
+    else:
+        print(render_list(rows))
     if more is not None:
-        print(f"-- more: approvals-bot approvals list --limit {args.limit} --after {more}")
+        print(f"-- more: {more}", file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
@@ -134,11 +173,42 @@ def approvals_show(args: argparse.Namespace) -> int:
         service = session.enter(operator_service(args))
         view = session.run(service.approval_view(args.approval_id, viewer=args.viewer))
         trail = session.run(service.approval_trail(args.approval_id, viewer=args.viewer or ""))
+    note = None if view.can_decide else _groups_note(service, view.approval, args.viewer, args)
+    if args.json:
+        print_json(view_json(view, trail, viewer=args.viewer, note=note))
+        return 0
     print(render_view(view, viewer=args.viewer))
+    if note is not None:
+        print(f"  note:      {note}")
     print(f"audit trail ({len(trail)}):")
     for event in trail:
         print(render_event(event))
     return 0
+
+
+def view_json(
+    view: ApprovalView, trail: list[AuditEvent], *, viewer: str | None, note: str | None
+) -> dict[str, Any]:
+    """What `approvals show` prints, as one JSON object."""
+    document: dict[str, Any] = {
+        "approval": approval_json(view.approval),
+        "approvals_count": view.approvals_count,
+        "required": view.required,
+        "voters": list(view.voters),
+        "approvers": list(view.approvers),
+        "standing": jsonable(view.standing) if view.standing is not None else None,
+        "trail": [event_json(event) for event in trail],
+    }
+    if viewer is not None:
+        document["viewer"] = {
+            "id": viewer,
+            "can_decide": view.can_decide,
+            "can_revoke": view.can_revoke,
+            "can_stand": view.can_stand,
+            "why_not": view.why_not,
+            "note": note,
+        }
+    return document
 
 
 def render_view(view: ApprovalView, *, viewer: str | None) -> str:
@@ -172,7 +242,7 @@ def render_view(view: ApprovalView, *, viewer: str | None) -> str:
     if view.standing is not None:
         lines.append(f"  standing:  {standing_text(view.standing)}")
     if viewer is not None:
-        may = [w for w, ok in (("decide", view.can_decide), ("revoke", view.can_revoke)) if ok]
+        may: list[str] = list(view.allowed_actions())
         if view.can_stand:
             may.append("decide it for the rest of the run (--always)")
         lines.append(f"  {viewer} may: {', '.join(may) or 'nothing'}")
@@ -199,7 +269,13 @@ def approvals_decide(args: argparse.Namespace) -> int:
         view = session.run(service.approval_view(args.approval_id, viewer=args.actor))
         print(render_view(view, viewer=args.actor))
         digest = args.digest or _confirm(view, approve=args.approve)
-        result = session.run(_decide(service, args, digest))
+        try:
+            result = session.run(_decide(service, args, digest))
+        except NotAuthorizedError as error:
+            note = _groups_note(service, view.approval, args.actor, args)
+            if note is not None:
+                error.add_note(note)
+            raise
         print(decided_text(result))
         if result.resume_started:
             print(f"resuming run {result.approval.run_id} here ...", flush=True)
@@ -207,6 +283,19 @@ def approvals_decide(args: argparse.Namespace) -> int:
             run = session.run(service.store.get_run(result.approval.run_id))
             print(f"run {result.approval.run_id} is {run.status if run else 'gone'}")
     return 0
+
+
+def _groups_note(
+    service: ApprovalService, approval: ApprovalRecord, person: str | None, args: argparse.Namespace
+) -> str | None:
+    """Whether a refusal may come of user groups this command does not know the members of."""
+    if person is None:
+        return None
+    groups = terminal_groups(args, asks_slack=web_api_from_env(os.environ) is not None)
+    if groups is None:
+        return None
+    rule = service.policy.rule_for(approval.tool_name)
+    return unknown_groups_note(rule, person, groups, slack_possible=True)
 
 
 def _confirm(view: ApprovalView, *, approve: bool) -> str:
@@ -218,12 +307,11 @@ def _confirm(view: ApprovalView, *, approve: bool) -> str:
             "this at a terminal to confirm it"
         )
     verb = "approve" if approve else "reject"
-    answer = prompt(
-        f"{verb} {view.approval.tool_name} with digest {digest[:16]}…? [y/N] ",
+    confirm(
+        f"{verb} {view.approval.tool_name} with digest {digest[:16]}…?",
         missing="no confirmation on standard input; pass --digest",
-    ).lower()
-    if answer not in ("y", "yes"):
-        raise InputError("not confirmed; nothing was decided")
+        refused="nothing was decided",
+    )
     return digest
 
 

@@ -1,7 +1,7 @@
 """`approvals-bot audit`: the hash-chained audit log, exported or verified.
 
 approvals-bot audit export [--since WHEN] [-o FILE]   the audit log as JSON lines
-approvals-bot audit verify                           check the chain; exit 1 if broken
+approvals-bot audit verify [--json]                  check the chain; exit 1 if broken
 """
 
 from __future__ import annotations
@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from bot.commands.database import command_group, db_command, existing_store
+from bot.commands.json_output import print_json
 from bot.errors import InputError
 from bot.policy.durations import parse_duration
 from store.audit import event_to_json_line
@@ -30,9 +32,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "such as 30m, 24h, 7d",
     )
     export.add_argument("--output", "-o", default=None, help="file to write (default stdout)")
-    db_command(
+    verify = db_command(
         group, "verify", "check the audit chain; exit 1 naming the first bad event", audit_verify
     )
+    verify.add_argument("--json", action="store_true", help="one JSON object instead of text")
 
 
 def parse_since(text: str, *, now: datetime | None = None, flag: str = "--since") -> datetime:
@@ -76,7 +79,7 @@ def audit_export(args: argparse.Namespace) -> int:
 
 
 async def _read_audit(args: argparse.Namespace, since: datetime | None) -> list[AuditEvent]:
-    async with existing_store(args) as store:
+    async with existing_store(args, keys_required=False) as store:  # the log is in clear
         return await store.audit_events(since=since)
 
 
@@ -90,9 +93,12 @@ def audit_verify(args: argparse.Namespace) -> int:
 
 
 async def _audit_verify(args: argparse.Namespace) -> int:
-    async with existing_store(args) as store:
+    async with existing_store(args, keys_required=False) as store:  # the chain is unkeyed
         verification = await store.verify_audit()
         head_seq, head_hash = await store.audit_head()
+    if args.json:
+        print_json({**asdict(verification), "head": {"seq": head_seq, "hash": head_hash}})
+        return 0 if verification.ok else 1
     if verification.ok:
         print(f"audit log OK: {verification.checked} event(s); head {head_seq} {head_hash}")
         return 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
@@ -19,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 from bot.commands.serve_lock import no_server
 from bot.errors import ConfigError
 from store import SqliteStore, open_store
-from store.config import SqliteLocation, database_url_from_env, parse_database_url
+from store.config import Location, SqliteLocation, database_url_from_env, parse_database_url
 from store.copy import copy_store
+from store.keys import KEYS_ENV, key_file_for
+from store.sql.keys import sealed_key_ids
 
 if TYPE_CHECKING:
     from store.postgres.store import PostgresStore
@@ -92,17 +95,18 @@ def database_url(args: argparse.Namespace) -> str:
 
 @contextlib.asynccontextmanager
 async def existing_store(
-    args: argparse.Namespace,
+    args: argparse.Namespace, *, keys_required: bool = True
 ) -> AsyncIterator[SqliteStore | PostgresStore]:
     """The open database, closed on the way out. It refuses to create a database file: a
-    typo must not mint an empty database."""
+    typo must not mint an empty database. A command that reads only what is stored in
+    clear passes `keys_required=False`: it works where the keys are not at hand."""
     url = database_url(args)
     location = parse_database_url(url)
     if isinstance(location, SqliteLocation) and not location.path.exists():
         raise ConfigError(
             f"database {location.path} does not exist (give --db or set APPROVALS_DATABASE_URL)"
         )
-    store = await open_store(url)
+    store = await open_store(url, keys_required=keys_required)
     try:
         yield store
     finally:
@@ -153,6 +157,7 @@ async def _db_copy(args: argparse.Namespace) -> int:
             )
             verification = await target.verify_audit()
             head, copied_head = await source.audit_head(), await target.audit_head()
+            sealed = await sealed_key_ids(target.database)
         finally:
             await target.close()
     counts = ", ".join(f"{rows} {table}" for table, rows in report.rows.items())
@@ -165,7 +170,33 @@ async def _db_copy(args: argparse.Namespace) -> int:
         )
         return 1
     print(f"audit chain verified on the copy: {verification.checked} events, head {head[1]}")
+    print(carry_the_keys(location, parse_database_url(args.to), sealed))
     return 0
+
+
+def carry_the_keys(source: Location, target: Location, sealed: set[str]) -> str:
+    """What the copy needs to be read where the bot will run: the keys its sealed data
+    was sealed with, carried over from where the source's came from."""
+    if not sealed:
+        return (
+            "nothing in it is sealed yet: the copy needs a key ring of its own "
+            f"({KEYS_ENV}, or the key file a SQLite copy makes beside itself)"
+        )
+    sealed_with = (
+        f"carry the keys over: the copy is sealed with key id(s) {', '.join(sorted(sealed))}"
+    )
+    if os.environ.get(KEYS_ENV, "").strip() or not isinstance(source, SqliteLocation):
+        return f"{sealed_with}, from {KEYS_ENV}: run the bot on {target.display} with the same"
+    key_file = key_file_for(source.path)
+    if isinstance(target, SqliteLocation):
+        return (
+            f"{sealed_with}, in {key_file}: copy it beside the copy "
+            f"(cp -p {key_file} {key_file_for(target.path)}, mode 0600)"
+        )
+    return (
+        f"{sealed_with}, in {key_file}: run the bot on {target.display} with "
+        f'{KEYS_ENV}="$(paste -sd, {key_file})"'
+    )
 
 
 def _tell_table(table: str, rows: int) -> None:

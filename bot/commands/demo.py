@@ -11,7 +11,9 @@ approver (you) may decide.
 
 Its runs are terminal runs (origin "terminal"): the Slack bot on the same database
 neither lists nor decides them. Ctrl-C at a prompt quits at once, leaving the run
-paused, with one line saying how to finish it: `approvals-bot approvals decide`.
+paused, with one line saying how to finish it: `approvals-bot approvals decide`; so
+does a demo that stops without a decision (nothing on stdin, a decision the policy
+refuses).
 Prompts are read between the service's steps, outside the event loop
 (bot.commands.session), which is what lets Ctrl-C through.
 """
@@ -33,20 +35,38 @@ from typing import Any
 
 from bot.agents import (
     AGENTS_ENV,
+    agent_to_run,
     builtin_registry,
     close_model,
     load_agent_registry,
     model_from_env,
+    tool_names,
 )
+from bot.commands.groups import add_groups_option, load_groups_file, unknown_groups_note
 from bot.commands.operator import os_user
 from bot.commands.session import Session, prompt
 from bot.commands.terminal import TerminalNotifier
 from bot.demo import OfflineOpsModel, ops_dependencies, parse_task
 from bot.demo.offline_model import help_text
-from bot.errors import AlreadyDecidedError, InputError, RunStateError
-from bot.policy.loading import POLICY_ENV, load_policy
+from bot.errors import (
+    AlreadyDecidedError,
+    ApprovalsError,
+    InputError,
+    NotAuthorizedError,
+    RunStateError,
+)
+from bot.policy.eligibility import StaticGroups
+from bot.policy.loading import policy_from_env
+from bot.policy.rules import DEFAULT_POLICY
 from bot.runtime import Agent, AgentEngine
-from bot.service import ApprovalService, TaskOwner, approval_ttl_from_env, installation_worker_id
+from bot.service import (
+    ApprovalService,
+    DecisionResult,
+    TaskOwner,
+    approval_ttl_from_env,
+    installation_worker_id,
+)
+from bot.service.limits import checked_task
 from store import open_store
 from store.config import database_url_from_env
 from store.records import ApprovalRecord, RunRecord
@@ -65,8 +85,10 @@ hide or reorder text shown as escapes such as \\u202e, words mixing scripts flag
 and the call's keyed digest; you approve (a, y) or reject (r, n) it with a reason (the
 reason is audit only; on reject, the message is what the agent sees). The run is
 requested by "demo-requester", so you, the approver, may decide (a policy that names
-approvers needs --approver with one of their ids). Ctrl-C at a prompt leaves the run
-paused and prints the `approvals-bot approvals decide` command that finishes it.
+approvers needs --approver with one of their ids; where it names Slack user groups,
+--groups-from FILE names their members, as Slack is not asked). Ctrl-C at a prompt, or a
+stop without a decision, leaves the run paused and prints the `approvals-bot approvals
+decide` command that finishes it.
 
 Secrets never enter the stored state: the ops tools read OPS_API_TOKEN as a runtime
 dependency, and a run context (--context-json) holding a credential-looking value is
@@ -121,6 +143,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="database path or sqlite:///path "
         "(default: $APPROVALS_DATABASE_URL, else ./approvals.db)",
     )
+    add_groups_option(parser)
     parser.add_argument(
         "--context-json",
         default=None,
@@ -158,6 +181,11 @@ def run_demo(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(interrupted_line(progress, args), file=sys.stderr, flush=True)
         return 130
+    except ApprovalsError as error:  # no answer on stdin, a decision the policy refused
+        finish = finish_line(progress, args)
+        if finish is not None:
+            error.add_note(finish)  # the CLI prints it under the error
+        raise
 
 
 def _let_ctrl_c_interrupt() -> None:
@@ -191,13 +219,23 @@ def interrupted_line(progress: Progress, args: argparse.Namespace) -> str:
     run = progress.run
     if run is None:
         return "approvals-bot: interrupted before the run started; nothing was stored"
-    if not progress.waiting:
+    finish = finish_line(progress, args)
+    if finish is None:
         return f"approvals-bot: interrupted; run {run.run_id} was left {run.status}"
+    return f"approvals-bot: interrupted; {finish}"
+
+
+def finish_line(progress: Progress, args: argparse.Namespace) -> str | None:
+    """The paused run and the command that decides what it waits for (None: the demo
+    was not waiting on a decision)."""
+    run = progress.run
+    if run is None or not progress.waiting:
+        return None
     first, more = progress.waiting[0], len(progress.waiting) - 1
     db = f" --db {shlex.quote(str(args.db))}" if args.db is not None else ""
     others = f" ({more} more: approvals-bot approvals list --run {run.run_id}{db})" if more else ""
     return (
-        f"approvals-bot: interrupted; run {run.run_id} stays paused. Decide it later: "
+        f"run {run.run_id} stays paused. Decide it later: "
         f"approvals-bot approvals decide {first} --approve|--reject --as YOU --reason TEXT"
         f"{db}{others}"
     )
@@ -206,7 +244,7 @@ def interrupted_line(progress: Progress, args: argparse.Namespace) -> str:
 def _demo(
     session: Session, args: argparse.Namespace, context: dict[str, Any] | None, progress: Progress
 ) -> int:
-    service, agent_name = session.enter(_open_service(args))
+    service, agent_name, groups = session.enter(_open_service(args))
     progress.run = session.run(
         service.start_run(
             agent_name=agent_name,
@@ -217,6 +255,7 @@ def _demo(
         )
     )
     approver = args.approver or os_user()
+    counted: dict[str, DecisionResult] = {}  # votes on calls that need more people
     while True:
         session.run(service.drain())
         run = progress.run = session.run(_reload(service, progress.run.run_id))
@@ -228,40 +267,80 @@ def _demo(
             _write_private(args.state, state.to_json())
             print(f"paused state written to {args.state}")
         progress.waiting = [approval.approval_id for approval in pending]
-        for approval in pending:
-            choice = _flag_choice(args) or _ask(approval)
-            try:
-                session.run(
-                    service.decide(
-                        approval.approval_id,
-                        approve=choice.approve,
-                        decider=approver,
-                        reason=choice.reason,
-                        message=choice.message,
-                        digest=approval.arguments_digest,  # the digest shown above
-                    )
-                )
-            except AlreadyDecidedError as error:  # expired at the prompt: the run goes on
-                print(f"approvals-bot: {error}", file=sys.stderr, flush=True)
-            progress.waiting.remove(approval.approval_id)
+        undecided = [approval for approval in pending if approval.approval_id not in counted]
+        if not undecided:  # what is left needs other people's votes besides this one
+            raise InputError(needs_others(next(iter(counted.values()))))
+        for approval in undecided:
+            result = _decide_one(session, service, approval, approver, groups, args)
+            if result is not None and result.approval.status == "pending":
+                counted[approval.approval_id] = result
+            else:
+                progress.waiting.remove(approval.approval_id)
     return 0 if run.status == "completed" else 1
 
 
+def _decide_one(
+    session: Session,
+    service: ApprovalService,
+    approval: ApprovalRecord,
+    approver: str,
+    groups: StaticGroups,
+    args: argparse.Namespace,
+) -> DecisionResult | None:
+    """`approver`'s decision on one call, asked or from the flags (None: it expired at
+    the prompt, and the run goes on without it)."""
+    choice = _flag_choice(args) or _ask(approval)
+    try:
+        return session.run(
+            service.decide(
+                approval.approval_id,
+                approve=choice.approve,
+                decider=approver,
+                reason=choice.reason,
+                message=choice.message,
+                digest=approval.arguments_digest,  # the digest shown above
+            )
+        )
+    except AlreadyDecidedError as error:
+        print(f"approvals-bot: {error}", file=sys.stderr, flush=True)
+        return None
+    except NotAuthorizedError as error:
+        rule = service.policy.rule_for(approval.tool_name)
+        note = unknown_groups_note(rule, approver, groups, slack_possible=False)
+        if note is not None:
+            error.add_note(note)
+        raise
+
+
+def needs_others(result: DecisionResult) -> str:
+    return (
+        f"{result.approval.tool_name} needs {result.required} approvals from different "
+        f"people and has {result.approvals_count} ({', '.join(result.voters)}); the others "
+        "decide it as themselves"
+    )
+
+
 @contextlib.asynccontextmanager
-async def _open_service(args: argparse.Namespace) -> AsyncIterator[tuple[ApprovalService, str]]:
-    """The service for the demo and the agent to run. Every configuration problem (the
-    model, the agents module, the policy, an agent name, a task the offline model cannot
-    do) is refused before the database is opened."""
+async def _open_service(
+    args: argparse.Namespace,
+) -> AsyncIterator[tuple[ApprovalService, str, StaticGroups]]:
+    """The service for the demo, the agent to run and the user groups known here. Every
+    configuration problem (the model, the agents module, the policy, an agent name, a
+    groups file, a task the offline model cannot do) is refused before the database is
+    opened."""
     env = os.environ
+    groups = load_groups_file(args.groups_from) if args.groups_from else StaticGroups()
     url = args.db if args.db is not None else database_url_from_env()
-    policy = load_policy(environ=env) if env.get(POLICY_ENV, "").strip() else None
     approval_ttl = approval_ttl_from_env(env)
     async with contextlib.AsyncExitStack() as stack:  # each part closed by whoever opened it
         model = model_from_env()
         stack.push_async_callback(close_model, model)
         spec = env.get(AGENTS_ENV, "").strip() or None
         registry = load_agent_registry(spec, default=builtin_registry(model))
-        agent = registry.latest(args.agent) if args.agent else registry.default()
+        agent = agent_to_run(registry, args.agent)
+        policy = policy_from_env(env, known_tools=tool_names(registry))  # every problem
+        # The length first: a task past the limit is refused without being read further.
+        checked_task((policy or DEFAULT_POLICY).limits, args.task)
         _refuse_unknown_task(agent, args.task)
         store = await open_store(url)
         stack.push_async_callback(store.close)
@@ -275,11 +354,12 @@ async def _open_service(args: argparse.Namespace) -> AsyncIterator[tuple[Approva
             default_agent=agent.name,
             approval_ttl=approval_ttl,
             policy=policy,
+            groups=groups,
             surface="terminal",
         )
         # drained already when the run ends; on Ctrl-C, stop at once
         stack.push_async_callback(partial(service.aclose, timeout=0))
-        yield service, agent.name
+        yield service, agent.name, groups
 
 
 def _refuse_unknown_task(agent: AgentEngine, task: str) -> None:

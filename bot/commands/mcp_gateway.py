@@ -3,10 +3,15 @@
 `GatewaySetup.from_env` reads and checks the file (every problem at once, with the
 environment variables it names) before anything opens. While the bot opens, the setup
 registers the gateway's engine (agent `mcp`) beside the others and puts its run watch in
-front of the Slack notifier; once the service exists, `running` connects the upstreams
-(waiting a little for each, so that recovery finds them), starts the SDK's transport and
-yields the `/mcp` endpoint to mount on the bot's port. `/readyz` reports each upstream
-(an upstream that is down does not make the bot unready).
+front of the Slack notifier. `mount` puts `/mcp` on the bot's port before it listens
+(it answers 503 while the bot starts); once the service exists, `running` connects the
+upstreams (waiting a little for each, so that recovery finds them), starts the SDK's
+transport and serves `/mcp` with it until the block ends. `/readyz` reports each
+upstream (an upstream that is down does not make the bot unready).
+
+A policy names the gateway's tools (`[tools.<upstream>__<tool>]`) before the upstreams
+list them: `gateway_tools_in` (bot.mcp.config_file) reads which of its tables are the
+gateway's, for `serve` and `policy check` alike.
 """
 
 from __future__ import annotations
@@ -18,17 +23,20 @@ from typing import TYPE_CHECKING, Any
 
 from bot.errors import ConfigError
 from bot.mcp.config import MCP_ENV, GatewayConfig
-from bot.mcp.config_file import load_gateway_config, missing_environment
+from bot.mcp.config_file import gateway_tools_in, load_gateway_config, missing_environment
 from bot.mcp.engine import McpEngine
 from bot.mcp.gateway import Gateway
 from bot.mcp.telemetry import McpMetrics
 from bot.metrics import Metrics
+from bot.policy.loading import POLICY_ENV
 from bot.policy.rules import Policy
 from bot.runtime import AgentRegistry
 from bot.service import ApprovalService, Notifier, TaskOwner
 from bot.service.mcp_calls import McpCalls, RunWatch
 
 if TYPE_CHECKING:
+    from aiohttp import web
+
     from bot.mcp.http import McpEndpoint
 
 log = logging.getLogger(__name__)
@@ -48,6 +56,7 @@ class GatewaySetup:
         self.engine = McpEngine(self.upstreams, config, self.metrics)
         self._watch: RunWatch | None = None
         self._gateway: Gateway | None = None
+        self._endpoint: McpEndpoint | None = None
 
     @classmethod
     def from_env(
@@ -65,8 +74,13 @@ class GatewaySetup:
         except ImportError as error:
             raise ConfigError(
                 f"{MCP_ENV} is set but the MCP SDK is not installed ({error}); "
-                "pip install 'approvals-bot[mcp]'"
+                "pip install -e '.[mcp]' in your approvals-bot checkout"
             ) from None
+
+    def tools_named_by_policy(self, environ: Mapping[str, str]) -> list[str]:
+        """The gateway's tools the policy file (`APPROVALS_POLICY`) has tables for."""
+        path = environ.get(POLICY_ENV, "").strip()
+        return gateway_tools_in(path, self.config) if path else []
 
     def register(self, registry: AgentRegistry, policy: Policy | None) -> None:
         """Register the gateway's engine; a policy's [tools.<upstream>__<tool>] tables
@@ -80,9 +94,24 @@ class GatewaySetup:
         self._watch = RunWatch(notifier)
         return self._watch
 
+    def mount(self, app: web.Application) -> None:
+        """`/mcp` on `app`, before it listens: served once the gateway is `running`,
+        503 before and after."""
+        from bot.mcp.http import MCP_PATH
+
+        app.router.add_route("*", MCP_PATH, self._handle)
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        from aiohttp import web
+
+        if self._endpoint is None:
+            return web.json_response({"error": "starting"}, status=503)
+        return await self._endpoint.handle(request)
+
     @contextlib.asynccontextmanager
     async def running(self, service: ApprovalService) -> AsyncIterator[McpEndpoint]:
-        """Connect the upstreams and serve; yields the `/mcp` endpoint (bot.mcp.http)."""
+        """Connect the upstreams and serve `/mcp` (where `mount` put it) for the
+        block; yields the endpoint (bot.mcp.http)."""
         from bot.mcp.http import McpEndpoint
         from bot.mcp.server import Transport
 
@@ -103,9 +132,11 @@ class GatewaySetup:
             await self.upstreams.start(owner, within=CONNECT_SECONDS)
             async with transport.running():
                 self._gateway = gateway
-                yield McpEndpoint(transport, self.config, self.metrics)
+                self._endpoint = McpEndpoint(transport, self.config, self.metrics)
+                yield self._endpoint
         finally:
             self._gateway = None
+            self._endpoint = None
             await self.upstreams.aclose()
             await owner.aclose(timeout=5.0)
 

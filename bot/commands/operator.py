@@ -11,7 +11,9 @@ cannot take over a live process's leases.
 People are told here (the terminal) and, when SLACK_BOT_TOKEN is set, in the run's Slack
 thread as the bot would (cards updated in place, the answer, the cancellation). Without
 a token nothing reaches Slack: the audit log records the action with `via: cli`, and a
-card left showing buttons answers any click with what happened.
+card left showing buttons answers any click with what happened. The members of the
+policy's user groups come from Slack with a token, else from `--groups-from FILE`
+(bot.commands.groups); without either, a group has no members here.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import os
 import re
 import sys
 from collections.abc import AsyncIterator, Mapping
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from bot.agents import (
     AGENTS_ENV,
@@ -31,11 +33,14 @@ from bot.agents import (
     close_model,
     load_agent_registry,
     model_from_env,
+    tool_names,
 )
 from bot.commands.database import existing_store
+from bot.commands.groups import terminal_groups
 from bot.commands.terminal import Fanout, TerminalNotifier
 from bot.demo import ops_dependencies
-from bot.policy.loading import POLICY_ENV, load_policy
+from bot.policy.eligibility import GroupDirectory
+from bot.policy.loading import policy_from_env
 from bot.service import (
     ApprovalService,
     Notifier,
@@ -44,6 +49,9 @@ from bot.service import (
     lease_seconds_from_env,
 )
 from bot.slack.config import web_api_from_env
+
+if TYPE_CHECKING:
+    from bot.slack.gateway import SlackGateway
 
 _NOT_IN_ID = re.compile(r"[^A-Za-z0-9._-]+")
 CLOSE_SECONDS = 60.0
@@ -74,20 +82,24 @@ async def operator_service(
     problem is a ConfigError before the database is opened. Closed on the way out, after
     the work it started (resumes) finished, for up to CLOSE_SECONDS."""
     env = os.environ if environ is None else environ
-    policy = load_policy(environ=env) if env.get(POLICY_ENV, "").strip() else None
     approval_ttl = approval_ttl_from_env(env)
     lease_seconds = lease_seconds_from_env(env)
     dependencies = ops_dependencies(env)
     slack = web_api_from_env(env)
+    known_groups = terminal_groups(args, asks_slack=slack is not None)  # a file, or Slack's
     async with contextlib.AsyncExitStack() as stack:
         model = model_from_env(env)
         stack.push_async_callback(close_model, model)
         spec = env.get(AGENTS_ENV, "").strip() or None
         registry = load_agent_registry(spec, default=builtin_registry(model))
+        policy = policy_from_env(env, known_tools=tool_names(registry))  # every problem
         store = await stack.enter_async_context(existing_store(args))
         notifiers: list[Notifier] = [TerminalNotifier(out or sys.stdout)]
+        groups: GroupDirectory | None = known_groups
         if slack is not None:
-            notifiers.append(await stack.enter_async_context(_slack_notifier(*slack)))
+            gateway = await stack.enter_async_context(_slack_gateway(*slack))
+            notifiers.append(_slack_notifier(gateway))
+            groups = groups or _slack_groups(gateway)
         service = ApprovalService(
             store=store,
             registry=registry,
@@ -99,6 +111,7 @@ async def operator_service(
             approval_ttl=approval_ttl,
             lease_seconds=lease_seconds,
             policy=policy,
+            groups=groups,
             surface="cli",
         )
         # A resume this command started (its decision completed a run, or an expired
@@ -109,12 +122,23 @@ async def operator_service(
 
 
 @contextlib.asynccontextmanager
-async def _slack_notifier(token: str, api_url: str) -> AsyncIterator[Notifier]:
+async def _slack_gateway(token: str, api_url: str) -> AsyncIterator[SlackGateway]:
     # Imported here: Slack's libraries are half of the CLI's start-up time.
     import aiohttp
 
     from bot.slack.gateway import SlackGateway
-    from bot.slack.notifier import SlackNotifier
 
     async with aiohttp.ClientSession() as session:
-        yield SlackNotifier(SlackGateway.open(token=token, api_url=api_url, session=session))
+        yield SlackGateway.open(token=token, api_url=api_url, session=session)
+
+
+def _slack_notifier(gateway: SlackGateway) -> Notifier:
+    from bot.slack.notifier import SlackNotifier
+
+    return SlackNotifier(gateway)
+
+
+def _slack_groups(gateway: SlackGateway) -> GroupDirectory:
+    from bot.slack.groups import SlackGroupDirectory
+
+    return SlackGroupDirectory(gateway.client)

@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import tomllib
-from pathlib import Path
+from dataclasses import asdict
 from typing import Any
 
-from bot.agents import AGENTS_ENV, builtin_registry, load_agent_registry
+from bot.agents import AGENTS_ENV, builtin_registry, load_agent_registry, tool_names
+from bot.commands.json_output import print_json
 from bot.demo import OfflineOpsModel
-from bot.mcp.config import MCP_ENV
-from bot.mcp.config_file import load_gateway_config
+from bot.mcp.config_file import gateway_tools_named
 from bot.policy.durations import format_duration
 from bot.policy.loading import load_policy
-from bot.policy.rules import Policy, ToolRule
+from bot.policy.rules import Policy, PolicyError, ToolRule
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -35,6 +34,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
     check.add_argument("file", metavar="FILE", help="the policy TOML file")
+    check.add_argument(
+        "--json",
+        action="store_true",
+        help='one JSON object instead of text: the effective rules, or {"ok": false, '
+        '"problems": [...]} (exit 2)',
+    )
     check.set_defaults(func=policy_check)
     parser.set_defaults(func=lambda _args: _usage(parser))
 
@@ -47,27 +52,46 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 def policy_check(args: argparse.Namespace) -> int:
     spec = os.environ.get(AGENTS_ENV, "").strip() or None
     registry = load_agent_registry(spec, default=builtin_registry(OfflineOpsModel()))
-    tools = sorted({name for agent in registry for name in agent.tool_names()})
-    tools += _gateway_tools(args.file)
-    policy = load_policy(args.file, known_tools=tools)  # PolicyError: every problem
-    print(render_policy(policy, tools))
+    tools = tool_names(registry) + gateway_tools_named(args.file, os.environ)
+    try:
+        policy = load_policy(args.file, known_tools=tools)  # PolicyError: every problem
+    except PolicyError as error:
+        if not args.json:
+            raise
+        print_json({"ok": False, "source": error.source, "problems": list(error.problems)})
+        return 2
+    if args.json:
+        print_json(policy_json(policy, tools))
+    else:
+        print(render_policy(policy, tools))
     return 0
 
 
-def _gateway_tools(policy_file: str) -> list[str]:
-    """The names the policy file gives the MCP gateway's tools (APPROVALS_MCP): its
-    upstreams list their tools only once they run, so any `<upstream>__<tool>` of an
-    upstream it names. (A file that cannot be read names none; its check says why.)"""
-    path = os.environ.get(MCP_ENV, "").strip()
-    if not path:
-        return []
-    config = load_gateway_config(path)
-    try:
-        tables = tomllib.loads(Path(policy_file).read_text(encoding="utf-8")).get("tools")
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return []
-    named = tables if isinstance(tables, dict) else {}
-    return sorted(name for name in named if config.upstream_of(name) is not None)
+def policy_json(policy: Policy, tools: list[str]) -> dict[str, Any]:
+    """The effective policy as `policy check --json` prints it."""
+    return {
+        "ok": True,
+        "source": policy.source,
+        "admins": sorted(policy.admins),
+        "allow_external_users": policy.allow_external_users,
+        "defaults": rule_json(policy.defaults),
+        "tools": {name: rule_json(rule) for name, rule in sorted(policy.tools.items())},
+        "under_defaults": [name for name in tools if name not in policy.tools],
+        "limits": asdict(policy.limits),
+    }
+
+
+def rule_json(rule: ToolRule) -> dict[str, Any]:
+    expires = None if rule.expires_after is None else format_duration(rule.expires_after)
+    return {
+        "approvers": list(rule.approvers),
+        "required_approvals": rule.required_approvals,
+        "allow_self_approval": rule.allow_self_approval,
+        "require_reason": rule.require_reason,
+        "expires_after": expires,
+        "remind_before": format_duration(rule.remind_before),
+        "allow_always": rule.allow_always,
+    }
 
 
 def render_policy(policy: Policy, tools: list[str]) -> str:

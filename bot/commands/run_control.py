@@ -12,10 +12,12 @@
         decide. Any other run: run again, here, the resume of a run left `resuming` by a
         process that died (what the bot's start-up recovery would do), or of a paused
         run with nothing left to decide.
-    approvals-bot runs purge --finished-before AGE|TIME [--as USER]
+    approvals-bot runs purge --finished-before AGE|TIME [--dry-run] [--yes] [--as USER]
         Retention: finished runs (completed, failed, cancelled) last updated before the
         cut lose their sealed state, ledger results and review snapshots; rows and the
-        audit chain stay, and the purge is audited.
+        audit chain stay, and the purge is audited. `--dry-run` counts what would go; at
+        a terminal the count is shown and confirmed first (`--yes` skips the question;
+        a script's purge, without a terminal, is not asked).
 
 Cancel, pause and resume go through the ApprovalService as operators use it (see
 bot.commands.operator: the bot's environment, and Slack when SLACK_BOT_TOKEN is set).
@@ -24,13 +26,15 @@ bot.commands.operator: the bot's environment, and Slack when SLACK_BOT_TOKEN is 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from bot.commands.audit import parse_since
 from bot.commands.database import db_command, existing_store
 from bot.commands.operator import operator_service, os_user
-from bot.commands.session import Session
+from bot.commands.session import Session, confirm
 from bot.errors import InputError
+from store.records import PurgeReport
 
 DEFAULT_CANCEL_REASON = "cancelled by an operator (approvals-bot runs cancel)"
 
@@ -62,6 +66,12 @@ def register(group: argparse._SubParsersAction[Any]) -> None:
         required=True,
         metavar="WHEN",
         help="runs finished before WHEN: an age (90d, 12h) or an ISO 8601 time",
+    )
+    purge.add_argument(
+        "--dry-run", action="store_true", help="say what would be removed; change nothing"
+    )
+    purge.add_argument(
+        "--yes", action="store_true", help="do not ask for confirmation at a terminal"
     )
     _actor(purge)
 
@@ -130,14 +140,33 @@ def _waiting(status: str, pending: int) -> str:
 
 def runs_purge(args: argparse.Namespace) -> int:
     cut = parse_since(args.finished_before, flag="--finished-before")
+    actor = args.actor or os_user()
     with Session() as session:
         store = session.enter(existing_store(args))
-        report = session.run(
-            store.purge_finished_runs(finished_before=cut, actor=args.actor or os_user())
-        )
-    print(
-        f"purged {report.runs} run(s) finished before {cut.isoformat()}: "
-        f"{report.state_blobs} state blob(s), {report.ledger_results} ledger result(s), "
-        f"{report.snapshots} review snapshot(s); the audit log records it"
-    )
+        if args.dry_run or (sys.stdin.isatty() and not args.yes):
+            preview = session.run(
+                store.purge_finished_runs(finished_before=cut, actor=actor, dry_run=True)
+            )
+            print(f"would purge {purge_counts(preview)}; nothing was changed")
+            if args.dry_run or preview.runs == 0:
+                return 0
+            _confirm_purge(preview.runs)
+        report = session.run(store.purge_finished_runs(finished_before=cut, actor=actor))
+    print(f"purged {purge_counts(report)}; the audit log records it")
     return 0
+
+
+def purge_counts(report: PurgeReport) -> str:
+    return (
+        f"{report.runs} run(s) finished before {report.finished_before.isoformat()}: "
+        f"{report.state_blobs} state blob(s), {report.ledger_results} ledger result(s), "
+        f"{report.snapshots} review snapshot(s)"
+    )
+
+
+def _confirm_purge(runs: int) -> None:
+    confirm(
+        f"purge them? The content of {runs} run(s) cannot be brought back",
+        missing="no confirmation on standard input; pass --yes",
+        refused="nothing was purged",
+    )

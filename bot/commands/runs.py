@@ -19,19 +19,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import getpass
 import json
 import shlex
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict
-from datetime import datetime
 from typing import Any
 
 from bot.commands import run_control
 from bot.commands.audit import parse_since
 from bot.commands.database import command_group, db_command, existing_store, positive_int
+from bot.commands.json_output import approval_json, jsonable
 from bot.credentials import redact
 from bot.errors import InputError
 from bot.review.visible import visible
@@ -95,7 +93,7 @@ async def _runs_list(args: argparse.Namespace) -> int:
         origin=args.origin,
     )
     after = decode_cursor(args.after) if args.after else None
-    async with existing_store(args) as store:
+    async with existing_store(args, keys_required=False) as store:  # runs are in clear
         found = await store.list_runs(where=where, after=after, limit=args.limit + 1)
     runs, extra = found[: args.limit], found[args.limit :]
     if args.json:
@@ -135,7 +133,7 @@ def runs_show(args: argparse.Namespace) -> int:
 async def _runs_show(args: argparse.Namespace) -> int:
     if args.reveal and not args.state:
         raise InputError("--reveal goes with --state (it shows the state unredacted)")
-    async with existing_store(args) as store:
+    async with existing_store(args, keys_required=args.state) as store:  # the state is sealed
         run = await store.get_run(args.run_id)
         if run is None:
             raise InputError(f"no run {args.run_id!r}")
@@ -149,7 +147,7 @@ async def _runs_show(args: argparse.Namespace) -> int:
                 "revealed", actor=actor, run_id=run.run_id, detail={"via": "runs show --reveal"}
             )
     detail = run_detail_json(run, approvals, ledger, state_json, reveal=args.reveal)
-    detail["standing"] = [_jsonable(decision) for decision in standing]
+    detail["standing"] = [jsonable(decision) for decision in standing]
     print(
         json.dumps(detail, indent=2, ensure_ascii=False) if args.json else render_run_detail(detail)
     )
@@ -159,15 +157,8 @@ async def _runs_show(args: argparse.Namespace) -> int:
 # -- formatting (pure) --------------------------------------------------------------
 
 
-def _jsonable(record: Any) -> dict[str, Any]:
-    return {
-        name: value.isoformat() if isinstance(value, datetime) else value
-        for name, value in asdict(record).items()
-    }
-
-
 def run_json(run: RunRecord) -> dict[str, Any]:
-    return _jsonable(run)
+    return jsonable(run)
 
 
 def run_detail_json(
@@ -181,8 +172,8 @@ def run_detail_json(
     """The run, its approvals and ledger, and (if loaded) its state, redacted unless reveal."""
     detail: dict[str, Any] = {
         "run": run_json(run),
-        "approvals": [_approval_json(approval) for approval in approvals],
-        "ledger": [_jsonable(entry) for entry in ledger],
+        "approvals": [approval_json(approval) for approval in approvals],
+        "ledger": [jsonable(entry) for entry in ledger],
     }
     if state_json is not None:
         state = json.loads(state_json)
@@ -191,13 +182,6 @@ def run_detail_json(
         else:
             detail["state"], detail["redacted_paths"] = redact(state)
     return detail
-
-
-def _approval_json(approval: ApprovalRecord) -> dict[str, Any]:
-    data = _jsonable(approval)
-    with contextlib.suppress(json.JSONDecodeError):  # else shown as the stored text
-        data["snapshot"] = json.loads(approval.snapshot)
-    return data
 
 
 def render_runs_table(runs: Sequence[RunRecord]) -> str:

@@ -2,9 +2,13 @@
 `approvals-bot socket` (Socket Mode).
 
 Both read their configuration from the environment (see bot.slack.config and the
-README), open the model, the store and the Slack surface (`open_bot`), finish what a
-dead process left (`recover`), start the expiry sweeper, serve until SIGINT/SIGTERM,
-then drain the tasks they own and close everything, each part by whoever opened it.
+README), open the model and the store, listen on HOST:PORT (the probes answer from then
+on, saying what the bot waits for), open the Slack surface (`open_bot`: auth.test, tried
+again while Slack cannot be reached), finish what a dead process left (`recover`), start
+the expiry sweeper, take Slack's requests until SIGINT/SIGTERM, then stop listening,
+drain the tasks they own and close everything, each part by whoever opened it. With
+`APPROVALS_MCP` set, the MCP gateway (bot.commands.mcp_gateway) answers `/mcp` on the
+same port: 503 until its upstreams are connected, then the gateway itself.
 
 The Slack side (aiohttp, Bolt, slack_sdk) is about half of the CLI's start-up, so it is
 imported inside the functions that serve: `approvals-bot --help`, `demo` and the
@@ -19,20 +23,25 @@ import contextlib
 import logging
 import os
 import signal
-import sys
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from bot.agents import builtin_registry, close_model, load_agent_registry, model_from_env
+from bot.agents import (
+    builtin_registry,
+    close_model,
+    load_agent_registry,
+    model_from_env,
+    tool_names,
+)
 from bot.commands.mcp_gateway import GatewaySetup
 from bot.commands.serve_lock import sole_server
 from bot.demo import ops_dependencies
 from bot.errors import ConfigError
-from bot.logs import configure_logging, log_settings_from_env
+from bot.logs import announce, configure_logging, log_settings_from_env
 from bot.metrics import Metrics
-from bot.policy.loading import POLICY_ENV, load_policy
+from bot.policy.loading import POLICY_ENV, policy_from_env
 from bot.service import (
     ApprovalService,
     Notifier,
@@ -49,9 +58,8 @@ from store.config import SqliteLocation, database_url_from_env, parse_database_u
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from bot.mcp.http import McpEndpoint
     from bot.slack.gateway import SlackGateway
-    from bot.slack.probes import Probes
+    from bot.slack.probes import Probes, Readiness
     from bot.slack.surface import SlackSurface
 
 log = logging.getLogger(__name__)
@@ -81,9 +89,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def run(mode: Mode) -> int:
     """Serve in `mode` until stopped (the body of `approvals-bot serve` / `socket`)."""
-    logging_settings = log_settings_from_env(os.environ)
+    configure_logging(log_settings_from_env(os.environ))  # first: every line as it says
     settings = load_settings(os.environ, mode=mode)
-    configure_logging(logging_settings)
     asyncio.run(serve(settings, mode=mode, environ=os.environ))
     return 0
 
@@ -97,7 +104,8 @@ async def serve(
 ) -> None:
     """Open, recover, serve until SIGINT/SIGTERM, close. A signal while still starting
     (waiting for an unreachable Slack, say) stops at once, closing what was opened.
-    `on_listening` (HTTP mode) is told the events URL once it listens (`dev` uses it)."""
+    `on_listening` (HTTP mode) is told the events URL once the bot takes Slack's requests
+    there (`dev` uses it)."""
     with _Signals() as stop:
         try:
             await _open_and_serve(
@@ -117,18 +125,35 @@ async def _open_and_serve(
     stop: _Signals,
     on_listening: Callable[[str], None] | None,
 ) -> None:
+    """Listen on HOST:PORT before Slack is reached (the probes say what the bot waits
+    for), open the bot, recover, then take Slack's requests until a signal comes."""
+    from bot.slack.probes import Probes, Readiness, build_probe_app
+    from bot.slack.server import EVENTS_PATH, StartingApp
+
     metrics = Metrics()
     gateway = GatewaySetup.from_env(environ, metrics=metrics)  # APPROVALS_MCP, if set
+    readiness = Readiness(metrics, reason="waiting for Slack: asking auth.test who the bot is")
+    endpoint = StartingApp(readiness) if mode == "http" else None
+    app = endpoint.app if endpoint else build_probe_app(readiness)
+    if gateway is not None:
+        gateway.mount(app)  # /mcp answers 503 until the gateway runs
+    port = _Port(app, settings)
     async with (
-        open_bot(settings, environ=environ, metrics=metrics, gateway=gateway) as surface,
-        _gateway_running(gateway, surface.service) as mcp,
+        open_bot(
+            settings,
+            environ=environ,
+            metrics=metrics,
+            gateway=gateway,
+            before_slack=port.listening,
+            waiting=readiness.waiting,
+        ) as surface,
+        _gateway_running(gateway, surface.service),
     ):
+        readiness.waiting("recovering the runs a previous process left")
         recovered = await surface.service.recover()
         if recovered:
             log.info("recovered %d run(s) left by a previous process", recovered)
         surface.service.start_expiry_sweeper(every_seconds=sweep_seconds_from_env(environ))
-        from bot.slack.probes import Probes
-
         probes = Probes(
             service=surface.service,
             health=surface.health,
@@ -136,48 +161,60 @@ async def _open_and_serve(
             detail=gateway.readiness if gateway is not None else None,
         )
         about = started_line(settings, environ=environ, surface=surface)
-        served = _Served(probes=probes, about=about, mcp=mcp, gateway=gateway)
-        if mode == "http":
-            await _serve_http(surface, settings, served, stop, on_listening)
+        if endpoint is not None:
+            endpoint.serve_slack(
+                bolt_app=surface.bolt_app,
+                signing_secret=settings.signing_secret,
+                memory=surface.requests,
+            )
+            readiness.serving(probes)
+            announce(f"serving Slack at {port.url}{EVENTS_PATH} ({about})")
+            _announce_gateway(gateway, port.url)
+            if on_listening is not None:
+                on_listening(f"{port.url}{EVENTS_PATH}")
+            await stop.serving()
         else:
-            await _serve_socket(surface, settings, served, stop)
+            await _serve_socket(surface, settings, readiness, probes, port, about, stop, gateway)
+        if gateway is not None:
+            gateway.stop_waiting()  # waiting MCP calls answer "still pending" now
+        await port.close()  # no new request while the bot drains
 
 
 @contextlib.asynccontextmanager
 async def _gateway_running(
     gateway: GatewaySetup | None, service: ApprovalService
-) -> AsyncIterator[McpEndpoint | None]:
+) -> AsyncIterator[None]:
     if gateway is None:
-        yield None
+        yield
         return
-    async with gateway.running(service) as endpoint:
-        yield endpoint
+    async with gateway.running(service):
+        yield
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Served:
-    """What `serve` and `socket` serve besides Slack: the probes, and the MCP gateway."""
+def _announce_gateway(gateway: GatewaySetup | None, url: str) -> None:
+    if gateway is not None:
+        announce(f"MCP gateway at {url}/mcp ({gateway.describe()})")
 
-    probes: Probes
-    about: str
-    mcp: McpEndpoint | None
-    gateway: GatewaySetup | None
 
-    def mount(self, app: web.Application) -> None:
-        if self.mcp is not None:
-            self.mcp.add_routes(app)
+async def _serve_socket(
+    surface: SlackSurface,
+    settings: SlackSettings,
+    readiness: Readiness,
+    probes: Probes,
+    port: _Port,
+    about: str,
+    stop: _Signals,
+    gateway: GatewaySetup | None,
+) -> None:
+    from bot.slack.socket_mode import socket_mode
 
-    def announce(self, host: str, port: int) -> None:
-        if self.gateway is not None:
-            print(
-                f"approvals-bot: MCP gateway at http://{host}:{port}/mcp "
-                f"({self.gateway.describe()})",
-                file=sys.stderr,
-            )
-
-    def stopping(self) -> None:
-        if self.gateway is not None:
-            self.gateway.stop_waiting()
+    assert settings.app_token is not None  # load_settings requires it in socket mode
+    readiness.waiting("connecting to Slack over Socket Mode")
+    async with socket_mode(surface.bolt_app, settings.app_token):
+        readiness.serving(probes)
+        announce(f"connected to Slack over Socket Mode; probes and metrics at {port.url} ({about})")
+        _announce_gateway(gateway, port.url)
+        await stop.serving()
 
 
 @contextlib.asynccontextmanager
@@ -187,21 +224,22 @@ async def open_bot(
     environ: Mapping[str, str],
     metrics: Metrics | None = None,
     gateway: GatewaySetup | None = None,
+    before_slack: Callable[[], AbstractAsyncContextManager[object]] | None = None,
+    waiting: Callable[[str], None] | None = None,
 ) -> AsyncIterator[SlackSurface]:
     """The model, the store, the registry, the service and the Slack surface around
     them, open for the block; each is closed on the way out by the one who opened it,
     in reverse order. Every configuration problem is a ConfigError before anything is
     opened (the agents module, too, before the database); so is a second server on one
-    SQLite file (bot.commands.serve_lock). With a `gateway` (the MCP gateway), its engine
-    is registered and its run watch put in front of the Slack notifier."""
+    SQLite file (bot.commands.serve_lock). `before_slack` is entered once the store is
+    open, before Slack is asked who the bot is (serve listens there); `waiting` hears
+    why, each time Slack cannot be reached. With a `gateway` (the MCP gateway), its
+    engine is registered and its run watch put in front of the Slack notifier."""
     from bot.slack.channels import SlackChannelDirectory
     from bot.slack.groups import SlackGroupDirectory
     from bot.slack.notifier import SlackNotifier
     from bot.slack.surface import SlackSurface
 
-    # Without a policy file the service applies the built-in defaults with
-    # APPROVALS_APPROVAL_TTL_SECONDS as their expiry.
-    policy = load_policy(environ=environ) if environ.get(POLICY_ENV, "").strip() else None
     dependencies = ops_dependencies(environ)
     database_url = settings.database_url or database_url_from_env(environ)
     worker_id = installation_worker_id(database_url, environ)
@@ -212,6 +250,12 @@ async def open_bot(
         model = model_from_env(environ, metrics=metrics)
         stack.push_async_callback(close_model, model)
         registry = load_agent_registry(settings.agents, default=builtin_registry(model))
+        # Every problem of the policy at once. Without a policy file the service applies
+        # the built-in defaults with APPROVALS_APPROVAL_TTL_SECONDS as their expiry.
+        known = tool_names(registry)
+        if gateway is not None:  # its upstreams list their tools only once they run
+            known += gateway.tools_named_by_policy(environ)
+        policy = policy_from_env(environ, known_tools=known)
         if gateway is not None:
             gateway.register(registry, policy)
         store = await open_store(database_url, environ=environ)
@@ -242,12 +286,15 @@ async def open_bot(
                 metrics=metrics,
             )
 
+        if before_slack is not None:
+            await stack.enter_async_context(before_slack())
         surface = await SlackSurface.open(
             bot_token=settings.bot_token,
             signing_secret=settings.signing_secret,
             api_url=settings.api_url,
             make_service=make_service,
             metrics=metrics,
+            waiting=waiting,
         )
         yield await stack.enter_async_context(surface)
 
@@ -272,55 +319,6 @@ def without_credentials(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
-async def _serve_http(
-    surface: SlackSurface,
-    settings: SlackSettings,
-    served: _Served,
-    stop: _Signals,
-    on_listening: Callable[[str], None] | None,
-) -> None:
-    from bot.slack.server import EVENTS_PATH, build_web_app
-
-    app = build_web_app(
-        bolt_app=surface.bolt_app,
-        signing_secret=settings.signing_secret,
-        memory=surface.requests,
-        probes=served.probes,
-    )
-    served.mount(app)
-    async with _listening(app, settings) as (host, port):
-        url = f"http://{host}:{port}{EVENTS_PATH}"
-        print(f"approvals-bot: serving Slack at {url} ({served.about})", file=sys.stderr)
-        served.announce(host, port)
-        if on_listening is not None:
-            on_listening(url)
-        await stop.serving()
-        served.stopping()
-
-
-async def _serve_socket(
-    surface: SlackSurface, settings: SlackSettings, served: _Served, stop: _Signals
-) -> None:
-    from bot.slack.probes import build_probe_app
-    from bot.slack.socket_mode import socket_mode
-
-    assert settings.app_token is not None  # load_settings requires it in socket mode
-    app = build_probe_app(served.probes)
-    served.mount(app)
-    async with (
-        _listening(app, settings) as (host, port),
-        socket_mode(surface.bolt_app, settings.app_token),
-    ):
-        print(
-            "approvals-bot: connected to Slack over Socket Mode; probes and metrics at "
-            f"http://{host}:{port} ({served.about})",
-            file=sys.stderr,
-        )
-        served.announce(host, port)
-        await stop.serving()
-        served.stopping()
-
-
 @contextlib.asynccontextmanager
 async def _listening(
     app: web.Application, settings: SlackSettings
@@ -329,7 +327,9 @@ async def _listening(
     a HOST that does not resolve is a ConfigError in one line."""
     from aiohttp import web
 
-    runner = web.AppRunner(app)
+    from bot.slack.probes import AccessLog
+
+    runner = web.AppRunner(app, access_log_class=AccessLog)
     await runner.setup()
     try:
         try:
@@ -343,6 +343,30 @@ async def _listening(
         yield host, port
     finally:
         await runner.cleanup()
+
+
+class _Port:
+    """HOST:PORT serving `app`: from `listening()` (entered before Slack is reached)
+    until `close()` or the end of that block."""
+
+    def __init__(self, app: web.Application, settings: SlackSettings) -> None:
+        self._app = app
+        self._settings = settings
+        self._stack = contextlib.AsyncExitStack()
+        self.url = ""
+
+    @contextlib.asynccontextmanager
+    async def listening(self) -> AsyncIterator[None]:
+        async with self._stack:
+            host, port = await self._stack.enter_async_context(
+                _listening(self._app, self._settings)
+            )
+            self.url = f"http://{host}:{port}"
+            announce(f"listening at {self.url} (/healthz, /readyz, /metrics); reaching Slack")
+            yield
+
+    async def close(self) -> None:
+        await self._stack.aclose()
 
 
 class _Signals:

@@ -1,6 +1,6 @@
 """One `serve` per SQLite file: a lock file beside the database, held while serving.
 
-SQLite is the engine for one process (it has no way to tell a live worker's leases from
+SQLite is the backend for one process (it has no way to tell a live worker's leases from
 a dead one's across machines, and its one writer is the bottleneck anyway); several
 replicas run on Postgres. A second `approvals-bot serve` (or `socket`) on the same file
 would recover, sweep and resume next to the first, so it is refused with one line

@@ -61,3 +61,11 @@ def prompt(question: str, *, missing: str) -> str:
         return input(question).strip()
     except EOFError:
         raise InputError(missing) from None
+
+
+def confirm(question: str, *, missing: str, refused: str) -> None:
+    """Go on only on a yes (y, yes) to `question`, asked with `[y/N]`; anything else is
+    an InputError saying `refused` (what was not done)."""
+    answer = prompt(f"{question} [y/N] ", missing=missing).lower()
+    if answer not in ("y", "yes"):
+        raise InputError(f"not confirmed; {refused}")

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from bot.credentials import redact_text
 from bot.review.visible import arguments_json, visible
 from bot.service import Location, Notifier
-from bot.service.api import (
+from bot.service.events import (
     ApprovalDecided,
     ApprovalExpired,
     ApprovalReminder,
@@ -76,24 +76,10 @@ def event_text(event: Event) -> str:
         case RunStarted(run=run, task=task):
             task_shown = visible(redact_text(task))
             return f"run {run.run_id} ({run.agent_name} v{run.agent_version}): {task_shown}"
-        case ApprovalRequested(approval=approval, snapshot=snapshot, standing=standing):
-            lines = [
-                f"\napproval needed: {snapshot.tool_name} (approval {approval.approval_id})",
-                f"  arguments: {compact(snapshot.arguments)}",
-                *(f"  warning:   {line}" for line in snapshot.script_warnings()),
-                f"  digest:    {snapshot.digest}",
-                f"  expires:   {expiry(approval)}",
-            ]
-            lines += [f"  standing:  {standing_text(d)}" for d in standing]
-            return "\n".join(lines)
-        case ApprovalDecided(approval=approval, standing=standing):
-            who = approval.decider or approval.revoked_by or "the service"
-            line = f"{approval.tool_name}: {approval.status} by {who}"
-            if approval.status == "revoked" and approval.revoke_reason:
-                line += f" ({approval.revoke_reason})"
-            if any(d.approval_id == approval.approval_id for d in standing):
-                line += "; it stands for the rest of the run"
-            return line
+        case ApprovalRequested():
+            return _requested_text(event)
+        case ApprovalDecided():
+            return _decided_text(event)
         case ApprovalUpdated(view=view):
             voters = ", ".join(view.voters) or "nobody yet"
             return (
@@ -119,15 +105,8 @@ def event_text(event: Event) -> str:
             return f"\nanswer{suffix}:\n{final_output or '(no answer)'}"
         case RunFailed(error=error):
             return f"\nrun failed: {error}"
-        case RunCancelled(run=run, actor=actor, reason=reason):
-            return f"\nrun {run.run_id} cancelled by {actor}: {reason}"
-        case RunPaused(run=run, actor=actor, reason=reason):
-            return (
-                f"\nrun {run.run_id} paused by {actor}: {reason} "
-                f"(approvals-bot runs resume {run.run_id} lets it go on)"
-            )
-        case RunUnpaused(run=run, actor=actor):
-            return f"\nrun {run.run_id} released by {actor}; it goes on"
+        case RunCancelled() | RunPaused() | RunUnpaused():
+            return _control_text(event)
         case ResumeStalled(attempts=attempts):
             return (
                 f"the database failed {attempts} times while resuming; retrying in the background"
@@ -137,6 +116,45 @@ def event_text(event: Event) -> str:
                 f"\nrun {run.run_id} needs migration: {reason}; it stays paused "
                 f"(approvals-bot runs resume {run.run_id} once the version is back, or cancel it)"
             )
+
+
+def _control_text(event: RunCancelled | RunPaused | RunUnpaused) -> str:
+    """A person cancelled, paused or released the run."""
+    run = event.run
+    match event:
+        case RunCancelled(actor=actor, reason=reason):
+            return f"\nrun {run.run_id} cancelled by {actor}: {reason}"
+        case RunPaused(actor=actor, reason=reason):
+            return (
+                f"\nrun {run.run_id} paused by {actor}: {reason} "
+                f"(approvals-bot runs resume {run.run_id} lets it go on)"
+            )
+        case RunUnpaused(actor=actor):
+            return f"\nrun {run.run_id} released by {actor}; it goes on"
+
+
+def _requested_text(event: ApprovalRequested) -> str:
+    approval, snapshot = event.approval, event.snapshot
+    lines = [
+        f"\napproval needed: {snapshot.tool_name} (approval {approval.approval_id})",
+        f"  arguments: {compact(snapshot.arguments)}",
+        *(f"  warning:   {line}" for line in snapshot.script_warnings()),
+        f"  digest:    {snapshot.digest}",
+        f"  expires:   {expiry(approval)}",
+    ]
+    lines += [f"  standing:  {standing_text(d)}" for d in event.standing]
+    return "\n".join(lines)
+
+
+def _decided_text(event: ApprovalDecided) -> str:
+    approval = event.approval
+    who = approval.decider or approval.revoked_by or "the service"
+    line = f"{approval.tool_name}: {approval.status} by {who}"
+    if approval.status == "revoked" and approval.revoke_reason:
+        line += f" ({approval.revoke_reason})"
+    if any(d.approval_id == approval.approval_id for d in event.standing):
+        line += "; it stands for the rest of the run"
+    return line
 
 
 def standing_text(decision: StandingDecision) -> str:

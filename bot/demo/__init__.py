@@ -5,15 +5,15 @@ result = await Runner.arun(build_ops_agent(), "deploy payments 1.2.3",
                            dependencies=ops_dependencies())
 """
 
-from bot.demo.agent import (
+from bot.demo.effects import EffectsFile, token_fingerprint
+from bot.demo.offline_model import OfflineOpsModel, parse_task
+from bot.demo.ops_agent import (
     OPS_AGENT_NAME,
     OPS_AGENT_VERSION,
     build_ops_agent,
     default_registry,
 )
-from bot.demo.effects import EffectsFile, token_fingerprint
-from bot.demo.offline_model import OfflineOpsModel, parse_task
-from bot.demo.tools import (
+from bot.demo.ops_tools import (
     OPS_TOOLS,
     OpsDependencies,
     deploy_release,

@@ -67,8 +67,13 @@ def _parse_clause(clause: str) -> Command | None:
     return None
 
 
+SHOWN_CHARS = 80  # of a part not understood: enough to recognise it, never a wall of text
+
+
 def help_text(not_understood: str) -> str:
     shown = redact_text(not_understood) or "(an empty task)"
+    if len(shown) > SHOWN_CHARS:
+        shown = f"{shown[: SHOWN_CHARS - 1]}… ({len(shown)} characters)"
     return (
         f'I did not understand "{shown}". I understand: '
         + "; ".join(UNDERSTOOD)

@@ -23,6 +23,7 @@ from bot.mcp.config import (
     ENV_NAME,
     HEADER_NAME,
     LONGEST_WAIT,
+    MCP_ENV,
     NAME,
     SLACK_CHANNEL_ID,
     TOOL_NAME,
@@ -347,3 +348,22 @@ class _Parser:
     def _unknown(self, table: Mapping[str, Any], known: frozenset[str], prefix: str) -> None:
         for name in sorted(set(table) - known):
             self.problems.append(f"{prefix}{name}: unknown key (known: {', '.join(sorted(known))})")
+
+
+def gateway_tools_in(policy_file: str, config: GatewayConfig) -> list[str]:
+    """The names the policy file gives the gateway's tools: its upstreams list their
+    tools only once they run, so any `<upstream>__<tool>` of an upstream `config` names.
+    (A file that cannot be read names none; reading it as a policy says why.)"""
+    try:
+        tables = tomllib.loads(Path(policy_file).read_text(encoding="utf-8")).get("tools")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    named = tables if isinstance(tables, dict) else {}
+    return sorted(name for name in named if config.upstream_of(name) is not None)
+
+
+def gateway_tools_named(policy_file: str, environ: Mapping[str, str]) -> list[str]:
+    """The gateway's tools `policy_file` has tables for, when `APPROVALS_MCP` (in
+    `environ`) names a gateway file (ConfigError when that file has problems)."""
+    path = environ.get(MCP_ENV, "").strip()
+    return gateway_tools_in(policy_file, load_gateway_config(path)) if path else []

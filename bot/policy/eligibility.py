@@ -3,6 +3,7 @@ directories that answer group and channel membership (Slack's in bot.slack)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -21,6 +22,24 @@ class NoGroups:
 
     async def members(self, group_id: str) -> frozenset[str]:
         return frozenset()
+
+
+class StaticGroups:
+    """Groups whose members are given (a file at the terminal, where Slack is not asked);
+    a group not given has no members."""
+
+    def __init__(self, groups: Mapping[str, Iterable[str]] | None = None) -> None:
+        self._groups = {group: frozenset(users) for group, users in (groups or {}).items()}
+
+    async def members(self, group_id: str) -> frozenset[str]:
+        return self._groups.get(group_id, frozenset())
+
+    def knows(self, group_id: str) -> bool:
+        """Whether the group's members were given (an unknown group may have members)."""
+        return group_id in self._groups
+
+    def has_member(self, group_id: str, user: str) -> bool:
+        return user in self._groups.get(group_id, frozenset())
 
 
 class ChannelDirectory(Protocol):

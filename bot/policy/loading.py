@@ -67,6 +67,15 @@ def load_policy(
     return parse_policy(text, source=str(file), known_tools=known_tools)
 
 
+def policy_from_env(environ: Mapping[str, str], *, known_tools: Iterable[str]) -> Policy | None:
+    """The policy `$APPROVALS_POLICY` names, read with every problem reported at once,
+    `[tools.<name>]` tables for tools outside `known_tools` (the agents' tools) among
+    them; None when it is unset (the service then applies the built-in defaults)."""
+    if not environ.get(POLICY_ENV, "").strip():
+        return None
+    return load_policy(environ=environ, known_tools=known_tools)
+
+
 def parse_policy(
     text: str, *, source: str = "<policy>", known_tools: Iterable[str] | None = None
 ) -> Policy:

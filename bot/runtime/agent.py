@@ -140,12 +140,30 @@ AgentFactory = Callable[[], AgentEngine]
 class AgentRegistry:
     """Agents keyed by (name, version): our `Agent`s and any other `AgentEngine` (an
     OpenAI Agents SDK agent through bot.adapters.openai_agents). The first registered
-    agent is the default."""
+    agent is the default. `unavailable`: agents this registry knows of but cannot run,
+    by name, with why (see `note_unavailable`)."""
 
-    def __init__(self, agents: Iterable[AgentEngine | AgentFactory] = ()) -> None:
+    def __init__(
+        self,
+        agents: Iterable[AgentEngine | AgentFactory] = (),
+        *,
+        unavailable: Mapping[str, str] | None = None,
+    ) -> None:
         self._agents: dict[tuple[str, str], AgentEngine] = {}
+        self._unavailable: dict[str, str] = dict(unavailable or {})
         for agent in agents:
             self.register(agent)
+
+    def note_unavailable(self, name: str, why: str) -> None:
+        """Remember that the agent `name` cannot run here and why (a built-in agent whose
+        framework is not installed): asking for it by name then says so, not only that
+        no such agent is registered."""
+        self._unavailable[name] = why
+
+    @property
+    def unavailable(self) -> dict[str, str]:
+        """The agents noted unavailable, by name, with why (a copy)."""
+        return dict(self._unavailable)
 
     def register(self, agent_or_factory: AgentEngine | AgentFactory) -> AgentEngine:
         """Register an agent (or a zero-argument factory, called now). Usable as a
@@ -176,6 +194,9 @@ class AgentRegistry:
         for (agent_name, _), agent in reversed(self._agents.items()):
             if agent_name == name:
                 return agent
+        why = self._unavailable.get(name)
+        if why is not None:
+            raise AgentNotRegisteredError(why)
         raise AgentNotRegisteredError(
             f"no agent named {name!r} is registered (registered: {self.describe()})"
         )

@@ -1,24 +1,40 @@
 """Running one tool call through the journal, so no call runs twice by accident.
 
+One loop for every engine (the run core's Runner and each adapter of another
+framework): claim the call's execution key, apply the tool's replay policy to an
+earlier dispatch that never recorded a result, run the call, record its result.
+
 Intent is recorded before the tool runs and the raw result after it. A recorded result
 is reused without calling the tool. A dispatch that never recorded a result (the process
 died in between) follows the tool's replay policy: `safe` and `idempotent` run again
 (with the same execution key), `manual` leaves the call uncertain for a human.
+
+    outcome = await run_once(journal, LedgerCall(scope=..., replay_policy="idempotent"),
+                             invoke=lambda: ...)  # -> Done, or Unsettled
+
+`dispatch` is the Runner's use of it: a bot `Tool` whose failures become error results.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import traceback
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from bot.credentials import redact_text
 from bot.errors import InputError
-from bot.runtime.journal import Fresh, Interrupted, Journal, Recorded, Uncertain
+from bot.runtime.journal import Fresh, Interrupted, Journal, Recorded
 from bot.runtime.model import ToolCallItem
-from bot.runtime.tools import Tool, ToolCallContext, invalid_arguments, tool_call_scope
+from bot.runtime.tools import (
+    ReplayPolicyName,
+    Tool,
+    ToolCallContext,
+    invalid_arguments,
+    tool_call_scope,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +51,65 @@ class Unsettled:
 
 
 Outcome = Done | Unsettled
+
+
+@dataclass(frozen=True, kw_only=True)
+class LedgerCall:
+    """One call about to run through the journal: the tool's view of it (`scope`: run,
+    call id, execution key, keyed digest, dependencies; its `attempt` is the claim's),
+    the tool's replay policy, and whether a human allowed running it again."""
+
+    scope: ToolCallContext
+    replay_policy: ReplayPolicyName
+    redispatch: bool = False
+
+
+async def run_once(
+    journal: Journal, call: LedgerCall, *, invoke: Callable[[], Awaitable[Done]]
+) -> Outcome:
+    """Claim `call`'s execution key in `journal`, then: a recorded result is returned as
+    is; an interrupted earlier dispatch follows the replay policy; a fresh claim runs
+    `invoke()` inside the tool call scope (`current_tool_call()`) and records what it
+    returns. Whatever `invoke` raises propagates, nothing recorded (the claim stays
+    open: the next claim finds it interrupted)."""
+    scope = call.scope
+    claim_args = {
+        "execution_key": scope.execution_key,
+        "arguments_digest": scope.digest,
+        "run_id": scope.run_id,
+        "tool_call_id": scope.tool_call_id,
+        "tool_name": scope.tool_name,
+    }
+    claim = await journal.claim(**claim_args, redispatch=call.redispatch)
+    if isinstance(claim, Interrupted):
+        if call.replay_policy == "manual":
+            logger.warning(
+                "call %s (%s) was interrupted; waiting for a human",
+                scope.tool_call_id,
+                scope.tool_name,
+            )
+            await journal.mark_uncertain(execution_key=scope.execution_key)
+            return Unsettled()
+        logger.info(
+            "re-dispatching interrupted call %s (%s, %s)",
+            scope.tool_call_id,
+            scope.tool_name,
+            call.replay_policy,
+        )
+        claim = await journal.claim(**claim_args, redispatch=True)
+    if isinstance(claim, Recorded):
+        return Done(content=claim.result, is_error=claim.is_error)
+    if not isinstance(claim, Fresh):  # Uncertain, or Interrupted once more
+        return Unsettled()
+    with tool_call_scope(dataclasses.replace(scope, attempt=claim.attempt)):
+        done = await invoke()
+    await journal.record_result(
+        execution_key=scope.execution_key,
+        lease_token=claim.lease_token,
+        result=done.content,
+        is_error=done.is_error,
+    )
+    return done
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,62 +133,20 @@ async def dispatch(
 ) -> Outcome:
     """Run `call` through the journal. `digest` is the call's keyed digest (the one its
     card showed): the journal keeps it and compares it, and the tool can read it."""
-    claim_args = {
-        "execution_key": execution_key,
-        "arguments_digest": digest,
-        "run_id": site.run_id,
-        "tool_call_id": call["id"],
-        "tool_name": tool.name,
-    }
-    claim = await site.journal.claim(**claim_args, redispatch=redispatch)
-    if isinstance(claim, Interrupted):
-        if tool.replay_policy == "manual":
-            logger.warning(
-                "call %s (%s) was interrupted; waiting for a human", call["id"], tool.name
-            )
-            await site.journal.mark_uncertain(execution_key=execution_key)
-            return Unsettled()
-        logger.info(
-            "re-dispatching interrupted call %s (%s, %s)", call["id"], tool.name, tool.replay_policy
-        )
-        claim = await site.journal.claim(**claim_args, redispatch=True)
-    if isinstance(claim, Recorded):
-        return Done(content=claim.result, is_error=claim.is_error)
-    if isinstance(claim, Uncertain | Interrupted):
-        return Unsettled()
-    return await _run_fresh(
-        site, tool, call, execution_key=execution_key, digest=digest, claim=claim
-    )
-
-
-async def _run_fresh(
-    site: CallSite,
-    tool: Tool,
-    call: ToolCallItem,
-    *,
-    execution_key: str,
-    digest: str,
-    claim: Fresh,
-) -> Done:
     scope = ToolCallContext(
         run_id=site.run_id,
         tool_call_id=call["id"],
         execution_key=execution_key,
         digest=digest,
         tool_name=tool.name,
-        attempt=claim.attempt,
+        attempt=1,
         dependencies=site.dependencies,
         context=site.context,
     )
-    with tool_call_scope(scope):
-        done = await _invoke(tool, call["arguments"])
-    await site.journal.record_result(
-        execution_key=execution_key,
-        lease_token=claim.lease_token,
-        result=done.content,
-        is_error=done.is_error,
+    ledger_call = LedgerCall(scope=scope, replay_policy=tool.replay_policy, redispatch=redispatch)
+    return await run_once(
+        site.journal, ledger_call, invoke=lambda: _invoke(tool, call["arguments"])
     )
-    return done
 
 
 async def _invoke(tool: Tool, arguments: dict[str, Any]) -> Done:

@@ -1,5 +1,6 @@
-"""ExternalRunState: the durable state of a run that another engine runs (the OpenAI
-Agents SDK), with the bot's own record of its pauses beside the engine's state.
+"""ExternalRunState: the durable state of a run that another engine runs (an agent
+framework's adapter: OpenAI Agents SDK, LangGraph, Pydantic AI), with the bot's own
+record of its pauses beside the engine's state.
 
 The engine's own state (`engine_state`, e.g. the SDK's `RunState.to_json()`) is opaque
 JSON here: only its engine reads and writes it. Beside it the bot keeps what it needs
@@ -17,11 +18,17 @@ keys (the ledger then runs each call at most once).
 An engine may attach notes to a pending call (`paused(..., notes=...)`): lines a
 reviewer should read beside the arguments (why the call is asked again, say). They are
 stored with the state and shown on the call's card.
+
+Approve with changes: an engine that can run a call with other arguments (an
+`ArgumentEditor`) gives the call an approver's arguments (`amend_arguments`, or a copy:
+`with_arguments`); the arguments the engine asked with are kept (`requested_digest`) to
+check its restored state against, and `amended_arguments` hands the changed ones back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -84,6 +91,7 @@ class ExternalRunState:
         final_output: str | None = None,
         new_input: str | None = None,
         notes: Mapping[str, Sequence[str]] | None = None,
+        requested: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.run_id = run_id
         self.agent_name = agent_name
@@ -105,6 +113,10 @@ class ExternalRunState:
             call_id: tuple(lines)
             for call_id, lines in (notes or {}).items()
             if call_id in self._calls.calls and lines
+        }
+        # the arguments the engine asked with, of the calls an approver changed
+        self._requested: dict[str, dict[str, Any]] = {
+            call_id: dict(arguments) for call_id, arguments in (requested or {}).items()
         }
 
     # -- what the service reads -----------------------------------------------------------
@@ -153,7 +165,41 @@ class ExternalRunState:
             arguments=arguments,
         )
 
+    def requested_digest(self, call: PendingCall | str) -> str:
+        """The keyed digest of the call as the engine asked for it (before an approver
+        changed its arguments): what a restored engine state is checked against."""
+        pending = self._calls.find(call)
+        return self.digest_of(
+            tool_name=pending.tool_name,
+            execution_key=pending.execution_key,
+            arguments=self._requested.get(pending.tool_call_id, pending.arguments),
+        )
+
+    def amended_arguments(self, call: PendingCall | str) -> dict[str, Any] | None:
+        """The arguments an approver changed the call to (None: unchanged)."""
+        pending = self._calls.find(call)
+        if pending.tool_call_id not in self._requested:
+            return None
+        return dict(pending.arguments)
+
     # -- what people decide ---------------------------------------------------------------
+
+    def amend_arguments(self, tool_call_id: str, arguments: Mapping[str, Any]) -> None:
+        """Give a call waiting for approval new arguments (approve with changes): its
+        digest is computed from them from now on, any decision on it is dropped, and the
+        arguments the engine asked with are kept to check its restored state against.
+        Only an engine that can run a call with other arguments offers it."""
+        pending = self._calls.decidable(tool_call_id, action="amended")
+        self._requested.setdefault(pending.tool_call_id, dict(pending.arguments))
+        self._calls.put(replace(pending, arguments=orjson.loads(orjson.dumps(dict(arguments)))))
+
+    def with_arguments(self, tool_call_id: str, arguments: Mapping[str, Any]) -> ExternalRunState:
+        """A copy in which `amend_arguments` gave the call these arguments (what an
+        `ArgumentEditor` engine's `amended` returns); this state stays as it was. The
+        call's execution key and notes stay."""
+        changed = self._copy()
+        changed.amend_arguments(tool_call_id, arguments)
+        return changed
 
     def approve(
         self,
@@ -231,15 +277,8 @@ class ExternalRunState:
             decisions={},
             new_input=None,
             notes=notes or {},
+            requested={},
         )
-
-    def with_arguments(self, tool_call_id: str, arguments: Mapping[str, Any]) -> ExternalRunState:
-        """A copy whose call waiting for approval has these arguments (approve with
-        changes: its digest changes with them; its execution key and notes stay)."""
-        pending = self._calls.decidable(tool_call_id, action="amended")
-        changed = _with_arguments(pending, orjson.loads(orjson.dumps(dict(arguments))))
-        calls = [changed if c.tool_call_id == tool_call_id else c for c in self.pending_calls()]
-        return self._copy(pending=calls)
 
     def uncertain(self, keys: Iterable[str]) -> ExternalRunState:
         """A copy of this state (before the run) with these calls' outcomes uncertain:
@@ -267,6 +306,7 @@ class ExternalRunState:
             decisions={},
             final_output=final_output,
             new_input=None,
+            requested={},
         )
 
     def _copy(self, **changes: Any) -> ExternalRunState:
@@ -284,6 +324,7 @@ class ExternalRunState:
             "final_output": self._final_output,
             "new_input": self.new_input,
             "notes": self._notes,
+            "requested": self._requested,
         }
         return ExternalRunState(**{**fields, **changes})
 
@@ -334,6 +375,7 @@ class ExternalRunState:
             "final_output": self._final_output,
             "new_input": self.new_input,
             "call_notes": {call_id: list(lines) for call_id, lines in self._notes.items()},
+            "requested_arguments": self._requested,
             "engine_state": self.engine_state,
         }
         try:
@@ -385,6 +427,7 @@ class ExternalRunState:
             final_output=optional_str(payload.get("final_output"), "final_output"),
             new_input=optional_str(payload.get("new_input"), "new_input"),
             notes=_read_notes(payload.get("call_notes")),
+            requested=_requested(payload.get("requested_arguments"), pending),
         )
 
     def __repr__(self) -> str:
@@ -407,14 +450,18 @@ def _read_notes(value: Any) -> dict[str, list[str]]:
     return read
 
 
-def _with_arguments(call: PendingCall, arguments: dict[str, Any]) -> PendingCall:
-    return PendingCall(
-        tool_call_id=call.tool_call_id,
-        tool_name=call.tool_name,
-        arguments=arguments,
-        execution_key=call.execution_key,
-        status=call.status,
-    )
+def _requested(value: Any, pending: Mapping[str, PendingCall]) -> dict[str, dict[str, Any]]:
+    """The asked-with arguments of amended calls (absent in states written before
+    approve with changes was offered to engines: none)."""
+    if value is None:
+        return {}
+    requested: dict[str, dict[str, Any]] = typed(value, dict, "requested_arguments")
+    for call_id, arguments in requested.items():
+        typed(arguments, dict, f"requested_arguments.{call_id}")
+    unknown = sorted(set(requested) - set(pending))
+    if unknown:
+        raise RunStateError(f"requested arguments for calls that are not pending: {unknown}")
+    return requested
 
 
 def _with_status(call: PendingCall, status: Any) -> PendingCall:

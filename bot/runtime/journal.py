@@ -5,7 +5,7 @@ result is reused, never re-executed. A dispatch with no result (the process died
 between) is `Interrupted`, and the runner applies the tool's replay policy.
 
 `InMemoryJournal` ships here; the store's ledger is the durable implementation
-(store/ledger.py), with leases and fencing tokens.
+(store/sql/ledger.py), with leases and fencing tokens.
 """
 
 from __future__ import annotations

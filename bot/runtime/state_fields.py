@@ -105,21 +105,7 @@ def read_history(value: Any, path: str = "history") -> list[Item]:
                 content = item["content"]
                 if content is not None and type(content) is not str:
                     raise _BadItem("content", "a string or null", content)
-                calls = item["tool_calls"]
-                if type(calls) is not list:
-                    raise _BadItem("tool_calls", "an array", calls)
-                for call in calls:
-                    if (
-                        type(call) is not dict
-                        or type(call.get("id")) is not str
-                        or type(call.get("name")) is not str
-                        or type(call.get("arguments")) is not dict
-                    ):
-                        raise _BadItem(
-                            f"tool_calls[{_index(calls, call)}]",
-                            "an object with a string id and name and an object of arguments",
-                            call,
-                        )
+                _check_calls(item["tool_calls"])
             elif kind != "user":
                 raise _BadItem("type", "user, assistant or tool_result", kind)
             elif type(item["content"]) is not str:
@@ -132,6 +118,24 @@ def read_history(value: Any, path: str = "history") -> list[Item]:
         where = f"{path}[{_index(items, item)}].{missing.args[0]}"
         raise RunStateError(f"RunState field {where!r} is missing") from None
     return cast(list[Item], items)
+
+
+def _check_calls(calls: Any) -> None:
+    """_BadItem unless `calls` is an assistant turn's list of tool calls."""
+    if type(calls) is not list:
+        raise _BadItem("tool_calls", "an array", calls)
+    for call in calls:
+        if (
+            type(call) is not dict
+            or type(call.get("id")) is not str
+            or type(call.get("name")) is not str
+            or type(call.get("arguments")) is not dict
+        ):
+            raise _BadItem(
+                f"tool_calls[{_index(calls, call)}]",
+                "an object with a string id and name and an object of arguments",
+                call,
+            )
 
 
 def _index(items: list[Any], item: Any) -> int:

@@ -6,13 +6,24 @@ field left out, a value equal to the redaction marker, or a value equal to the r
 form of the stored one keeps the stored value; anything else replaces it. A marker left
 anywhere else is refused: it would run with the placeholder text.
 
-`amended_state` puts the new arguments into a copy of the paused run's state: for the run
-core, RunState.amend_arguments (the model's tool call in the history and the pending
-call, which must agree; from then on the call has a keyed digest even if it had a legacy
-one); for another engine that allows it (an `ArgumentEditor`), the engine's own copy.
-`noted_agent` gives the resumed run an agent whose tool prefixes the result of an amended
-call with a note, so that the model knows the call ran with arguments an approver
-changed (an editing engine tells its own caller).
+Which calls may be changed, how new arguments are checked and how they get into the
+state is one question with two answers:
+
+- the run core (an `Agent` with its `RunState`): the tool's own `validate`, and
+  RunState.amend_arguments (the model's tool call in the history and the pending call,
+  which must agree; from then on the call has a keyed digest even if it had a legacy
+  one);
+- any other engine: only as an `ArgumentEditor` (bot.runtime.engine), which answers per
+  call from the run's state (`can_amend`: the tool's schema as the call was asked),
+  checks the merged arguments (`check_arguments`) and returns a changed copy of the
+  state (`amended`). The LangGraph and Pydantic AI adapters and the MCP gateway are
+  editors; an engine that is not one (the OpenAI Agents SDK's) offers no change.
+
+`edit_for` and `amended_state` are those two answers; `can_change` is what the card is
+told when it is posted (bot.service.execution.card_snapshot). `noted_agent` gives the
+resumed run core an agent whose tool prefixes the result of an amended call with a note,
+so that the model knows the call ran with arguments an approver changed (an editing
+engine tells its own caller).
 """
 
 from __future__ import annotations
@@ -40,6 +51,16 @@ from bot.runtime import (
     current_tool_call,
 )
 from store.records import ApprovalRecord
+
+
+async def built(agent: AgentEngine) -> AgentEngine:
+    """The engine itself: one registered before its framework was imported
+    (bot.adapters.lazy, which has `load`) is built first, off the event loop."""
+    load = getattr(agent, "load", None)
+    if load is None:
+        return agent
+    engine: AgentEngine = await load()
+    return engine
 
 
 def merge_edit(stored: Any, edited: Any) -> Any:
@@ -77,11 +98,22 @@ def edited_arguments(
     return _checked_edit(tool.validate, tool.name, stored, edit)
 
 
+def can_change(agent: AgentEngine, state: AgentRun, call: PendingCall) -> bool | None:
+    """Whether approvers may change `call`'s arguments, when its engine answers that per
+    call (an amendable `ArgumentEditor`); None when the answer is the same for every call
+    of the engine (the run core: yes; any other engine: no)."""
+    if isinstance(state, RunState) or not agent.amendable:
+        return None
+    if not isinstance(agent, ArgumentEditor):
+        return None  # it claims to edit but cannot say how: as an engine that does not
+    return agent.can_amend(state, call)
+
+
 def edit_for(
     agent: AgentEngine, state: AgentRun, call: PendingCall, edit: Mapping[str, Any]
 ) -> dict[str, Any] | None:
     """The arguments `call` would run with after `edit` (InputError when they do not fit
-    its tool); None when its engine lets nobody change them (or not for this tool)."""
+    its tool); None when its engine lets nobody change them (or not for this call)."""
     if not agent.amendable:
         return None
     if isinstance(agent, Agent) and isinstance(state, RunState):
@@ -98,10 +130,11 @@ def edit_for(
 def amended_state(
     agent: AgentEngine, state: AgentRun, call: PendingCall, arguments: dict[str, Any]
 ) -> AgentRun:
-    """A copy of `state` in which `call` has `arguments` (`edit_for` allowed them)."""
+    """A copy of `state` in which `call` has `arguments` (`edit_for` allowed them);
+    `state` itself stays as it was."""
     if isinstance(state, RunState):
         amended = RunState.from_json(state.to_json())
-        amend_call(amended, call.tool_call_id, arguments)
+        amended.amend_arguments(call.tool_call_id, arguments)
         return amended
     if not isinstance(agent, ArgumentEditor):
         raise InputError(f"the arguments of {call.tool_name} cannot be changed")
@@ -135,11 +168,6 @@ def pending_call(state: AgentRun, approval: ApprovalRecord) -> PendingCall:
         f"run {state.run_id} has no pending call {approval.tool_call_id!r} for approval "
         f"{approval.approval_id}"
     )
-
-
-def amend_call(state: RunState, tool_call_id: str, arguments: dict[str, Any]) -> None:
-    """Give the pending call, and the model's tool call in the history, new arguments."""
-    state.amend_arguments(tool_call_id, arguments)
 
 
 def change_note(approval: ApprovalRecord) -> str:

@@ -16,19 +16,20 @@ from typing import Any
 from bot.credentials import redact_text
 from bot.errors import ApprovalsError, InputError
 from bot.runtime import AgentEngine, AgentRun
-from bot.service.api import (
+from bot.service.answers import (
     Busy,
     Closed,
     Continued,
     FollowUpOutcome,
     NotARunThread,
     Retrying,
-    RunStarted,
     WaitingForApproval,
 )
+from bot.service.events import RunStarted
 from bot.service.execution import engine_stamp, execute
 from bot.service.leases import claim, leave_working
 from bot.service.limits import checked_task
+from bot.service.resume import resume_if_all_decided
 from bot.service.workflow import Workflow
 from store.records import RunRecord
 
@@ -75,7 +76,7 @@ async def start_run(
     if thread is not None:
         await flow.store.set_run_thread(run.run_id, channel=thread[0], thread_ts=thread[1])
         run = await flow.require_run(run.run_id)
-    return await execute(flow, run, agent, state)
+    return await execute(flow, run, agent, state, resume_if_decided=resume_if_all_decided)
 
 
 async def follow_up(
@@ -100,7 +101,10 @@ async def follow_up(
     await flow.store.append_audit(
         "follow_up", actor=user, run_id=run.run_id, detail={"chars": len(text)}
     )
-    return Continued(run=await execute(flow, claimed, agent, state, requester=user))
+    resumed = await execute(
+        flow, claimed, agent, state, requester=user, resume_if_decided=resume_if_all_decided
+    )
+    return Continued(run=resumed)
 
 
 async def _why_not_idle(flow: Workflow, run: RunRecord) -> FollowUpOutcome | None:

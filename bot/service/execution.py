@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from functools import partial
 
 from bot.canonical import digests_equal
@@ -37,38 +37,47 @@ from bot.runtime import (
     Agent,
     AgentEngine,
     AgentRun,
-    ArgumentEditor,
     EngineInfo,
     EngineResult,
     ExternalRunState,
     PendingCall,
 )
-from bot.service.amend import noted_agent
-from bot.service.api import (
+from bot.service.amend import can_change, noted_agent
+from bot.service.api import UncertainCall
+from bot.service.authority import execution_check
+from bot.service.events import (
     ApprovalRequested,
     CallUncertain,
     ExecutionRefused,
     RunFailed,
     RunFinished,
     RunNeedsMigration,
-    UncertainCall,
 )
-from bot.service.authority import execution_check
-from bot.service.journal import ServiceJournal
+from bot.service.last_check import ServiceJournal
 from bot.service.leases import leave_working
 from bot.service.limits import calls_per_turn_exceeded, check_pending
 from bot.service.retry import transient
 from bot.service.standing import apply_standing
 from bot.service.workflow import Workflow
 from store.journal import StoreJournal
-from store.records import ApprovalRecord, EngineStamp, NewApproval, RunRecord, StandingDecision
+from store.records import (
+    FINISHED_RUN_STATUSES,
+    ApprovalRecord,
+    EngineStamp,
+    NewApproval,
+    RunRecord,
+    StandingDecision,
+)
 
 log = logging.getLogger(__name__)
 
-FINAL_RUN_STATUSES = frozenset({"completed", "failed", "cancelled"})
 MIGRATION_NEEDED = (AgentNotRegisteredError, SchemaVersionError, StateUnreadableError)
 """Why a deployment cannot resume a run it could resume once: its agent version is not
 registered, or its state is of a schema (ours, or its engine's) this build cannot read."""
+
+ResumeIfDecided = Callable[[Workflow, str], Awaitable[bool]]
+"""bot.service.resume.resume_if_all_decided, handed in by whoever runs the agent: a
+resume runs the agent through this module, so this module does not import it."""
 
 
 async def execute(
@@ -80,6 +89,7 @@ async def execute(
     approved: dict[str, ApprovalRecord] | None = None,
     requester: str | None = None,
     raise_transient: bool = False,
+    resume_if_decided: ResumeIfDecided,
 ) -> RunRecord:
     """Run `agent` from `state` for `run` (status running or resuming) and persist the
     outcome. Never raises for a failed run: the run is marked failed and people told;
@@ -111,7 +121,9 @@ async def execute(
             agent = noted_agent(agent, approvals)
         result = await _run_agent(flow, agent, state, journal)
         check_pending(flow.policy.limits, result)
-        return await persist_outcome(flow, run, result, requester=requester)
+        return await persist_outcome(
+            flow, run, result, requester=requester, resume_if_decided=resume_if_decided
+        )
     except LimitError as error:
         return await fail_run(flow, run, str(error))
     except MIGRATION_NEEDED as error:
@@ -162,7 +174,12 @@ async def _tell_refused(
 
 
 async def persist_outcome(
-    flow: Workflow, run: RunRecord, result: EngineResult, *, requester: str | None = None
+    flow: Workflow,
+    run: RunRecord,
+    result: EngineResult,
+    *,
+    requester: str | None = None,
+    resume_if_decided: ResumeIfDecided,
 ) -> RunRecord:
     paused = result.outcome == "paused"
     saved = await flow.store.save_run_state(
@@ -181,7 +198,10 @@ async def persist_outcome(
         )
         return saved
     flow.telemetry.run_paused(saved, waiting=len(result.interruptions))
-    await request_approvals(flow, saved, result.state, result.interruptions, requester=requester)
+    await request_approvals(
+        flow, saved, result.state, result.interruptions,
+        requester=requester, resume_if_decided=resume_if_decided,
+    )  # fmt: skip
     for call in result.interruptions:
         if call.status == "uncertain":
             await flow.notify(CallUncertain(run=saved, call=UncertainCall.of(saved.run_id, call)))
@@ -195,6 +215,7 @@ async def request_approvals(
     calls: Sequence[PendingCall],
     *,
     requester: str | None = None,
+    resume_if_decided: ResumeIfDecided,
 ) -> list[ApprovalRecord]:
     """Approval rows (and cards) for the calls of `state` waiting for a decision.
 
@@ -202,7 +223,8 @@ async def request_approvals(
     if it never was). Rows are keyed by the call's execution key, so a provider that
     reuses tool call ids across turns gets a row per call; a row for the same key that is
     decided or was made for other arguments fails closed rather than letting an old
-    decision answer a new call."""
+    decision answer a new call. When the run's standing decisions decide the new calls,
+    `resume_if_decided` resumes the run if nothing else is open."""
     waiting = [call for call in calls if call.status == "approval"]
     if not waiting:
         return []
@@ -250,7 +272,7 @@ async def request_approvals(
         if record.slack_ts is None:
             await _post_card(flow, run, record, snapshots[record.execution_key], standing)
     if standing and await apply_standing(flow, run, records):
-        await flow.resume_if_all_decided(run.run_id)
+        await resume_if_decided(flow, run.run_id)
     return records
 
 
@@ -298,14 +320,11 @@ def card_snapshot(
     """The review card's snapshot of a pending call of `state`: redacted (and what an
     earlier snapshot hid, `keep_hidden`), limited to the tool's `review_fields`, with the
     call's keyed digest, which always covers every argument; with the notes another
-    engine left for the reviewer, and whether its engine lets approvers change this
-    tool's arguments (when it decides that per tool)."""
+    engine left for the reviewer, and whether approvers may change this call's
+    arguments when its engine answers that per call (bot.service.amend.can_change)."""
     tool = agent.tool_named(call.tool_name)
     shown = tool.review_fields if tool is not None else None
     notes = state.notes_for(call) if isinstance(state, ExternalRunState) else ()
-    amendable = None
-    if isinstance(agent, ArgumentEditor) and agent.amendable:
-        amendable = agent.can_amend(state, call)
     return review_snapshot(
         call.tool_name,
         call.arguments,
@@ -313,7 +332,7 @@ def card_snapshot(
         shown_fields=shown,
         keep_hidden=keep_hidden,
         notes=notes,
-        amendable=amendable,
+        amendable=can_change(agent, state, call),
     )
 
 
@@ -362,7 +381,7 @@ async def fail_run(flow: Workflow, run: RunRecord, message: str) -> RunRecord:
                  run.run_id, message)  # fmt: skip
         return current
     failed = None
-    if current.status not in FINAL_RUN_STATUSES:
+    if current.status not in FINISHED_RUN_STATUSES:
         held = flow.leases.get(run.run_id) is not None
         failed = await leave_working(
             flow.store, flow.leases, run.run_id,

@@ -9,20 +9,21 @@ run; the model is told so).
 Each pass (`ApprovalService.sweep`) also sends the reminders that are due
 (`remind_due`): claimed in the store first, so each approval is reminded once.
 
-It is one long-lived task, owned by the service (not by the TaskOwner, whose `drain`
-waits for work that ends): `ApprovalService.aclose` stops it first.
+It is one long-lived task, owned by the sweeper's own TaskOwner (not by the service's,
+whose `drain` waits for work that ends): `ApprovalService.aclose` stops it first.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
 from bot.errors import ApprovalsError, ConfigError
-from bot.service.api import ApprovalDecided, ApprovalExpired, ApprovalReminder
+from bot.service.events import ApprovalDecided, ApprovalExpired, ApprovalReminder
+from bot.service.resume import resume_if_all_decided
 from bot.service.workflow import Workflow
+from bot.tasks import TaskOwner
 from store.records import ApprovalRecord
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ async def expire_overdue(flow: Workflow) -> list[ApprovalRecord]:
         await flow.notify(ApprovalDecided(run=run, approval=record))
         await flow.notify(ApprovalExpired(run=run, approval=record))
     for run_id in sorted({record.run_id for record in expired}):
-        await flow.resume_if_all_decided(run_id)
+        await resume_if_all_decided(flow, run_id)
     return expired
 
 
@@ -59,6 +60,7 @@ class ExpirySweeper:
             raise ConfigError(f"the expiry sweep interval must be positive, not {every_seconds}")
         self._sweep = sweep
         self._every = every_seconds
+        self._tasks = TaskOwner(logger=log)
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -67,9 +69,7 @@ class ExpirySweeper:
 
     def start(self) -> None:
         if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(
-                self._loop(), name="service:expiry-sweeper"
-            )
+            self._task = self._tasks.spawn(self._loop(), name="service:expiry-sweeper")
 
     async def _loop(self) -> None:
         while True:
@@ -82,9 +82,5 @@ class ExpirySweeper:
             await asyncio.sleep(self._every)
 
     async def aclose(self) -> None:
-        task, self._task = self._task, None
-        if task is None:
-            return
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        self._task = None
+        await self._tasks.aclose()

@@ -23,12 +23,12 @@ is forgotten: whatever this worker still does for the run is refused at its next
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 from datetime import timedelta
 
 from bot.errors import ApprovalsError, ConfigError, LeaseLostError
+from bot.tasks import TaskOwner
 from store.api import Store
 from store.records import FIRST_LEASE_TOKEN, LeaseTerms, RunLease, RunRecord, RunStatus
 
@@ -41,8 +41,8 @@ MIN_HEARTBEAT_SECONDS = 0.05  # a lease shorter than this (tests) is simply alwa
 
 
 class HeldLeases:
-    """This worker's run leases by run id, renewed by one heartbeat task it owns
-    (started with the first lease, ended when none is left or at `aclose`)."""
+    """This worker's run leases by run id, renewed by one heartbeat task its TaskOwner
+    owns (started with the first lease, ended when none is left or at `aclose`)."""
 
     def __init__(self, store: Store, *, owner: str, lease_seconds: float) -> None:
         if not (lease_seconds > 0 and math.isfinite(lease_seconds)):
@@ -51,8 +51,8 @@ class HeldLeases:
         self.owner = owner
         self.lease_seconds = lease_seconds
         self._held: dict[str, RunLease] = {}
+        self._tasks = TaskOwner(logger=log)
         self._heartbeat: asyncio.Task[None] | None = None
-        self._closed = False
 
     @property
     def terms(self) -> LeaseTerms:
@@ -67,10 +67,8 @@ class HeldLeases:
     def hold(self, lease: RunLease) -> None:
         """Keep `lease` alive from now until it is dropped."""
         self._held[lease.run_id] = lease
-        if not self._closed and (self._heartbeat is None or self._heartbeat.done()):
-            self._heartbeat = asyncio.get_running_loop().create_task(
-                self._beat(), name="service:run-lease-heartbeat"
-            )
+        if not self._tasks.closed and (self._heartbeat is None or self._heartbeat.done()):
+            self._heartbeat = self._tasks.spawn(self._beat(), name="service:run-lease-heartbeat")
 
     def hold_new_run(self, run: RunRecord) -> RunLease:
         """The lease a run created with `terms` holds (store.api.FIRST_LEASE_TOKEN)."""
@@ -128,12 +126,8 @@ class HeldLeases:
 
     async def aclose(self) -> None:
         """Stop the heartbeat (the leases run out unless another worker of ours renews)."""
-        self._closed = True
-        task, self._heartbeat = self._heartbeat, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        self._heartbeat = None
+        await self._tasks.aclose()
 
 
 async def claim(

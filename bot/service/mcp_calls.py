@@ -42,7 +42,7 @@ from bot.mcp.calls import (
     recorded_result,
     text_result,
 )
-from bot.service.api import Event, Location, Notifier
+from bot.service.events import Event, Location, Notifier
 from bot.service.service import ApprovalService
 from store.records import McpCallClaim, RunFilter, RunRecord
 

@@ -22,7 +22,7 @@ new step. A worker running it (in this process or another) sees the hold before 
 model turn or tool call (`ServiceJournal.pause_requested`): a tool already running
 finishes and its result is recorded, and the run is saved `paused` with nothing to
 decide. A held run waiting for decisions still takes them, but its resume is not
-claimed (`Workflow.claim_resume`). Nothing is undone: a pause, like a cancel, rolls back
+claimed (`bot.service.resume.claim_resume`). Nothing is undone: a pause, like a cancel, rolls back
 no effect. `runs resume` on a held run releases it (audited `unpaused`) and, when
 nothing is left to decide, claims its resume here. An engine other than the run core
 takes the pause at its next pause for approval.
@@ -31,9 +31,9 @@ takes the pause at its next pause for approval.
 from __future__ import annotations
 
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
-from bot.service.api import ApprovalDecided, RunCancelled, RunPaused, RunUnpaused
+from bot.service.events import ApprovalDecided, RunCancelled, RunPaused, RunUnpaused
 from bot.service.leases import claim
-from bot.service.resume import stalled_pause
+from bot.service.resume import claim_resume, stalled_pause, start_resume
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
 from store.records import CancelOutcome, RunRecord
 
@@ -112,7 +112,7 @@ async def unpause_run(flow: Workflow, run_id: str, *, actor: str) -> RunRecord:
         raise InputError(f"run {run_id} is not paused by anyone (it is {run.status})")
     await flow.notify(RunUnpaused(run=released, actor=actor))
     if released.status == "paused" and await stalled_pause(flow, released):
-        await flow.claim_resume(run_id)
+        await claim_resume(flow, run_id)
     return released
 
 
@@ -148,7 +148,7 @@ async def resume_stuck(flow: Workflow, run_id: str, *, actor: str) -> RunRecord:
         detail={"from_status": run.status, "via": flow.via},
     )
     if run.status == "paused":
-        if not await flow.claim_resume(run_id):
+        if not await claim_resume(flow, run_id):
             raise ResolutionError(f"run {run_id} was claimed by someone else meanwhile")
         return run
     claimed = await claim(
@@ -156,7 +156,7 @@ async def resume_stuck(flow: Workflow, run_id: str, *, actor: str) -> RunRecord:
     )
     if claimed is None:
         raise ResolutionError(f"run {run_id} was claimed by someone else meanwhile")
-    flow.resume(claimed)
+    start_resume(flow, claimed)
     return claimed
 
 

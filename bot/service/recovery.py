@@ -43,10 +43,10 @@ import logging
 from datetime import timedelta
 
 from bot.errors import ApprovalsError
-from bot.service.api import ApprovalDecided
+from bot.service.events import ApprovalDecided
 from bot.service.execution import fail_run
 from bot.service.leases import claim
-from bot.service.resume import current_rows, stalled_pause
+from bot.service.resume import claim_resume, current_rows, stalled_pause, start_resume
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
 from store.records import TERMINAL_APPROVAL_STATUSES, RunRecord
 
@@ -75,7 +75,7 @@ async def recover_runs(flow: Workflow) -> int:
             continue
         if stalled:
             await _show_decisions(flow, run)
-        if stalled and await flow.claim_resume(run.run_id):
+        if stalled and await claim_resume(flow, run.run_id):
             log.info("resuming run %s left paused with every decision taken", run.run_id)
             acted += 1
     return acted
@@ -109,7 +109,7 @@ async def _resume_unclaimed(flow: Workflow, run: RunRecord) -> bool:
     if not stalled:
         return False
     await _show_decisions(flow, run)
-    if not await flow.claim_resume(run.run_id, skip_locked=True):
+    if not await claim_resume(flow, run.run_id, skip_locked=True):
         return False
     log.info("resuming run %s: its last decision was not acted on", run.run_id)
     return True
@@ -130,7 +130,7 @@ async def _take_over(flow: Workflow, run: RunRecord) -> int:
         return 0
     if claimed.status == "resuming":
         log.info("taking over run %s left resuming", run.run_id)
-        flow.resume(claimed)
+        start_resume(flow, claimed)
     else:
         log.info("failing run %s left running", run.run_id)
         await fail_run(flow, claimed, INTERRUPTED_RUN_MESSAGE)

@@ -5,8 +5,8 @@ acknowledged. One write transaction per request would queue them behind each oth
 busy bot (64 requests at once: 64 commits, on SQLite each an fsync, one at a time);
 instead the sightings that arrive while a write is in flight go together in the next
 one (`Store.remember_requests` takes a batch), so a request waits for at most two
-writes whatever the load. The writer task is this object's own: started by the first
-sighting with nothing in flight, ended when none waits, cancelled by `aclose`.
+writes whatever the load. The writer task is owned by this object's TaskOwner: started by the
+first sighting with nothing in flight, ended when none waits, cancelled by `aclose`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from bot.tasks import TaskOwner
 from store.api import Store
 
 
@@ -28,6 +29,7 @@ class RequestLog:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._waiting: list[_Sighting] = []
+        self._tasks = TaskOwner()
         self._writer: asyncio.Task[None] | None = None
 
     async def remember(self, key: str, *, ttl_seconds: float) -> bool:
@@ -37,7 +39,7 @@ class RequestLog:
         sighting = _Sighting(key=key, ttl_seconds=ttl_seconds, answer=loop.create_future())
         self._waiting.append(sighting)
         if self._writer is None or self._writer.done():
-            self._writer = loop.create_task(self._write(), name="service:request-memory")
+            self._writer = self._tasks.spawn(self._write(), name="service:request-memory")
         return await sighting.answer
 
     async def _write(self) -> None:
@@ -58,10 +60,8 @@ class RequestLog:
 
     async def aclose(self) -> None:
         """Stop writing; whoever still waits is cancelled."""
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            writer.cancel()
-            await asyncio.gather(writer, return_exceptions=True)
+        self._writer = None
+        await self._tasks.aclose()
         for sighting in self._waiting:
             sighting.answer.cancel()
         self._waiting.clear()

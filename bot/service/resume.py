@@ -1,7 +1,9 @@
-"""Resume a run whose decisions are all taken: verify, apply, run, persist.
+"""Resume a run whose decisions are all taken: claim it, verify, apply, run, persist.
 
-The caller has claimed the run (`paused -> resuming` by compare-and-set), so exactly one
-worker gets here per claim. Before anything runs, the worker
+Once a decision closes a run's last open approval, `resume_if_all_decided` claims the
+run (`paused -> resuming` by compare-and-set, with its lease) and the winner resumes it
+in a task the service owns (`start_resume`), so exactly one worker gets here per claim.
+Before anything runs, the worker
 
 1. reloads and decrypts the state from the store (never trusts a copy in memory),
 2. matches each pending call with the latest approval row for its execution key (a
@@ -42,9 +44,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.canonical import digests_equal
-from bot.errors import ApprovalsError, RunStateError
+from bot.errors import ApprovalsError, RunStateError, StoreError
 from bot.runtime import AgentRun, ApprovedCall, PendingCall
-from bot.service.api import ApprovalDecided, ResumeStalled
+from bot.service.events import ApprovalDecided, ResumeStalled
 from bot.service.execution import (
     MIGRATION_NEEDED,
     execute,
@@ -55,7 +57,12 @@ from bot.service.execution import (
 from bot.service.leases import claim, leave_working
 from bot.service.retry import transient
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
-from store.records import LEGACY_KEY_PREFIX, ApprovalRecord, RunRecord
+from store.records import (
+    LEGACY_KEY_PREFIX,
+    TERMINAL_APPROVAL_STATUSES,
+    ApprovalRecord,
+    RunRecord,
+)
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +181,56 @@ def _model_message(row: ApprovalRecord) -> str | None:
     if row.status == "revoked":
         return REVOKED_MESSAGE
     return row.message  # rejected: the reviewer's message (None -> the runtime's default)
+
+
+# -- scheduling a resume ------------------------------------------------------------------
+
+
+async def resume_if_all_decided(flow: Workflow, run_id: str) -> bool:
+    """Claim and start the run's resume once none of its approvals is open; True when
+    this caller claimed it."""
+    rows = await flow.store.list_approvals(run_id=run_id, limit=APPROVALS_PER_RUN_LIMIT)
+    if any(row.status not in TERMINAL_APPROVAL_STATUSES for row in rows):
+        return False
+    return await claim_resume(flow, run_id)
+
+
+async def claim_resume(flow: Workflow, run_id: str, *, skip_locked: bool = False) -> bool:
+    """Claim the run's resume (paused -> resuming, with its lease); the winner resumes
+    it in a task. `skip_locked` (the sweeps): False at once, rather than waiting, when
+    another transaction is acting on the run.
+    A claim the database failed is left to the sweeper (bot.service.retry): the
+    decisions are recorded, and the run waits paused with nothing to wait for.
+    A run an operator paused (held) is not claimed: `runs resume` releases it."""
+    held = await flow.store.get_run(run_id)
+    if held is not None and held.held:
+        log.info("run %s is paused by %s; its resume waits for a release", run_id,
+                 held.held_by)  # fmt: skip
+        return False
+    try:
+        claimed = await claim(
+            flow.store,
+            flow.leases,
+            run_id,
+            expected_status="paused",
+            new_status="resuming",
+            skip_locked=skip_locked,
+        )
+    except StoreError as error:
+        if not transient(error):
+            raise
+        log.warning("cannot claim the resume of run %s (%s); retrying later", run_id, error)
+        flow.stalled.retry_later(run_id)
+        return False
+    if claimed is None:
+        return False
+    start_resume(flow, claimed)
+    return True
+
+
+def start_resume(flow: Workflow, run: RunRecord) -> None:
+    """Resume a claimed (`resuming`) run in a task the service owns."""
+    flow.tasks.spawn(resume_run(flow, run), name=f"resume:{run.run_id}")
 
 
 async def resume_run(flow: Workflow, run: RunRecord) -> RunRecord | None:
@@ -295,6 +352,7 @@ async def _resume_once(flow: Workflow, run: RunRecord) -> RunRecord:
         approved=applied.approved,
         requester=requester,
         raise_transient=True,
+        resume_if_decided=resume_if_all_decided,
     )
 
 
@@ -323,7 +381,10 @@ async def _back_to_paused(
     if paused is None:
         return await flow.store.get_run(run.run_id) or run
     try:
-        await request_approvals(flow, paused, state, waiting, requester=requester)
+        await request_approvals(
+            flow, paused, state, waiting, requester=requester,
+            resume_if_decided=resume_if_all_decided,
+        )  # fmt: skip
     except ApprovalsError as error:
         if transient(error):
             raise  # retried: the run is paused with nothing to wait for yet

@@ -6,7 +6,7 @@ what counts. An approved call runs only when its request's seal verifies (so its
 expiry and call are the ones requested) and at least `required_approvals` distinct
 people approved its current digest by votes whose seals verify, with no sealed rejection
 of it. A row a database writer set, inserted or copied without the keys counts for
-nothing: the call is refused, audited `tamper_detected` (bot.service.journal).
+nothing: the call is refused, audited `tamper_detected` (bot.service.last_check).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ last decision) runs in tasks the service owns (`TaskOwner`).
 Who may decide, how many must and for how long comes from the `Policy` (bot.policy):
 checked when a person decides (bot.service.voting, bot.service.authority) and again
 right before an approved call runs (ServiceJournal with `execution_check`). What the
-operations answer and the read models the people layer renders are in bot.service.api.
+operations answer is bot.service.answers, the read models the people layer renders
+bot.service.api, the notifier's events bot.service.events.
 """
 
 from __future__ import annotations
@@ -26,24 +27,11 @@ from bot.policy.eligibility import ChannelDirectory, GroupDirectory, NoGroups
 from bot.policy.rules import DEFAULT_POLICY, Policy
 from bot.runtime import AgentRegistry, AgentRun, Resolution
 from bot.service import conversation, health
-from bot.service.api import (
-    ApprovalView,
-    FollowUpOutcome,
-    Notifier,
-    Page,
-    Surface,
-    UncertainCall,
-)
-from bot.service.authority import (
-    build_view,
-    pending_for,
-    recent_decisions,
-    refuse_request,
-    require_visible,
-    views_of,
-)
-from bot.service.config import DEFAULT_APPROVAL_TTL
-from bot.service.deciding import DecisionOperations
+from bot.service.answers import FollowUpOutcome
+from bot.service.api import ApprovalView, Page, Surface, UncertainCall
+from bot.service.authority import refuse_request, require_visible
+from bot.service.config import DEFAULT_APPROVAL_TTL, DEFAULT_SWEEP_SECONDS
+from bot.service.events import Notifier
 from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
 from bot.service.leases import DEFAULT_LEASE_SECONDS, HeldLeases
 from bot.service.limits import checked_task
@@ -52,15 +40,15 @@ from bot.service.reading import record_read
 from bot.service.reconcile import describe_uncertain, reconcile_call
 from bot.service.recovery import recover_runs, take_over_abandoned
 from bot.service.requests import RequestLog
-from bot.service.resume import retry_parked
+from bot.service.resume import retry_parked, start_resume
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy
-from bot.service.tasks import TaskOwner
 from bot.service.telemetry import Telemetry
+from bot.service.views import build_view, pending_for, recent_decisions, views_of
+from bot.service.voting import DecisionOperations
 from bot.service.workflow import Workflow
+from bot.tasks import TaskOwner
 from store.api import Store
 from store.records import ApprovalRecord, AuditEvent, CancelOutcome, RunRecord
-
-SWEEP_SECONDS = 10.0  # an unclicked card shows "expired" within this of its expiry
 
 
 class ApprovalService:
@@ -84,7 +72,7 @@ class ApprovalService:
     logs them either way).
 
     The deciding operations (`decide`, `approve_with_changes`, `revoke` and their
-    `record_*` halves) are bot.service.deciding's, bound here as its own."""
+    `record_*` halves) are bot.service.voting's, bound here as its own."""
 
     def __init__(
         self,
@@ -190,7 +178,7 @@ class ApprovalService:
         runs that have nothing left to wait for (an expired call never runs)."""
         return await expire_overdue(self._flow)
 
-    def start_expiry_sweeper(self, *, every_seconds: float = SWEEP_SECONDS) -> None:
+    def start_expiry_sweeper(self, *, every_seconds: float = DEFAULT_SWEEP_SECONDS) -> None:
         """Call `sweep` every `every_seconds` until `aclose` (see bot.service.expiry)."""
         if self._sweeper is None:
             self._sweeper = ExpirySweeper(self.sweep, every_seconds=every_seconds)
@@ -341,7 +329,7 @@ class ApprovalService:
         run = await reconcile_call(
             self._flow, run_id, actor=actor, call=call, resolution=resolution, reason=reason
         )
-        self._flow.resume(run)
+        start_resume(self._flow, run)
         return run
 
     async def uncertain_call(self, run_id: str, *, call: str | None = None) -> UncertainCall:

@@ -31,8 +31,8 @@ import logging
 from collections.abc import Sequence
 
 from bot.policy.eligibility import Eligible
-from bot.service.api import ApprovalDecided
-from bot.service.authority import eligibility
+from bot.service.authority import eligibility, why_not_stand
+from bot.service.events import ApprovalDecided
 from bot.service.workflow import Workflow
 from store.records import ApprovalRecord, RunRecord, StandingDecision
 
@@ -118,11 +118,9 @@ async def _why_not(
     """Why the standing decision may not decide this call now (None: it may)."""
     if decision.seal != "valid":
         return f"its seal is {decision.seal}"
-    rule = flow.rule_for(record.tool_name)
-    if not rule.allow_always:
-        return "the policy no longer allows it for this tool"
-    if record.required_approvals != 1:
-        return f"the call needs {record.required_approvals} approvals"
+    why_not = why_not_stand(flow.rule_for(record.tool_name), record)
+    if why_not is not None:
+        return why_not
     verdict = await eligibility(flow, record, decision.decider)
     if not isinstance(verdict, Eligible):
         return f"{decision.decider} may not decide it ({verdict.code})"

@@ -1,14 +1,17 @@
-"""Decisions under the policy: votes toward a quorum, approve-with-changes, revocation.
+"""Decisions under the policy: votes toward a quorum and approve-with-changes (revocation
+is bot.service.revocation).
 
 Each operation checks the person against the policy (bot.service.authority; refusals
 are audited) and, to approve a call its card cuts, that they read it whole
-(bot.service.reading), then asks the store for one conditional transaction (`Store.vote` /
-`Store.revoke`), updates the card, and resumes the run when its last open approval
-closed (in a task the workflow owns).
+(bot.service.reading), then asks the store for one conditional transaction
+(`Store.vote`), updates the card, and resumes the run when its last open approval
+closed (in a task the service owns).
 
 Each comes in two steps: `record_*` ends with the commit and answers a `Recorded`,
 whose `finish()` does the rest (card, resume). A Slack submission is answered between
 the two, so a person is told "done" only for a decision the database already has.
+`DecisionOperations` is the service's face of them: `ApprovalService` exposes its bound
+methods as its own.
 """
 
 from __future__ import annotations
@@ -28,26 +31,23 @@ from bot.errors import (
     ResolutionError,
 )
 from bot.review.snapshot import ReviewSnapshot, carried_redactions
-from bot.runtime import AgentRun
-from bot.service.amend import amended_state, edit_for, pending_call
-from bot.service.api import (
-    ApprovalDecided,
-    ApprovalExpired,
-    ApprovalUpdated,
-    DecisionResult,
-    Recorded,
-)
+from bot.runtime import AgentRun, PendingCall
+from bot.service.amend import amended_state, built, can_change, edit_for, pending_call
+from bot.service.answers import DecisionResult, Recorded
 from bot.service.authority import (
-    build_view,
+    already_decided,
     counted_voters,
-    eligibility,
     refuse,
     require_decider,
-    revoke_refusal,
+    why_not_stand,
 )
+from bot.service.events import ApprovalDecided, ApprovalExpired, ApprovalUpdated
 from bot.service.execution import card_snapshot, engine_stamp
 from bot.service.reading import has_seen_all, unread
+from bot.service.resume import resume_if_all_decided
+from bot.service.revocation import record_revocation
 from bot.service.standing import apply_decision
+from bot.service.views import build_view
 from bot.service.workflow import Workflow
 from store.records import Amendment, ApprovalRecord, RunRecord, VoteOutcome
 
@@ -100,8 +100,7 @@ async def record_standing_vote(flow: Workflow, ballot: Ballot) -> Recorded[Decis
     standing decision, and its votes on the run's other pending calls of the tool, are
     committed here too."""
     approval, run = await check_ballot(flow, ballot)
-    rule = flow.rule_for(approval.tool_name)
-    if not rule.allow_always or approval.required_approvals != 1:
+    if why_not_stand(flow.rule_for(approval.tool_name), approval) is not None:
         await refuse(flow, approval, actor=ballot.decider, why="standing_not_allowed")
         raise NotAuthorizedError(
             f"the policy does not let a decision on {approval.tool_name} stand for the rest "
@@ -155,7 +154,7 @@ async def settle(
     if outcome.result == "decided":
         flow.telemetry.approval_closed(record)
         await flow.notify(ApprovalDecided(run=run, approval=record, standing=standing))
-        started = await flow.resume_if_all_decided(record.run_id)
+        started = await resume_if_all_decided(flow, record.run_id)
         return _result(record, voters, resume_started=started)
     if outcome.result == "counted":
         view = await build_view(flow, record, None)
@@ -166,7 +165,7 @@ async def settle(
         flow.telemetry.approval_closed(record)
         await flow.notify(ApprovalDecided(run=run, approval=record))
         await flow.notify(ApprovalExpired(run=run, approval=record))
-        await flow.resume_if_all_decided(record.run_id)
+        await resume_if_all_decided(flow, record.run_id)
         raise already_decided(record)
     if outcome.result == "already_voted":
         raise AlreadyDecidedError(
@@ -210,12 +209,12 @@ async def record_change(
     if run.status != "paused":
         raise ResolutionError(f"run {run.run_id} is {run.status}; try again when it is paused")
     state = await flow.load_state(run.run_id)
-    agent = flow.registry.get(state.agent_name, state.agent_version)
+    agent = await built(flow.registry.get(state.agent_name, state.agent_version))
     call = pending_call(state, approval)
     new_arguments = edit_for(agent, state, call, arguments)
     if new_arguments is None:
-        why = tool_not_amendable(call.tool_name) if agent.amendable else not_amendable(run)
-        raise InputError(why)
+        per_call = can_change(agent, state, call)
+        raise InputError(not_amendable(run) if per_call is None else tool_not_amendable(call))
     if canonical_arguments(new_arguments) == canonical_arguments(call.arguments):
         return await record_vote(flow, ballot)  # nothing changed: a plain approval
     amended = amended_state(agent, state, call, new_arguments)  # `state` stays, to undo
@@ -238,65 +237,6 @@ async def record_change(
     return _recorded(flow, saved, ballot, outcome)
 
 
-async def record_revocation(
-    flow: Workflow, approval_id: str, *, actor: str, reason: str
-) -> Recorded[ApprovalRecord]:
-    """Revoke (see `ApprovalService.revoke`): committed here (refusals raised here);
-    `finish()` updates the card and resumes the run when nothing else is open."""
-    if not actor.strip():
-        raise InputError("a revocation needs the actor's id")
-    if not reason.strip():
-        raise InputError("say why you revoke it")
-    approval, run = await flow.require_approval(approval_id)
-    verdict = await eligibility(flow, approval, actor)
-    refusal = revoke_refusal(flow.policy, verdict, approval, actor)
-    if refusal == "not_authorized":
-        await refuse(flow, approval, actor=actor, why=refusal, detail={"action": "revoke"})
-        raise NotAuthorizedError(
-            "only the run's requester, an approver of this tool or an admin may revoke it"
-        )
-    # A decision that stands for the rest of the run ends first: that works even after
-    # the approval's own call ran (then the approval itself stays as it is).
-    ended = await flow.store.revoke_standing_decision(
-        approval_id, actor=actor, reason=reason.strip(), via=flow.via
-    )
-    if refusal == "closed":
-        if ended is not None:
-            return Recorded(approval=approval, finish=partial(_standing_ended, flow, run, approval))
-        await refuse(flow, approval, actor=actor, why=refusal, detail={"action": "revoke"})
-        raise already_decided(approval)
-    outcome = await flow.store.revoke(approval_id, actor=actor, reason=reason.strip(), via=flow.via)
-    if not outcome.won and ended is not None:
-        record = outcome.record
-        return Recorded(approval=record, finish=partial(_standing_ended, flow, run, record))
-    if not outcome.won:  # it closed meanwhile, or its approved call already started
-        await refuse(flow, outcome.record, actor=actor, why="closed", detail={"action": "revoke"})
-        if outcome.record.status == "approved":
-            raise AlreadyDecidedError(
-                "this call has already started or run; it can no longer be revoked",
-                status="executed",
-                decider=outcome.record.decider,
-                decided_at=outcome.record.decided_at,
-            )
-        raise already_decided(outcome.record)
-    return Recorded(approval=outcome.record, finish=partial(_revoked, flow, run, outcome.record))
-
-
-async def _revoked(flow: Workflow, run: RunRecord, record: ApprovalRecord) -> ApprovalRecord:
-    flow.telemetry.approval_closed(record)
-    standing = await flow.standing(run.run_id)
-    await flow.notify(ApprovalDecided(run=run, approval=record, standing=standing))
-    await flow.resume_if_all_decided(record.run_id)
-    return record
-
-
-async def _standing_ended(flow: Workflow, run: RunRecord, record: ApprovalRecord) -> ApprovalRecord:
-    """Its card stops saying the decision stands (it is updated in place)."""
-    standing = await flow.standing(run.run_id)
-    await flow.notify(ApprovalDecided(run=run, approval=record, standing=standing))
-    return record
-
-
 def not_amendable(run: RunRecord) -> str:
     """Why a call of `run` cannot be approved with changes (its engine has no clean way
     to override a call's arguments)."""
@@ -307,12 +247,12 @@ def not_amendable(run: RunRecord) -> str:
     )
 
 
-def tool_not_amendable(tool_name: str) -> str:
-    """Why a call of a tool its engine cannot check new arguments for cannot be approved
-    with changes."""
+def tool_not_amendable(call: PendingCall) -> str:
+    """Why a call its engine cannot check new arguments for cannot be approved with
+    changes."""
     return (
-        f"approve with changes is not offered for {tool_name}: its input schema cannot be "
-        "checked safely; approve or reject the call as it is"
+        f"approve with changes is not offered for {call.tool_name}: its input schema cannot "
+        "be checked safely; approve or reject the call as it is"
     )
 
 
@@ -333,14 +273,143 @@ async def _save_state(flow: Workflow, run: RunRecord, state: AgentRun) -> RunRec
         ) from None
 
 
-def already_decided(record: ApprovalRecord) -> AlreadyDecidedError:
-    who = record.revoked_by if record.status == "revoked" else record.decider
-    when = record.revoked_at if record.status == "revoked" else record.decided_at
-    by = f" by {who}" if who else ""
-    at = f" at {when.isoformat()}" if when else ""
-    return AlreadyDecidedError(
-        f"this call is already {record.status}{by}{at}",
-        status=record.status,
-        decider=who,
-        decided_at=when,
-    )
+# -- the service's face ---------------------------------------------------------------
+
+
+class DecisionOperations:
+    """The deciding operations of `ApprovalService` (see the module doc)."""
+
+    def __init__(self, flow: Workflow) -> None:
+        self._flow = flow
+
+    async def decide(
+        self,
+        approval_id: str,
+        *,
+        approve: bool,
+        decider: str,
+        reason: str,
+        message: str | None = None,
+        digest: str | None = None,
+        always: bool = False,
+    ) -> DecisionResult:
+        """Record one person's vote under the policy.
+
+        Refused (audited `refused`): NotAuthorizedError when the decider is not eligible
+        (not an approver or a member of an approver group; not a member of the call's
+        channel; the requester unless the rule allows self approval), and its
+        ArgumentsUnreadError when they approve a call the card cuts without having read
+        its arguments whole (`read_in_full`); InputError for an unknown approval, a
+        blank decider, or a blank reason when the rule requires one; AlreadyDecidedError
+        when the approval is closed, expired (it becomes `expired` now, its card is
+        updated and the run goes on) or this person already voted on these arguments
+        (each person counts once); ResolutionError when `digest` (the one the decider
+        saw) is no longer current.
+
+        An approval stays `pending` until `required_approvals` distinct eligible people
+        approved the current arguments; one rejection rejects. A counted vote updates
+        the card (`ApprovalUpdated`); a closing one `ApprovalDecided`, and when it was
+        the run's last open approval the resume is claimed and runs in a service task.
+
+        `always`: the decision stands for the rest of the run (bot.service.standing):
+        every later call of the tool in this run is decided the same way, each by its own
+        approval with the same checks, until the decision is revoked. Only where the
+        policy allows it for the tool (NotAuthorizedError otherwise, audited)."""
+        recorded = await self.record_decision(
+            approval_id,
+            approve=approve,
+            decider=decider,
+            reason=reason,
+            message=message,
+            digest=digest,
+            always=always,
+        )
+        return await recorded.finish()
+
+    async def record_decision(
+        self,
+        approval_id: str,
+        *,
+        approve: bool,
+        decider: str,
+        reason: str,
+        message: str | None = None,
+        digest: str | None = None,
+        always: bool = False,
+    ) -> Recorded[DecisionResult]:
+        """`decide` in two steps: this commits the vote (refusals found before the store
+        raise here) and `finish()` does the rest (card, resume; refusals from the
+        store's answer raise there). Tell the person in between: the vote is durable."""
+        ballot = Ballot(
+            approval_id=approval_id,
+            approve=approve,
+            decider=decider,
+            reason=reason or "",
+            message=message,
+            digest=digest,
+        )
+        if always:
+            return await record_standing_vote(self._flow, ballot)
+        return await record_vote(self._flow, ballot)
+
+    async def approve_with_changes(
+        self,
+        approval_id: str,
+        *,
+        decider: str,
+        reason: str,
+        arguments: Mapping[str, Any],
+        digest: str | None = None,
+    ) -> DecisionResult:
+        """Approve the call with changed arguments.
+
+        `arguments` are merged over the call's real stored arguments: a top-level field
+        left out, or a value equal to the redaction marker (`bot.credentials.REDACTED`, as
+        the card shows it), keeps its stored value, so a redacted secret is never edited
+        blind. The result is validated against the tool's schema (InputError naming each
+        problem, nothing changed), gets a new digest and snapshot, and every earlier vote
+        stops counting; this counts as the decider's approval of the new digest (so with
+        a quorum of 1 the call is approved). The run's state gets the new arguments, the
+        model is told the call ran with arguments an approver changed, and the audit keeps
+        both digests (`arguments_changed`). Eligibility as for `decide`; the run must be
+        paused (ResolutionError otherwise)."""
+        recorded = await self.record_changes(
+            approval_id, decider=decider, reason=reason, arguments=arguments, digest=digest
+        )
+        return await recorded.finish()
+
+    async def record_changes(
+        self,
+        approval_id: str,
+        *,
+        decider: str,
+        reason: str,
+        arguments: Mapping[str, Any],
+        digest: str | None = None,
+    ) -> Recorded[DecisionResult]:
+        """`approve_with_changes` in two steps, as `record_decision` splits `decide`."""
+        ballot = Ballot(
+            approval_id=approval_id, approve=True, decider=decider, reason=reason, digest=digest
+        )
+        return await record_change(self._flow, ballot, arguments)
+
+    async def revoke(self, approval_id: str, *, actor: str, reason: str) -> ApprovalRecord:
+        """Withdraw a pending, or approved but not yet executed, call: it never runs.
+
+        Allowed for the run's requester, anyone eligible to decide it and the policy's
+        admins (NotAuthorizedError otherwise, audited `refused`). A blank reason ->
+        InputError; already executed or closed -> AlreadyDecidedError. The card is
+        updated (`ApprovalDecided`, status `revoked`, `revoked_by`, `reason`), and the run
+        resumes with the call rejected when nothing else is open.
+
+        When the approval made a decision that stands for the rest of the run, that ends
+        too (`standing_revoked`): later calls of the tool are asked again. That works
+        after the call itself ran (the approval then stays as it is)."""
+        recorded = await self.record_revocation(approval_id, actor=actor, reason=reason)
+        return await recorded.finish()
+
+    async def record_revocation(
+        self, approval_id: str, *, actor: str, reason: str
+    ) -> Recorded[ApprovalRecord]:
+        """`revoke` in two steps, as `record_decision` splits `decide`."""
+        return await record_revocation(self._flow, approval_id, actor=actor, reason=reason)

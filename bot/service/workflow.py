@@ -5,9 +5,8 @@
 small functions over one explicit context instead of a growing class. It holds the
 store, the agents, the notifier, the policy (with the group and channel directories), the
 clock and the TaskOwner, and the steps
-they all share: look up a run or an approval, load a run's state, tell people (a failed
-message is logged, never raised), and resume a run whose decisions are all taken, in a
-task the service owns (retried when the database fails it: `retry`, `stalled`).
+they all share: look up a run or an approval, load a run's state, and tell people (a
+failed message is logged, never raised). Scheduling a resume is bot.service.resume's.
 """
 
 from __future__ import annotations
@@ -23,13 +22,14 @@ from bot.errors import (
     InputError,
     RunStateError,
     SchemaVersionError,
-    StoreError,
     TamperError,
 )
 from bot.policy.eligibility import ChannelDirectory, GroupDirectory
 from bot.policy.rules import Policy, ToolRule
 from bot.runtime import AgentRegistry, AgentRun
-from bot.service.api import (
+from bot.service.api import Surface
+from bot.service.codec import decode_state, encode_state
+from bot.service.events import (
     CallUncertain,
     Event,
     Location,
@@ -42,16 +42,13 @@ from bot.service.api import (
     RunPaused,
     RunStarted,
     RunUnpaused,
-    Surface,
 )
-from bot.service.codec import decode_state, encode_state
-from bot.service.leases import HeldLeases, claim
-from bot.service.retry import DEFAULT_RETRY, RetryPolicy, StalledResumes, transient
-from bot.service.tasks import TaskOwner
+from bot.service.leases import HeldLeases
+from bot.service.retry import DEFAULT_RETRY, RetryPolicy, StalledResumes
 from bot.service.telemetry import Telemetry
+from bot.tasks import TaskOwner
 from store.api import Store
 from store.records import (
-    TERMINAL_APPROVAL_STATUSES,
     ApprovalRecord,
     RunOrigin,
     RunRecord,
@@ -171,54 +168,6 @@ class Workflow:
         except Exception:
             log.exception("notifier.%s failed for %s", event.kind, _subject(event))
         return None
-
-    # -- resuming --------------------------------------------------------------------------
-
-    async def resume_if_all_decided(self, run_id: str) -> bool:
-        """Claim and start the run's resume once none of its approvals is open; True when
-        this caller claimed it."""
-        rows = await self.store.list_approvals(run_id=run_id, limit=APPROVALS_PER_RUN_LIMIT)
-        if any(row.status not in TERMINAL_APPROVAL_STATUSES for row in rows):
-            return False
-        return await self.claim_resume(run_id)
-
-    async def claim_resume(self, run_id: str, *, skip_locked: bool = False) -> bool:
-        """Claim the run's resume (paused -> resuming, with its lease); the winner resumes
-        it in a task. `skip_locked` (the sweeps): False at once, rather than waiting, when
-        another transaction is acting on the run.
-        A claim the database failed is left to the sweeper (bot.service.retry): the
-        decisions are recorded, and the run waits paused with nothing to wait for.
-        A run an operator paused (held) is not claimed: `runs resume` releases it."""
-        held = await self.store.get_run(run_id)
-        if held is not None and held.held:
-            log.info("run %s is paused by %s; its resume waits for a release", run_id,
-                     held.held_by)  # fmt: skip
-            return False
-        try:
-            claimed = await claim(
-                self.store,
-                self.leases,
-                run_id,
-                expected_status="paused",
-                new_status="resuming",
-                skip_locked=skip_locked,
-            )
-        except StoreError as error:
-            if not transient(error):
-                raise
-            log.warning("cannot claim the resume of run %s (%s); retrying later", run_id, error)
-            self.stalled.retry_later(run_id)
-            return False
-        if claimed is None:
-            return False
-        self.resume(claimed)
-        return True
-
-    def resume(self, run: RunRecord) -> None:
-        """Resume a claimed (`resuming`) run in a task the service owns."""
-        from bot.service.resume import resume_run  # resume builds on this module
-
-        self.tasks.spawn(resume_run(self, run), name=f"resume:{run.run_id}")
 
 
 def _unreadable(error: TamperError | RunStateError) -> str:

@@ -39,8 +39,8 @@ from bot.service import (
     WaitingForApproval,
 )
 from bot.slack import commands
+from bot.slack.actions import ACTIONS
 from bot.slack.after_ack import Ack, Responder
-from bot.slack.cards import CARD_ACTIONS
 from bot.slack.decision_modal import DECISION_CALLBACK_ID
 from bot.slack.dedupe import DropRedeliveries, RequestMemory
 from bot.slack.edit_modal import EDIT_CALLBACK_ID
@@ -126,8 +126,8 @@ class SlackListeners:
         app.use(DropRedeliveries(self._requests))
         app.command(AGENT_COMMAND)(self.on_agent_command)
         app.command(APPROVALS_COMMAND)(self.on_approvals_command)
-        for action_id in CARD_ACTIONS:
-            app.action(action_id)(self.cards.on_card_button)
+        for action in ACTIONS.values():
+            app.action(action.action_id)(self.cards.on_card_button)
         app.action(NEXT_PAGE_ACTION_ID)(self.cards.reading.on_next_page)
         app.action(CONTINUE_ACTION_ID)(self.cards.reading.on_continue)
         app.view(DECISION_CALLBACK_ID)(self.cards.on_decision_submission)
@@ -158,17 +158,18 @@ class SlackListeners:
     async def on_agent_command(self, ack: Ack, body: Mapping[str, Any]) -> None:
         try:
             command = commands.parse_slash_command(body)
+            if command.text:  # too long: refused before it is parsed, and before any run
+                self._r.service.check_task(command.text)
+        except InputError as error:
+            await ack(text=replies.warning(error))
+            return
+        try:
             parsed = commands.parse_agent_command(command.text)
         except InputError as error:
             await ack(text=f"{replies.warning(error)}\n\n{replies.AGENT_HELP}")
             return
         if isinstance(parsed, commands.AgentHelp):
             await ack(text=replies.AGENT_HELP)
-            return
-        try:
-            self._r.service.check_task(parsed.task)  # too long: refused before any run
-        except InputError as error:
-            await ack(text=replies.warning(error))
             return
         await ack()
         say = partial(self._r.reply, command)

@@ -9,8 +9,8 @@ it (the card then says why it was not run); rejected, expired and revoked cards 
 buttons and say who, when and why. An uncertain call's card has Record result, Retry and
 Abort, whose value names the run and the call (`run_id:execution_key`).
 
-The action ids and button values are what cards already posted in Slack send back: they
-do not change. Pure builders and parsers.
+The buttons are the rows of bot.slack.actions; what a card says is
+bot.slack.messages.approval_lines. Pure builders and parsers.
 """
 
 from __future__ import annotations
@@ -23,66 +23,23 @@ from bot.errors import InputError
 from bot.review.snapshot import ReviewSnapshot
 from bot.service import UncertainCall
 from bot.service.reading import CUT_MARK, card_shows_all
-from bot.slack.blocks import (
-    CALL_BLOCK_ID,
-    CONTEXT_TEXT_LIMIT,
-    Block,
-    escape,
-    escape_join,
-    mrkdwn_context,
-    mrkdwn_section,
-    person,
-    slack_date,
-    snapshot_text,
+from bot.slack.actions import BY_ACTION_ID, CardAction, button
+from bot.slack.blocks import CALL_BLOCK_ID, Block, mrkdwn_context, mrkdwn_section, snapshot_text
+from bot.slack.messages.approval_lines import (
+    TOOL_NOT_AMENDABLE_TEXT,
+    card_about,
+    card_title,
+    closing_line,
+    not_amendable_text,
+    not_run_line,
+    quorum_line,
+    standing_line,
+    uncertain_about_text,
+    uncertain_call_text,
 )
-from bot.slack.messages.approval_lines import quorum_line
-from bot.slack.messages.forms import CUT_CARD_TEXT, READ_ALL_LABEL
-from bot.slack.modals import (
-    CardAction,
-    check_approval_id,
-    mapping_field,
-    optional_text,
-    submitter,
-    text_field,
-)
+from bot.slack.messages.forms import CUT_CARD_TEXT
+from bot.slack.modals import check_approval_id, mapping_field, optional_text, submitter, text_field
 from store.records import ApprovalRecord, RunRecord, StandingDecision
-
-APPROVE_ACTION_ID = "approval_approve"
-REJECT_ACTION_ID = "approval_reject"
-EDIT_ACTION_ID = "approval_edit"
-NOT_AMENDABLE_TEXT = (
-    "Runs of {engine} agents cannot be approved with changes: approve or reject the call as it is."
-)
-TOOL_NOT_AMENDABLE_TEXT = (
-    "This tool's arguments cannot be changed here (its schema cannot be checked safely): "
-    "approve or reject the call as it is."
-)
-REVOKE_ACTION_ID = "approval_revoke"
-READ_ACTION_ID = "approval_read"
-RECORD_RESULT_ACTION_ID = "uncertain_record_result"
-RETRY_ACTION_ID = "uncertain_retry"
-ABORT_ACTION_ID = "uncertain_abort"
-
-CARD_ACTIONS: Mapping[str, CardAction] = {
-    APPROVE_ACTION_ID: "approve",
-    REJECT_ACTION_ID: "reject",
-    EDIT_ACTION_ID: "edit",
-    REVOKE_ACTION_ID: "revoke",
-    READ_ACTION_ID: "read",
-    RECORD_RESULT_ACTION_ID: "result",
-    RETRY_ACTION_ID: "retry",
-    ABORT_ACTION_ID: "abort",
-}
-RECONCILE_ACTIONS = frozenset({"result", "retry", "abort"})
-MAX_STANDING_SHOWN = 5  # each line at most ~300 characters
-
-_TITLES = {
-    "approved": ":white_check_mark: *Approved*",
-    "rejected": ":no_entry: *Rejected*",
-    "expired": ":hourglass: *Expired*",
-    "revoked": ":leftwards_arrow_with_hook: *Revoked*",
-    "pending": ":lock: *Approval needed*",
-}
 
 
 def approval_card_blocks(
@@ -97,16 +54,12 @@ def approval_card_blocks(
     current digest (None: not known here, the quorum line is left out). `not_run` is why
     an approved call was stopped right before it ran: said on the card, no buttons.
     `standing`: the run's active standing decisions; the card that made one says it
-    stands, a pending card names those of its run."""
+    stands, a pending card names those of its run. Approve with changes is offered as
+    `card_amendable` says (else the card says why not)."""
     status = approval.status
-    title = f"{_TITLES.get(status, f'*{escape(status, 50)}*')}: `{escape(approval.tool_name, 200)}`"
-    if status in ("approved", "rejected") and approval.decider:
-        title += f" by {person(approval.decider)}"
-    if status == "approved" and approval.decided_at:
-        title += f" {slack_date(approval.decided_at)}"
     blocks: list[Block] = [
-        mrkdwn_section(title),
-        mrkdwn_context(_about(run, approval)),
+        mrkdwn_section(card_title(approval)),
+        mrkdwn_context(card_about(run, approval)),
     ]
     if voters is not None:
         line = quorum_line(count=len(voters), required=approval.required_approvals, voters=voters)
@@ -117,62 +70,36 @@ def approval_card_blocks(
     cut = status == "pending" and CUT_MARK in call and not card_shows_all(approval.snapshot)
     if cut:
         blocks.append(mrkdwn_context(CUT_CARD_TEXT))
-    closing = _closing_line(approval)
+    closing = closing_line(approval)
     if closing:
         blocks.append(mrkdwn_context(closing))
     if not_run is not None:
-        blocks.append(mrkdwn_context(f"*Not run:* {escape(not_run, CONTEXT_TEXT_LIMIT - 100)}"))
+        blocks.append(mrkdwn_context(not_run_line(not_run)))
     stands = standing_line(approval, standing)
     if stands is not None:
         blocks.append(mrkdwn_context(stands))
-    per_tool = _amendable_tool(approval)
-    amendable = run.engine is None if per_tool is None else per_tool
-    if run.engine is not None and status == "pending" and not amendable:
-        line = NOT_AMENDABLE_TEXT if per_tool is None else TOOL_NOT_AMENDABLE_TEXT
-        blocks.append(mrkdwn_context(line.format(engine=run.engine.name)))
+    amendable, why_not = card_amendable(run, approval)
+    if why_not is not None and status == "pending":
+        blocks.append(mrkdwn_context(why_not))
     buttons = card_buttons(approval, cut=cut, amendable=amendable) if not_run is None else []
     if buttons:
         blocks.append({"type": "actions", "block_id": "decision", "elements": buttons})
     return blocks
 
 
-def _amendable_tool(approval: ApprovalRecord) -> bool | None:
-    """Whether approvers may change this call's arguments, when its engine decides that
-    per tool (None: it does not; then only the run core's calls may be changed)."""
+def card_amendable(run: RunRecord, approval: ApprovalRecord) -> tuple[bool, str | None]:
+    """Whether the card offers Approve with changes, and if not, why (None: it does):
+    as the call's snapshot says when its engine answered per call (bot.service.amend.
+    can_change), else only for the run core's calls."""
     try:
-        return ReviewSnapshot.from_json(approval.snapshot).amendable
+        per_call = ReviewSnapshot.from_json(approval.snapshot).amendable
     except InputError:
-        return None
-
-
-def standing_line(approval: ApprovalRecord, standing: Sequence[StandingDecision]) -> str | None:
-    """What the card says of the run's standing decisions: on the card that made one,
-    that it stands and how to stop it; on a pending card, which ones hold in its run."""
-    own = next((d for d in standing if d.approval_id == approval.approval_id), None)
-    if own is not None:
-        verb = "approved" if own.decision == "approved" else "rejected"
-        return (
-            f":pushpin: Stands for the rest of this run: every later "
-            f"`{escape(own.tool_name, 200)}` call is {verb} in {person(own.decider)}'s name. "
-            f"Stop it: `/approvals revoke {escape(own.approval_id, 100)}`"
-        )
-    if approval.status != "pending" or not standing:
-        return None
-    held = [
-        f"`{escape(d.tool_name, 100)}` {d.decision} by {person(d.decider)} "
-        f"(`{escape(d.approval_id, 100)}`)"
-        for d in standing[:MAX_STANDING_SHOWN]
-    ]
-    return escape_join([":pushpin: Standing in this run:", *held], CONTEXT_TEXT_LIMIT)
-
-
-def approval_card_text(approval: ApprovalRecord) -> str:
-    """The notification text (and the fallback for clients without blocks)."""
-    if approval.status == "pending":
-        return f"Approval needed: {escape(approval.tool_name, 200)}"
-    who = approval.revoked_by if approval.status == "revoked" else approval.decider
-    by = f" by {person(who)}" if who else ""
-    return f"{approval.status.capitalize()}{by}: {escape(approval.tool_name, 200)}"
+        per_call = None
+    if per_call is None:
+        if run.engine is None:
+            return True, None
+        return False, not_amendable_text(run.engine.name)
+    return per_call, None if per_call else TOOL_NOT_AMENDABLE_TEXT
 
 
 def card_buttons(
@@ -184,21 +111,21 @@ def card_buttons(
     approval_id = approval.approval_id
     if approval.status == "pending":
         buttons = [
-            _button("Approve", APPROVE_ACTION_ID, approval_id, style="primary"),
-            *([_button("Approve with changes", EDIT_ACTION_ID, approval_id)] if amendable else []),
-            _button("Reject", REJECT_ACTION_ID, approval_id, style="danger"),
-            _button("Revoke", REVOKE_ACTION_ID, approval_id),
+            button("approve", approval_id),
+            *([button("edit", approval_id)] if amendable else []),
+            button("reject", approval_id),
+            button("revoke", approval_id),
         ]
         if cut if cut is not None else not card_shows_all(approval.snapshot):
             buttons.append(read_all_button(approval_id))
         return buttons
     if approval.status == "approved":
-        return [_button("Revoke", REVOKE_ACTION_ID, approval_id)]
+        return [button("revoke", approval_id)]
     return []
 
 
 def read_all_button(approval_id: str) -> dict[str, Any]:
-    return _button(READ_ALL_LABEL, READ_ACTION_ID, approval_id)
+    return button("read", approval_id)
 
 
 def read_first_blocks(approval_id: str, text: str) -> list[Block]:
@@ -228,66 +155,18 @@ def uncertain_card_blocks(*, run: RunRecord, call: UncertainCall) -> list[Block]
     or aborts. The buttons' value names the run and the call's execution key."""
     value = uncertain_call_value(run.run_id, call.execution_key)
     return [
-        mrkdwn_section(
-            f":warning: *Outcome unknown:* `{escape(call.tool_name, 200)}` may or may not "
-            "have taken effect: the process stopped while it ran and its replay policy is "
-            "manual, so it was not run again.",
-            block_id=CALL_BLOCK_ID,
-        ),
-        mrkdwn_context(
-            f"Agent *{escape(run.agent_name, 200)}* · execution key "
-            f"`{escape(call.execution_key, 200)}` · admins and the tool's approvers may "
-            "reconcile it"
-        ),
+        mrkdwn_section(uncertain_call_text(call.tool_name), block_id=CALL_BLOCK_ID),
+        mrkdwn_context(uncertain_about_text(run.agent_name, call.execution_key)),
         {
             "type": "actions",
             "block_id": "reconcile",
             "elements": [
-                _button("Record result", RECORD_RESULT_ACTION_ID, value, style="primary"),
-                _button("Retry", RETRY_ACTION_ID, value),
-                _button("Abort", ABORT_ACTION_ID, value, style="danger"),
+                button("result", value),
+                button("retry", value),
+                button("abort", value),
             ],
         },
     ]
-
-
-def _about(run: RunRecord, approval: ApprovalRecord) -> str:
-    requester = f" · requested by {person(approval.requester)}" if approval.requester else ""
-    expiry = ""
-    if approval.status == "pending" and approval.expires_at:
-        expiry = f" · expires {slack_date(approval.expires_at)}"
-    ident = f" · id `{escape(approval.approval_id, 100)}`"
-    return f"Agent *{escape(run.agent_name, 200)}*{requester}{expiry}{ident}"
-
-
-def _closing_line(approval: ApprovalRecord) -> str | None:
-    reason = escape(approval.reason or "(no reason given)", CONTEXT_TEXT_LIMIT - 300)
-    if approval.status == "revoked":
-        who = person(approval.revoked_by) if approval.revoked_by else "someone"
-        when = f" {slack_date(approval.revoked_at)}" if approval.revoked_at else ""
-        why = escape(approval.revoke_reason or "(no reason given)", CONTEXT_TEXT_LIMIT - 300)
-        return f"Revoked by {who}{when}; it will not run. *Reason:* {why}"
-    if approval.status == "expired":
-        when = slack_date(approval.expires_at) if approval.expires_at else "its deadline"
-        return f"Nobody decided before {when}; the call did not run and the agent was told."
-    if approval.status == "rejected":
-        when = f" {slack_date(approval.decided_at)}" if approval.decided_at else ""
-        return f"Rejected{when}. *Reason:* {reason}"
-    if approval.status == "approved":
-        return f"*Reason:* {reason}"
-    return None
-
-
-def _button(label: str, action_id: str, value: str, *, style: str | None = None) -> dict[str, Any]:
-    button: dict[str, Any] = {
-        "type": "button",
-        "text": {"type": "plain_text", "text": label, "emoji": True},
-        "action_id": action_id,
-        "value": value,
-    }
-    if style is not None:
-        button["style"] = style
-    return button
 
 
 # -- clicks ------------------------------------------------------------------------------
@@ -318,17 +197,17 @@ def parse_button_click(body: Mapping[str, Any]) -> ButtonClick:
         raise InputError("block_actions payload has no actions")
     action = actions[0]
     action_id = text_field(action, "action_id")
-    card_action = CARD_ACTIONS.get(action_id)
-    if card_action is None:
+    clicked = BY_ACTION_ID.get(action_id)
+    if clicked is None:
         raise InputError(f"unexpected action_id {action_id!r}")
     container = mapping_field(body, "container", required=False)
     channel = mapping_field(body, "channel", required=False)
     message = mapping_field(body, "message", required=False)
     value = check_approval_id(text_field(action, "value"))
-    if card_action in RECONCILE_ACTIONS:
+    if clicked.opens == "reconcile":
         parse_uncertain_call_value(value)
     return ButtonClick(
-        action=card_action,
+        action=clicked.word,
         approval_id=value,
         user_id=submitter(body),
         channel_id=optional_text(channel, "id") or optional_text(container, "channel_id"),

@@ -17,28 +17,18 @@ a DM with the bot is scoped by the policy alone and never asked about).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-DEFAULT_TTL_SECONDS = 60.0
+from bot.slack.membership_cache import DEFAULT_TTL_SECONDS, MembershipCache, Monotonic
+
 PAGE_SIZE = 200
 MAX_PAGES = 100
 log = logging.getLogger(__name__)
-
-Monotonic = Callable[[], float]
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Cached:
-    members: frozenset[str]
-    fetched_at: float
 
 
 class SlackChannelDirectory:
@@ -54,37 +44,14 @@ class SlackChannelDirectory:
         max_pages: int = MAX_PAGES,
     ) -> None:
         self._client = client
-        self._ttl = ttl_seconds
-        self._clock = clock
         self._page_size = page_size
         self._max_pages = max_pages
-        self._cache: dict[str, _Cached] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._cache = MembershipCache(self._fetch, ttl_seconds=ttl_seconds, clock=clock)
 
     async def is_member(self, channel_id: str, user: str) -> bool:
         """Is `user` in the channel (cached)? No when Slack cannot tell (logged)."""
-        members = await self._members(channel_id)
+        members = await self._cache.members(channel_id)
         return members is not None and user in members
-
-    async def _members(self, channel_id: str) -> frozenset[str] | None:
-        cached = self._fresh(channel_id)
-        if cached is not None:
-            return cached
-        lock = self._locks.setdefault(channel_id, asyncio.Lock())
-        async with lock:  # concurrent checks of one channel share one read
-            cached = self._fresh(channel_id)
-            if cached is not None:
-                return cached
-            members = await self._fetch(channel_id)
-            if members is not None:
-                self._cache[channel_id] = _Cached(members=members, fetched_at=self._clock())
-            return members
-
-    def _fresh(self, channel_id: str) -> frozenset[str] | None:
-        cached = self._cache.get(channel_id)
-        if cached is None or self._clock() - cached.fetched_at >= self._ttl:
-            return None
-        return cached.members
 
     async def _fetch(self, channel_id: str) -> frozenset[str] | None:
         members: set[str] = set()

@@ -85,7 +85,7 @@ def parse_agent_command(text: str) -> AgentCommand:
         return AgentTask(agent_name=None, task=text)
     if not _AGENT_NAME.fullmatch(agent_name):
         raise InputError(
-            f"{agent_name!r} is not an agent name (letters, digits, '.', '_' or '-', up to 64)"
+            f"{agent_name[:70]!r} is not an agent name (letters, digits, '.', '_' or '-', up to 64)"
         )
     task = rest.strip()
     if not task:

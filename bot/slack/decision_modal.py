@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.errors import InputError
+from bot.slack.actions import ACTIONS
 from bot.slack.blocks import CALL_BLOCK_ID, Block, text_input
 from bot.slack.messages.forms import GIVE_A_REASON, keep_under
 from bot.slack.modals import (
@@ -37,7 +38,6 @@ STANDING_VALUE = "rest_of_run"
 MESSAGE_BLOCK_ID = "message_to_agent"
 MESSAGE_ACTION_ID = "message_input"
 MAX_MESSAGE_CHARS = 2000
-_VERBS = {"approve": "Approve", "reject": "Reject", "revoke": "Revoke"}
 
 DecisionAction = Literal["approve", "reject", "revoke"]
 """What the reason modal submits."""
@@ -62,7 +62,7 @@ def decision_modal(
     arguments and digest, so the person sees what they decide on. With `tool_name` (the
     policy lets a decision on it stand for the run), approve and reject offer "for the
     rest of this run"."""
-    verb = _VERBS.get(context.action, context.action.capitalize())
+    verb = ACTIONS[context.action].label
     blocks: list[Block] = [call_section(call, CALL_BLOCK_ID), reason_input(optional=False)]
     if tool_name is not None and context.action in ("approve", "reject"):
         blocks.append(_standing_choice(verb, tool_name))

@@ -11,26 +11,16 @@ check asks Slack again.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-DEFAULT_TTL_SECONDS = 60.0
+from bot.slack.membership_cache import DEFAULT_TTL_SECONDS, MembershipCache, Monotonic
+
 log = logging.getLogger(__name__)
-
-Monotonic = Callable[[], float]
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Cached:
-    members: frozenset[str]
-    fetched_at: float
 
 
 class SlackGroupDirectory:
@@ -44,33 +34,13 @@ class SlackGroupDirectory:
         clock: Monotonic = time.monotonic,
     ) -> None:
         self._client = client
-        self._ttl = ttl_seconds
-        self._clock = clock
-        self._cache: dict[str, _Cached] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._cache = MembershipCache(self._fetch, ttl_seconds=ttl_seconds, clock=clock)
 
     async def members(self, group_id: str) -> frozenset[str]:
         """The group's members (cached); empty, logged and not cached when Slack cannot
         tell us (an unknown group, an error, no answer)."""
-        cached = self._fresh(group_id)
-        if cached is not None:
-            return cached
-        lock = self._locks.setdefault(group_id, asyncio.Lock())
-        async with lock:  # concurrent checks of one group share one request
-            cached = self._fresh(group_id)
-            if cached is not None:
-                return cached
-            members = await self._fetch(group_id)
-            if members is None:
-                return frozenset()
-            self._cache[group_id] = _Cached(members=members, fetched_at=self._clock())
-            return members
-
-    def _fresh(self, group_id: str) -> frozenset[str] | None:
-        cached = self._cache.get(group_id)
-        if cached is None or self._clock() - cached.fetched_at >= self._ttl:
-            return None
-        return cached.members
+        members = await self._cache.members(group_id)
+        return frozenset() if members is None else members
 
     async def _fetch(self, group_id: str) -> frozenset[str] | None:
         try:

@@ -31,7 +31,8 @@ from typing import Any, TypeVar
 
 from bot.errors import ApprovalsError, ArgumentsUnreadError, InputError, StoreError
 from bot.review.snapshot import ReviewSnapshot
-from bot.service import DecisionResult, Recorded
+from bot.service import ApprovalView, DecisionResult, Recorded
+from bot.slack.actions import ACTIONS, Action
 from bot.slack.after_ack import Ack, Responder
 from bot.slack.blocks import escape, snapshot_text
 from bot.slack.cards import ButtonClick, parse_button_click, read_first_blocks
@@ -122,32 +123,26 @@ class CardInteractions:
             await self._r.tell(click.channel_id, click.user_id, replies.TRIGGER_EXPIRED_TEXT)
 
     async def _modal_for(self, click: ButtonClick, context: ModalContext) -> dict[str, Any] | None:
-        """The modal to open, or None after telling the person why there is none."""
-        if click.action in ("result", "retry", "abort"):
+        """The modal to open (the form the action's row names), or None after telling the
+        person why there is none."""
+        action = ACTIONS[click.action]
+        if action.opens == "reconcile":
             return reconcile_modal(context=context, tool_name=await self._uncertain_tool(click))
         view = await self._r.service.approval_view(click.approval_id, viewer=click.user_id)
-        if click.action == "read":
+        if action.opens == "reading":
             await self.reading.open(click, view)
             return None
-        approval = view.approval
-        refused: str | None = None
-        if approval.status != "pending" and click.action != "revoke":
-            refused = replies.already_decided_text(
-                status=approval.status, decider=approval.decider, decided_at=approval.decided_at
-            )
-        elif click.action == "revoke" and not view.can_revoke:
-            refused = replies.MAY_NOT_REVOKE_TEXT
-        elif click.action != "revoke" and not view.can_decide:
-            refused = replies.may_not_decide_text(view.why_not)
+        refused = _refusal(action, view)
         if refused is not None:
             await self._refuse(click, refused)
             return None
-        if click.action in ("approve", "edit") and view.must_read and not view.has_read:
+        if action.reads_first and view.must_read and not view.has_read:
             await self.reading.open(click, view)  # the whole arguments first
             return None
+        approval = view.approval
         context = replace(context, digest=approval.arguments_digest)  # what the modal shows
         call = snapshot_text(approval)
-        if click.action != "edit":
+        if action.opens == "decision":
             stand = approval.tool_name if view.can_stand else None
             return decision_modal(context=context, call=call, tool_name=stand)
         arguments = editable_arguments(ReviewSnapshot.from_json(approval.snapshot))
@@ -366,6 +361,22 @@ class CardInteractions:
 
 
 Settle = Callable[["Recorded[Any] | ApprovalsError"], Awaitable[None]]
+
+
+def _refusal(action: Action, view: ApprovalView) -> str | None:
+    """Why the viewer may not use `action` on the approval now (None: they may): only a
+    revocation reaches a closed approval, and the action's row names the allowed action
+    it needs."""
+    approval = view.approval
+    if approval.status != "pending" and action.allowed_by != "revoke":
+        return replies.already_decided_text(
+            status=approval.status, decider=approval.decider, decided_at=approval.decided_at
+        )
+    if action.allowed_by is None or action.allowed_by in view.allowed_actions():
+        return None
+    if action.allowed_by == "revoke":
+        return replies.MAY_NOT_REVOKE_TEXT
+    return replies.may_not_decide_text(view.why_not)
 
 
 async def _captured(work: Awaitable[T]) -> T | ApprovalsError:

@@ -18,20 +18,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any
 
 from bot.errors import InputError
+from bot.slack.actions import CardAction, card_action
 from bot.slack.blocks import Block, mrkdwn_section, plain_text, text_input
 
 REASON_BLOCK_ID = "reason"
 REASON_ACTION_ID = "reason_input"
 MAX_REASON_CHARS = 2000
 REASON_HINT = "Recorded in the audit log with your name. The agent does not see it."
-
-CardAction = Literal["approve", "reject", "edit", "revoke", "result", "retry", "abort", "read"]
-"""What a button on a card asks for; the modal it opens carries the same word (a reading
-modal opened by Approve or Approve with changes carries that one: where it continues)."""
-_CARD_ACTIONS: Mapping[str, CardAction] = {word: word for word in get_args(CardAction)}
 
 _APPROVAL_ID = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
@@ -67,14 +63,14 @@ def decode_modal_context(metadata: str) -> ModalContext:
     action, sep1, rest = metadata.partition("|")
     approval, sep2, rest = rest.partition("|")
     channel_id, _, digest = rest.partition("|")
-    card_action = _CARD_ACTIONS.get(action)
-    if not sep1 or not sep2 or card_action is None:
+    word = card_action(action)
+    if not sep1 or not sep2 or word is None:
         raise InputError(f"modal private_metadata {metadata[:80]!r} is not ours")
     if digest and not _DIGEST.fullmatch(digest):
         raise InputError(f"modal private_metadata {metadata[:80]!r} has no valid digest")
     return ModalContext(
         approval_id=check_approval_id(approval),
-        action=card_action,
+        action=word,
         channel_id=channel_id or None,
         digest=digest or None,
     )

@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from bot.service.api import (
+from bot.service.api import UncertainCall
+from bot.service.events import (
     ApprovalDecided,
     ApprovalExpired,
     ApprovalReminder,
@@ -29,12 +30,12 @@ from bot.service.api import (
     RunPaused,
     RunStarted,
     RunUnpaused,
-    UncertainCall,
 )
 from bot.slack import cards
 from bot.slack.blocks import Block, mrkdwn_context, mrkdwn_section
 from bot.slack.gateway import SlackGateway
 from bot.slack.messages import run_thread
+from bot.slack.messages.approval_lines import approval_card_text
 from store.records import ApprovalRecord, RunRecord, StandingDecision
 
 log = logging.getLogger(__name__)
@@ -56,31 +57,14 @@ class SlackNotifier:
                 await self._update_card(run, approval, voters=None, standing=standing)
             case ApprovalUpdated(run=run, view=view, standing=standing):
                 await self._update_card(run, view.approval, voters=view.voters, standing=standing)
-            case ApprovalReminder(run=run, approval=approval, approvers=approvers):
-                await self._post_in_thread(run, run_thread.reminder_text(approval, approvers))
-            case ApprovalExpired(run=run, approval=approval):
-                await self._post_in_thread(run, run_thread.expired_text(approval))
             case ExecutionRefused(run=run, approval=approval, reason=reason):
                 await self._post_in_thread(run, run_thread.execution_refused_text(approval, reason))
                 if approval.status == "approved":  # other states already closed the card
                     await self._update_card(run, approval, voters=None, not_run=reason)
             case CallUncertain(run=run, call=call):
                 await self._post_uncertain_card(run, call)
-            case RunFinished(run=run, final_output=final_output, status=status):
-                text = run_thread.final_answer_text(final_output=final_output, status=status)
-                await self._post_in_thread(run, text)
-            case RunFailed(run=run, error=error):
-                await self._post_in_thread(run, run_thread.run_failed_text(error))
-            case RunCancelled(run=run, actor=actor, reason=reason):
-                await self._post_in_thread(run, run_thread.run_cancelled_text(actor, reason))
-            case RunPaused(run=run, actor=actor, reason=reason):
-                await self._post_in_thread(run, run_thread.run_paused_text(actor, reason))
-            case RunUnpaused(run=run, actor=actor):
-                await self._post_in_thread(run, run_thread.run_unpaused_text(actor))
-            case ResumeStalled(run=run, attempts=attempts):
-                await self._post_in_thread(run, run_thread.resume_stalled_text(attempts))
-            case RunNeedsMigration(run=run, reason=reason):
-                await self._post_in_thread(run, run_thread.needs_migration_text(reason))
+            case _:
+                await self._post_in_thread(event.run, thread_text(event))
         return None
 
     async def _run_started(self, run: RunRecord, task: str) -> Location | None:
@@ -103,7 +87,7 @@ class SlackNotifier:
         ts = await self._slack.post(
             channel=run.channel,
             thread_ts=run.thread_ts,
-            text=cards.approval_card_text(approval),
+            text=approval_card_text(approval),
             blocks=cards.approval_card_blocks(
                 run=run, approval=approval, voters=(), standing=standing
             ),
@@ -135,7 +119,7 @@ class SlackNotifier:
         await self._slack.update(
             channel=approval.slack_channel,
             ts=approval.slack_ts,
-            text=cards.approval_card_text(approval),
+            text=approval_card_text(approval),
             blocks=cards.approval_card_blocks(
                 run=run, approval=approval, voters=voters, not_run=not_run, standing=standing
             ),
@@ -146,3 +130,40 @@ class SlackNotifier:
             log.info("run %s has no channel; a thread message was not posted", run.run_id)
             return
         await self._slack.post(channel=run.channel, thread_ts=run.thread_ts, text=text)
+
+
+ThreadNotice = (
+    ApprovalReminder
+    | ApprovalExpired
+    | RunFinished
+    | RunFailed
+    | RunCancelled
+    | RunPaused
+    | RunUnpaused
+    | ResumeStalled
+    | RunNeedsMigration
+)
+"""The events told as one message in the run's thread (the others post or update a card)."""
+
+
+def thread_text(event: ThreadNotice) -> str:
+    """The message a thread notice posts in the run's thread."""
+    match event:
+        case ApprovalReminder(approval=approval, approvers=approvers):
+            return run_thread.reminder_text(approval, approvers)
+        case ApprovalExpired(approval=approval):
+            return run_thread.expired_text(approval)
+        case RunFinished(final_output=final_output, status=status):
+            return run_thread.final_answer_text(final_output=final_output, status=status)
+        case RunFailed(error=error):
+            return run_thread.run_failed_text(error)
+        case RunCancelled(actor=actor, reason=reason):
+            return run_thread.run_cancelled_text(actor, reason)
+        case RunPaused(actor=actor, reason=reason):
+            return run_thread.run_paused_text(actor, reason)
+        case RunUnpaused(actor=actor):
+            return run_thread.run_unpaused_text(actor)
+        case ResumeStalled(attempts=attempts):
+            return run_thread.resume_stalled_text(attempts)
+        case RunNeedsMigration(reason=reason):
+            return run_thread.needs_migration_text(reason)

@@ -23,6 +23,7 @@ from typing import Any
 
 from bot.errors import ApprovalsError, InputError
 from bot.service import ApprovalView
+from bot.slack.actions import READS_FIRST
 from bot.slack.after_ack import Ack, Responder
 from bot.slack.cards import ButtonClick
 from bot.slack.messages import forms, replies
@@ -38,7 +39,6 @@ log = logging.getLogger(__name__)
 
 ModalFor = Callable[[ButtonClick, ModalContext], Awaitable[dict[str, Any] | None]]
 """Builds the form a card button opens (None: the person was told why not)."""
-CONTINUES_TO = frozenset({"approve", "edit"})
 
 
 class ReadingInteractions:
@@ -51,7 +51,7 @@ class ReadingInteractions:
         Approve or Approve with changes continues to that form from its last page."""
         context = ModalContext(
             approval_id=view.approval.approval_id,
-            action=click.action if click.action in CONTINUES_TO else "read",
+            action=click.action if click.action in READS_FIRST else "read",
             channel_id=click.channel_id,
             digest=view.approval.arguments_digest,
         )
@@ -123,7 +123,7 @@ class ReadingInteractions:
 
     async def _continue(self, click: ReadingClick) -> None:
         """Replace the reading modal with the form it was opened for."""
-        if click.context.action not in CONTINUES_TO:
+        if click.context.action not in READS_FIRST:
             return
         button = ButtonClick(
             action=click.context.action,

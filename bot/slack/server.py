@@ -6,14 +6,16 @@ missing, stale or malformed one is a 401 with no side effect (never a 500). A re
 whose signature was seen before (a replay inside the signature's 5-minute window) is
 answered 200 and not handled again (bot.slack.dedupe; remembered in the database, so
 whichever replica the replay reaches).
-`GET /healthz`, `GET /readyz` and `GET /metrics` are bot.slack.probes.
+`GET /healthz`, `GET /readyz` and `GET /metrics` are bot.slack.probes. `serve` listens
+before the bot can take Slack's requests (`StartingApp`): until it can, the Slack path
+answers 503 and the probes say why.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
@@ -23,7 +25,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from bot.errors import InputError
 from bot.slack.after_ack import collecting
 from bot.slack.dedupe import RequestMemory, first_delivery
-from bot.slack.probes import Probes, add_probe_routes
+from bot.slack.probes import ProbeSource, Readiness, add_probe_routes
 from bot.slack.signature import verify_signature
 
 EVENTS_PATH = "/slack/events"
@@ -38,11 +40,57 @@ def build_web_app(
     signing_secret: str,
     memory: RequestMemory | None,
     clock: Callable[[], float] = time.time,
-    probes: Probes | None = None,
+    probes: ProbeSource | None = None,
 ) -> web.Application:
     """An aiohttp application serving Bolt behind our own signature check and, with a
     `memory` (the surface's `requests`), the replay check (None: none, for benchmarks'
     floors)."""
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app.router.add_post(
+        EVENTS_PATH,
+        events_handler(
+            bolt_app=bolt_app, signing_secret=signing_secret, memory=memory, clock=clock
+        ),
+    )
+    add_probe_routes(app, probes)
+    return app
+
+
+class StartingApp:
+    """The HTTP endpoint from the moment `serve` listens, before the bot can take Slack's
+    requests: `POST /slack/events` answers 503 (Slack tries events again) until
+    `serve_slack`, and the probes say why through `readiness`."""
+
+    def __init__(self, readiness: Readiness) -> None:
+        self._handler: Handler | None = None
+        self.app = web.Application(client_max_size=MAX_BODY_BYTES)
+        self.app.router.add_post(EVENTS_PATH, self._events)
+        add_probe_routes(self.app, readiness)
+
+    def serve_slack(
+        self, *, bolt_app: AsyncApp, signing_secret: str, memory: RequestMemory | None
+    ) -> None:
+        self._handler = events_handler(
+            bolt_app=bolt_app, signing_secret=signing_secret, memory=memory
+        )
+
+    async def _events(self, request: web.Request) -> web.StreamResponse:
+        if self._handler is None:
+            return web.json_response({"error": "starting"}, status=503)
+        return await self._handler(request)
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def events_handler(
+    *,
+    bolt_app: AsyncApp,
+    signing_secret: str,
+    memory: RequestMemory | None,
+    clock: Callable[[], float] = time.time,
+) -> Handler:
+    """`POST /slack/events`: the signature and replay checks, then Bolt (module doc)."""
 
     async def slack_events(request: web.Request) -> web.StreamResponse:
         body = await request.read()
@@ -84,7 +132,4 @@ def build_web_app(
         after_ack.start()  # Slack has its answer: now the slow work may begin
         return response
 
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
-    app.router.add_post(EVENTS_PATH, slack_events)
-    add_probe_routes(app, probes)
-    return app
+    return slack_events

@@ -90,7 +90,10 @@ class SlackSurface:
         make_service: ServiceFactory,
         metrics: Metrics | None = None,
         auth_retry: AuthRetry = AuthRetry(),
+        waiting: Callable[[str], None] | None = None,
     ) -> SlackSurface:
+        """Open the surface (the module doc); while Slack cannot be reached, `waiting`
+        hears why before each wait (what /readyz says meanwhile)."""
         install_log_redaction()
         health = SlackHealth()
         async with contextlib.AsyncExitStack() as stack:  # unwinds only if opening fails
@@ -101,7 +104,7 @@ class SlackSurface:
             tasks = TaskOwner(logger=log)
             service = make_service(slack, tasks)  # may refuse its configuration
             stack.push_async_callback(partial(service.aclose, timeout=0.0))
-            workspace = await _own_workspace(slack, auth_retry)
+            workspace = await _own_workspace(slack, auth_retry, waiting or _nobody)
             requests = RequestMemoryWithFallback(service)
             listeners = SlackListeners(
                 service=service,
@@ -149,9 +152,16 @@ class SlackSurface:
         await self.aclose()
 
 
-async def _own_workspace(slack: SlackGateway, retry: AuthRetry) -> Workspace:
+def _nobody(reason: str) -> None:
+    """No one to tell while waiting for Slack (the log line says it)."""
+
+
+async def _own_workspace(
+    slack: SlackGateway, retry: AuthRetry, waiting: Callable[[str], None]
+) -> Workspace:
     """The bot's workspace by auth.test. A token Slack refuses is a ConfigError in one
-    line; an unreachable Slack (or a 5xx) is tried again with backoff, one line a try."""
+    line; an unreachable Slack (or a 5xx) is tried again with backoff, one WARNING line a
+    try, and `waiting` is told why."""
     failures = 0
     while True:
         try:
@@ -165,6 +175,7 @@ async def _own_workspace(slack: SlackGateway, retry: AuthRetry) -> Workspace:
             delay = retry.delay(failures)
             log.warning("%s; Slack unreachable, trying again in %.0f s (try %d)",
                         error, delay, failures + 1)  # fmt: skip
+            waiting(f"waiting for Slack: {error}; trying again in {delay:.0f} s")
             await retry.sleep(delay)
     workspace = workspace_from_auth_test(answer)
     log.info(

@@ -1,6 +1,6 @@
 """Applying the schema migrations to a Postgres database, at open and by `db migrate`.
 
-The numbered migrations are one ledger for every engine (store.schema); Postgres's SQL
+The numbered migrations are one ledger for every backend (store.schema); Postgres's SQL
 is `store/migrations/postgres/NNNN_name.sql`, the same numbers and names as SQLite's.
 The whole pass holds a session advisory lock (`pg_advisory_lock`), so replicas starting
 at once, or `approvals-bot db migrate` run while replicas serve, apply each migration
@@ -24,7 +24,7 @@ from store.records import MigrationReport
 from store.rows import to_db
 from store.schema import Migration, bundled_migrations, refuse_newer
 
-ENGINE = "postgres"
+BACKEND = "postgres"
 LOCK_KEY = 0x61707072_6F76616C  # "approval": the key of the migration advisory lock
 LOCK_TIMEOUT = "10s"
 LEDGER_DDL = (
@@ -48,7 +48,7 @@ async def recorded_versions(connection: Any) -> set[int]:
 async def migrate(database: PgDatabase, *, now: datetime) -> MigrationReport:
     """Apply every bundled migration the database lacks, under the migration lock;
     refuse a database newer than this build."""
-    migrations = bundled_migrations(ENGINE)
+    migrations = bundled_migrations(BACKEND)
     latest = migrations[-1].version if migrations else 0
     connection = await database.connection()
     try:

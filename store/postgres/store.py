@@ -14,19 +14,19 @@ from bot.clock import Clock, utc_now
 from bot.errors import ConfigError
 from store.api import Store
 from store.config import PostgresLocation
-from store.crypto import KeyRing
-from store.keys import KEYS_ENV, parse_keyring
+from store.crypto import KeyRing, NoKeys
+from store.keys import KEYS_ENV, missing_keys_variable, parse_keyring
 from store.postgres.connection import PgDatabase, pool_size_from_env
-from store.postgres.migrations import ENGINE, migrate
+from store.postgres.migrations import BACKEND, migrate
 from store.records import MigrationReport
 from store.schema import latest_version
 from store.sql.chain import Sequencer
-from store.sql.keys import check_keys_cover
+from store.sql.keys import sealed_key_ids, settled_keyring
 from store.sql.store import SqlStore
 
 
 class PostgresStore(SqlStore):
-    """The engine for more than one process. Open it with `open_postgres_store`."""
+    """The backend for more than one process. Open it with `open_postgres_store`."""
 
     def __init__(
         self,
@@ -42,7 +42,7 @@ class PostgresStore(SqlStore):
             keyring,
             clock,
             migration_report=migration_report,
-            latest_schema=latest_version(ENGINE),
+            latest_schema=latest_version(BACKEND),
             location=database.location,
         )
         self.database = database
@@ -65,19 +65,22 @@ async def open_postgres_store(
     clock: Clock | None = None,
     environ: Mapping[str, str] | None = None,
     pool_size: int | None = None,
+    keys_required: bool = True,
 ) -> PostgresStore:
     """Connect to the database at `location` and migrate it (under the migration lock).
 
-    `keyring`: default APPROVALS_KEYS (required). `pool_size`: default
-    APPROVALS_PG_POOL_SIZE, else 10 connections."""
+    `keyring`: default APPROVALS_KEYS (required, unless not `keys_required`: see
+    open_sqlite_store). `pool_size`: default APPROVALS_PG_POOL_SIZE, else 10 connections."""
     env = os.environ if environ is None else environ
-    ring = keyring or _keyring_from_env(env, location)
+    configured = keyring or _configured_keyring(env)
     size = pool_size or pool_size_from_env(env)
     now = clock or utc_now
     database = await PgDatabase.open(location.dsn, location=location.display, pool_size=size)
     try:
         report = await migrate(database, now=now())
-        await check_keys_cover(database, ring, location.display)
+        sealed = await sealed_key_ids(database)
+        ring = configured or _no_keys(location, sealed, required=keys_required)
+        ring = settled_keyring(sealed, ring, location.display, required=keys_required)
     except BaseException:
         await database.close()
         raise
@@ -91,14 +94,17 @@ async def open_postgres_store(
     return store
 
 
-def _keyring_from_env(env: Mapping[str, str], location: PostgresLocation) -> KeyRing:
+def _configured_keyring(env: Mapping[str, str]) -> KeyRing | None:
     configured = env.get(KEYS_ENV, "").strip()
-    if not configured:
-        raise ConfigError(
-            f"database {location.display} is Postgres: set {KEYS_ENV} (kid:base64key,...; "
-            "`approvals-bot keys generate --print` makes one); there is no key file beside it"
-        )
-    return parse_keyring(configured, source=KEYS_ENV)
+    return parse_keyring(configured, source=KEYS_ENV) if configured else None
+
+
+def _no_keys(location: PostgresLocation, sealed: set[str], *, required: bool) -> KeyRing:
+    """APPROVALS_KEYS is unset: a ConfigError saying which keys to set (or NoKeys)."""
+    problem = missing_keys_variable(location.display, sealed)
+    if required:
+        raise ConfigError(problem)
+    return NoKeys(problem)
 
 
 def _satisfies_store_protocol(store: PostgresStore) -> Store:

@@ -12,24 +12,19 @@ rows `FOR UPDATE SKIP LOCKED`, so a second sweeper (another replica) skips the r
 another transaction holds instead of waiting for them, and the conditional update on
 the claimed rows stays the last line of defence.
 
-The people-facing lists are each served by an index (migration 0004), named in the
-query for SQLite (`INDEXED BY`; Postgres's planner picks the same index):
-- pending_page: keyset pagination over the partial index of pending approvals by
-  (created_at, approval_id): a page costs the same with 10 or 10,000 pending;
-- approvals_requested_by: (requester, created_at), newest first;
-- recent_decisions: the partial index on decided_at, newest first.
+The people-facing lists are store.sql.approval_lists.
 
-What each operation refuses is in store.approvals; here is the SQL.
+Each operation refuses bad input by name (the checks below) before it writes anything.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import get_args
 
 from bot.clock import Clock
 from bot.errors import InputError
-from store import approvals as rules
 from store.audit import with_via
 from store.records import (
     LEGACY_KEY_PREFIX,
@@ -37,8 +32,6 @@ from store.records import (
     ApprovalStatus,
     DecisionOutcome,
     NewApproval,
-    PendingCursor,
-    RunOrigin,
     Verdict,
 )
 from store.rows import (
@@ -61,7 +54,62 @@ from store.seals import (
     seal_params,
 )
 from store.sql import audit
-from store.tx import Body, Engine, IntegrityViolation, many, one, run
+from store.tx import Body, Database, IntegrityViolation, many, one, run
+
+APPROVAL_STATUSES: frozenset[str] = frozenset(get_args(ApprovalStatus))
+VERDICTS: frozenset[str] = frozenset(get_args(Verdict))
+MAX_PAGE = 500
+
+
+def check_new(new: NewApproval) -> None:
+    for name in ("approval_id", "run_id", "tool_call_id", "tool_name", "arguments_digest"):
+        if not getattr(new, name):
+            raise InputError(f"new approval has an empty {name}")
+    if new.required_approvals < 1:
+        raise InputError("new approval needs required_approvals >= 1")
+    if new.execution_key is not None and (
+        not new.execution_key or new.execution_key.startswith(LEGACY_KEY_PREFIX)
+    ):
+        raise InputError(
+            f"new approval's execution key {new.execution_key!r} is empty or reserved "
+            f"(the {LEGACY_KEY_PREFIX!r} prefix marks approvals from before keys were stored)"
+        )
+    for moment in (new.expires_at, new.remind_at):
+        if moment is not None:
+            to_db(moment)  # refuses a naive time before anything is written
+
+
+def check_status(status: str | None) -> None:
+    if status is not None and status not in APPROVAL_STATUSES:
+        raise InputError(f"approval status {status!r} is not one of {sorted(APPROVAL_STATUSES)}")
+
+
+def check_decision(decision: str, *, decider: str) -> None:
+    check_verdict(decision)
+    if not decider:
+        raise InputError("a decision needs a decider")
+
+
+def check_revocation(*, actor: str) -> None:
+    if not actor:
+        raise InputError("a revocation needs an actor")
+
+
+def check_verdict(decision: str) -> None:
+    if decision not in VERDICTS:
+        raise InputError(f"decision {decision!r} is not one of {sorted(VERDICTS)}")
+
+
+def check_page(limit: int) -> None:
+    if not 1 <= limit <= MAX_PAGE:
+        raise InputError(f"a page holds 1 to {MAX_PAGE} approvals, not {limit}")
+
+
+def check_batch(batch: int) -> None:
+    """A sweep's batch: how many approvals one of its transactions claims at most."""
+    if not 1 <= batch <= MAX_PAGE:
+        raise InputError(f"a sweep's batch holds 1 to {MAX_PAGE} approvals, not {batch}")
+
 
 SELECT_ONE = f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE approval_id = ?"
 REVOCABLE = (
@@ -77,8 +125,6 @@ REVOCABLE = (
 """An approval that may still be revoked: pending, or approved while its call has not
 started (no ledger row for its execution key; for an approval from before keys were
 stored, none for its tool call id from its turn)."""
-# Approvals of runs of one origin: per candidate row, one primary-key lookup of its run.
-OF_ORIGIN = "EXISTS (SELECT 1 FROM runs r WHERE r.run_id = approvals.run_id AND r.origin = ?)"
 
 
 def _claimed(due: str, order: str) -> str:
@@ -115,7 +161,7 @@ EXPIRE_ONE = (
 class Approvals:
     """The ApprovalStore."""
 
-    def __init__(self, database: Engine, clock: Clock, seals: DecisionSeals) -> None:
+    def __init__(self, database: Database, clock: Clock, seals: DecisionSeals) -> None:
         self._db = database
         self._clock = clock
         self._seals = seals
@@ -123,7 +169,7 @@ class Approvals:
     async def add_approvals(self, approvals: Sequence[NewApproval]) -> list[ApprovalRecord]:
         at = self._clock()
         for new in approvals:
-            rules.check_new(new)
+            check_new(new)
         sealed = [
             (new, self._seals.seal(REQUEST_PURPOSE, new_request_fields(new, at)))
             for new in approvals
@@ -148,7 +194,7 @@ class Approvals:
         status: ApprovalStatus | None = None,
         limit: int = 100,
     ) -> list[ApprovalRecord]:
-        rules.check_status(status)
+        check_status(status)
         where, params = where_all({"run_id = ?": run_id, "status = ?": status})
         rows = await self._db.read(
             f"SELECT {APPROVAL_COLUMNS} FROM approvals {where} "
@@ -167,7 +213,7 @@ class Approvals:
         message: str | None = None,
         now: datetime | None = None,
     ) -> DecisionOutcome:
-        rules.check_decision(decision, decider=decider)
+        check_decision(decision, decider=decider)
         at = now or self._clock()
         at_text = to_db(at)
 
@@ -213,7 +259,7 @@ class Approvals:
     async def expire_due(
         self, *, now: datetime | None = None, batch: int = SWEEP_BATCH
     ) -> list[ApprovalRecord]:
-        rules.check_batch(batch)
+        check_batch(batch)
         at = now or self._clock()
 
         def body() -> Body[list[ApprovalRecord]]:
@@ -228,7 +274,7 @@ class Approvals:
     async def revoke(
         self, approval_id: str, *, actor: str, reason: str | None, via: str | None = None
     ) -> DecisionOutcome:
-        rules.check_revocation(actor=actor)
+        check_revocation(actor=actor)
         at = self._clock()
 
         def body() -> Body[DecisionOutcome]:
@@ -269,7 +315,7 @@ class Approvals:
     async def claim_reminders(
         self, *, now: datetime, batch: int = SWEEP_BATCH
     ) -> list[ApprovalRecord]:
-        rules.check_batch(batch)
+        check_batch(batch)
         at = to_db(now)
 
         def body() -> Body[list[ApprovalRecord]]:
@@ -299,66 +345,6 @@ class Approvals:
             taken += got
             if len(got) < batch:
                 return sorted(taken, key=lambda record: record.approval_id)
-
-    async def pending_page(
-        self,
-        *,
-        after: PendingCursor | None = None,
-        limit: int = 20,
-        not_requested_by: str | None = None,
-        tool_names: Sequence[str] | None = None,
-        except_tool_names: Sequence[str] = (),
-        origin: RunOrigin | None = None,
-    ) -> list[ApprovalRecord]:
-        rules.check_page(limit)
-        clauses = ["status = 'pending'"]
-        params: list[object] = []
-        if after is not None:
-            clauses.append("(created_at, approval_id) > (?, ?)")
-            params += [to_db(after[0]), after[1]]
-        if not_requested_by is not None:
-            clauses.append("(requester IS NULL OR requester <> ?)")
-            params.append(not_requested_by)
-        if tool_names is not None:
-            if not tool_names:
-                return []
-            clauses.append(f"tool_name IN ({', '.join('?' * len(tool_names))})")
-            params += list(tool_names)
-        if except_tool_names:
-            clauses.append(f"tool_name NOT IN ({', '.join('?' * len(except_tool_names))})")
-            params += list(except_tool_names)
-        if origin is not None:
-            clauses.append(OF_ORIGIN)
-            params.append(origin)
-        rows = await self._db.read(
-            f"SELECT {APPROVAL_COLUMNS} FROM approvals INDEXED BY approvals_pending_page "
-            f"WHERE {' AND '.join(clauses)} ORDER BY created_at, approval_id LIMIT ?",
-            (*params, limit),
-        )
-        return [row_to_approval(row) for row in rows]
-
-    async def approvals_requested_by(
-        self, requester: str, *, limit: int = 20
-    ) -> list[ApprovalRecord]:
-        rules.check_page(limit)
-        rows = await self._db.read(
-            f"SELECT {APPROVAL_COLUMNS} FROM approvals INDEXED BY approvals_by_requester "
-            "WHERE requester = ? ORDER BY created_at DESC, approval_id DESC LIMIT ?",
-            (requester, limit),
-        )
-        return [row_to_approval(row) for row in rows]
-
-    async def recent_decisions(
-        self, *, limit: int = 20, origin: RunOrigin | None = None
-    ) -> list[ApprovalRecord]:
-        rules.check_page(limit)
-        where = "decided_at IS NOT NULL" + (f" AND {OF_ORIGIN}" if origin is not None else "")
-        rows = await self._db.read(
-            f"SELECT {APPROVAL_COLUMNS} FROM approvals INDEXED BY approvals_by_decision "
-            f"WHERE {where} ORDER BY decided_at DESC LIMIT ?",
-            (limit,) if origin is None else (origin, limit),
-        )
-        return [row_to_approval(row) for row in rows]
 
 
 def _insert_or_get(new: NewApproval, *, at: datetime, seal: Seal) -> Body[ApprovalRecord]:

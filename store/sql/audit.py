@@ -11,7 +11,7 @@ turns; writers never touch the head, so they commit side by side (before, every 
 write held the head from its append to its commit, and on Postgres decisions from every
 process went through that lock one commit at a time).
 
-When the queue is linked is the engine's choice (store.sql.chain): SQLite's one writer
+When the queue is linked is the backend's choice (store.sql.chain): SQLite's one writer
 links at the end of every write transaction, so its queue is empty between
 transactions; on Postgres a sequencer task of each process links behind the writers.
 Every read of the log links what is queued first, so a reader sees every committed
@@ -31,7 +31,7 @@ from store.records import AuditEvent, AuditVerification
 from store.rows import EVENT_COLUMNS, Row, row_to_event, to_db, where_all
 from store.tx import (
     Body,
-    Engine,
+    Database,
     FollowUp,
     FromChanged,
     Statement,
@@ -121,7 +121,7 @@ def link_queued() -> Body[int]:
             return total
 
 
-async def link_all(database: Engine) -> int:
+async def link_all(database: Database) -> int:
     """Link every queued event, a batch per transaction; how many."""
     total = 0
     while (linked := await database.transact(link_pending)) > 0:
@@ -134,7 +134,7 @@ async def link_all(database: Engine) -> int:
 class Audit:
     """The AuditStore (and the chain reads that store.audit verifies)."""
 
-    def __init__(self, database: Engine, clock: Clock, *, settle: Settle) -> None:
+    def __init__(self, database: Database, clock: Clock, *, settle: Settle) -> None:
         self._db = database
         self._clock = clock
         self._settle = settle  # links whatever is queued: a read sees every commit

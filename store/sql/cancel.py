@@ -23,13 +23,20 @@ from store.rows import (
     row_to_standing,
     to_db,
 )
-from store.runs import CANCELLABLE_STATUSES, check_cancel
 from store.sql import audit
 from store.sql.approvals import REVOCABLE
 from store.sql.leases import end_lease
-from store.tx import Body, Engine, many, one
+from store.tx import Body, Database, many, one
 
+CANCELLABLE_STATUSES: frozenset[str] = frozenset({"running", "paused", "resuming"})
 _CANCELLABLE = ", ".join(f"'{status}'" for status in sorted(CANCELLABLE_STATUSES))
+
+
+def check_cancel(*, actor: str, reason: str) -> None:
+    if not actor.strip():
+        raise InputError("a cancellation needs the actor's id")
+    if not reason.strip():
+        raise InputError("say why the run is cancelled")
 
 
 def cancel_reason(reason: str) -> str:
@@ -40,7 +47,7 @@ def cancel_reason(reason: str) -> str:
 class Cancel:
     """`cancel_run` (part of the RunStore)."""
 
-    def __init__(self, database: Engine, clock: Clock) -> None:
+    def __init__(self, database: Database, clock: Clock) -> None:
         self._db = database
         self._clock = clock
 

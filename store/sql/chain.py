@@ -1,5 +1,5 @@
-"""When queued audit events are linked into the chain (store.sql.audit): each engine's
-database wrapped with its linking rule. Both implement the Engine the concept parts
+"""When queued audit events are linked into the chain (store.sql.audit): each backend's
+database wrapped with its linking rule. Both implement the Database the concept parts
 write through, and `settle()`, which every read of the log awaits first.
 
 - `LinkAtCommit` (SQLite): the one writer is the chain's sequencer. Every write
@@ -10,8 +10,8 @@ write through, and `settle()`, which every read of the log awaits first.
   for events another process queued and did not link (it died between its commit and
   its link). It links at most every `PACE_SECONDS`, so under load a pass takes a batch
   (a pass costs the same six round trips for one event or five hundred). Linkers of
-  several processes take turns on the head row. The task belongs to the store: started
-  when it opens, stopped (and the queue linked) when it closes.
+  several processes take turns on the head row. The task belongs to the store (its
+  TaskOwner): started when it opens, stopped (and the queue linked) when it closes.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from bot.errors import ApprovalsError, StoreError
+from bot.tasks import TaskOwner
 from store.sql.audit import link_all, link_queued
-from store.tx import Body, Engine, Statement, single
+from store.tx import Body, Database, Statement, single
 
 T = TypeVar("T")
 IDLE_SECONDS = 2.0
@@ -36,7 +37,7 @@ log = logging.getLogger("approvals.store")
 class LinkAtCommit:
     """`database` with every write transaction ending in the link of what it queued."""
 
-    def __init__(self, database: Engine) -> None:
+    def __init__(self, database: Database) -> None:
         self._db = database
 
     async def transact(self, body: Callable[[], Body[T]]) -> T:
@@ -63,24 +64,20 @@ class LinkAtCommit:
 class Sequencer:
     """`database` with a task that links the audit queue behind the writers."""
 
-    def __init__(self, database: Engine, *, idle_seconds: float = IDLE_SECONDS) -> None:
+    def __init__(self, database: Database, *, idle_seconds: float = IDLE_SECONDS) -> None:
         self._db = database
         self._idle_seconds = idle_seconds
         self._wanted = asyncio.Event()
         self._linking = asyncio.Lock()  # one link pass of this process at a time
-        self._task: asyncio.Task[None] | None = None
+        self._tasks = TaskOwner(logger=log)
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._link_forever(), name="audit-sequencer")
+        self._tasks.spawn(self._link_forever(), name="audit-sequencer")
 
     async def close(self) -> None:
         """Stop the task, then link what is still queued (a last try: what fails stays
         queued for another process or the next start)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._tasks.aclose()
         with contextlib.suppress(StoreError):
             await self.settle()
 

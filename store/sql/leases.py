@@ -1,4 +1,13 @@
-"""Run leases and request memory (the rules: store.leases).
+"""Run leases and request memory: their rules and their SQL.
+
+A run being worked on (`running`, `resuming`) has a lease: its owner (a worker id), an
+expiry the owner keeps pushing forward while it works (a heartbeat), and a fencing token
+that moves on at every claim and every release. A claim from a working status succeeds
+only when no other owner holds a live lease, so of several workers exactly one works on
+a run, and another takes it over once the holder stopped renewing. A takeover is a
+status transition (the run's version moves), so the old holder's `save_run_state`
+loses its compare-and-set; its ledger claims and renewals name the token and are refused
+once it moved (LeaseLostError).
 
 Each operation is one write transaction. A claim reads the run and its lease `FOR
 UPDATE` before it changes them, so of two workers claiming one run at once (on Postgres,
@@ -10,28 +19,93 @@ renews every lease a worker holds in one conditional update (`renew_run_leases`)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Final
 
 from bot.clock import Clock
-from bot.errors import InputError
-from store.leases import (
-    check_claim,
-    check_release,
-    check_request_key,
-    check_seconds,
-    expiry,
-    held_by_another,
-    lease_lost,
-    lease_of,
+from bot.errors import InputError, LeaseLostError
+from store.records import (
+    WORKING_RUN_STATUSES,
+    RunLease,
+    RunRecord,
+    RunStatus,
+    check_run_status,
 )
-from store.records import WORKING_RUN_STATUSES, RunLease, RunRecord, RunStatus
-from store.rows import RUN_COLUMNS, Row, row_to_run, to_db
-from store.tx import Body, Engine, many, one, placeholders, run
+from store.rows import RUN_COLUMNS, Row, from_db, row_to_run, to_db
+from store.tx import Body, Database, many, one, placeholders, run
 
 _WORKING = ", ".join(f"'{status}'" for status in sorted(WORKING_RUN_STATUSES))
 LEASE_COLUMNS = "owner, expires_at, token"
+
+
+# -- the rules ---------------------------------------------------------------------------
+
+
+def check_claim(*, new_status: str, owner: str, lease_seconds: float) -> None:
+    """InputError naming what is wrong with a claim's arguments."""
+    check_run_status(new_status)
+    if new_status not in WORKING_RUN_STATUSES:
+        raise InputError(
+            f"a run is claimed to work on it ({', '.join(sorted(WORKING_RUN_STATUSES))}), "
+            f"not to make it {new_status!r}"
+        )
+    if not owner.strip():
+        raise InputError("a run lease needs an owner")
+    check_seconds("lease_seconds", lease_seconds)
+
+
+def check_release(new_status: str) -> None:
+    check_run_status(new_status)
+    if new_status in WORKING_RUN_STATUSES:
+        raise InputError(f"releasing a run's lease leaves it not working, not {new_status!r}")
+
+
+def check_seconds(name: str, seconds: float) -> None:
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise InputError(f"{name} must be a positive number of seconds, not {seconds}")
+
+
+def expiry(now: datetime, seconds: float) -> datetime:
+    return now + timedelta(seconds=seconds)
+
+
+def held_by_another(lease: Row | None, *, owner: str, now: datetime) -> bool:
+    """Whether the lease row shows another owner's live lease."""
+    if lease is None or lease["owner"] is None or lease["owner"] == owner:
+        return False
+    return from_db(lease["expires_at"]) > now
+
+
+def lease_of(run: RunRecord, lease: Row) -> RunLease:
+    return RunLease(
+        run=run,
+        owner=lease["owner"],
+        token=int(lease["token"]),
+        expires_at=from_db(lease["expires_at"]),
+    )
+
+
+def lease_lost(run_id: str, token: int, now: Row | None) -> LeaseLostError:
+    """A write for a run under a lease token that is no longer the run's (`now`: its lease
+    row as it is, None when it has none)."""
+    if now is None or now["owner"] is None:
+        holder = "nobody holds it now"
+    else:
+        holder = f"{now['owner']} holds it under lease {now['token']}"
+    return LeaseLostError(
+        f"run {run_id} is no longer ours under lease {token} ({holder}); nothing was written"
+    )
+
+
+def check_request_key(key: str, ttl_seconds: float) -> None:
+    if not key or len(key) > 200:
+        raise InputError("a remembered request needs a key of 1-200 characters")
+    check_seconds("ttl_seconds", ttl_seconds)
+
+
+# -- the SQL -----------------------------------------------------------------------------
 
 
 class _Busy:
@@ -130,7 +204,7 @@ def _renew(leases: Sequence[RunLease], until: str) -> Body[list[RunLease]]:
 class Leases:
     """The RunLeaseStore."""
 
-    def __init__(self, database: Engine, clock: Clock) -> None:
+    def __init__(self, database: Database, clock: Clock) -> None:
         self._db = database
         self._clock = clock
         self.unresumed_runs = _Unresumed(database).unresumed_runs
@@ -249,7 +323,7 @@ _DECIDED_AT = "COALESCE(a.revoked_at, a.decided_at, a.expires_at)"
 class _Unresumed:
     """`unresumed_runs` (part of Leases)."""
 
-    def __init__(self, database: Engine) -> None:
+    def __init__(self, database: Database) -> None:
         self._db = database
 
     async def unresumed_runs(
@@ -269,7 +343,7 @@ class _Unresumed:
 class RequestMemory:
     """The RequestMemoryStore."""
 
-    def __init__(self, database: Engine, clock: Clock) -> None:
+    def __init__(self, database: Database, clock: Clock) -> None:
         self._db = database
         self._clock = clock
 

@@ -13,7 +13,7 @@ from bot.clock import Clock
 from bot.errors import InputError
 from store.records import FINISHED_RUN_STATUSES, McpCallClaim
 from store.rows import Row, from_db, to_db
-from store.tx import Body, Engine, many, one, placeholders
+from store.tx import Body, Database, many, one, placeholders
 
 _FINISHED = tuple(sorted(FINISHED_RUN_STATUSES))
 
@@ -21,7 +21,7 @@ _FINISHED = tuple(sorted(FINISHED_RUN_STATUSES))
 class McpCalls:
     """The McpCallStore."""
 
-    def __init__(self, database: Engine, clock: Clock) -> None:
+    def __init__(self, database: Database, clock: Clock) -> None:
         self._db = database
         self._clock = clock
 

@@ -11,31 +11,59 @@ passes and says what was removed and when.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import datetime
 
 from bot.clock import Clock
 from bot.errors import InputError
-from store.approvals import purged_snapshot
 from store.records import FINISHED_RUN_STATUSES, PurgeReport
 from store.rows import to_db
 from store.sql import audit
-from store.tx import Body, Engine, many, placeholders, run
+from store.tx import Body, Database, many, placeholders, run
+
+PURGED_NOTE = "(purged by retention)"
+
+
+def purged_snapshot(tool_name: str, arguments_digest: str) -> str:
+    """The review snapshot JSON an approval keeps once retention purged its run: the
+    tool and the digest, no arguments (it still reads as a review snapshot)."""
+    return json.dumps(
+        {
+            "tool_name": tool_name,
+            "arguments": {},
+            "redacted_paths": [],
+            "omitted_fields": [PURGED_NOTE],
+            "digest": arguments_digest,
+            "purged": True,
+        },
+        sort_keys=True,
+    )
+
 
 _FINISHED = ", ".join(f"'{status}'" for status in sorted(FINISHED_RUN_STATUSES))
+_PURGEABLE = f"status IN ({_FINISHED}) AND updated_at < ? AND purged_at IS NULL"
+_PURGEABLE_IDS = f"SELECT run_id FROM runs WHERE {_PURGEABLE}"
 MAX_BATCH = 500  # run ids per `IN (...)`, well under SQLite's and Postgres's limits
 
 
 class Retention:
     """`purge_finished_runs` (part of the RunStore)."""
 
-    def __init__(self, database: Engine, clock: Clock) -> None:
+    def __init__(self, database: Database, clock: Clock) -> None:
         self._db = database
         self._clock = clock
 
     async def purge_finished_runs(
-        self, *, finished_before: datetime, actor: str, batch_size: int = 200
+        self,
+        *,
+        finished_before: datetime,
+        actor: str,
+        batch_size: int = 200,
+        dry_run: bool = False,
     ) -> PurgeReport:
+        if dry_run:
+            return await self._what_would_go(finished_before)
         if not 1 <= batch_size <= MAX_BATCH:
             raise InputError(f"a purge batch holds 1 to {MAX_BATCH} runs, not {batch_size}")
         if not actor.strip():
@@ -56,11 +84,30 @@ class Retention:
                 snapshots=report.snapshots + batch.snapshots,
             )
 
+    async def _what_would_go(self, finished_before: datetime) -> PurgeReport:
+        """What a purge would remove now, counted in one read (nothing is written)."""
+        row = await self._db.read_one(
+            f"SELECT (SELECT COUNT(*) FROM runs WHERE {_PURGEABLE}) AS runs, "
+            f"(SELECT COUNT(*) FROM run_blobs WHERE run_id IN ({_PURGEABLE_IDS})) AS blobs, "
+            "(SELECT COUNT(*) FROM ledger WHERE result_ciphertext IS NOT NULL "
+            f"AND run_id IN ({_PURGEABLE_IDS})) AS results, "
+            f"(SELECT COUNT(*) FROM approvals WHERE run_id IN ({_PURGEABLE_IDS})) AS snapshots",
+            (to_db(finished_before),) * 4,
+        )
+        assert row is not None  # a SELECT of counts answers one row
+        return PurgeReport(
+            finished_before=finished_before,
+            runs=int(row["runs"]),
+            state_blobs=int(row["blobs"]),
+            ledger_results=int(row["results"]),
+            snapshots=int(row["snapshots"]),
+        )
+
 
 def _purge_batch(*, cut: str, actor: str, at: datetime, limit: int) -> Body[PurgeReport]:
     rows = yield many(
-        f"SELECT run_id FROM runs WHERE status IN ({_FINISHED}) AND updated_at < ? "
-        "AND purged_at IS NULL ORDER BY updated_at, run_id LIMIT ? FOR UPDATE",
+        f"SELECT run_id FROM runs WHERE {_PURGEABLE} ORDER BY updated_at, run_id LIMIT ? "
+        "FOR UPDATE",
         (cut, limit),
     )
     run_ids = [str(row["run_id"]) for row in rows]

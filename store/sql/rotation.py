@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from bot.errors import TamperError
 from store.api import AuditStore
 from store.crypto import AadValue, Sealed, Sealer
-from store.ledger import RESULT_PURPOSE, result_fields
 from store.records import RotationReport
 from store.rows import Row
-from store.runs import STATE_PURPOSE, state_fields
+from store.sql.ledger import RESULT_PURPOSE, result_fields
+from store.sql.runs import STATE_PURPOSE, state_fields
 from store.sql.seals import SealRotation
-from store.tx import Body, Engine, many, run
+from store.tx import Body, Database, many, run
 
 DEFAULT_BATCH = 200
 
@@ -40,7 +40,7 @@ class KeyRotation:
     """`rotate_keys`."""
 
     def __init__(
-        self, database: Engine, sealer: Sealer, audit: AuditStore, seals: SealRotation
+        self, database: Database, sealer: Sealer, audit: AuditStore, seals: SealRotation
     ) -> None:
         self._db = database
         self._sealer = sealer

@@ -1,18 +1,24 @@
 """Runs: a small `runs` row for status and compare-and-set, the sealed state
 in `run_blobs` (so a compare-and-set never rewrites a large blob).
 
-Sealing, the blob's associated data and the digest check are in store.runs; here is
-the SQL.
+The state blob's associated data binds it to its run id, the run version at which it was
+written (`state_version`), its schema version and key id: a blob moved to another run, or
+an older blob of the same run put back, fails to open. The plaintext's SHA-256 is kept
+on the run row and checked again after opening.
 """
 
 from __future__ import annotations
 
+import hashlib
+from typing import Any, get_args
+
 from bot.clock import Clock
-from bot.errors import ConflictError, InputError
-from store.crypto import Sealed, Sealer
-from store.leases import check_claim, expiry
+from bot.errors import ConflictError, InputError, RunStateError, TamperError
+from bot.off_loop import off_loop_if_large
+from store.crypto import AadValue, Sealed, Sealer
 from store.records import (
     FIRST_LEASE_TOKEN,
+    TASK_SUMMARY_CHARS,
     WORKING_RUN_STATUSES,
     EngineStamp,
     LeaseTerms,
@@ -21,36 +27,129 @@ from store.records import (
     RunOrigin,
     RunRecord,
     RunStatus,
+    check_run_status,
 )
 from store.rows import RUN_COLUMNS, Row, row_to_run, to_db, to_db_optional, where_all
-from store.runs import (
-    check_origin,
-    check_status,
-    engine_columns,
-    hold_event,
-    migration_event,
-    open_state,
-    purged_state,
-    seal_state,
-    task_summary,
-    version_conflict,
-)
 from store.sql import audit
-from store.sql.cancel import Cancel
-from store.sql.leases import end_lease, insert_lease
-from store.sql.retention import Retention
-from store.tx import Body, Engine, IntegrityViolation, many, one, run
+from store.sql.leases import check_claim, end_lease, expiry, insert_lease
+from store.tx import Body, Database, IntegrityViolation, many, one, run
+
+STATE_PURPOSE = "run-state"
+RUN_ORIGINS: frozenset[str] = frozenset(get_args(RunOrigin))
+
+
+def check_origin(origin: str) -> None:
+    if origin not in RUN_ORIGINS:
+        raise InputError(f"run origin {origin!r} is not one of {sorted(RUN_ORIGINS)}")
+
+
+def task_summary(task: str | None) -> str | None:
+    """What a run's row keeps of its (already redacted) task: one line, clipped."""
+    if task is None:
+        return None
+    line = " ".join(task.split())
+    if len(line) <= TASK_SUMMARY_CHARS:
+        return line
+    return line[: TASK_SUMMARY_CHARS - 1] + "…"
+
+
+def engine_columns(engine: EngineStamp | None) -> tuple[str | None, str | None, str | None]:
+    """A run row's engine columns (all NULL for the bot's own run core)."""
+    if engine is None:
+        return (None, None, None)
+    return (engine.name, engine.version, engine.schema_version)
+
+
+def migration_event(reason: str | None) -> tuple[str, dict[str, Any]]:
+    """The audit event of marking a run as needing migration (or clearing it)."""
+    if reason is None:
+        return "migration_cleared", {}
+    return "needs_migration", {"reason": reason}
+
+
+def hold_event(reason: str | None, via: str | None) -> tuple[str, dict[str, Any]]:
+    """The audit event of holding a run (an operator's pause) or releasing it."""
+    detail: dict[str, Any] = {} if reason is None else {"reason": reason}
+    if via is not None:
+        detail["via"] = via
+    return ("unpaused" if reason is None else "paused"), detail
+
+
+def purged_state(run_id: str, purged_at: str) -> RunStateError:
+    """The error for reading the state of a run retention has purged."""
+    return RunStateError(
+        f"run {run_id} finished and its state was purged at {purged_at} (retention); "
+        "its audit trail and approvals remain"
+    )
+
+
+def state_fields(run_id: str, state_version: int, schema_version: str) -> dict[str, AadValue]:
+    """What a run's state blob is bound to (with the purpose and the key id)."""
+    return {"run_id": run_id, "state_version": state_version, "schema_version": schema_version}
+
+
+async def seal_state(
+    sealer: Sealer, run_id: str, *, state_version: int, schema_version: str, state_json: str
+) -> tuple[Sealed, str]:
+    """The sealed blob of `state_json` and the SHA-256 hex of its plaintext."""
+    plaintext = await off_loop_if_large(len(state_json), lambda: state_json.encode("utf-8"))
+    digest = await off_loop_if_large(len(plaintext), lambda: hashlib.sha256(plaintext).hexdigest())
+    sealed = await sealer.seal(
+        plaintext,
+        purpose=STATE_PURPOSE,
+        fields=state_fields(run_id, state_version, schema_version),
+    )
+    return sealed, digest
+
+
+async def open_state(
+    sealer: Sealer,
+    run_id: str,
+    sealed: Sealed | None,
+    *,
+    state_version: int,
+    schema_version: str,
+    expected_digest: str,
+) -> str:
+    """The state JSON, or TamperError (audited) when the blob is missing, does not open,
+    does not match the row's digest, or is not UTF-8."""
+    if sealed is None:
+        raise await _tampered(sealer, run_id, "is missing")
+    fields = state_fields(run_id, state_version, schema_version)
+    plaintext = await sealer.open(sealed, purpose=STATE_PURPOSE, fields=fields, run_id=run_id)
+    digest = await off_loop_if_large(len(plaintext), lambda: hashlib.sha256(plaintext).hexdigest())
+    if digest != expected_digest:
+        raise await _tampered(
+            sealer, run_id, "decrypted but its SHA-256 does not match the run's blob digest"
+        )
+    try:
+        return await off_loop_if_large(len(plaintext), lambda: plaintext.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise await _tampered(sealer, run_id, "is not UTF-8 text") from None
+
+
+async def _tampered(sealer: Sealer, run_id: str, problem: str) -> TamperError:
+    error = TamperError(f"{STATE_PURPOSE} blob (run_id={run_id}) {problem}")
+    return await sealer.tampered(error, run_id=run_id, purpose=STATE_PURPOSE)
+
+
+def version_conflict(
+    run_id: str, *, expected_version: int, version: int, status: str
+) -> ConflictError:
+    """A save that named a version the run has moved past."""
+    return ConflictError(
+        f"run {run_id!r} is at version {version} ({status}), "
+        f"not the expected version {expected_version}"
+    )
 
 
 class Runs:
     """The RunStore."""
 
-    def __init__(self, database: Engine, sealer: Sealer, clock: Clock) -> None:
+    def __init__(self, database: Database, sealer: Sealer, clock: Clock) -> None:
         self._db = database
         self._sealer = sealer
         self._clock = clock
-        self.cancel_run = Cancel(database, clock).cancel_run
-        self.purge_finished_runs = Retention(database, clock).purge_finished_runs
 
     async def create_run(
         self,
@@ -69,7 +168,7 @@ class Runs:
         engine: EngineStamp | None = None,
         lease: LeaseTerms | None = None,
     ) -> RunRecord:
-        check_status(status)
+        check_run_status(status)
         check_origin(origin)
         if not run_id:
             raise InputError("run id is empty")
@@ -117,7 +216,7 @@ class Runs:
         schema_version: str,
         engine: EngineStamp | None = None,
     ) -> RunRecord:
-        check_status(status)
+        check_run_status(status)
         sealed, digest = await seal_state(
             self._sealer, run_id, state_version=expected_version + 1,
             schema_version=schema_version, state_json=state_json,
@@ -157,8 +256,8 @@ class Runs:
     async def transition_run(
         self, run_id: str, *, expected_status: RunStatus, new_status: RunStatus
     ) -> RunRecord | None:
-        check_status(expected_status)
-        check_status(new_status)
+        check_run_status(expected_status)
+        check_run_status(new_status)
         now = to_db(self._clock())
 
         def body() -> Body[RunRecord | None]:
@@ -296,7 +395,7 @@ def run_filter_sql(
         raise InputError(f"two statuses asked for: {status!r} and {where.status!r}")
     wanted = status or where.status
     if wanted is not None:
-        check_status(wanted)
+        check_run_status(wanted)
     clause, params = where_all(
         {
             "status = ?": wanted,

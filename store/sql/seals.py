@@ -43,7 +43,7 @@ from store.seals import (
 )
 from store.sql import audit
 from store.sql.approvals import REVOCABLE
-from store.tx import Body, Engine, many, run
+from store.tx import Body, Database, many, run
 
 SEALS_MIGRATION = "0010_decision_seals"
 
@@ -51,7 +51,7 @@ SEALS_MIGRATION = "0010_decision_seals"
 class SealedDecisions:
     """`decision_evidence`, and sealing the rows of open calls once after migration 0010."""
 
-    def __init__(self, database: Engine, seals: DecisionSeals, clock: Clock) -> None:
+    def __init__(self, database: Database, seals: DecisionSeals, clock: Clock) -> None:
         self._db = database
         self._seals = seals
         self._clock = clock
@@ -189,7 +189,7 @@ class _Reseal:
 class SealRotation:
     """Re-seals every seal that verifies under an older ring key with the newest one."""
 
-    def __init__(self, database: Engine, seals: DecisionSeals) -> None:
+    def __init__(self, database: Database, seals: DecisionSeals) -> None:
         self._db = database
         self._seals = seals
 

@@ -27,7 +27,7 @@ from store.seals import (
 )
 from store.sql import audit
 from store.sql.approvals import SELECT_ONE
-from store.tx import Body, Engine, one
+from store.tx import Body, Database, one
 
 SUPERSEDED = "superseded by a newer standing decision"
 SELECTED = f"{STANDING_COLUMNS}, {SEAL_COLUMNS}"
@@ -36,7 +36,7 @@ SELECTED = f"{STANDING_COLUMNS}, {SEAL_COLUMNS}"
 class Standing:
     """The StandingStore."""
 
-    def __init__(self, database: Engine, clock: Clock, seals: DecisionSeals) -> None:
+    def __init__(self, database: Database, clock: Clock, seals: DecisionSeals) -> None:
         self._db = database
         self._clock = clock
         self._seals = seals

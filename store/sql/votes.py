@@ -1,11 +1,11 @@
-"""Votes: N-of-M quorum, one write transaction per vote; and who has read an
-approval's arguments in full before voting (`approval_full_reads`).
+"""Votes: N-of-M quorum, one write transaction per vote (who has read an approval's
+arguments in full before voting is store.sql.full_reads).
 
 `vote` reads the approval, checks it is pending, unexpired and on the digest the voter
 saw, applies an amendment (approve-with-changes: new digest and snapshot; votes on the
 old digest stop counting, and earlier votes on the new one are dropped), inserts the
 vote (the primary key (approval, voter, digest) makes a second vote by the same person
-on the same arguments a no-op), asks the quorum rule (store.approvals.tally) and makes
+on the same arguments a no-op), asks the quorum rule (`tally`, below) and makes
 the transition it names. It all runs in one write transaction that reads the approval
 `FOR UPDATE` (on SQLite the writer holds the whole database), and every update is
 conditional on `status = 'pending'`, so of two racing final votes exactly one makes the
@@ -23,13 +23,12 @@ there and takes the transaction.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from bot.clock import Clock
 from bot.errors import InputError
-from store.approvals import Tally, check_vote, tally
 from store.audit import with_via
 from store.records import Amendment, ApprovalRecord, Verdict, VoteOutcome, VoteRecord, VoteResult
 from store.rows import (
@@ -43,10 +42,10 @@ from store.rows import (
 )
 from store.seals import SEAL_COLUMNS, VOTE_PURPOSE, DecisionSeals, Seal, seal_params, vote_fields
 from store.sql import audit
-from store.sql.approvals import SELECT_ONE, expire_one
+from store.sql.approvals import SELECT_ONE, check_verdict, expire_one
 from store.tx import (
     Body,
-    Engine,
+    Database,
     FollowUp,
     FromChanged,
     Statement,
@@ -57,6 +56,46 @@ from store.tx import (
     run,
 )
 
+
+def check_vote(decision: str, *, voter: str, amend: Amendment | None) -> None:
+    check_verdict(decision)
+    if not voter:
+        raise InputError("a vote needs a voter")
+    if amend is not None and decision != "approved":
+        raise InputError("only an approval can change the arguments")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tally:
+    """How the votes on an approval's current arguments stand."""
+
+    verdict: Verdict | None  # None: the approval stays pending
+    approvers: tuple[str, ...]  # distinct people who approved these arguments, in vote order
+    rejecters: tuple[str, ...]
+
+
+def tally(votes: Iterable[VoteRecord], *, required: int, digest: str) -> Tally:
+    """The quorum rule. Only votes on the current arguments (`digest`) count: a change
+    of arguments starts the count again. One rejection rejects; `required` distinct
+    people approving approves; anything less leaves the approval pending."""
+    if required < 1:
+        raise InputError(f"a quorum needs at least one approval, not {required}")
+    approvers: list[str] = []
+    rejecters: list[str] = []
+    for vote in votes:
+        if not hmac.compare_digest(vote.digest.encode(), digest.encode()):
+            continue
+        voters = approvers if vote.decision == "approved" else rejecters
+        if vote.voter not in voters:
+            voters.append(vote.voter)
+    verdict: Verdict | None = None
+    if rejecters:
+        verdict = "rejected"
+    elif len(approvers) >= required:
+        verdict = "approved"
+    return Tally(verdict=verdict, approvers=tuple(approvers), rejecters=tuple(rejecters))
+
+
 IN_CLAUSE_CHUNK = 500  # far below SQLite's and Postgres's limits on parameters
 LOCK_ONE = f"{SELECT_ONE} FOR UPDATE"
 VOTE_FIELDS = tuple(VOTE_COLUMNS.split(", "))
@@ -66,7 +105,7 @@ SEAL_FIELDS = tuple(SEAL_COLUMNS.split(", "))
 class Votes:
     """The VoteStore."""
 
-    def __init__(self, database: Engine, clock: Clock, seals: DecisionSeals) -> None:
+    def __init__(self, database: Database, clock: Clock, seals: DecisionSeals) -> None:
         self._db = database
         self._clock = clock
         self._seals = seals
@@ -112,39 +151,6 @@ class Votes:
             if closed is not None:
                 return ballot.closed_alone(closed)
         return await self._db.transact(ballot.cast_in)
-
-    async def record_full_read(self, approval_id: str, *, reader: str, digest: str) -> bool:
-        at = self._clock()
-
-        def body() -> Body[bool]:
-            row = yield one(SELECT_ONE, (approval_id,))
-            if row is None:
-                raise InputError(f"there is no approval with id {approval_id!r}")
-            inserted = yield one(
-                "INSERT INTO approval_full_reads (approval_id, reader, digest, at) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING reader",
-                (approval_id, reader, digest, to_db(at)),
-            )
-            if inserted is None:
-                return False
-            yield from audit.append(
-                "read_in_full",
-                at=at,
-                actor=reader,
-                run_id=row_to_approval(row).run_id,
-                approval_id=approval_id,
-                detail={"digest": digest},
-            )
-            return True
-
-        return await self._db.transact(body)
-
-    async def has_read_in_full(self, approval_id: str, *, reader: str, digest: str) -> bool:
-        row = await self._db.read_one(
-            "SELECT 1 FROM approval_full_reads WHERE approval_id = ? AND reader = ? AND digest = ?",
-            (approval_id, reader, digest),
-        )
-        return row is not None
 
     async def votes(self, approval_ids: Sequence[str]) -> dict[str, list[VoteRecord]]:
         found: dict[str, list[VoteRecord]] = {approval_id: [] for approval_id in approval_ids}

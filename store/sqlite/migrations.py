@@ -1,6 +1,6 @@
 """Applying the schema migrations to a SQLite database, at open.
 
-The numbered migrations are engine-neutral in shape (store.schema); SQLite's own SQL is
+The numbered migrations are backend-neutral in shape (store.schema); SQLite's own SQL is
 `store/migrations/sqlite/NNNN_name.sql`. Each one runs in its own `BEGIN IMMEDIATE`
 transaction together with the `schema_migrations` row that records it, so a crash leaves
 it either applied and recorded or neither. Two processes opening at once serialize on the
@@ -19,7 +19,7 @@ from store.rows import to_db
 from store.schema import Migration, bundled_migrations, refuse_newer
 from store.sqlite.connection import Database
 
-ENGINE = "sqlite"
+BACKEND = "sqlite"
 LEDGER_DDL = (
     "CREATE TABLE IF NOT EXISTS schema_migrations ("
     "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
@@ -60,7 +60,7 @@ async def recorded_versions(database: Database) -> set[int]:
 
 async def migrate(database: Database, *, now: datetime) -> MigrationReport:
     """Apply every bundled migration the database lacks; refuse a newer database."""
-    migrations = bundled_migrations(ENGINE)
+    migrations = bundled_migrations(BACKEND)
     latest = migrations[-1].version if migrations else 0
     before = await current_version(database)
     refuse_newer(before, latest, database=str(database.path))

@@ -16,14 +16,14 @@ from store.keys import resolve_keyring
 from store.records import MigrationReport
 from store.schema import latest_version
 from store.sql.chain import LinkAtCommit
-from store.sql.keys import check_keys_cover, sealed_key_ids
+from store.sql.keys import sealed_key_ids, settled_keyring
 from store.sql.store import SqlStore
 from store.sqlite.connection import DEFAULT_BUSY_TIMEOUT_MS, Database, Synchronous
-from store.sqlite.migrations import ENGINE, migrate
+from store.sqlite.migrations import BACKEND, migrate
 
 
 class SqliteStore(SqlStore):
-    """The embedded engine. Open it with `open_store`; close it with `close()`."""
+    """The embedded backend. Open it with `open_store`; close it with `close()`."""
 
     def __init__(
         self,
@@ -38,7 +38,7 @@ class SqliteStore(SqlStore):
             keyring,
             clock,
             migration_report=migration_report,
-            latest_schema=latest_version(ENGINE),
+            latest_schema=latest_version(BACKEND),
             location=str(database.path),
         )
         self.database = database
@@ -55,11 +55,14 @@ async def open_sqlite_store(
     synchronous: Synchronous | None = None,
     environ: Mapping[str, str] | None = None,
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    keys_required: bool = True,
 ) -> SqliteStore:
     """Open (creating if needed) the database file at `location` and migrate it.
 
     `keyring`: default APPROVALS_KEYS, else the key file beside the
-    database (created on first run). `synchronous`: default
+    database (created on first run). Not `keys_required` (for reading what is stored in
+    clear), a missing or short key ring is no error until something sealed is read or
+    written (store.crypto.NoKeys), and no key file is created. `synchronous`: default
     APPROVALS_SQLITE_SYNCHRONOUS, else FULL (see store.sqlite.connection).
     `busy_timeout_ms`: how long a write waits for another connection's lock before it
     fails with StoreError.
@@ -76,10 +79,9 @@ async def open_sqlite_store(
     database = await Database.open(path, synchronous=sync, busy_timeout_ms=busy_timeout_ms)
     try:
         report = await migrate(database, now=now())
-        ring = keyring or resolve_keyring(
-            path, environ=env, may_create=not await sealed_key_ids(database)
-        )
-        await check_keys_cover(database, ring, str(path))
+        sealed = await sealed_key_ids(database)
+        ring = keyring or resolve_keyring(path, environ=env, sealed=sealed, required=keys_required)
+        ring = settled_keyring(sealed, ring, str(path), required=keys_required)
     except BaseException:
         await database.close()
         raise

@@ -1,10 +1,15 @@
-"""Tests of the OpenAI Agents SDK adapter with the real SDK (the `openai-agents` extra;
-CI installs it): its scripted model at the LLM edge, and otherwise the real store,
-service, ledger and Slack app, as the service tests have them."""
+"""Tests of the adapters with the real frameworks (their extras; CI installs them all):
+their scripted models at the LLM edge, and otherwise the real store, service, ledger
+and Slack app, as the service tests have them. The tests here are the OpenAI Agents
+SDK adapter's; frameworks/ holds LangGraph's and Pydantic AI's.
+
+Outside CI a test whose extra is absent is skipped; under CI (`CI` set) it runs, and
+fails: CI installs every extra."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -14,7 +19,7 @@ import pytest
 from tests.service.conftest import db_path, effects_path
 from tests.service.service_harness import Harness, close_harness, open_service
 
-if importlib.util.find_spec("agents") is None:  # the core's tests run without the extra
+if importlib.util.find_spec("agents") is None and not os.environ.get("CI"):
     collect_ignore_glob = ["test_*.py"]
 
 __all__ = ["db_path", "effects_path"]  # the service tests' fixtures, shared

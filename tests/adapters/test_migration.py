@@ -18,7 +18,7 @@ from bot.agents import builtin_registry
 from bot.commands.runs import render_run_detail, run_detail_json
 from bot.demo import build_ops_agent
 from bot.runtime import AgentRegistry, ExternalRunState
-from bot.service.api import RunNeedsMigration
+from bot.service.events import RunNeedsMigration
 from store.records import RunRecord
 from tests.service.service_harness import APPROVER, REQUESTER, Harness
 

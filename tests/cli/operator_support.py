@@ -8,6 +8,9 @@ import asyncio
 import io
 import json
 import os
+import pty
+import subprocess
+import sys
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,3 +113,26 @@ def subprocess_env(home: Path, **extra: str) -> dict[str, str]:
         **extra,
     )
     return env
+
+
+def at_a_terminal(home: Path, argv: list[str], answer: bytes) -> tuple[int, str, str]:
+    """`python -m bot ARGV` in `home` with a real pty as stdin, answering `answer` once it
+    asks `[y/N]`: (exit code, stdout with the question, stderr)."""
+    main_fd, child_fd = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "bot", *argv], cwd=home, env=subprocess_env(home),
+            stdin=child_fd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        os.close(child_fd)
+        assert process.stdout is not None
+        shown = b""
+        while b"[y/N]" not in shown:
+            chunk = os.read(process.stdout.fileno(), 4096)
+            assert chunk, shown
+            shown += chunk
+        os.write(main_fd, answer)
+        out, err = process.communicate(timeout=60)
+    finally:
+        os.close(main_fd)
+    return process.returncode, (shown + out).decode(), err.decode()

@@ -171,3 +171,23 @@ def test_hiding_characters_are_escaped_and_look_alikes_flagged_in_the_terminal(
     assert '"pay\\u202emnets"' in card  # the card's arguments, as JSON escapes
     assert "pay\\u202emnets" in done.stdout.splitlines()[0]  # and the echoed task
     assert "warning:   $.service: p\\u0430yments mixes Cyrillic and Latin letters" in card
+
+
+def test_a_task_past_the_limit_is_refused_by_its_length_before_it_is_read(demo: Demo) -> None:
+    task = "deploy payments " + "9" * 5000
+    done = demo.run(task, "--approve")
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"approvals-bot: error: the task is {len(task)} characters long; the limit is 4000 "
+        "(limits.task_chars)\n"
+    )
+    assert not (demo.home / "approvals.db").exists()
+
+
+def test_a_task_not_understood_is_quoted_short(demo: Demo) -> None:
+    task = "please " + "do the thing " * 250  # 3,257 characters: under the limit
+    done = demo.run(task, "--approve")
+    assert done.returncode == 2
+    assert done.stderr.startswith('approvals-bot: error: I did not understand "please do the')
+    assert f"… ({len(task.strip())} characters)" in done.stderr
+    assert len(done.stderr) < 400

@@ -194,3 +194,48 @@ def test_an_approval_that_expires_at_the_prompt_lets_the_run_go_on(home: Home) -
     assert "already expired" in err
     assert "Not run: nobody decided before the approval expired." in out
     assert home.effect_lines() == []
+
+
+def _paused_at(out: str) -> tuple[str, str]:
+    """(run id, approval id) of the demo run shown on `out`."""
+    [run_id] = re.findall(r"^run ([0-9a-f]{32}) ", out, flags=re.M)
+    [approval_id] = re.findall(r"\(approval ([0-9a-z-]+)\)", out)
+    return run_id, approval_id
+
+
+def test_no_answer_on_stdin_says_the_run_stays_paused_and_how_to_finish_it(home: Home) -> None:
+    code, out, err = home.cli("demo", "restart api")
+    run_id, approval_id = _paused_at(out)
+    assert code == 2
+    assert err.splitlines() == [
+        "approvals-bot: error: no decision on standard input; pass --approve or --reject for "
+        "a non-interactive run",
+        f"approvals-bot: run {run_id} stays paused. Decide it later: approvals-bot approvals "
+        f"decide {approval_id} --approve|--reject --as YOU --reason TEXT",
+    ]
+
+
+def test_a_decision_the_policy_refuses_says_the_run_stays_paused(home: Home) -> None:
+    policy = home.path / "policy.toml"
+    policy.write_text('[tools.restart_service]\napprovers = ["U0ALICE"]\n', encoding="utf-8")
+    home.monkeypatch.setenv("APPROVALS_POLICY", str(policy))
+    code, out, err = home.cli(
+        "demo", "restart api", "--approve", "--approver", "U0BOB", "--db", str(home.db)
+    )
+    run_id, approval_id = _paused_at(out)
+    assert code == 2
+    refused, finish = err.splitlines()
+    assert refused == (
+        "approvals-bot: error: you are not an approver for this tool (approvers: U0ALICE)"
+    )
+    assert finish == (
+        f"approvals-bot: run {run_id} stays paused. Decide it later: approvals-bot approvals "
+        f"decide {approval_id} --approve|--reject --as YOU --reason TEXT --db {home.db}"
+    )
+    # and that command finishes it, as the approver the policy names
+    code, out, _ = home.cli(
+        "approvals", "decide", approval_id, "--approve", "--as", "U0ALICE", "--reason", "ok",
+        "--digest", re.findall(r"digest:\s+([0-9a-f]{64})", out)[0], "--db", str(home.db),
+    )  # fmt: skip
+    assert code == 0
+    assert "restarted api" in out

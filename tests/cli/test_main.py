@@ -87,3 +87,14 @@ def test_the_start_up_line_names_the_database_without_its_password(url: str, sho
     from bot.commands.serve import without_credentials
 
     assert without_credentials(url) == shown
+
+
+def test_an_error_never_echoes_kilobytes_of_what_it_was_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asyncio.run(_fill_audit_log(tmp_path / "approvals.db", 1))
+    assert main(["runs", "show", "r" * 20_000, "--db", str(tmp_path / "approvals.db")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("approvals-bot: error: no run 'rrrr")
+    assert err.endswith(" characters)\n")
+    assert len(err) < 600

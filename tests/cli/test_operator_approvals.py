@@ -4,17 +4,13 @@ shown and checked again, the audit saying `via: cli`."""
 
 from __future__ import annotations
 
-import os
-import pty
 import shlex
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
-from tests.cli.operator_support import Home, subprocess_env
+from tests.cli.operator_support import Home, at_a_terminal
 
 
 @contextmanager
@@ -146,29 +142,15 @@ def test_decide_refuses_bad_input_before_anything(home: Home) -> None:
 def test_decide_at_a_terminal_confirms_the_digest_shown(home: Home) -> None:
     """With no --digest, a person at a terminal confirms the call shown (a real pty)."""
     _, [approval] = home.paused("restart api")
-    env = subprocess_env(home.path)
-    main_fd, child_fd = pty.openpty()
-    try:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "bot", "approvals", "decide", approval.approval_id,
-             "--approve", "--as", "U0ALICE", "--reason", "at the desk"],
-            cwd=home.path, env=env, stdin=child_fd, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )  # fmt: skip
-        os.close(child_fd)
-        assert process.stdout is not None
-        shown = b""
-        while b"[y/N]" not in shown:
-            chunk = os.read(process.stdout.fileno(), 4096)
-            assert chunk, shown
-            shown += chunk
-        os.write(main_fd, b"y\n")
-        out, err = process.communicate(timeout=60)
-    finally:
-        os.close(main_fd)
-    assert process.returncode == 0, err.decode()
-    assert f"digest {approval.arguments_digest[:16]}" in shown.decode()
-    assert "restarted api" in out.decode()
+    code, out, err = at_a_terminal(
+        home.path,
+        ["approvals", "decide", approval.approval_id, "--approve", "--as", "U0ALICE",
+         "--reason", "at the desk"],
+        b"y\n",
+    )  # fmt: skip
+    assert code == 0, err
+    assert f"digest {approval.arguments_digest[:16]}" in out
+    assert "restarted api" in out
     [decided] = home.audit("decided")
     assert decided["digest"] == approval.arguments_digest
 

@@ -7,7 +7,7 @@ import shlex
 from datetime import UTC, datetime, timedelta
 
 from store.api import Store
-from tests.cli.operator_support import Home
+from tests.cli.operator_support import Home, at_a_terminal
 
 
 async def _many_runs(store: Store, count: int) -> None:
@@ -195,3 +195,40 @@ def test_runs_purge_keeps_the_audit_chain_and_records_itself(home: Home) -> None
     code, _, err = home.cli("runs", "purge", "--finished-before", "soon")
     assert code == 2
     assert "--finished-before 'soon'" in err
+
+
+def test_runs_purge_dry_run_counts_what_would_go_and_changes_nothing(home: Home) -> None:
+    code, _, _ = home.cli("demo", "deploy payments 1.2.3", "--approve", "--reason", "ok")
+    assert code == 0
+    before = home.store(lambda store: store.audit_head())
+    code, out, _ = home.cli("runs", "purge", "--finished-before", "0s", "--dry-run")
+    assert code == 0
+    assert out.startswith("would purge 1 run(s) finished before ")
+    assert out.endswith(
+        ": 1 state blob(s), 1 ledger result(s), 1 review snapshot(s); nothing was changed\n"
+    )
+    [run] = home.store(lambda store: store.list_runs())
+    assert run.purged_at is None
+    assert home.store(lambda store: store.audit_head()) == before  # not even audited
+    assert home.cli("runs", "show", run.run_id, "--state")[0] == 0
+
+
+def _purge_at_a_terminal(home: Home, answer: bytes) -> tuple[int, str, str]:
+    return at_a_terminal(home.path, ["runs", "purge", "--finished-before", "0s"], answer)
+
+
+def test_runs_purge_at_a_terminal_asks_first(home: Home) -> None:
+    code, _, _ = home.cli("demo", "deploy payments 1.2.3", "--approve", "--reason", "ok")
+    assert code == 0
+
+    code, out, err = _purge_at_a_terminal(home, b"n\n")
+    assert code == 2
+    assert out.startswith("would purge 1 run(s) finished before ")
+    assert "purge them? The content of 1 run(s) cannot be brought back [y/N]" in out
+    assert err == "approvals-bot: error: not confirmed; nothing was purged\n"
+    assert home.audit("purged") == []
+
+    code, out, err = _purge_at_a_terminal(home, b"y\n")
+    assert code == 0, err
+    assert "purged 1 run(s)" in out
+    assert len(home.audit("purged")) == 1

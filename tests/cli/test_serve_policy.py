@@ -40,3 +40,26 @@ def test_serve_stops_on_a_policy_that_cannot_mean_what_it_says(
     assert len(err) == 1
     assert f"policy file {path}: {line}" in err[0]
     assert not (tmp_path / "a.db").exists()
+
+
+def test_serve_reports_every_problem_of_the_policy_at_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """As `policy check` does: a bad value and a table for a tool no agent has, together
+    (not the first, then after a fix the next)."""
+    path = tmp_path / "policy.toml"
+    path.write_text(
+        '[defaults]\nexpires_after = "soon"\n[tools.refund]\nrequired_approvals = 1\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "s")
+    monkeypatch.setenv("APPROVALS_DATABASE_URL", str(tmp_path / "a.db"))
+    monkeypatch.setenv("APPROVALS_POLICY", str(path))
+    assert main(["serve"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"approvals-bot: error: policy file {path}: 2 problems:"
+    assert err[1].startswith("  defaults.expires_after: ")
+    assert err[2].startswith("  tools.refund: no agent has a tool named 'refund'")
+    assert len(err) == 3
+    assert not (tmp_path / "a.db").exists()

@@ -13,7 +13,7 @@ from bot.demo import default_registry, ops_dependencies
 from bot.review.snapshot import ReviewSnapshot
 from bot.runtime import AgentRegistry
 from bot.service import ApprovalService, ApprovalView, Location, TaskOwner, UncertainCall
-from bot.service.api import (
+from bot.service.events import (
     ApprovalDecided,
     ApprovalExpired,
     ApprovalReminder,

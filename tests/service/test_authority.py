@@ -13,6 +13,7 @@ import pytest
 
 from bot.policy.eligibility import Eligibility, Eligible, NotEligible
 from bot.policy.loading import parse_policy
+from bot.policy.rules import ToolRule
 from bot.service.authority import (
     NOT_A_CHANNEL_MEMBER,
     channel_scope,
@@ -21,6 +22,7 @@ from bot.service.authority import (
     may_see,
     revoke_refusal,
     scoped,
+    why_not_stand,
 )
 from store.records import ApprovalRecord, ApprovalStatus
 
@@ -139,3 +141,11 @@ def test_a_non_member_may_not_revoke_unless_requester_or_admin() -> None:
     assert not may_revoke(POLICY, NOT_A_CHANNEL_MEMBER, APPROVAL, APPROVER)
     assert may_revoke(POLICY, NOT_A_CHANNEL_MEMBER, APPROVAL, REQUESTER)
     assert not may_reconcile(POLICY, NOT_A_CHANNEL_MEMBER, APPROVER)
+
+
+def test_a_decision_stands_only_where_the_policy_allows_it_for_a_one_approval_call() -> None:
+    allowed = ToolRule(allow_always=True)
+    assert why_not_stand(allowed, APPROVAL) is None
+    assert why_not_stand(ToolRule(), APPROVAL) == "the policy does not allow it for this tool"
+    two = replace(APPROVAL, required_approvals=2)  # fixed when the call was asked
+    assert why_not_stand(allowed, two) == "the call needs 2 approvals"

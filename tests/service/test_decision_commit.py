@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from bot.errors import AlreadyDecidedError
-from bot.service.api import ApprovalDecided, RunFinished
+from bot.service.events import ApprovalDecided, RunFinished
 from tests.service.service_harness import APPROVER, OPS_TOKEN, REQUESTER, Harness, kinds, start
 
 WORKER = "tests.service.record_worker"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from bot.errors import AlreadyDecidedError, ConfigError, InputError, NotAuthorizedError
-from bot.service.api import Event, ExecutionRefused, Location
+from bot.service.events import Event, ExecutionRefused, Location
 from bot.service.resume import EXPIRED_MESSAGE, REVOKED_MESSAGE
 from tests.service.governance_helpers import (
     ADMIN,

@@ -17,7 +17,7 @@ from bot.runtime import (
     AgentRegistry,
     ScriptedModel,
 )
-from bot.service.api import ApprovalDecided, Event, Location, RunFinished
+from bot.service.events import ApprovalDecided, Event, Location, RunFinished
 from bot.service.resume import EXPIRED_MESSAGE
 from tests.service.service_harness import (
     APPROVER,

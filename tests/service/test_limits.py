@@ -12,7 +12,7 @@ import pytest
 
 from bot.errors import InputError
 from bot.policy.loading import parse_policy
-from bot.service.api import ApprovalRequested, RunFailed
+from bot.service.events import ApprovalRequested, RunFailed
 from tests.service.service_harness import REQUESTER, Harness, kinds, start
 
 

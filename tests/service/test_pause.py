@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError
-from bot.service.api import RunFailed, RunPaused, RunUnpaused
+from bot.service.events import RunFailed, RunPaused, RunUnpaused
 from tests.service.governance_helpers import Gate, audit_of, gated_registry, policy
 from tests.service.service_harness import APPROVER, REQUESTER, Harness, kinds, start
 

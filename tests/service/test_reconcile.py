@@ -13,7 +13,7 @@ from bot.errors import InputError, ResolutionError, UnknownCallError
 from bot.runtime import AbortCall, RetryCall
 from bot.runtime.decisions import ABORTED_MESSAGE
 from bot.runtime.journal import InMemoryJournal, Recorded
-from bot.service.journal import ServiceJournal
+from bot.service.last_check import ServiceJournal
 from tests.service.service_harness import (
     APPROVER,
     Harness,

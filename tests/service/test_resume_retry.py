@@ -16,7 +16,7 @@ import pytest
 from bot.errors import ConflictError, LeaseLostError, StoreError, TamperError
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, current_tool_call, tool
 from bot.service import Busy, Retrying
-from bot.service.api import CallUncertain, ResumeStalled, RunFinished
+from bot.service.events import CallUncertain, ResumeStalled, RunFinished
 from bot.service.retry import RetryPolicy, StalledResumes, transient
 from tests.service.service_harness import APPROVER, REQUESTER, Harness, kinds
 

@@ -26,7 +26,7 @@ from bot.runtime import (
     tool,
 )
 from bot.runtime.journal import Fresh, Recorded
-from bot.service.journal import ServiceJournal
+from bot.service.last_check import ServiceJournal
 from store.audit import event_to_json_line
 from tests.service.governance_helpers import Clock, audit_of, policy
 from tests.service.service_harness import (

@@ -76,6 +76,7 @@ class FakeSlack:
     _runner: web.AppRunner | None = None
     _sockets: list[web.WebSocketResponse] = field(default_factory=list)
     api_url: str = ""
+    granted_scopes: list[str] | None = None  # the X-OAuth-Scopes Slack answers with, if any
     socket_url: str = ""  # what apps.connections.open answers (Socket Mode's WebSocket)
 
     async def start(self) -> str:
@@ -182,6 +183,8 @@ class FakeSlack:
             answer = handler(self, args)
         else:
             answer = {"ok": False, "error": "unknown_method"}
+        if self.granted_scopes is not None:
+            headers["X-OAuth-Scopes"] = ",".join(self.granted_scopes)
         async with self._changed:
             self.calls.append(Call(method=method, args=args, token=token, answer=answer))
             self._changed.notify_all()

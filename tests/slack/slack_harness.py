@@ -26,7 +26,6 @@ from bot.runtime import Agent, AgentRegistry, ScriptedModel, current_tool_call, 
 from bot.runtime.model import Item, ModelResponse, ToolCall, ToolSpec
 from bot.service import ApprovalService
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy
-from bot.service.tasks import TaskOwner
 from bot.slack.channels import SlackChannelDirectory
 from bot.slack.gateway import SlackGateway
 from bot.slack.groups import SlackGroupDirectory
@@ -34,6 +33,7 @@ from bot.slack.notifier import SlackNotifier
 from bot.slack.probes import Probes
 from bot.slack.server import EVENTS_PATH, build_web_app
 from bot.slack.surface import SlackSurface
+from bot.tasks import TaskOwner
 from store import SqliteStore, open_store
 from store.crypto import KeyRing
 from store.keys import generate_key

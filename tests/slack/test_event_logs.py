@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,6 +29,8 @@ def json_lines() -> Iterator[io.StringIO]:
         yield stream
     finally:
         root.handlers[:], root.level = before
+        logging.captureWarnings(False)  # what json turned on for the process
+        sys.excepthook = sys.__excepthook__
 
 
 def parsed(stream: io.StringIO) -> list[dict[str, Any]]:

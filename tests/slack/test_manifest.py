@@ -9,7 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
+from bot.cli import main
+from bot.commands.manifest import manifest_scopes
 from bot.slack.app import AGENT_COMMAND, APPROVALS_COMMAND
+from bot.slack.scopes import EVENT_SCOPES as CODE_EVENT_SCOPES
+from bot.slack.scopes import METHOD_SCOPES, required_bot_scopes
 from bot.slack.server import EVENTS_PATH
 
 MANIFEST = Path(__file__).resolve().parents[2] / "manifest.yml"
@@ -127,3 +131,91 @@ def test_every_url_is_the_one_events_endpoint(manifest: dict[str, Any]) -> None:
     urls.append(settings["interactivity"]["request_url"])
     assert len(set(urls)) == 1
     assert urls[0] == f"https://YOUR-HOST{EVENTS_PATH}"
+
+
+def test_the_description_names_the_keyed_digest(manifest: dict[str, Any]) -> None:
+    """The card shows a keyed digest (HMAC-SHA256 of tool, agent and arguments), not a
+    plain hash a reader could confirm a guess with."""
+    text = " ".join(manifest["display_information"]["long_description"].split())
+    assert "keyed digest (HMAC-SHA256" in text
+    assert "SHA-256 digest" not in text
+
+
+# -- the scopes the code needs, and `approvals-bot manifest` ---------------------------
+
+SLACK_CODE = Path(__file__).resolve().parents[2] / "bot" / "slack"
+APP_TOKEN_METHODS = {"apps.connections.open"}  # Socket Mode's, with the app-level token
+CALLED = re.compile(r"""_call\(\s*"(\w+)"|_client\.(\w+)\(""")
+
+
+def web_api_methods_called() -> set[str]:
+    """Each Web API method bot/slack calls through its client (`chat_postMessage` ->
+    chat.postMessage)."""
+    found: set[str] = set()
+    for path in SLACK_CODE.rglob("*.py"):
+        for via_call, via_client in CALLED.findall(path.read_text(encoding="utf-8")):
+            found.add((via_call or via_client).replace("_", "."))
+    return found - APP_TOKEN_METHODS
+
+
+def test_every_method_the_code_calls_has_its_scopes_listed() -> None:
+    called = web_api_methods_called()
+    assert {"chat.postMessage", "usergroups.users.list", "conversations.members"} <= called
+    assert called <= set(METHOD_SCOPES), called - set(METHOD_SCOPES)
+
+
+def test_the_manifest_asks_for_exactly_the_scopes_the_code_needs(
+    manifest: dict[str, Any],
+) -> None:
+    assert set(manifest["oauth_config"]["scopes"]["bot"]) == required_bot_scopes()
+    events = manifest["settings"]["event_subscriptions"]["bot_events"]
+    assert set(events) == set(CODE_EVENT_SCOPES)
+    text = MANIFEST.read_text(encoding="utf-8")
+    assert manifest_scopes(text) == manifest["oauth_config"]["scopes"]["bot"]  # doctor's read
+
+
+def _printed(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    assert main(["manifest", *argv]) == 0
+    data = yaml.safe_load(capsys.readouterr().out)
+    assert isinstance(data, dict)
+    return data
+
+
+def test_manifest_url_fills_in_every_request_url(capsys: pytest.CaptureFixture[str]) -> None:
+    for given in ("https://bot.example.com", "https://bot.example.com/slack/events/"):
+        printed = _printed(capsys, "--url", given)
+        commands = printed["features"]["slash_commands"]
+        settings = printed["settings"]
+        urls = [command["url"] for command in commands] + [
+            settings["event_subscriptions"]["request_url"],
+            settings["interactivity"]["request_url"],
+        ]
+        assert urls == ["https://bot.example.com/slack/events"] * 4
+        assert settings["socket_mode_enabled"] is False
+        assert printed["oauth_config"] == yaml.safe_load(MANIFEST.read_text())["oauth_config"]
+
+
+def test_manifest_socket_mode_has_no_url(capsys: pytest.CaptureFixture[str]) -> None:
+    printed = _printed(capsys, "--socket-mode")
+    assert printed["settings"]["socket_mode_enabled"] is True
+    assert "YOUR-HOST" not in str(printed)
+    assert all("url" not in command for command in printed["features"]["slash_commands"])
+    assert "request_url" not in printed["settings"]["event_subscriptions"]
+
+
+@pytest.mark.parametrize(
+    "url", ["http://bot.example.com", "bot.example.com", "https://", "https://h/x?y=1"]
+)
+def test_manifest_refuses_a_url_slack_would_not_call(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["manifest", "--url", url]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("approvals-bot: error: --url ")
+
+
+def test_the_slack_guide_uses_the_manifest_command() -> None:
+    guide = (MANIFEST.parent / "docs" / "slack.md").read_text(encoding="utf-8")
+    assert "approvals-bot manifest --url https://" in guide
+    assert "approvals-bot manifest --socket-mode" in guide

@@ -9,7 +9,7 @@ import pytest
 
 from bot.errors import ConfigError, InputError
 from bot.runtime import AbortCall, RetryCall, VerifiedResult
-from bot.slack import app, cards, decision_modal, modals
+from bot.slack import actions, app, cards, decision_modal, modals
 from bot.slack import commands as cmd
 from bot.slack.config import load_settings, web_api_from_env
 from bot.slack.signature import compute_signature, verify_signature
@@ -144,7 +144,7 @@ def test_approvals_command_mistakes_name_the_problem(text: str, problem: str) ->
         cmd.parse_approvals_command(text)
 
 
-def _click(action_id: str = cards.APPROVE_ACTION_ID, value: str = "ap_1") -> dict[str, Any]:
+def _click(action_id: str = actions.APPROVE_ACTION_ID, value: str = "ap_1") -> dict[str, Any]:
     return {
         "type": "block_actions",
         "user": {"id": "U2"},
@@ -167,7 +167,7 @@ def _click(action_id: str = cards.APPROVE_ACTION_ID, value: str = "ap_1") -> dic
 
 
 def test_button_click_parses_to_the_approval_id_and_where_it_was_pressed() -> None:
-    click = cards.parse_button_click(_click(cards.REJECT_ACTION_ID))
+    click = cards.parse_button_click(_click(actions.REJECT_ACTION_ID))
     assert click == cards.ButtonClick(
         action="reject",
         approval_id="ap_1",

@@ -16,8 +16,9 @@ from bot.errors import InputError
 from bot.review.snapshot import ReviewSnapshot
 from bot.service import ApprovalView
 from bot.service.reading import CARD_ARGUMENTS_LIMIT, card_shows_all, whole_text
+from bot.slack.actions import READ_ACTION_ID
 from bot.slack.blocks import snapshot_text
-from bot.slack.cards import READ_ACTION_ID, approval_card_blocks, card_buttons
+from bot.slack.cards import approval_card_blocks, card_buttons
 from bot.slack.messages.approval_lines import show_text
 from bot.slack.modals import ModalContext
 from bot.slack.reading_modal import (

@@ -5,18 +5,20 @@ unreachable Slack, what the start-up line names, and the probes once they serve.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 
 import aiohttp
 import pytest
 
-from bot.agents import sdk_installed
+from bot.adapters.lazy import builtin_agents
+from tests.polling import until
 from tests.slack.fake_slack import FakeSlack
 from tests.slack.serve_process import serve_env, serving
 
@@ -33,6 +35,40 @@ async def finished(command: str, env: Mapping[str, str]) -> tuple[int, list[str]
         _, err = await process.communicate()
     assert process.returncode is not None
     return process.returncode, err.decode().splitlines()
+
+
+async def stopped_after(
+    command: str,
+    env: Mapping[str, str],
+    enough: Callable[[list[str]], bool],
+    meanwhile: Callable[[list[str]], Awaitable[None]] | None = None,
+) -> tuple[int, list[str]]:
+    """Start `approvals-bot <command>`, read its stderr until `enough(lines)`, do
+    `meanwhile`, then stop it with SIGTERM: (exit code, every stderr line)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", command, env=dict(env), stderr=asyncio.subprocess.PIPE
+    )
+    assert process.stderr is not None
+    lines: list[str] = []
+    async with asyncio.timeout(SECONDS):
+        while not enough(lines):
+            line = (await process.stderr.readline()).decode()
+            assert line, lines
+            lines.append(line.rstrip("\n"))
+        if meanwhile is not None:
+            await meanwhile(lines)
+        process.send_signal(signal.SIGTERM)
+        rest, _ = await asyncio.gather(process.stderr.read(), process.wait())
+    assert process.returncode is not None
+    return process.returncode, lines + rest.decode().splitlines()
+
+
+def _url_after(words: str, lines: list[str]) -> str | None:
+    """The URL a start-up line gives after `words` (None: no such line yet)."""
+    for line in lines:
+        if match := re.search(rf"{words} (http://[^\s\"]+)", line):
+            return match.group(1)
+    return None
 
 
 def assert_one_error_line(code: int, lines: list[str], expected: str) -> None:
@@ -63,7 +99,8 @@ async def test_a_token_slack_refuses_stops_start_up(fake_slack: FakeSlack, tmp_p
     assert_one_error_line(
         code, lines, r"^approvals-bot: error: SLACK_BOT_TOKEN rejected by Slack: invalid_auth$"
     )
-    assert lines == [lines[-1]]
+    listening, _ = lines  # the probes listened while Slack was asked
+    assert re.fullmatch(r"approvals-bot: listening at http://127\.0\.0\.1:\d+ .*", listening)
 
 
 async def test_a_port_in_use_is_one_line(
@@ -100,24 +137,53 @@ async def test_an_unreachable_slack_is_tried_again_one_line_a_try(
     fake_slack: FakeSlack, tmp_path: Path
 ) -> None:
     env = serve_env(fake_slack, tmp_path, SLACK_API_URL=f"http://127.0.0.1:{closed_port()}/api/")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "serve", env=env, stderr=asyncio.subprocess.PIPE
+    code, lines = await stopped_after(
+        "serve", env, lambda lines: sum("Slack unreachable" in line for line in lines) >= 2
     )
-    assert process.stderr is not None
-    lines: list[str] = []
-    async with asyncio.timeout(SECONDS):
-        while sum("Slack unreachable, trying again" in line for line in lines) < 2:
-            line = (await process.stderr.readline()).decode()
-            assert line, lines
-            lines.append(line.rstrip("\n"))
-        process.send_signal(signal.SIGTERM)
-        rest, _ = await asyncio.gather(process.stderr.read(), process.wait())
-    lines += rest.decode().splitlines()
-    assert process.returncode == 0, lines
+    assert code == 0, lines
     tries = [line for line in lines if "Slack unreachable" in line]
     assert "trying again in 1 s (try 2)" in tries[0]
     assert "trying again in 2 s (try 3)" in tries[1]
+    assert all(" WARNING bot.slack.surface: " in line for line in tries)
+    # one line a try: slack_sdk's own retry line (INFO) is not there
+    assert [line for line in lines if "auth.test" in line] == tries
+    assert not any("A retry handler found" in line for line in lines), lines
     assert not any("Traceback" in line or "Unclosed" in line for line in lines), lines
+
+
+async def test_the_probes_answer_at_once_and_say_what_the_bot_waits_for(
+    fake_slack: FakeSlack, tmp_path: Path
+) -> None:
+    env = serve_env(fake_slack, tmp_path, SLACK_API_URL=f"http://127.0.0.1:{closed_port()}/api/")
+    answers: list[dict[str, object]] = []
+
+    async def probe(lines: list[str]) -> None:
+        base = _url_after("listening at", lines)
+        async with aiohttp.ClientSession() as session:
+
+            async def waiting_for_slack() -> dict[str, object] | None:
+                async with session.get(f"{base}/readyz") as ready:
+                    assert ready.status == 503
+                    answer: dict[str, object] = await ready.json()
+                return answer if "auth.test failed" in str(answer["reason"]) else None
+
+            answers.append(await until(waiting_for_slack, "/readyz never said why it waits"))
+            async with session.get(f"{base}/healthz") as health:
+                assert health.status == 200
+            async with session.post(f"{base}/slack/events", data=b"{}") as events:
+                assert (events.status, await events.json()) == (503, {"error": "starting"})
+
+    code, lines = await stopped_after(
+        "serve", env, lambda lines: _url_after("listening at", lines) is not None, probe
+    )
+    assert code == 0, lines
+    [answer] = answers
+    assert answer["ready"] is False
+    reason = str(answer["reason"])
+    assert reason.startswith("waiting for Slack: Slack auth.test failed: Cannot connect to host")
+    assert re.search(r"; trying again in \d+ s$", reason), reason
+    assert not any("GET /readyz" in line or "GET /healthz" in line for line in lines)  # DEBUG
+    assert any('"POST /slack/events HTTP/1.1" 503' in line for line in lines), lines
 
 
 async def test_the_start_up_line_names_what_serves_and_the_probes_answer(
@@ -132,37 +198,73 @@ async def test_the_start_up_line_names_what_serves_and_the_probes_answer(
             assert metrics.status == 200
             assert "approval_pending_oldest_age_seconds 0.0" in await metrics.text()
     assert not any("Traceback" in line or "Unclosed" in line for line in served.log)
-    started = next(line for line in served.log if "serving Slack at" in line)
+    assert not any("will be unused" in line for line in served.log)  # Bolt's token warning
+    assert not any("GET /readyz" in line or "GET /metrics" in line for line in served.log)
+    objects = [json.loads(line) for line in served.log]  # LOG_FORMAT=json: every line
+    assert all(isinstance(one, dict) and {"level", "message"} <= one.keys() for one in objects)
+    [started] = [one for one in objects if "serving Slack at" in one["message"]]
+    assert (started["level"], started["logger"]) == ("INFO", "approvals-bot")
     database = tmp_path / "approvals.db"
-    agents = "ops, ops-openai" if sdk_installed() else "ops"  # the openai-agents extra
-    assert started.endswith(f"(database {database}, policy built-in defaults, agents {agents})")
+    installed = [agent.name for agent in builtin_agents() if agent.installed()]  # the extras
+    agents = ", ".join(["ops", *installed])
+    assert started["message"].endswith(
+        f"(database {database}, policy built-in defaults, agents {agents})"
+    )
+
+
+async def test_json_logs_make_every_stderr_line_an_object_errors_too(
+    fake_slack: FakeSlack, tmp_path: Path
+) -> None:
+    env = serve_env(fake_slack, tmp_path, LOG_FORMAT="json")
+    env.pop("SLACK_SIGNING_SECRET")
+    code, lines = await finished("serve", env)
+    assert code == 2
+    [error] = [json.loads(line) for line in lines]
+    assert (error["level"], error["message"]) == ("ERROR", "error: SLACK_SIGNING_SECRET is not set")
+
+    fake_slack.fail("auth.test", error="invalid_auth")
+    code, lines = await finished("serve", serve_env(fake_slack, tmp_path, LOG_FORMAT="json"))
+    assert code == 2
+    messages = [json.loads(line)["message"] for line in lines]
+    assert messages[-1] == "error: SLACK_BOT_TOKEN rejected by Slack: invalid_auth"
+
+
+async def test_json_logs_while_slack_is_unreachable(fake_slack: FakeSlack, tmp_path: Path) -> None:
+    env = serve_env(
+        fake_slack,
+        tmp_path,
+        LOG_FORMAT="json",
+        SLACK_API_URL=f"http://127.0.0.1:{closed_port()}/api/",
+    )
+    code, lines = await stopped_after(
+        "serve", env, lambda lines: sum("Slack unreachable" in line for line in lines) >= 2
+    )
+    assert code == 0, lines
+    objects = [json.loads(line) for line in lines]
+    assert [one["level"] for one in objects if "Slack unreachable" in one["message"]] == [
+        "WARNING",
+        "WARNING",
+    ]
+    assert objects[-1]["message"] == "stopped while starting"
 
 
 async def test_socket_mode_serves_the_probes_on_its_own_port(
     fake_slack: FakeSlack, tmp_path: Path
 ) -> None:
     env = serve_env(fake_slack, tmp_path, SLACK_APP_TOKEN="xapp-1-socket")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "socket", env=env, stderr=asyncio.subprocess.PIPE
-    )
-    assert process.stderr is not None
-    lines: list[str] = []
-    async with asyncio.timeout(SECONDS):
-        while not (
-            match := re.search(r"probes and metrics at (http://\S+)", lines[-1] if lines else "")
-        ):
-            line = (await process.stderr.readline()).decode()
-            assert line, lines
-            lines.append(line.rstrip("\n"))
+
+    async def probe(lines: list[str]) -> None:
+        base = _url_after("probes and metrics at", lines)
         async with aiohttp.ClientSession() as session:
-            async with session.get(f"{match.group(1)}/readyz") as ready:
+            async with session.get(f"{base}/readyz") as ready:
                 assert ready.status == 200
-            async with session.get(f"{match.group(1)}/metrics") as metrics:
+            async with session.get(f"{base}/metrics") as metrics:
                 assert "slack_api_errors_total" in await metrics.text()
-        process.send_signal(signal.SIGTERM)
-        rest, _ = await asyncio.gather(process.stderr.read(), process.wait())
-    lines += rest.decode().splitlines()
-    assert process.returncode == 0, lines
+
+    code, lines = await stopped_after(
+        "socket", env, lambda lines: _url_after("probes and metrics at", lines) is not None, probe
+    )
+    assert code == 0, lines
     assert not any("Traceback" in line or "Unclosed" in line for line in lines), lines
 
 
@@ -180,18 +282,8 @@ async def test_socket_mode_says_once_a_try_that_it_cannot_connect(
 ) -> None:
     fake_slack.socket_url = f"ws://127.0.0.1:{closed_port()}/socket"
     env = serve_env(fake_slack, tmp_path, SLACK_APP_TOKEN="xapp-1-socket")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "socket", env=env, stderr=asyncio.subprocess.PIPE
+    code, lines = await stopped_after(
+        "socket", env, lambda lines: any("Failed to connect" in line for line in lines)
     )
-    assert process.stderr is not None
-    lines: list[str] = []
-    async with asyncio.timeout(SECONDS):
-        while not any("Failed to connect" in line for line in lines):
-            line = (await process.stderr.readline()).decode()
-            assert line, lines
-            lines.append(line.rstrip("\n"))
-        process.send_signal(signal.SIGTERM)
-        rest, _ = await asyncio.gather(process.stderr.read(), process.wait())
-    lines += rest.decode().splitlines()
-    assert process.returncode == 0, lines
+    assert code == 0, lines
     assert not any("Traceback" in line or "Unclosed" in line for line in lines), lines

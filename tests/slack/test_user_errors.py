@@ -9,7 +9,14 @@ import logging
 import pytest
 
 from tests.slack.governance_harness import clock, governed
-from tests.slack.slack_harness import APPROVER, Bot, open_modal, start_run
+from tests.slack.slack_harness import (
+    APPROVER,
+    CHANNEL,
+    REQUESTER,
+    Bot,
+    open_modal,
+    start_run,
+)
 
 __all__ = ["clock", "governed"]
 
@@ -39,3 +46,22 @@ async def test_invalid_edit_is_answered_inline_and_logged_once_as_a_user_error(
     record = await governed.service.store.get_approval(view["private_metadata"].split("|")[1])
     assert record is not None
     assert (record.status, record.amended_by) == ("pending", None)
+
+
+async def test_a_long_agent_command_is_refused_by_its_length_before_it_is_parsed(
+    bot: Bot,
+) -> None:
+    name = "x" * 5000  # not an agent name either: the length is what is said
+    text = f"@{name} deploy payments 1.2.3"
+    reply = await bot.driver.command("/agent", text, user=REQUESTER, channel=CHANNEL)
+    assert reply.text == (
+        f":warning: the task is {len(text)} characters long; the limit is 4000 (limits.task_chars)"
+    )
+
+
+async def test_a_bad_agent_name_is_quoted_short(bot: Bot) -> None:
+    reply = await bot.driver.command("/agent", f"@{'y!' * 600} go", user=REQUESTER, channel=CHANNEL)
+    first = reply.text.splitlines()[0]
+    assert first.startswith(":warning: 'y!y!")
+    assert "is not an agent name" in first
+    assert len(first) < 200

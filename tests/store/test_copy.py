@@ -5,6 +5,8 @@ verifies; a database in use is refused and left as it was."""
 from __future__ import annotations
 
 import asyncio
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,8 +16,9 @@ from bot.cli import main
 from bot.runtime.journal import Recorded
 from store import open_store
 from store.api import Store
+from store.config import parse_postgres_url
 from store.crypto import KeyRing
-from store.keys import format_key
+from store.keys import format_key, key_file_for
 from tests.store.postgres_db import fresh_postgres_database
 from tests.store.store_helpers import DIGEST, make_run, new_approval
 
@@ -74,7 +77,7 @@ async def _opens_and_reuses(url: str, keyring: KeyRing) -> None:
         await store.close()
 
 
-async def _with_run(url: str, keyring: KeyRing, run_id: str) -> None:
+async def _with_run(url: str, keyring: KeyRing | None, run_id: str) -> None:
     store = await open_store(url, keyring=keyring, environ={})
     try:
         await make_run(store, run_id)
@@ -127,3 +130,74 @@ def test_a_target_in_use_is_refused_and_left_alone(
 
     assert "is not empty (its runs table has rows)" in capsys.readouterr().err
     assert asyncio.run(_snapshot(postgres_url, keyring)) == before
+
+
+def test_the_copy_says_which_keys_to_carry_and_a_missing_key_points_to_them(
+    db_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """With the keys in the key file beside the SQLite source, the copy says to carry
+    that file over; the copy opened without them points to it, never to making new keys;
+    the read-only commands work there meanwhile; with the keys carried over, all is read."""
+    monkeypatch.delenv("APPROVALS_KEYS", raising=False)
+    asyncio.run(_with_run(str(db_path), None, "run-1"))  # the key file is made beside it
+    key_file = key_file_for(db_path)
+    [key_id] = [line.split(":")[0] for line in key_file.read_text().splitlines()]
+
+    assert main(["db", "copy", "--db", str(db_path), "--to", postgres_url]) == 0
+    carry = capsys.readouterr().out.splitlines()[-1]
+    assert carry == (
+        f"carry the keys over: the copy is sealed with key id(s) {key_id}, in {key_file}: run "
+        f'the bot on {parse_postgres_url(postgres_url).display} with APPROVALS_KEYS="$(paste '
+        f'-sd, {key_file})"'
+    )
+
+    assert main(["runs", "list", "--db", postgres_url]) == 0  # in clear: no key needed
+    assert "run-1" in capsys.readouterr().out
+    assert main(["audit", "verify", "--db", postgres_url]) == 0
+    assert "audit log OK" in capsys.readouterr().out
+    assert main(["runs", "show", "run-1", "--state", "--db", postgres_url]) == 2
+    err = capsys.readouterr().err
+    assert f"holds data sealed with key id(s) {key_id} and APPROVALS_KEYS is not set" in err
+    assert "paste -sd, approvals.db.key" in err
+    assert "keys generate" not in err
+
+    command = carry.rsplit(" with ", 1)[1]  # the line's own command
+    keys = subprocess.run(
+        ["bash", "-c", f'{command} && printf %s "$APPROVALS_KEYS"'],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    monkeypatch.setenv("APPROVALS_KEYS", keys)
+    assert main(["runs", "show", "run-1", "--state", "--db", postgres_url]) == 0
+    assert '"n": 1' in capsys.readouterr().out
+
+
+def test_a_sqlite_copy_without_its_key_file_says_to_copy_the_source_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("APPROVALS_KEYS", raising=False)
+    source, target = tmp_path / "approvals.db", tmp_path / "moved" / "approvals.db"
+    target.parent.mkdir()
+    asyncio.run(_with_run(str(source), None, "run-1"))
+
+    assert main(["db", "copy", "--db", str(source), "--to", str(target)]) == 0
+    carry = capsys.readouterr().out.splitlines()[-1]
+    assert carry.endswith(
+        f"in {key_file_for(source)}: copy it beside the copy "
+        f"(cp -p {key_file_for(source)} {key_file_for(target)}, mode 0600)"
+    )
+    assert not key_file_for(target).exists()
+
+    assert main(["runs", "list", "--db", str(target)]) == 0
+    assert "run-1" in capsys.readouterr().out
+    assert not key_file_for(target).exists()  # a read-only command mints no key
+    assert main(["runs", "show", "run-1", "--state", "--db", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert f"its key file {key_file_for(target)} is missing" in err
+    assert "needs the key file of the database it was copied from" in err
+    assert main(["audit", "verify", "--db", str(target)]) == 0
+    assert main(["audit", "export", "--db", str(target)]) == 0
+    assert "tamper_detected" not in capsys.readouterr().out  # a missing key is no tampering
+
+    shutil.copy2(key_file_for(source), key_file_for(target))
+    assert main(["runs", "show", "run-1", "--state", "--db", str(target)]) == 0

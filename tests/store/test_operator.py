@@ -130,9 +130,19 @@ async def test_purge_removes_content_of_old_finished_runs_only(
     await make_run(store, "recent")
     await store.transition_run("recent", expected_status="paused", new_status="failed")
 
-    report = await store.purge_finished_runs(
-        finished_before=clock.now - timedelta(days=90), actor="U-OPS"
+    cut = clock.now - timedelta(days=90)
+    head = await store.audit_head()
+    preview = await store.purge_finished_runs(finished_before=cut, actor="U-OPS", dry_run=True)
+    assert (preview.runs, preview.state_blobs, preview.ledger_results, preview.snapshots) == (
+        1,
+        1,
+        1,
+        1,
     )
+    assert await store.audit_head() == head  # a dry run writes nothing, not even the audit
+    assert await store.load_run_state("old") == '{"secret-ish": "old state"}'
+
+    report = await store.purge_finished_runs(finished_before=cut, actor="U-OPS")
 
     assert (report.runs, report.state_blobs, report.ledger_results, report.snapshots) == (
         1,

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.errors import InputError
-from store.approvals import tally
 from store.records import Verdict, VoteRecord
+from store.sql.votes import tally
 from tests.store.store_helpers import DIGEST, T0
 
 OLD_DIGEST = "0" * 64

@@ -34,10 +34,8 @@ since) raises StateUnreadableError: the service marks the run as needing migrati
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
@@ -47,8 +45,10 @@ from agents.exceptions import MaxTurnsExceeded
 from agents.items import ToolApprovalItem
 from agents.run_state import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
 
-from bot.adapters.openai_agents.tools import ToolSite, site_scope, wrap_tool
-from bot.canonical import digests_equal
+from bot.adapters.calls import ToolSite, site_scope
+from bot.adapters.openai_agents.tools import wrap_tool
+from bot.adapters.registration import ToolFacts, checked_state, tool_facts
+from bot.adapters.verdicts import Refuse, check_restored, verdict_for
 from bot.errors import (
     ApprovalsError,
     ConfigError,
@@ -58,19 +58,13 @@ from bot.errors import (
     StateUnreadableError,
 )
 from bot.runtime import (
-    AbortCall,
     AgentRun,
-    ApprovedCall,
     EngineInfo,
     EngineResult,
     ExternalRunState,
     Journal,
     PendingCall,
-    RejectedCall,
     ReplayPolicy,
-    RetryCall,
-    UnknownCallError,
-    VerifiedResult,
 )
 from bot.runtime.context import (
     ContextDeserializer,
@@ -78,8 +72,6 @@ from bot.runtime.context import (
     deserialize_context,
     serialize_context,
 )
-from bot.runtime.decisions import ABORTED_MESSAGE
-from bot.runtime.tools import replay_policy_name
 
 ENGINE_NAME = "openai-agents"
 SDK_VERSION = metadata.version("openai-agents")
@@ -88,12 +80,8 @@ SDK_SCHEMA_VERSIONS: frozenset[str] = frozenset(SUPPORTED_SCHEMA_VERSIONS)  # wh
 DEFAULT_MAX_TURNS = 10
 
 
-@dataclass(frozen=True, kw_only=True)
-class SdkTool:
-    """What cards and the policy know of an SDK tool."""
-
-    name: str
-    review_fields: tuple[str, ...] | None = None
+SdkTool = ToolFacts
+"""What cards and the policy know of an SDK tool (the adapters' `ToolFacts`)."""
 
 
 class OpenAIAgentsEngine:
@@ -127,26 +115,13 @@ class OpenAIAgentsEngine:
         self._serializer = context_serializer
         self._deserializer = context_deserializer
         tools = _function_tools(agent, self._name)
-        _check_names(self._name, "replay_policies", replay_policies or {}, tools)
-        _check_names(self._name, "review_fields", review_fields or {}, tools)
-        policies = {
-            tool_name: ReplayPolicy(
-                replay_policy_name(policy, f"agent {self._name!r}: tool {tool_name!r}")
-            )
-            for tool_name, policy in (replay_policies or {}).items()
-        }
-        self._tools = {
-            tool.name: SdkTool(
-                name=tool.name,
-                review_fields=tuple((review_fields or {})[tool.name])
-                if tool.name in (review_fields or {})
-                else None,
-            )
-            for tool in tools
-        }
-        wrapped = [
-            wrap_tool(tool, policy=policies.get(tool.name, ReplayPolicy.MANUAL)) for tool in tools
-        ]
+        self._tools = tool_facts(
+            self._name,
+            [tool.name for tool in tools],
+            replay_policies=replay_policies,
+            review_fields=review_fields,
+        )
+        wrapped = [wrap_tool(tool, policy=self._tools[tool.name].replay_policy) for tool in tools]
         self._agent = agent.clone(tools=list(wrapped))
 
     # -- what the registry, cards and the policy read --------------------------------------
@@ -172,7 +147,7 @@ class OpenAIAgentsEngine:
     def tool_names(self) -> list[str]:
         return list(self._tools)
 
-    def tool_named(self, name: str) -> SdkTool | None:
+    def tool_named(self, name: str) -> ToolFacts | None:
         return self._tools.get(name)
 
     # -- states -----------------------------------------------------------------------------
@@ -188,25 +163,18 @@ class OpenAIAgentsEngine:
         )
 
     def check_state(self, state: AgentRun) -> None:
-        if not isinstance(state, ExternalRunState) or state.engine.name != ENGINE_NAME:
-            raise StateUnreadableError(
-                f"run {state.run_id} was not written by the OpenAI Agents SDK adapter; agent "
-                f"{self._name!r} version {self._version!r} runs on it"
-            )
-        schema = state.engine.schema_version
-        if schema not in SDK_SCHEMA_VERSIONS:
-            raise StateUnreadableError(
-                f"run {state.run_id} holds an OpenAI Agents SDK state of schema {schema} "
-                f"(written by openai-agents {state.engine.version}); the installed "
-                f"openai-agents {SDK_VERSION} reads schemas up to {SDK_SCHEMA_VERSION}"
-            )
-        missing = sorted({c.tool_name for c in state.pending_calls()} - set(self._tools))
-        if missing:
-            raise StateUnreadableError(
-                f"run {state.run_id} waits on {', '.join(missing)}, which agent {self._name!r} "
-                f"version {self._version!r} no longer has (renamed or removed; it has "
-                f"{', '.join(self._tools) or 'none'})"
-            )
+        self._checked(state)
+
+    def _checked(self, state: AgentRun) -> ExternalRunState:
+        return checked_state(
+            state,
+            engine=ENGINE_NAME,
+            framework="OpenAI Agents SDK",
+            reads=SDK_SCHEMA_VERSIONS,
+            agent=self._name,
+            version=self._version,
+            tools=self._tools,
+        )
 
     # -- running ----------------------------------------------------------------------------
 
@@ -218,8 +186,7 @@ class OpenAIAgentsEngine:
         dependencies: Mapping[str, Any],
         max_tool_calls_per_turn: int | None = None,
     ) -> EngineResult:
-        self.check_state(state)
-        assert isinstance(state, ExternalRunState)  # checked just above
+        state = self._checked(state)
         site = ToolSite(
             state=state,
             journal=journal,
@@ -243,13 +210,7 @@ class OpenAIAgentsEngine:
             )
         except Exception as error:
             if site.unsettled:  # the run stops at a call a human must reconcile
-                waiting = state.uncertain(site.unsettled)
-                return EngineResult(
-                    final_output=None,
-                    interruptions=waiting.get_interruptions(),
-                    state=waiting,
-                    outcome="paused",
-                )
+                return site.stopped_uncertain()
             ours = _our_error(error)
             if ours is not None:  # the ledger's (a database that may recover: retried)
                 raise ours from error
@@ -334,53 +295,20 @@ async def _apply_decisions(
 ) -> None:
     """Tell the restored SDK state what people decided, each call's digest re-checked
     against the restored call first (RunStateError, and nothing runs, if it differs)."""
-    by_call = {call.tool_call_id: call for call in state.pending_calls()}
     for item in sdk_state.get_interruptions():
         raw = _function_call(item)
-        pending = by_call.get(raw["call_id"])
-        if pending is None:
-            raise RunStateError(
-                f"run {state.run_id}: the SDK state waits on call {raw['call_id']!r}, "
-                "which nobody was asked about"
-            )
-        restored = state.digest_of(
+        pending = check_restored(
+            state,
+            tool_call_id=raw["call_id"],
             tool_name=str(item.tool_name),
-            execution_key=pending.execution_key,
             arguments=raw["arguments"],
+            framework="SDK",
         )
-        if not digests_equal(restored, state.call_digest(pending)):
-            raise RunStateError(
-                f"run {state.run_id}: call {pending.tool_call_id} ({item.tool_name}) in the "
-                "restored SDK state is not the call people decided on; nothing ran"
-            )
-        await _decide(sdk_state, item, pending, state, site)
-
-
-async def _decide(
-    sdk_state: RunState[Any, Any],
-    item: ToolApprovalItem,
-    pending: PendingCall,
-    state: ExternalRunState,
-    site: ToolSite,
-) -> None:
-    decision = state.decision_for(pending)
-    if isinstance(decision, ApprovedCall | RetryCall):
-        if isinstance(decision, RetryCall):
-            site.redispatch.add(pending.execution_key)
-        sdk_state.approve(item)
-    elif isinstance(decision, VerifiedResult):
-        # a journal that never saw the key has nothing to reconcile: the tool runs
-        with contextlib.suppress(UnknownCallError):
-            await site.journal.resolve_with_result(
-                execution_key=pending.execution_key, result=decision.result
-            )
-        sdk_state.approve(item)
-    elif isinstance(decision, RejectedCall):
-        sdk_state.reject(item, rejection_message=decision.message)
-    elif isinstance(decision, AbortCall):
-        sdk_state.reject(item, rejection_message=ABORTED_MESSAGE)
-    else:
-        raise RunStateError(f"run {state.run_id}: call {pending.tool_call_id} is not decided yet")
+        verdict = await verdict_for(site, pending)
+        if isinstance(verdict, Refuse):
+            sdk_state.reject(item, rejection_message=verdict.message)
+        else:
+            sdk_state.approve(item)
 
 
 def _pending(state: ExternalRunState, item: ToolApprovalItem) -> PendingCall:
@@ -428,18 +356,6 @@ def _function_tools(agent: SdkAgent[Any], name: str) -> list[FunctionTool]:
             )
         tools.append(tool)
     return tools
-
-
-def _check_names(
-    agent: str, option: str, given: Mapping[str, Any], tools: Sequence[FunctionTool]
-) -> None:
-    names = {tool.name for tool in tools}
-    unknown = sorted(set(given) - names)
-    if unknown:
-        raise ConfigError(
-            f"agent {agent!r}: {option} names {', '.join(unknown)}, not among its tools "
-            f"({', '.join(sorted(names)) or 'none'})"
-        )
 
 
 def _engine_info(schema_version: str) -> EngineInfo:

@@ -1,6 +1,6 @@
 """`ops-openai`: the demo ops agent built on the OpenAI Agents SDK, offline.
 
-The same four tools as `ops` (bot.demo.tools: the same functions, the same effects file
+The same four tools as `ops` (bot.demo.ops_tools: the same functions, the same effects file
 and token, the same replay policies) as SDK function tools, and the same deterministic
 brain (bot.demo.offline_model) behind the SDK's own scripted model
 (`agents.testing.ScriptedModel`), so `approvals-bot demo --agent ops-openai "deploy
@@ -19,15 +19,15 @@ from agents.items import ModelResponse, TResponseInputItem, TResponseOutputItem
 from agents.models.interface import Model
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
+from bot.adapters.openai_agents.builtin import OPS_OPENAI_NAME, OPS_OPENAI_VERSION
 from bot.adapters.openai_agents.engine import OpenAIAgentsEngine
-from bot.demo.agent import OPS_INSTRUCTIONS
 from bot.demo.offline_model import OfflineOpsModel
-from bot.demo.tools import OPS_TOOLS
+from bot.demo.ops_agent import OPS_INSTRUCTIONS
+from bot.demo.ops_tools import OPS_TOOLS
 from bot.runtime import Item, Tool, ToolSpec
 from bot.runtime.model import ToolCallItem
 
-OPS_OPENAI_NAME = "ops-openai"
-OPS_OPENAI_VERSION = "1"
+__all__ = ["OPS_OPENAI_NAME", "OPS_OPENAI_VERSION", "OfflineOpsScript", "build_ops_openai_agent"]
 
 
 class OfflineOpsScript(Model):

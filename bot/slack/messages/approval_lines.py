@@ -1,5 +1,7 @@
-"""Approvals in words: one approval or its quorum on a line (cards, App Home), and the
-`/approvals` answers built from them (the pending list, one approval, its audit trail)."""
+"""Approvals in words: what a review card says (its title, who asked, how it closed, the
+standing decisions, the uncertain call's warning), one approval or its quorum on a line
+(cards, App Home), and the `/approvals` answers built from them (the pending list, one
+approval, its audit trail)."""
 
 from __future__ import annotations
 
@@ -7,12 +9,133 @@ import json
 from collections.abc import Sequence
 
 from bot.service import ApprovalView
-from bot.slack.blocks import MESSAGE_TEXT_LIMIT, escape, escape_join, person, slack_date
+from bot.slack.blocks import (
+    CONTEXT_TEXT_LIMIT,
+    MESSAGE_TEXT_LIMIT,
+    escape,
+    escape_join,
+    person,
+    slack_date,
+)
 from bot.slack.messages.forms import READ_ALL_LABEL
-from store.records import ApprovalRecord, AuditEvent
+from store.records import ApprovalRecord, AuditEvent, RunRecord, StandingDecision
 
 MAX_VOTERS_SHOWN = 20
 MAX_DETAIL_CHARS = 300
+MAX_STANDING_SHOWN = 5  # each line at most ~300 characters
+
+
+# -- the review card --------------------------------------------------------------------
+
+_TITLES = {
+    "approved": ":white_check_mark: *Approved*",
+    "rejected": ":no_entry: *Rejected*",
+    "expired": ":hourglass: *Expired*",
+    "revoked": ":leftwards_arrow_with_hook: *Revoked*",
+    "pending": ":lock: *Approval needed*",
+}
+
+
+def card_title(approval: ApprovalRecord) -> str:
+    """The card's first line: its state, the tool, and who decided when."""
+    status = approval.status
+    title = f"{_TITLES.get(status, f'*{escape(status, 50)}*')}: `{escape(approval.tool_name, 200)}`"
+    if status in ("approved", "rejected") and approval.decider:
+        title += f" by {person(approval.decider)}"
+    if status == "approved" and approval.decided_at:
+        title += f" {slack_date(approval.decided_at)}"
+    return title
+
+
+def card_about(run: RunRecord, approval: ApprovalRecord) -> str:
+    requester = f" · requested by {person(approval.requester)}" if approval.requester else ""
+    expiry = ""
+    if approval.status == "pending" and approval.expires_at:
+        expiry = f" · expires {slack_date(approval.expires_at)}"
+    ident = f" · id `{escape(approval.approval_id, 100)}`"
+    return f"Agent *{escape(run.agent_name, 200)}*{requester}{expiry}{ident}"
+
+
+def closing_line(approval: ApprovalRecord) -> str | None:
+    reason = escape(approval.reason or "(no reason given)", CONTEXT_TEXT_LIMIT - 300)
+    if approval.status == "revoked":
+        who = person(approval.revoked_by) if approval.revoked_by else "someone"
+        when = f" {slack_date(approval.revoked_at)}" if approval.revoked_at else ""
+        why = escape(approval.revoke_reason or "(no reason given)", CONTEXT_TEXT_LIMIT - 300)
+        return f"Revoked by {who}{when}; it will not run. *Reason:* {why}"
+    if approval.status == "expired":
+        when = slack_date(approval.expires_at) if approval.expires_at else "its deadline"
+        return f"Nobody decided before {when}; the call did not run and the agent was told."
+    if approval.status == "rejected":
+        when = f" {slack_date(approval.decided_at)}" if approval.decided_at else ""
+        return f"Rejected{when}. *Reason:* {reason}"
+    if approval.status == "approved":
+        return f"*Reason:* {reason}"
+    return None
+
+
+def not_run_line(why: str) -> str:
+    """Why an approved call was stopped right before it ran."""
+    return f"*Not run:* {escape(why, CONTEXT_TEXT_LIMIT - 100)}"
+
+
+def not_amendable_text(engine: str) -> str:
+    return (
+        f"Runs of {engine} agents cannot be approved with changes: approve or reject the "
+        "call as it is."
+    )
+
+
+TOOL_NOT_AMENDABLE_TEXT = (
+    "This tool's arguments cannot be changed here (its schema cannot be checked safely): "
+    "approve or reject the call as it is."
+)
+
+
+def standing_line(approval: ApprovalRecord, standing: Sequence[StandingDecision]) -> str | None:
+    """What the card says of the run's standing decisions: on the card that made one,
+    that it stands and how to stop it; on a pending card, which ones hold in its run."""
+    own = next((d for d in standing if d.approval_id == approval.approval_id), None)
+    if own is not None:
+        verb = "approved" if own.decision == "approved" else "rejected"
+        return (
+            f":pushpin: Stands for the rest of this run: every later "
+            f"`{escape(own.tool_name, 200)}` call is {verb} in {person(own.decider)}'s name. "
+            f"Stop it: `/approvals revoke {escape(own.approval_id, 100)}`"
+        )
+    if approval.status != "pending" or not standing:
+        return None
+    held = [
+        f"`{escape(d.tool_name, 100)}` {d.decision} by {person(d.decider)} "
+        f"(`{escape(d.approval_id, 100)}`)"
+        for d in standing[:MAX_STANDING_SHOWN]
+    ]
+    return escape_join([":pushpin: Standing in this run:", *held], CONTEXT_TEXT_LIMIT)
+
+
+def approval_card_text(approval: ApprovalRecord) -> str:
+    """The notification text (and the fallback for clients without blocks)."""
+    if approval.status == "pending":
+        return f"Approval needed: {escape(approval.tool_name, 200)}"
+    who = approval.revoked_by if approval.status == "revoked" else approval.decider
+    by = f" by {person(who)}" if who else ""
+    return f"{approval.status.capitalize()}{by}: {escape(approval.tool_name, 200)}"
+
+
+def uncertain_call_text(tool_name: str) -> str:
+    return (
+        f":warning: *Outcome unknown:* `{escape(tool_name, 200)}` may or may not "
+        "have taken effect: the process stopped while it ran and its replay policy is "
+        "manual, so it was not run again."
+    )
+
+
+def uncertain_about_text(agent_name: str, execution_key: str) -> str:
+    return (
+        f"Agent *{escape(agent_name, 200)}* · execution key "
+        f"`{escape(execution_key, 200)}` · admins and the tool's approvers may "
+        "reconcile it"
+    )
 
 
 def quorum_line(*, count: int, required: int, voters: Sequence[str]) -> str:
@@ -74,15 +197,7 @@ def pending_list_text(items: Sequence[ApprovalView], *, page: int, more: bool) -
 
 def show_text(view: ApprovalView) -> str:
     approval = view.approval
-    may = [
-        word
-        for word, allowed in (
-            ("decide", view.can_decide),
-            ("revoke", view.can_revoke),
-            ("reconcile", view.can_reconcile),
-        )
-        if allowed
-    ]
+    may = view.allowed_actions()
     approvers = ", ".join(escape(a, 40) for a in view.approvers) or "anyone but the requester"
     lines = [
         approval_line(approval),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.demo.offline_model import OfflineOpsModel
-from bot.demo.tools import OPS_TOOLS
+from bot.demo.ops_tools import OPS_TOOLS
 from bot.runtime import Agent, AgentRegistry, Model
 
 OPS_AGENT_NAME = "ops"

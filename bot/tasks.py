@@ -19,7 +19,7 @@ from bot.errors import ApprovalsError
 
 T = TypeVar("T")
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger("bot.service.tasks")  # the name its log lines have always had
 
 
 class TaskOwner:
