@@ -12,14 +12,17 @@ with changes, the execution ledger, recovery and the audit trail.
    client, the upstream and what the tool says it does).
 2. Once decided, a rejection (or expiry, revocation) finishes the run with an error
    result carrying the message the reviewer wrote for the client (never the reason).
-3. An approval claims the call's execution key in the journal first (a call dispatched
-   before a crash is found there: `manual` replay leaves it uncertain for a person,
-   never a silent repeat). Then the upstream's listing is read again: a tool whose
-   definition changed is not run (the claim records "not run") and the call is asked
-   again under the new definition, its card saying what changed. Only then is the call
-   sent, once; its result is recorded in the ledger and kept (sealed) in the state for
-   the client. A call that timed out or lost its connection after it was sent is
-   uncertain; one that could not be sent is "not run".
+3. An approval first reads the upstream's listing again: a tool whose definition changed
+   since is not run; its approval is voided (the service's journal revokes it before
+   anything is claimed, and its card says it is void and why) and the call is asked
+   again under the new definition, its new card saying what changed. Otherwise the
+   call's execution key is claimed in the journal (a call dispatched before a crash is
+   found there: `manual` replay leaves it uncertain for a person, never a silent
+   repeat; one whose approval could not be voided because it had started is settled
+   there too, and a redefined tool is then not run, "not run" recorded, and asked
+   again). Only then is the call sent, once; its result is recorded in the ledger and
+   kept (sealed) in the state for the client. A call that timed out or lost its
+   connection after it was sent is uncertain; one that could not be sent is "not run".
 """
 
 from __future__ import annotations
@@ -42,7 +45,13 @@ from bot.mcp.calls import (
 )
 from bot.mcp.catalog import ListedTool, changed_fields
 from bot.mcp.config import GatewayConfig, UpstreamConfig
-from bot.mcp.messages import call_notes, summary, with_change_note
+from bot.mcp.messages import (
+    call_notes,
+    not_listed,
+    redefined_why,
+    summary,
+    with_change_note,
+)
 from bot.mcp.schemas import Checks
 from bot.mcp.telemetry import McpMetrics
 from bot.runtime import (
@@ -60,7 +69,7 @@ from bot.runtime import (
     VerifiedResult,
 )
 from bot.runtime.decisions import ABORTED_MESSAGE
-from bot.runtime.journal import Claim, Fresh, Interrupted, Recorded
+from bot.runtime.journal import Claim, Fresh, Interrupted, Recorded, VoidingJournal
 
 ENGINE = EngineInfo(name="mcp", version="1", schema_version="1")
 CALL_ID_PREFIX = "mcp-"
@@ -267,27 +276,27 @@ class McpEngine:
         redispatch: bool,
     ) -> EngineResult:
         upstream = self._config.upstreams[record.upstream]
+        # The listing is read before the claim: an approval of a tool since redefined is
+        # voided while nothing is claimed (its card says so), and the call asked again.
+        live = await self._listing(record)
+        if isinstance(live, ListedTool) and live.digest != record.definition_digest:
+            redefined = _redefined(record, live)
+            if await _voided(journal, call, redefined):
+                return self._ask(state, redefined, call.arguments)
         claim = await self._claim(state, call, journal, upstream, redispatch=redispatch)
         if isinstance(claim, Recorded):
             reused, how = _ledger_result(claim)
             return self._answered(state, record, with_change_note(reused, record, call), how)
         if not isinstance(claim, Fresh):
             return _uncertain(state, call)
-        try:
-            live = await self._upstreams.fresh_definition(record.upstream, record.tool)
-        except UpstreamError as error:
-            why = f"Not run: upstream {record.upstream} could not be reached ({error})."
+        if not isinstance(live, ListedTool):
+            why = not_listed(record, live)
             return await self._not_run(state, record, call, journal, claim, why)
-        if live is None:
-            why = f"Not run: upstream {record.upstream} no longer lists {record.tool}."
-            return await self._not_run(state, record, call, journal, claim, why)
-        if live.digest != record.definition_digest:
-            why = (
-                f"Not run: upstream {record.upstream} changed the definition of {record.tool} "
-                "after it was approved; it is asked again."
-            )
+        if live.digest != record.definition_digest:  # not voided (a journal that cannot)
+            redefined = _redefined(record, live)
+            why = f"Not run: {redefined_why(redefined)}."
             await _record(journal, call, claim, text_result(why, is_error=True))
-            return self._ask(state, _redefined(record, live), call.arguments)
+            return self._ask(state, redefined, call.arguments)
         self._metrics.decision(record.upstream, "approved")
         try:
             result = await self._upstreams.call(record.upstream, record.tool, call.arguments)
@@ -300,6 +309,14 @@ class McpEngine:
         await _record(journal, call, claim, result)
         outcome: Outcome = "upstream_error" if result.get("isError") else "executed"
         return self._answered(state, record, with_change_note(result, record, call), outcome)
+
+    async def _listing(self, record: CallRecord) -> ListedTool | UpstreamError | None:
+        """The tool as its upstream lists it now (None: no longer listed), or why that
+        could not be read."""
+        try:
+            return await self._upstreams.fresh_definition(record.upstream, record.tool)
+        except UpstreamError as error:
+            return error
 
     async def _claim(
         self,
@@ -388,6 +405,15 @@ def _ledger_result(claim: Recorded) -> tuple[dict[str, Any], Outcome]:
     if isinstance(value, dict) and isinstance(value.get("content"), list):
         return value, "upstream_error" if value.get("isError") else "executed"
     return text_result(claim.result, is_error=True), "not_run"
+
+
+async def _voided(journal: Journal, call: PendingCall, redefined: CallRecord) -> bool:
+    """Whether the call's approval was voided because its tool was redefined (only a
+    journal that can void: the service's)."""
+    if not isinstance(journal, VoidingJournal):
+        return False
+    why = redefined_why(redefined)
+    return await journal.void_approval(execution_key=call.execution_key, why=why)
 
 
 def _redefined(record: CallRecord, live: ListedTool) -> CallRecord:

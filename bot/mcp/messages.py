@@ -1,6 +1,7 @@
 """What people and the client are told about a gated MCP call: the lines its card shows
-beside the arguments, the line its thread gets at the end, and the note a result carries
-when an approver changed the arguments."""
+beside the arguments, the line its thread gets at the end, the note a result carries
+when an approver changed the arguments, and why an approved call did not run (its tool
+redefined: its approval void; its upstream unable to list it)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import orjson
 
 from bot.credentials import redact
+from bot.errors import UpstreamError
 from bot.mcp.calls import CallRecord
 from bot.runtime import PendingCall
 
@@ -62,3 +64,20 @@ def summary(record: CallRecord) -> str:
             return f"{where}: a person recorded its outcome; {client} gets it."
         case _:
             return f"{where} was not run; {client} was told why."
+
+
+def redefined_why(redefined: CallRecord) -> str:
+    """Why an approved call is asked again: its tool was redefined after the approval
+    (`redefined`: the call under the new definition, naming what changed)."""
+    what = f"its {', '.join(redefined.changed)}" if redefined.changed else "its definition"
+    return (
+        f"upstream {redefined.upstream} changed {redefined.tool} ({what}) after it was "
+        "approved; it is asked again"
+    )
+
+
+def not_listed(record: CallRecord, problem: UpstreamError | None) -> str:
+    """Why an approved call was not run: its upstream could not list it."""
+    if problem is None:
+        return f"Not run: upstream {record.upstream} no longer lists {record.tool}."
+    return f"Not run: upstream {record.upstream} could not be reached ({problem})."

@@ -46,6 +46,7 @@ from bot.service.amend import can_change, noted_agent
 from bot.service.api import UncertainCall
 from bot.service.authority import execution_check
 from bot.service.events import (
+    ApprovalDecided,
     ApprovalRequested,
     CallUncertain,
     ExecutionRefused,
@@ -113,6 +114,7 @@ async def execute(
         approvals=approvals,
         authorize=partial(execution_check, flow),
         on_refused=partial(_tell_refused, flow, run),
+        void=partial(void_approval, flow, run),
         clock=flow.clock,
         telemetry=flow.telemetry,
     )
@@ -165,6 +167,19 @@ async def _run_agent(
         )
     except LimitError as error:
         raise calls_per_turn_exceeded(error) from None
+
+
+async def void_approval(flow: Workflow, run: RunRecord, approval: ApprovalRecord, why: str) -> bool:
+    """Void an approval whose call has not started: it is revoked (`voided: <why>`) and
+    its card updated in place to say so, so the call can be asked again. False (and the
+    card shown as it stands) when its call already started: the store refuses then."""
+    voided = await flow.store.revoke(
+        approval.approval_id, actor=flow.actor, reason=f"voided: {why}"
+    )
+    if voided.won:
+        flow.telemetry.approval_closed(voided.record)
+    await flow.notify(ApprovalDecided(run=run, approval=voided.record))
+    return voided.won
 
 
 async def _tell_refused(

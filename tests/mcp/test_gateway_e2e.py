@@ -29,7 +29,7 @@ from tests.mcp.harness import (
     text_of,
 )
 from tests.polling import until
-from tests.slack.fake_slack import FakeSlack
+from tests.slack.fake_slack import Call, FakeSlack
 from tests.slack.slack_harness import card_calls
 
 pytestmark = pytest.mark.slow
@@ -229,6 +229,46 @@ async def test_a_definition_changed_while_waiting_voids_the_approval_and_asks_ag
         result = await call
     assert "deploy done" in text_of(result)
     assert _tools(setup) == ["deploy"]
+
+
+async def test_the_voided_approvals_card_says_it_is_void_and_why(
+    fake_slack: FakeSlack, tmp_path: Path
+) -> None:
+    setup = Setup(workdir=tmp_path)
+    setup.write()
+    async with running(setup, fake_slack) as bot:
+        call = asyncio.create_task(bot.client.call_tool("ops__deploy", DEPLOY))
+        first = await next_card(fake_slack)
+        setup.describe("deploy", "Deploy a version, and drop the old database.")
+        await decide(fake_slack, bot.driver, first, "Approve")
+        second = await next_card(fake_slack, count=2)
+
+        async def voided_card() -> Call | None:
+            updates = [
+                update
+                for update in fake_slack.calls_to("chat.update")
+                if update.args["ts"] == first.answer["ts"]
+            ]
+            return updates[-1] if updates and "Revoked" in updates[-1].text else None
+
+        update = await until(voided_card, "the first card updated to say its approval is void")
+        assert "Approve" not in json.dumps(
+            [b for b in update.args["blocks"] if b["type"] == "actions"]
+        )
+        assert (
+            "voided: upstream ops changed deploy (its description) after it was approved; "
+            "it is asked again" in update.text
+        )
+        await decide(fake_slack, bot.driver, second, "Reject")
+        assert (await call).is_error
+    revoked = [detail for kind, detail in _audit(tmp_path) if kind == "revoked"]
+    assert [detail["reason"] for detail in revoked] == [
+        "voided: upstream ops changed deploy (its description) after it was approved; "
+        "it is asked again"
+    ]
+    assert setup.effects() == []  # and no ledger row was claimed for the voided call
+    with sqlite3.connect(tmp_path / "approvals.db") as database:
+        assert database.execute("SELECT COUNT(*) FROM ledger").fetchone() == (0,)
 
 
 async def test_a_wrong_or_missing_token_gets_401_is_counted_and_headers_name_nobody(
