@@ -44,7 +44,6 @@ class ApprovalRequested:
     approval: ApprovalRecord
     snapshot: ReviewSnapshot
     standing: tuple[StandingDecision, ...] = ()  # the run's active standing decisions
-    amendable: bool = True  # its agent's engine can run it with changed arguments
     kind: Literal["approval_requested"] = "approval_requested"
 
 
@@ -58,7 +57,6 @@ class ApprovalUpdated:
     run: RunRecord
     view: ApprovalView
     standing: tuple[StandingDecision, ...] = ()  # the run's active standing decisions
-    amendable: bool = True  # its agent's engine can run it with changed arguments
     kind: Literal["approval_updated"] = "approval_updated"
 
     @property

@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.errors import InputError
+from bot.review.snapshot import ReviewSnapshot
 from bot.service import UncertainCall
 from bot.service.reading import CUT_MARK, card_shows_all
 from bot.slack.actions import BY_ACTION_ID, CardAction, button
 from bot.slack.blocks import CALL_BLOCK_ID, Block, mrkdwn_context, mrkdwn_section, snapshot_text
 from bot.slack.messages.approval_lines import (
+    TOOL_NOT_AMENDABLE_TEXT,
     card_about,
     card_title,
     closing_line,
@@ -47,14 +49,13 @@ def approval_card_blocks(
     voters: Sequence[str] | None,
     not_run: str | None = None,
     standing: Sequence[StandingDecision] = (),
-    amendable: bool = True,
 ) -> list[Block]:
     """The card for an approval in any state, from its record and the voters on its
     current digest (None: not known here, the quorum line is left out). `not_run` is why
     an approved call was stopped right before it ran: said on the card, no buttons.
     `standing`: the run's active standing decisions; the card that made one says it
-    stands, a pending card names those of its run. `amendable`: the run's agent engine
-    can run the call with changed arguments (else no Approve with changes, and why)."""
+    stands, a pending card names those of its run. Approve with changes is offered as
+    `card_amendable` says (else the card says why not)."""
     status = approval.status
     blocks: list[Block] = [
         mrkdwn_section(card_title(approval)),
@@ -77,13 +78,28 @@ def approval_card_blocks(
     stands = standing_line(approval, standing)
     if stands is not None:
         blocks.append(mrkdwn_context(stands))
-    if not amendable and status == "pending":
-        engine = run.engine.name if run.engine is not None else "this"
-        blocks.append(mrkdwn_context(not_amendable_text(engine)))
+    amendable, why_not = card_amendable(run, approval)
+    if why_not is not None and status == "pending":
+        blocks.append(mrkdwn_context(why_not))
     buttons = card_buttons(approval, cut=cut, amendable=amendable) if not_run is None else []
     if buttons:
         blocks.append({"type": "actions", "block_id": "decision", "elements": buttons})
     return blocks
+
+
+def card_amendable(run: RunRecord, approval: ApprovalRecord) -> tuple[bool, str | None]:
+    """Whether the card offers Approve with changes, and if not, why (None: it does):
+    as the call's snapshot says when its engine answered per call (bot.service.amend.
+    can_change), else only for the run core's calls."""
+    try:
+        per_call = ReviewSnapshot.from_json(approval.snapshot).amendable
+    except InputError:
+        per_call = None
+    if per_call is None:
+        if run.engine is None:
+            return True, None
+        return False, not_amendable_text(run.engine.name)
+    return per_call, None if per_call else TOOL_NOT_AMENDABLE_TEXT
 
 
 def card_buttons(

@@ -51,16 +51,12 @@ class SlackNotifier:
         match event:
             case RunStarted(run=run, task=task):
                 return await self._run_started(run, task)
-            case ApprovalRequested(
-                run=run, approval=approval, standing=standing, amendable=amendable
-            ):
-                return await self._post_card(run, approval, standing, amendable=amendable)
+            case ApprovalRequested(run=run, approval=approval, standing=standing):
+                return await self._post_card(run, approval, standing)
             case ApprovalDecided(run=run, approval=approval, standing=standing):
                 await self._update_card(run, approval, voters=None, standing=standing)
-            case ApprovalUpdated(run=run, view=view, standing=standing, amendable=amendable):
-                await self._update_card(
-                    run, view.approval, voters=view.voters, standing=standing, amendable=amendable
-                )
+            case ApprovalUpdated(run=run, view=view, standing=standing):
+                await self._update_card(run, view.approval, voters=view.voters, standing=standing)
             case ExecutionRefused(run=run, approval=approval, reason=reason):
                 await self._post_in_thread(run, run_thread.execution_refused_text(approval, reason))
                 if approval.status == "approved":  # other states already closed the card
@@ -84,12 +80,7 @@ class SlackNotifier:
         return (run.channel, await self._slack.post(channel=run.channel, text=text, blocks=root))
 
     async def _post_card(
-        self,
-        run: RunRecord,
-        approval: ApprovalRecord,
-        standing: Sequence[StandingDecision],
-        *,
-        amendable: bool,
+        self, run: RunRecord, approval: ApprovalRecord, standing: Sequence[StandingDecision]
     ) -> Location | None:
         if run.channel is None:
             return None
@@ -98,7 +89,7 @@ class SlackNotifier:
             thread_ts=run.thread_ts,
             text=approval_card_text(approval),
             blocks=cards.approval_card_blocks(
-                run=run, approval=approval, voters=(), standing=standing, amendable=amendable
+                run=run, approval=approval, voters=(), standing=standing
             ),
         )
         return (run.channel, ts)
@@ -122,7 +113,6 @@ class SlackNotifier:
         voters: Sequence[str] | None,
         not_run: str | None = None,
         standing: Sequence[StandingDecision] = (),
-        amendable: bool = True,
     ) -> None:
         if approval.slack_channel is None or approval.slack_ts is None:
             return
@@ -131,12 +121,7 @@ class SlackNotifier:
             ts=approval.slack_ts,
             text=approval_card_text(approval),
             blocks=cards.approval_card_blocks(
-                run=run,
-                approval=approval,
-                voters=voters,
-                not_run=not_run,
-                standing=standing,
-                amendable=amendable,
+                run=run, approval=approval, voters=voters, not_run=not_run, standing=standing
             ),
         )
 
