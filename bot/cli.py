@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "bot.commands.runs",
     "bot.commands.approvals",
     "bot.commands.policy",
+    "bot.commands.mcp",
     "bot.commands.database",
     "bot.commands.serve",
     "bot.commands.dev",

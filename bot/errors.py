@@ -6,6 +6,7 @@ so every layer (runtime, review, policy, store, service, slack) may import it.
 
     ApprovalsError
     ├── ConfigError               bad configuration at start-up (names the variable/file)
+    │   └── ConfigFileError           a file's problems, all of them, each naming its key
     ├── InputError                bad input from a person or a caller (names the problem)
     ├── RunStateError             a state that cannot be loaded, saved or resumed
     │   ├── SchemaVersionError        newer/unknown $schemaVersion (names both versions)
@@ -28,7 +29,9 @@ so every layer (runtime, review, policy, store, service, slack) may import it.
     │   ├── ExecutionKeyConflict      same execution key, different arguments digest
     │   ├── LeaseHeldError            another live worker holds the execution lease
     │   └── LeaseLostError            our lease was taken over (fenced: write refused)
-    └── SlackError                the Slack Web API answered with an error
+    ├── SlackError                the Slack Web API answered with an error
+    └── UpstreamError             an upstream MCP server did not answer a call (`sent`:
+                                  whether the call reached it, so its effect is unknown)
 """
 
 from __future__ import annotations
@@ -42,6 +45,21 @@ class ApprovalsError(Exception):
 
 class ConfigError(ApprovalsError):
     """Configuration is missing or malformed; start-up stops with this message."""
+
+
+class ConfigFileError(ConfigError):
+    """A configuration file with problems: all of them, each naming its key (`problems`).
+    One problem reads "<kind> <source>: <key>: <problem>"; several, one per line."""
+
+    def __init__(self, kind: str, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = tuple(problems)
+        if len(problems) == 1:
+            text = f"{kind} {source}: {problems[0]}"
+        else:
+            listed = "\n".join(f"  {problem}" for problem in problems)
+            text = f"{kind} {source}: {len(problems)} problems:\n{listed}"
+        super().__init__(text)
 
 
 class InputError(ApprovalsError):
@@ -155,3 +173,13 @@ class LeaseLostError(StoreError):
 
 class SlackError(ApprovalsError):
     """The Slack Web API answered with an error we could not handle."""
+
+
+class UpstreamError(ApprovalsError):
+    """An upstream MCP server (behind the gateway) did not answer a call. `sent`: the
+    call reached it before the failure (a timeout, a dropped connection), so whether it
+    took effect is unknown; False: it was never sent (the upstream is down)."""
+
+    def __init__(self, message: str, *, sent: bool) -> None:
+        super().__init__(message)
+        self.sent = sent

@@ -32,6 +32,7 @@ from store.records import (
     FiredEscalation,
     LeaseTerms,
     LedgerEntry,
+    McpCallClaim,
     MigrationReport,
     NewApproval,
     NewCopy,
@@ -250,6 +251,30 @@ class RequestMemoryStore(Protocol):
 
     async def forget_expired_requests(self) -> int:
         """Drop the keys whose time ran out; returns how many."""
+        ...
+
+
+class McpCallStore(Protocol):
+    """The MCP gateway's calls: which run answers a client's call, so that the same call
+    retried (same client, tool and arguments: the same key) attaches to it on any worker."""
+
+    async def claim_mcp_call(
+        self, call_key: str, *, run_id: str, replacing: str | None = None
+    ) -> McpCallClaim:
+        """Map `call_key` to `run_id` when it is free, or when it maps to `replacing` (a
+        run that no longer answers it); otherwise answer the run it maps to (`won`
+        False). One write: of two workers claiming one key, one wins and the other is
+        told the winner's run."""
+        ...
+
+    async def release_mcp_call(self, call_key: str, *, run_id: str) -> bool:
+        """Forget the key while it still maps to `run_id` (its result was handed out);
+        True when it did."""
+        ...
+
+    async def forget_mcp_calls(self, *, before: datetime) -> int:
+        """Forget the keys claimed before that time whose run finished before it too, or
+        never came to be; returns how many."""
         ...
 
 
@@ -598,6 +623,7 @@ class Store(
     RunStore,
     RunLeaseStore,
     RequestMemoryStore,
+    McpCallStore,
     ApprovalStore,
     VoteStore,
     StandingStore,

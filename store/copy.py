@@ -13,7 +13,9 @@ linking what its audit queue holds, as every read of its log does first).
 What is not copied, and why, is `NOT_COPIED`: run leases and request memory (a copy is
 taken with the bot stopped, `db copy` refusing while a server holds the SQLite file, so
 no lease is live; a run left working is taken over by recovery at the first start on the
-target, and Slack's redeliveries from before the move are long past), the audit head
+target, and Slack's redeliveries from before the move are long past), the MCP gateway's
+call keys (an MCP client retrying a call from before the move gets a new card; its old
+one still decides the old run), the audit head
 (the target's moves along as its events go in), the audit queue (linked on the source
 first, as every read of its log does: a process that died between its commit and its
 link leaves events there) and the migrations ledger (each database has its own, at the
@@ -48,6 +50,7 @@ HELD = ("runs", "approvals", "ledger", "audit_events")  # any row here: the targ
 NOT_COPIED: dict[str, str] = {
     "run_leases": "no lease is live with the bot stopped; recovery takes working runs over",
     "request_memory": "Slack's redeliveries from before the move are long past",
+    "mcp_calls": "an MCP client retrying a call from before the move gets a new card",
     "audit_head": "the target's head moves along as the copied events go in",
     "audit_queue": "linked into audit_events on the source before the copy reads it",
     "schema_migrations": "each database has its own ledger, at the same version",

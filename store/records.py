@@ -348,6 +348,17 @@ class LedgerEntry:
 
 
 @dataclass(frozen=True, kw_only=True)
+class McpCallClaim:
+    """Which run answers an MCP client's call (by the call's key), since when; `won`:
+    this claim made it so (else another claim did, and `run_id` is that one's)."""
+
+    call_key: str
+    run_id: str
+    claimed_at: datetime
+    won: bool
+
+
+@dataclass(frozen=True, kw_only=True)
 class MigrationReport:
     before: int  # schema version found at open (0: empty database)
     after: int

@@ -5,8 +5,10 @@ clock, off_loop, logs, metrics and tasks are leaves anyone may import. bot.devco
 stand-in Slack of `approvals-bot dev`) meets the bot over HTTP only. Composition roots
 (bot.cli, bot.commands, bot.__main__) may import anything; bot.agents (which agents a
 deployment runs) sits above bot.adapters (agents of other frameworks, through the
-runtime's engine seam), bot.demo and the runtime. A new package must be given its place
-here before it can import ours.
+runtime's engine seam), bot.demo and the runtime. bot.mcp (the MCP gateway: an engine
+and an MCP server) sits beside them under the service, which reaches it only through its
+plain call types (bot.mcp.calls). A new package must be given its place here before it
+can import ours.
 """
 
 from __future__ import annotations
@@ -48,11 +50,13 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bot.demo": ("bot.demo", "bot.runtime", "bot.review", *LEAVES),
     "bot.adapters": ("bot.adapters", "bot.demo", "bot.runtime", *LEAVES),
     "bot.agents": ("bot.adapters", "bot.demo", "bot.runtime", *LEAVES),
+    "bot.mcp": ("bot.mcp", "bot.runtime", "bot.policy", *LEAVES),
     "bot.service": (
         "bot.service",
         "bot.runtime",
         "bot.review",
         "bot.policy",
+        "bot.mcp.calls",
         "store.api",
         "store.records",
         "store.journal",

@@ -7,7 +7,9 @@ deployment that has an extra but runs none of its agents must not pay that at
 start-up, in every CLI command, nor block the event loop with it. `LazyEngine` tells the
 registry, the policy and the cards what they need (name, version, tool names) from what
 it was given, and builds the real engine on first use: in a worker thread when a run
-resumes (`run`), or starts (the service makes a new state in a worker thread).
+resumes (`run`), or starts (the service makes a new state in a worker thread). Asked
+about approve with changes (it is an `ArgumentEditor` for the one it builds), it answers
+as the built engine does: by then a run of it has paused, so it is built.
 
 Each adapter package (a folder under bot/adapters/) may declare a built-in agent, the
 demo ops agent rebuilt on its framework, as `BUILTIN = BuiltinAgent(...)` in its
@@ -28,8 +30,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.errors import ConfigError
-from bot.runtime import AgentEngine, AgentRun, EngineResult, Journal, ToolView
+from bot.errors import ConfigError, InputError
+from bot.runtime import (
+    AgentEngine,
+    AgentRun,
+    ArgumentEditor,
+    EngineResult,
+    Journal,
+    PendingCall,
+    ToolView,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,6 +117,26 @@ class LazyEngine:
             dependencies=dependencies,
             max_tool_calls_per_turn=max_tool_calls_per_turn,
         )
+
+    # -- approve with changes: the built engine's, when it edits (bot.runtime.ArgumentEditor)
+
+    def can_amend(self, state: AgentRun, call: PendingCall) -> bool:
+        engine = self.engine()
+        return isinstance(engine, ArgumentEditor) and engine.can_amend(state, call)
+
+    def check_arguments(
+        self, state: AgentRun, call: PendingCall, arguments: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return self._editor().check_arguments(state, call, arguments)
+
+    def amended(self, state: AgentRun, tool_call_id: str, arguments: Mapping[str, Any]) -> AgentRun:
+        return self._editor().amended(state, tool_call_id, arguments)
+
+    def _editor(self) -> ArgumentEditor:
+        engine = self.engine()
+        if not isinstance(engine, ArgumentEditor):
+            raise InputError(f"agent {self._name!r} takes no changed arguments")
+        return engine
 
     async def load(self) -> AgentEngine:
         """Build the engine now, in a worker thread (to warm it up before first use)."""

@@ -1,5 +1,6 @@
-"""What every adapter checks when an agent of its framework is registered, and what
-cards and the policy know of the agent's tools (`ToolFacts`).
+"""What every adapter checks when an agent of its framework is registered, what cards
+and the policy know of the agent's tools (`ToolFacts`), and approve with changes for the
+adapters whose framework can run a call with other arguments (`EditsByToolFacts`).
 
 A typo in `replay_policies` or `review_fields` would silently give a tool the `manual`
 policy or show reviewers every argument; both are refused by name at registration.
@@ -11,8 +12,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.errors import ConfigError, InputError, StateUnreadableError
-from bot.runtime import AgentRun, ExternalRunState, ReplayPolicy
+from bot.errors import ConfigError, InputError, RunStateError, StateUnreadableError
+from bot.runtime import AgentRun, ExternalRunState, PendingCall, ReplayPolicy
 from bot.runtime.tools import ReplayPolicyName, replay_policy_name
 
 Validator = Callable[[Mapping[str, Any]], Any]
@@ -39,6 +40,34 @@ class ToolFacts:
         except Exception as error:
             raise InputError(_first_line(str(error))) from None
         return dict(arguments)
+
+
+class EditsByToolFacts:
+    """Approve with changes (bot.runtime.ArgumentEditor) for an adapter whose tools'
+    facts hold the framework's own validators: a call may be changed when its tool has
+    one, the changed arguments are checked by it, and the state's copy keeps the
+    arguments the framework asked with (the restored-call re-check compares those).
+    The engine provides `tool_named`."""
+
+    def tool_named(self, name: str) -> ToolFacts | None:
+        raise NotImplementedError
+
+    def can_amend(self, state: AgentRun, call: PendingCall) -> bool:
+        facts = self.tool_named(call.tool_name)
+        return facts is not None and facts.validator is not None
+
+    def check_arguments(
+        self, state: AgentRun, call: PendingCall, arguments: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        facts = self.tool_named(call.tool_name)
+        if facts is None:
+            raise InputError(f"the agent has no tool {call.tool_name!r}")
+        return facts.validate(arguments)
+
+    def amended(self, state: AgentRun, tool_call_id: str, arguments: Mapping[str, Any]) -> AgentRun:
+        if not isinstance(state, ExternalRunState):
+            raise RunStateError(f"run {state.run_id} was not written by an adapter")
+        return state.with_arguments(tool_call_id, arguments)
 
 
 def tool_facts(

@@ -36,6 +36,7 @@ from bot.commands.manifest import MANIFEST, manifest_scopes
 from bot.env_file import DEFAULT_ENV_FILE, ENV_FILE_ENV
 from bot.errors import ApprovalsError
 from bot.logs import log_settings_from_env
+from bot.mcp.config_file import gateway_tools_named
 from bot.policy.loading import POLICY_ENV, policy_from_env
 from bot.service import (
     approval_ttl_from_env,
@@ -229,6 +230,8 @@ async def _policy(env: Mapping[str, str]) -> Check:
         spec = env.get(AGENTS_ENV, "").strip() or None
         registry = load_agent_registry(spec, default=builtin_registry(model))
         tools = tool_names(registry)
+        if policy_file := env.get(POLICY_ENV, "").strip():  # and the MCP gateway's
+            tools += gateway_tools_named(policy_file, env)
         policy = policy_from_env(env, known_tools=tools)  # PolicyError: every problem
     finally:
         await close_model(model)

@@ -2,7 +2,8 @@
 
 All problems at once, one per line, each naming its key (not the first one only, as a
 start-up that stops at once would), including `[tools.<name>]` tables for tools no agent
-has: the agents are those the deployment runs (the ops agent, and APPROVALS_AGENTS).
+has: the agents are those the deployment runs (the ops agent, and APPROVALS_AGENTS), and
+with APPROVALS_MCP the gateway's tools (`<upstream>__<tool>` of an upstream it names).
 A good file prints the effective rule of each tool it names and of the defaults; exit 0.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 from bot.agents import AGENTS_ENV, builtin_registry, load_agent_registry, tool_names
 from bot.commands.json_output import print_json
 from bot.demo import OfflineOpsModel
+from bot.mcp.config_file import gateway_tools_named
 from bot.policy.durations import format_duration
 from bot.policy.loading import load_policy
 from bot.policy.routing import Routing
@@ -51,7 +53,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 def policy_check(args: argparse.Namespace) -> int:
     spec = os.environ.get(AGENTS_ENV, "").strip() or None
     registry = load_agent_registry(spec, default=builtin_registry(OfflineOpsModel()))
-    tools = tool_names(registry)
+    tools = tool_names(registry) + gateway_tools_named(args.file, os.environ)
     try:
         policy = load_policy(args.file, known_tools=tools)  # PolicyError: every problem
     except PolicyError as error:

@@ -6,7 +6,9 @@ README), open the model and the store, listen on HOST:PORT (the probes answer fr
 on, saying what the bot waits for), open the Slack surface (`open_bot`: auth.test, tried
 again while Slack cannot be reached), finish what a dead process left (`recover`), start
 the expiry sweeper, take Slack's requests until SIGINT/SIGTERM, then stop listening,
-drain the tasks they own and close everything, each part by whoever opened it.
+drain the tasks they own and close everything, each part by whoever opened it. With
+`APPROVALS_MCP` set, the MCP gateway (bot.commands.mcp_gateway) answers `/mcp` on the
+same port: 503 until its upstreams are connected, then the gateway itself.
 
 The Slack side (aiohttp, Bolt, slack_sdk) is about half of the CLI's start-up, so it is
 imported inside the functions that serve: `approvals-bot --help`, `demo` and the
@@ -33,6 +35,7 @@ from bot.agents import (
     model_from_env,
     tool_names,
 )
+from bot.commands.mcp_gateway import GatewaySetup
 from bot.commands.serve_lock import sole_server
 from bot.demo import ops_dependencies
 from bot.errors import ConfigError
@@ -41,6 +44,7 @@ from bot.metrics import Metrics
 from bot.policy.loading import POLICY_ENV, policy_from_env
 from bot.service import (
     ApprovalService,
+    Notifier,
     TaskOwner,
     approval_ttl_from_env,
     installation_worker_id,
@@ -127,22 +131,35 @@ async def _open_and_serve(
     from bot.slack.server import EVENTS_PATH, StartingApp
 
     metrics = Metrics()
+    gateway = GatewaySetup.from_env(environ, metrics=metrics)  # APPROVALS_MCP, if set
     readiness = Readiness(metrics, reason="waiting for Slack: asking auth.test who the bot is")
     endpoint = StartingApp(readiness) if mode == "http" else None
-    port = _Port(endpoint.app if endpoint else build_probe_app(readiness), settings)
-    async with open_bot(
-        settings,
-        environ=environ,
-        metrics=metrics,
-        before_slack=port.listening,
-        waiting=readiness.waiting,
-    ) as surface:
+    app = endpoint.app if endpoint else build_probe_app(readiness)
+    if gateway is not None:
+        gateway.mount(app)  # /mcp answers 503 until the gateway runs
+    port = _Port(app, settings)
+    async with (
+        open_bot(
+            settings,
+            environ=environ,
+            metrics=metrics,
+            gateway=gateway,
+            before_slack=port.listening,
+            waiting=readiness.waiting,
+        ) as surface,
+        _gateway_running(gateway, surface.service),
+    ):
         readiness.waiting("recovering the runs a previous process left")
         recovered = await surface.service.recover()
         if recovered:
             log.info("recovered %d run(s) left by a previous process", recovered)
         surface.service.start_expiry_sweeper(every_seconds=sweep_seconds_from_env(environ))
-        probes = Probes(service=surface.service, health=surface.health, metrics=metrics)
+        probes = Probes(
+            service=surface.service,
+            health=surface.health,
+            metrics=metrics,
+            detail=gateway.readiness if gateway is not None else None,
+        )
         about = started_line(settings, environ=environ, surface=surface)
         if endpoint is not None:
             endpoint.serve_slack(
@@ -152,12 +169,31 @@ async def _open_and_serve(
             )
             readiness.serving(probes)
             announce(f"serving Slack at {port.url}{EVENTS_PATH} ({about})")
+            _announce_gateway(gateway, port.url)
             if on_listening is not None:
                 on_listening(f"{port.url}{EVENTS_PATH}")
             await stop.serving()
         else:
-            await _serve_socket(surface, settings, readiness, probes, port, about, stop)
+            await _serve_socket(surface, settings, readiness, probes, port, about, stop, gateway)
+        if gateway is not None:
+            gateway.stop_waiting()  # waiting MCP calls answer "still pending" now
         await port.close()  # no new request while the bot drains
+
+
+@contextlib.asynccontextmanager
+async def _gateway_running(
+    gateway: GatewaySetup | None, service: ApprovalService
+) -> AsyncIterator[None]:
+    if gateway is None:
+        yield
+        return
+    async with gateway.running(service):
+        yield
+
+
+def _announce_gateway(gateway: GatewaySetup | None, url: str) -> None:
+    if gateway is not None:
+        announce(f"MCP gateway at {url}/mcp ({gateway.describe()})")
 
 
 async def _serve_socket(
@@ -168,6 +204,7 @@ async def _serve_socket(
     port: _Port,
     about: str,
     stop: _Signals,
+    gateway: GatewaySetup | None,
 ) -> None:
     from bot.slack.socket_mode import socket_mode
 
@@ -176,6 +213,7 @@ async def _serve_socket(
     async with socket_mode(surface.bolt_app, settings.app_token):
         readiness.serving(probes)
         announce(f"connected to Slack over Socket Mode; probes and metrics at {port.url} ({about})")
+        _announce_gateway(gateway, port.url)
         await stop.serving()
 
 
@@ -185,6 +223,7 @@ async def open_bot(
     *,
     environ: Mapping[str, str],
     metrics: Metrics | None = None,
+    gateway: GatewaySetup | None = None,
     before_slack: Callable[[], AbstractAsyncContextManager[object]] | None = None,
     waiting: Callable[[str], None] | None = None,
 ) -> AsyncIterator[SlackSurface]:
@@ -194,7 +233,8 @@ async def open_bot(
     opened (the agents module, too, before the database); so is a second server on one
     SQLite file (bot.commands.serve_lock). `before_slack` is entered once the store is
     open, before Slack is asked who the bot is (serve listens there); `waiting` hears
-    why, each time Slack cannot be reached."""
+    why, each time Slack cannot be reached. With a `gateway` (the MCP gateway), its
+    engine is registered and its run watch put in front of the Slack notifier."""
     from bot.slack.channels import SlackChannelDirectory
     from bot.slack.groups import SlackGroupDirectory
     from bot.slack.notifier import SlackNotifier
@@ -212,7 +252,12 @@ async def open_bot(
         registry = load_agent_registry(settings.agents, default=builtin_registry(model))
         # Every problem of the policy at once. Without a policy file the service applies
         # the built-in defaults with APPROVALS_APPROVAL_TTL_SECONDS as their expiry.
-        policy = policy_from_env(environ, known_tools=tool_names(registry))
+        known = tool_names(registry)
+        if gateway is not None:  # its upstreams list their tools only once they run
+            known += gateway.tools_named_by_policy(environ)
+        policy = policy_from_env(environ, known_tools=known)
+        if gateway is not None:
+            gateway.register(registry, policy)
         store = await open_store(database_url, environ=environ)
         stack.push_async_callback(store.close)
         location = parse_database_url(database_url)
@@ -222,10 +267,13 @@ async def open_bot(
             stack.enter_context(sole_server(location.path))
 
         def make_service(slack: SlackGateway, tasks: TaskOwner) -> ApprovalService:
+            notifier: Notifier = SlackNotifier(slack)
+            if gateway is not None:
+                notifier = gateway.watching(notifier)
             return ApprovalService(
                 store=store,
                 registry=registry,
-                notifier=SlackNotifier(slack),
+                notifier=notifier,
                 dependencies=dependencies,
                 tasks=tasks,
                 worker_id=worker_id,

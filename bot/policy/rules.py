@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
-from bot.errors import ConfigError
+from bot.errors import ConfigFileError
 from bot.policy.routing import Routing
 
 BUILTIN = "<built-in defaults>"
@@ -110,16 +110,9 @@ def no_such_tool(name: str, known: Iterable[str]) -> str:
     return f"no agent has a tool named {name!r} (tools: {', '.join(sorted(known)) or 'none'})"
 
 
-class PolicyError(ConfigError):
+class PolicyError(ConfigFileError):
     """A policy file with problems: all of them, each naming its key (`problems`). One
     problem reads "policy file <path>: <key>: <problem>"; several, one per line."""
 
     def __init__(self, source: str, problems: list[str]) -> None:
-        self.source = source
-        self.problems = tuple(problems)
-        if len(problems) == 1:
-            text = f"policy file {source}: {problems[0]}"
-        else:
-            listed = "\n".join(f"  {problem}" for problem in problems)
-            text = f"policy file {source}: {len(problems)} problems:\n{listed}"
-        super().__init__(text)
+        super().__init__("policy file", source, problems)

@@ -25,22 +25,33 @@ _MAX_WARNINGS = 5
 
 @dataclass(frozen=True, kw_only=True)
 class ReviewSnapshot:
-    """The redacted view of one tool call, plus the digest of its real arguments."""
+    """The redacted view of one tool call, plus the digest of its real arguments.
+
+    `notes` are lines its engine wants read beside the arguments (already redacted and
+    made visible); `amendable` says whether an approver may change the arguments, when
+    the engine decides that per tool (None: as its engine does for every call)."""
 
     tool_name: str
     arguments: dict[str, Any]
     redacted_paths: list[str]
     digest: str
     omitted_fields: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    amendable: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "tool_name": self.tool_name,
             "arguments": self.arguments,
             "redacted_paths": list(self.redacted_paths),
             "omitted_fields": list(self.omitted_fields),
             "digest": self.digest,
         }
+        if self.notes:
+            data["notes"] = list(self.notes)
+        if self.amendable is not None:
+            data["amendable"] = self.amendable
+        return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False)
@@ -54,6 +65,8 @@ class ReviewSnapshot:
                 redacted_paths=list(data["redacted_paths"]),
                 digest=data["digest"],
                 omitted_fields=list(data.get("omitted_fields", [])),
+                notes=[str(note) for note in data.get("notes", [])],
+                amendable=_optional_bool(data.get("amendable")),
             )
         except (KeyError, TypeError) as error:
             raise InputError(f"not a review snapshot: missing or malformed {error}") from None
@@ -106,7 +119,7 @@ class ReviewSnapshot:
         return lines
 
     def _notes(self) -> list[str]:
-        notes = []
+        notes = list(self.notes)
         if self.redacted_paths:
             paths = ", ".join(visible(path) for path in self.redacted_paths)
             notes.append(f"{len(self.redacted_paths)} redacted: {paths}")
@@ -122,9 +135,13 @@ def review_snapshot(
     digest: str,
     shown_fields: Sequence[str] | None = None,
     keep_hidden: Collection[str] = (),
+    notes: Sequence[str] = (),
+    amendable: bool | None = None,
 ) -> ReviewSnapshot:
     """Snapshot a call for review: narrow, then redact; `digest` is the call's keyed
-    digest (RunState.call_digest), shown as given.
+    digest (RunState.call_digest), shown as given. `notes` (its engine's lines for the
+    reviewer) are redacted and their hiding characters made visible; `amendable` is
+    kept as given (see ReviewSnapshot).
 
     `shown_fields` (a tool's choice) limits the snapshot to those top-level fields; a
     listed field the call does not have is simply absent, the others are named in
@@ -148,7 +165,15 @@ def review_snapshot(
         redacted_paths=paths,
         digest=digest,
         omitted_fields=omitted,
+        notes=[visible(redact_text(note)) for note in notes],
+        amendable=amendable,
     )
+
+
+def _optional_bool(value: Any) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise TypeError("'amendable' must be true, false or absent")
 
 
 def carried_redactions(

@@ -58,6 +58,7 @@ from bot.runtime.decisions import (
 from bot.runtime.engine import (
     AgentEngine,
     AgentRun,
+    ArgumentEditor,
     EngineInfo,
     EngineResult,
     RunOutcome,
@@ -99,6 +100,7 @@ __all__ = [
     "ApprovalMetadata",
     "ApprovalsError",
     "ApprovedCall",
+    "ArgumentEditor",
     "ConfigError",
     "ContextSerializationError",
     "Decision",

@@ -1,9 +1,10 @@
 """The engine seam: what the service needs of an agent and of a run's state, whichever
 engine runs them.
 
-Two engines implement it: the bot's own run core (`Agent` and `RunState`, run by the
-`Runner`) and adapters for agents built on another framework (the OpenAI Agents SDK:
-bot.adapters.openai_agents, whose runs keep an `ExternalRunState`). The service starts,
+Several engines implement it: the bot's own run core (`Agent` and `RunState`, run by
+the `Runner`), adapters for agents built on another framework (bot.adapters: the OpenAI
+Agents SDK, LangGraph, Pydantic AI) and the MCP gateway (bot.mcp), whose runs keep an
+`ExternalRunState`. The service starts,
 stores, pauses, decides and resumes both with the same code:
 
 - an `AgentEngine` is registered in the `AgentRegistry` by name and version; it starts a
@@ -13,6 +14,13 @@ stores, pauses, decides and resumes both with the same code:
   keys, their keyed digests, the decisions people take, and its JSON.
 
 `read_run_state(text)` reads any stored state: the engine that wrote it is named inside.
+
+An engine other than the run core lets approvers change a call's arguments before they
+approve it ("approve with changes") only by also being an `ArgumentEditor` (with
+`amendable` true): it says for which calls it can check new arguments (its answer is
+kept with the call's card), checks them, and returns the state with them. This is the
+one way for every engine but the run core: the LangGraph and Pydantic AI adapters and
+the MCP gateway are editors; the OpenAI Agents SDK's adapter is not (`amendable` false).
 """
 
 from __future__ import annotations
@@ -145,7 +153,9 @@ class AgentEngine(Protocol):
 
     @property
     def amendable(self) -> bool:
-        """Whether an approver may change a call's arguments before approving it."""
+        """Whether an approver may change a call's arguments before approving it (the
+        run core: its tools check them; any other engine: call by call, as an
+        `ArgumentEditor`)."""
         ...
 
     def tool_names(self) -> list[str]: ...
@@ -172,6 +182,33 @@ class AgentEngine(Protocol):
     ) -> EngineResult:
         """Run `state` (decisions applied) until it completes or pauses; every call that
         needed approval goes through `journal`. The given state is not modified."""
+        ...
+
+
+@runtime_checkable
+class ArgumentEditor(Protocol):
+    """An engine whose calls approvers may change before approving them (its `amendable`
+    is true). The service merges an approver's edit over the real arguments (a redacted
+    value left as shown keeps its real value); the engine has the last word on what fits
+    the tool. `can_amend` is asked when the call's card is made (the answer is kept with
+    the card: Approve with changes is offered, or the card says why not) and again when
+    an approver submits changes."""
+
+    def can_amend(self, state: AgentRun, call: PendingCall) -> bool:
+        """Whether new arguments for this call can be checked (its tool's schema, as the
+        state knows it, allows that)."""
+        ...
+
+    def check_arguments(
+        self, state: AgentRun, call: PendingCall, arguments: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The arguments as the call's tool would take them; InputError naming what does
+        not fit."""
+        ...
+
+    def amended(self, state: AgentRun, tool_call_id: str, arguments: Mapping[str, Any]) -> AgentRun:
+        """A copy of `state` whose call waiting for approval has these arguments (its
+        digest changes with them); `state` itself is left as it was."""
         ...
 
 

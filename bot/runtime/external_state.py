@@ -14,11 +14,20 @@ Execution keys are `execution_key(run_id, pause, tool_call_id)`: `pause` counts 
 run's pauses, so a provider that reuses tool call ids across turns still gives every
 call its own key, and a run resumed twice from the same stored state computes the same
 keys (the ledger then runs each call at most once).
+
+An engine may attach notes to a pending call (`paused(..., notes=...)`): lines a
+reviewer should read beside the arguments (why the call is asked again, say). They are
+stored with the state and shown on the call's card.
+
+Approve with changes: an engine that can run a call with other arguments (an
+`ArgumentEditor`) gives the call an approver's arguments (`amend_arguments`, or a copy:
+`with_arguments`); the arguments the engine asked with are kept (`requested_digest`) to
+check its restored state against, and `amended_arguments` hands the changed ones back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -81,6 +90,7 @@ class ExternalRunState:
         digest_key: bytes | None = None,
         final_output: str | None = None,
         new_input: str | None = None,
+        notes: Mapping[str, Sequence[str]] | None = None,
         requested: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.run_id = run_id
@@ -99,6 +109,11 @@ class ExternalRunState:
         self._digest_key = new_digest_key() if digest_key is None else bytes(digest_key)
         self._final_output = final_output
         self.new_input = new_input
+        self._notes = {
+            call_id: tuple(lines)
+            for call_id, lines in (notes or {}).items()
+            if call_id in self._calls.calls and lines
+        }
         # the arguments the engine asked with, of the calls an approver changed
         self._requested: dict[str, dict[str, Any]] = {
             call_id: dict(arguments) for call_id, arguments in (requested or {}).items()
@@ -126,6 +141,10 @@ class ExternalRunState:
 
     def decision_for(self, call: PendingCall | str) -> Decision | None:
         return self._calls.decision_for(call)
+
+    def notes_for(self, call: PendingCall | str) -> tuple[str, ...]:
+        """What the engine asked a reviewer to read beside this call's arguments."""
+        return self._notes.get(self._calls.find(call).tool_call_id, ())
 
     def call_digest(self, call: PendingCall | str) -> str:
         pending = self._calls.find(call)
@@ -173,6 +192,14 @@ class ExternalRunState:
         pending = self._calls.decidable(tool_call_id, action="amended")
         self._requested.setdefault(pending.tool_call_id, dict(pending.arguments))
         self._calls.put(replace(pending, arguments=orjson.loads(orjson.dumps(dict(arguments)))))
+
+    def with_arguments(self, tool_call_id: str, arguments: Mapping[str, Any]) -> ExternalRunState:
+        """A copy in which `amend_arguments` gave the call these arguments (what an
+        `ArgumentEditor` engine's `amended` returns); this state stays as it was. The
+        call's execution key and notes stay."""
+        changed = self._copy()
+        changed.amend_arguments(tool_call_id, arguments)
+        return changed
 
     def approve(
         self,
@@ -233,10 +260,15 @@ class ExternalRunState:
         return execution_key(self.run_id, self.pauses, tool_call_id)
 
     def paused(
-        self, engine_state: Any, calls: Iterable[PendingCall], *, engine: EngineInfo
+        self,
+        engine_state: Any,
+        calls: Iterable[PendingCall],
+        *,
+        engine: EngineInfo,
+        notes: Mapping[str, Sequence[str]] | None = None,
     ) -> ExternalRunState:
         """A copy paused on `calls` (asked in the stretch that just ended), its engine
-        state written by `engine`."""
+        state written by `engine`; `notes` by tool call id (see the module doc)."""
         return self._copy(
             engine_state=engine_state,
             engine=engine,
@@ -244,6 +276,7 @@ class ExternalRunState:
             pending=calls,
             decisions={},
             new_input=None,
+            notes=notes or {},
             requested={},
         )
 
@@ -290,6 +323,7 @@ class ExternalRunState:
             "digest_key": self._digest_key,
             "final_output": self._final_output,
             "new_input": self.new_input,
+            "notes": self._notes,
             "requested": self._requested,
         }
         return ExternalRunState(**{**fields, **changes})
@@ -340,6 +374,7 @@ class ExternalRunState:
             "digest_key": self._digest_key.hex(),
             "final_output": self._final_output,
             "new_input": self.new_input,
+            "call_notes": {call_id: list(lines) for call_id, lines in self._notes.items()},
             "requested_arguments": self._requested,
             "engine_state": self.engine_state,
         }
@@ -391,6 +426,7 @@ class ExternalRunState:
             digest_key=read_digest_key(payload.get("digest_key")),
             final_output=optional_str(payload.get("final_output"), "final_output"),
             new_input=optional_str(payload.get("new_input"), "new_input"),
+            notes=_read_notes(payload.get("call_notes")),
             requested=_requested(payload.get("requested_arguments"), pending),
         )
 
@@ -400,6 +436,18 @@ class ExternalRunState:
             f"v{self.agent_version}, engine={self._engine.name} {self._engine.version}, "
             f"pauses={self.pauses}, pending={list(self._calls.calls)})"
         )
+
+
+def _read_notes(value: Any) -> dict[str, list[str]]:
+    """The stored notes (absent in states written before notes: none)."""
+    if value is None:
+        return {}
+    notes = typed(value, dict, "call_notes")
+    read: dict[str, list[str]] = {}
+    for call_id, lines in notes.items():
+        items = typed(lines, list, f"call_notes.{call_id}")
+        read[call_id] = [typed(line, str, f"call_notes.{call_id}[]") for line in items]
+    return read
 
 
 def _requested(value: Any, pending: Mapping[str, PendingCall]) -> dict[str, dict[str, Any]]:

@@ -11,7 +11,7 @@ between) is `Interrupted`, and the runner applies the tool's replay policy.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from bot.errors import ExecutionKeyConflict, LeaseLostError, UnknownExecutionKey
 
@@ -81,6 +81,21 @@ class Journal(Protocol):
 
     async def resolve_with_result(self, *, execution_key: str, result: str) -> None:
         """A human verified the outcome of an uncertain call: record it as its result."""
+        ...
+
+
+@runtime_checkable
+class VoidingJournal(Protocol):
+    """A journal that can also void an approval before its call runs (the service's):
+    an engine that finds, right before an approved call, that what was approved no
+    longer holds (the MCP gateway: the upstream changed the tool's definition) voids it
+    and asks again, and the approval's card says it is void and why."""
+
+    async def void_approval(self, *, execution_key: str, why: str) -> bool:
+        """Void the approval of the call with this key, before any claim of it (its
+        approval is revoked, the reason `voided: <why>`, its card updated). False when it
+        cannot: no approval is known for the key, or its call already started (a claim
+        of it exists): then claim the call as usual, which finds what happened."""
         ...
 
 

@@ -6,13 +6,24 @@ field left out, a value equal to the redaction marker, or a value equal to the r
 form of the stored one keeps the stored value; anything else replaces it. A marker left
 anywhere else is refused: it would run with the placeholder text.
 
-`amend_call` puts the new arguments into the paused run's state (RunState.amend_arguments:
-the model's tool call in the history and the pending call, which must agree; from then
-on the call has a keyed digest even if it had a legacy one; ExternalRunState's: the
-pending call, the engine's own state keeps what its model asked and its adapter hands
-the framework the changed arguments), and `noted_agent` gives the resumed run an agent
-whose tool prefixes the result of an amended call with a note, so that the model knows
-the call ran with arguments an approver changed (an adapter notes it itself).
+Which calls may be changed, how new arguments are checked and how they get into the
+state is one question with two answers:
+
+- the run core (an `Agent` with its `RunState`): the tool's own `validate`, and
+  RunState.amend_arguments (the model's tool call in the history and the pending call,
+  which must agree; from then on the call has a keyed digest even if it had a legacy
+  one);
+- any other engine: only as an `ArgumentEditor` (bot.runtime.engine), which answers per
+  call from the run's state (`can_amend`: the tool's schema as the call was asked),
+  checks the merged arguments (`check_arguments`) and returns a changed copy of the
+  state (`amended`). The LangGraph and Pydantic AI adapters and the MCP gateway are
+  editors; an engine that is not one (the OpenAI Agents SDK's) offers no change.
+
+`edit_for` and `amended_state` are those two answers; `can_change` is what the card is
+told when it is posted (bot.service.execution.card_snapshot). `noted_agent` gives the
+resumed run core an agent whose tool prefixes the result of an amended call with a note,
+so that the model knows the call ran with arguments an approver changed (an editing
+engine tells its own caller).
 """
 
 from __future__ import annotations
@@ -20,9 +31,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, Protocol, runtime_checkable
+from functools import partial
+from typing import Any
 
 from bot.canonical import canonical_arguments
 from bot.credentials import REDACTED, redact
@@ -32,28 +44,13 @@ from bot.runtime import (
     AgentEngine,
     AgentRun,
     AgentTools,
+    ArgumentEditor,
     PendingCall,
+    RunState,
     Tool,
     current_tool_call,
 )
 from store.records import ApprovalRecord
-
-
-@runtime_checkable
-class ArgumentsCheck(Protocol):
-    """A tool that can check changed arguments (a bot `Tool`, an adapter's tool)."""
-
-    @property
-    def name(self) -> str: ...
-
-    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]: ...
-
-
-@runtime_checkable
-class AmendableRun(Protocol):
-    """A run state that takes an approver's changed arguments for a pending call."""
-
-    def amend_arguments(self, tool_call_id: str, arguments: Mapping[str, Any]) -> None: ...
 
 
 async def built(agent: AgentEngine) -> AgentEngine:
@@ -95,17 +92,69 @@ def check_no_marker(value: Any, path: str = "$") -> None:
 
 
 def edited_arguments(
-    tool: ArgumentsCheck, stored: Mapping[str, Any], edit: Mapping[str, Any]
+    tool: Tool, stored: Mapping[str, Any], edit: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The new arguments: merged, free of markers, valid for the tool (InputError)."""
+    return _checked_edit(tool.validate, tool.name, stored, edit)
+
+
+def can_change(agent: AgentEngine, state: AgentRun, call: PendingCall) -> bool | None:
+    """Whether approvers may change `call`'s arguments, when its engine answers that per
+    call (an amendable `ArgumentEditor`); None when the answer is the same for every call
+    of the engine (the run core: yes; any other engine: no)."""
+    if isinstance(state, RunState) or not agent.amendable:
+        return None
+    if not isinstance(agent, ArgumentEditor):
+        return None  # it claims to edit but cannot say how: as an engine that does not
+    return agent.can_amend(state, call)
+
+
+def edit_for(
+    agent: AgentEngine, state: AgentRun, call: PendingCall, edit: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The arguments `call` would run with after `edit` (InputError when they do not fit
+    its tool); None when its engine lets nobody change them (or not for this call)."""
+    if not agent.amendable:
+        return None
+    if isinstance(agent, Agent) and isinstance(state, RunState):
+        tool = agent.tool_named(call.tool_name)
+        if tool is None:
+            raise InputError(f"the agent has no tool {call.tool_name!r}")
+        return edited_arguments(tool, call.arguments, edit)
+    if isinstance(agent, ArgumentEditor) and agent.can_amend(state, call):
+        check = partial(agent.check_arguments, state, call)
+        return _checked_edit(check, call.tool_name, call.arguments, edit)
+    return None
+
+
+def amended_state(
+    agent: AgentEngine, state: AgentRun, call: PendingCall, arguments: dict[str, Any]
+) -> AgentRun:
+    """A copy of `state` in which `call` has `arguments` (`edit_for` allowed them);
+    `state` itself stays as it was."""
+    if isinstance(state, RunState):
+        amended = RunState.from_json(state.to_json())
+        amended.amend_arguments(call.tool_call_id, arguments)
+        return amended
+    if not isinstance(agent, ArgumentEditor):
+        raise InputError(f"the arguments of {call.tool_name} cannot be changed")
+    return agent.amended(state, call.tool_call_id, arguments)
+
+
+def _checked_edit(
+    check: Callable[[dict[str, Any]], object],
+    tool_name: str,
+    stored: Mapping[str, Any],
+    edit: Mapping[str, Any],
+) -> dict[str, Any]:
     if not isinstance(edit, Mapping):
         raise InputError("the changed arguments must be a JSON object")
     merged = merge_edit(dict(stored), dict(edit))
     check_no_marker(merged)
     try:
-        tool.validate(merged)
+        check(merged)
     except InputError as error:
-        raise InputError(f"the changed arguments do not fit {tool.name}: {error}") from None
+        raise InputError(f"the changed arguments do not fit {tool_name}: {error}") from None
     canonical_arguments(merged)  # refuses what has no canonical form (NaN, ...)
     return dict(merged)
 
@@ -119,11 +168,6 @@ def pending_call(state: AgentRun, approval: ApprovalRecord) -> PendingCall:
         f"run {state.run_id} has no pending call {approval.tool_call_id!r} for approval "
         f"{approval.approval_id}"
     )
-
-
-def amend_call(state: AmendableRun, tool_call_id: str, arguments: dict[str, Any]) -> None:
-    """Give the pending call, and the model's tool call in the history, new arguments."""
-    state.amend_arguments(tool_call_id, arguments)
 
 
 def change_note(approval: ApprovalRecord) -> str:

@@ -42,6 +42,7 @@ async def start_run(
     requester: str,
     channel: str | None,
     context: Any,
+    run_id: str | None = None,
 ) -> RunRecord:
     """Start a run of the latest version of `agent_name` (see `ApprovalService.start_run`)."""
     text = checked_task(flow.policy.limits, task)
@@ -52,7 +53,8 @@ async def start_run(
         raise InputError("operators do not start runs; use Slack or the demo")
     agent = flow.registry.latest(agent_name)
     # off the loop: an engine may import its framework on first use (seconds)
-    state = await asyncio.to_thread(agent.new_state, text, run_id=uuid.uuid4().hex, context=context)
+    new_id = run_id or uuid.uuid4().hex
+    state = await asyncio.to_thread(agent.new_state, text, run_id=new_id, context=context)
     state_json = await flow.encode_state(state)  # refuses secrets
     run = await flow.store.create_run(
         run_id=state.run_id,

@@ -89,10 +89,7 @@ async def refresh_card(flow: Workflow, run: RunRecord, approval_id: str) -> None
     if approval is not None:
         view = await build_view(flow, approval, None)
         standing = await flow.standing(run.run_id)
-        amendable = flow.amendable(run)
-        await flow.notify(
-            ApprovalUpdated(run=run, view=view, standing=standing, amendable=amendable)
-        )
+        await flow.notify(ApprovalUpdated(run=run, view=view, standing=standing))
 
 
 async def _plan(flow: Workflow, approval: ApprovalRecord, found: Audience) -> Audience:
@@ -150,7 +147,6 @@ async def _send_one(
         stands_in_for=stands_in_for,
         away_until=away_until,
         standing=await flow.standing(run.run_id),
-        amendable=flow.amendable(run),
     )
     location = await flow.notify(copy)
     if location is None:

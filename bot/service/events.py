@@ -60,7 +60,6 @@ class ApprovalRequested:
     snapshot: ReviewSnapshot
     standing: tuple[StandingDecision, ...] = ()  # the run's active standing decisions
     reach: CardReach = field(default_factory=CardReach)
-    amendable: bool = True  # its agent's engine can run it with changed arguments
     kind: Literal["approval_requested"] = "approval_requested"
 
 
@@ -75,7 +74,6 @@ class ApprovalUpdated:
     view: ApprovalView
     standing: tuple[StandingDecision, ...] = ()  # the run's active standing decisions
     reach: CardReach = field(default_factory=CardReach)
-    amendable: bool = True  # its agent's engine can run it with changed arguments
     kind: Literal["approval_updated"] = "approval_updated"
 
     @property
@@ -228,7 +226,6 @@ class DirectCopy:
     away_until: datetime | None = None
     standing: tuple[StandingDecision, ...] = ()
     reach: CardReach = field(default_factory=CardReach)
-    amendable: bool = True  # its agent's engine can run it with changed arguments
     kind: Literal["direct_copy"] = "direct_copy"
 
     @property

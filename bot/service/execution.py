@@ -41,13 +41,15 @@ from bot.runtime import (
     AgentRun,
     EngineInfo,
     EngineResult,
+    ExternalRunState,
     PendingCall,
 )
-from bot.service.amend import noted_agent
+from bot.service.amend import can_change, noted_agent
 from bot.service.api import UncertainCall
 from bot.service.authority import execution_check
 from bot.service.copies import plan_request_copies, send_planned
 from bot.service.events import (
+    ApprovalDecided,
     ApprovalRequested,
     CallUncertain,
     ExecutionRefused,
@@ -116,6 +118,7 @@ async def execute(
         approvals=approvals,
         authorize=partial(execution_check, flow),
         on_refused=partial(_tell_refused, flow, run),
+        void=partial(void_approval, flow, run),
         clock=flow.clock,
         telemetry=flow.telemetry,
     )
@@ -168,6 +171,19 @@ async def _run_agent(
         )
     except LimitError as error:
         raise calls_per_turn_exceeded(error) from None
+
+
+async def void_approval(flow: Workflow, run: RunRecord, approval: ApprovalRecord, why: str) -> bool:
+    """Void an approval whose call has not started: it is revoked (`voided: <why>`) and
+    its card updated in place to say so, so the call can be asked again. False (and the
+    card shown as it stands) when its call already started: the store refuses then."""
+    voided = await flow.store.revoke(
+        approval.approval_id, actor=flow.actor, reason=f"voided: {why}"
+    )
+    if voided.won:
+        flow.telemetry.approval_closed(voided.record)
+    await flow.notify(ApprovalDecided(run=run, approval=voided.record))
+    return voided.won
 
 
 async def _tell_refused(
@@ -274,9 +290,7 @@ async def request_approvals(
     standing = await flow.standing(run.run_id)
     for record in records:
         if record.slack_ts is None:
-            await _post_card(
-                flow, run, record, snapshots[record.execution_key], standing, agent.amendable
-            )
+            await _post_card(flow, run, record, snapshots[record.execution_key], standing)
     if standing and await apply_standing(flow, run, records):
         await resume_if_decided(flow, run.run_id)
     return records
@@ -339,15 +353,20 @@ def card_snapshot(
 ) -> ReviewSnapshot:
     """The review card's snapshot of a pending call of `state`: redacted (and what an
     earlier snapshot hid, `keep_hidden`), limited to the tool's `review_fields`, with the
-    call's keyed digest, which always covers every argument."""
+    call's keyed digest, which always covers every argument; with the notes another
+    engine left for the reviewer, and whether approvers may change this call's
+    arguments when its engine answers that per call (bot.service.amend.can_change)."""
     tool = agent.tool_named(call.tool_name)
     shown = tool.review_fields if tool is not None else None
+    notes = state.notes_for(call) if isinstance(state, ExternalRunState) else ()
     return review_snapshot(
         call.tool_name,
         call.arguments,
         digest=state.call_digest(call),
         shown_fields=shown,
         keep_hidden=keep_hidden,
+        notes=notes,
+        amendable=can_change(agent, state, call),
     )
 
 
@@ -357,13 +376,10 @@ async def _post_card(
     approval: ApprovalRecord,
     snapshot: ReviewSnapshot,
     standing: tuple[StandingDecision, ...],
-    amendable: bool,
 ) -> None:
     planned = await plan_request_copies(flow, run, approval)  # first: the card says where it went
     location = await flow.notify(
-        ApprovalRequested(
-            run=run, approval=approval, snapshot=snapshot, standing=standing, amendable=amendable
-        )
+        ApprovalRequested(run=run, approval=approval, snapshot=snapshot, standing=standing)
     )
     if location is not None:
         channel, ts = location

@@ -20,6 +20,10 @@
 2. The audit trail of effects: `executed` after a result is recorded (so the trail says
    which worker ran what, with which key and attempt) and `uncertain` when an
    interrupted call is parked for reconciliation.
+3. Voiding (bot.runtime.journal.VoidingJournal): an engine that finds, before it claims
+   an approved call, that what was approved no longer holds voids the approval through
+   `void` (the service's own void-and-ask-again: revoked, its card says why) and asks
+   again; a call that already started cannot be voided (the store refuses).
 
 Before either, a run cancelled while this execution went on (by an operator, perhaps
 in another process) runs nothing more: every later claim answers "Not run: the run was
@@ -94,6 +98,7 @@ class ServiceJournal:
         approvals: dict[str, ApprovalRecord],
         authorize: Callable[[ApprovalRecord], Awaitable[Refusal | None]] | None = None,
         on_refused: Callable[[ApprovalRecord, str], Awaitable[None]] | None = None,
+        void: Callable[[ApprovalRecord, str], Awaitable[bool]] | None = None,
         clock: Clock = utc_now,
         telemetry: Telemetry | None = None,
     ) -> None:
@@ -105,6 +110,7 @@ class ServiceJournal:
         self._approvals = approvals  # approved calls of this execution, by execution key
         self._authorize = authorize
         self._on_refused = on_refused  # must not raise: the refusal stands either way
+        self._void = void
         self._clock = clock
         self._dispatches: dict[str, _Dispatch] = {}
 
@@ -113,6 +119,13 @@ class ServiceJournal:
         the Runner stops before its next model turn or tool call."""
         run = await self._store.get_run(self._run_id)
         return run is not None and run.held
+
+    async def void_approval(self, *, execution_key: str, why: str) -> bool:
+        """Void the approval of this execution's call with that key (module doc)."""
+        approved = self._approvals.get(execution_key)
+        if approved is None or self._void is None:
+            return False
+        return await self._void(approved, why)
 
     async def claim(
         self,

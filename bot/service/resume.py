@@ -46,12 +46,13 @@ from datetime import datetime
 from bot.canonical import digests_equal
 from bot.errors import ApprovalsError, RunStateError, StoreError
 from bot.runtime import AgentRun, ApprovedCall, PendingCall
-from bot.service.events import ApprovalDecided, ResumeStalled
+from bot.service.events import ResumeStalled
 from bot.service.execution import (
     MIGRATION_NEEDED,
     execute,
     fail_run,
     request_approvals,
+    void_approval,
     wait_for_migration,
 )
 from bot.service.leases import claim, leave_working
@@ -417,13 +418,8 @@ async def _void_and_ask_again(
         flow.telemetry.digest_mismatch(
             run_id=run.run_id, approval_id=row.approval_id, tool_call_id=call.tool_call_id
         )
-        voided = await flow.store.revoke(
-            row.approval_id,
-            actor=flow.actor,
-            reason="voided: the arguments in the stored state differ from the approved ones",
+        await void_approval(
+            flow, run, row, "the arguments in the stored state differ from the approved ones"
         )
-        if voided.won:
-            flow.telemetry.approval_closed(voided.record)
-        await flow.notify(ApprovalDecided(run=run, approval=voided.record))
     again = [call for call, _ in applied.mismatched]
     return await _back_to_paused(flow, run, state, again + applied.undecided, requester=requester)

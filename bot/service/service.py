@@ -151,11 +151,13 @@ class ApprovalService:
         requester: str,
         channel: str | None,
         context: Any = None,
+        run_id: str | None = None,
     ) -> RunRecord:
         """Run `task` with the agent (the latest version of `agent_name`, or the default
         agent) until it completes, fails or pauses for decisions; returns the run as it
         stands then. A context holding a secret, or a task longer than the policy's
-        `limits.task_chars`, is refused before anything is stored."""
+        `limits.task_chars`, is refused before anything is stored. `run_id` names the
+        new run (default: a random id); one already taken is refused by the store."""
         return await conversation.start_run(
             self._flow,
             agent_name=agent_name or self._default_agent,
@@ -163,6 +165,7 @@ class ApprovalService:
             requester=requester,
             channel=channel,
             context=context,
+            run_id=run_id,
         )
 
     def check_task(self, task: str) -> str:

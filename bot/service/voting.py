@@ -31,15 +31,8 @@ from bot.errors import (
     ResolutionError,
 )
 from bot.review.snapshot import ReviewSnapshot, carried_redactions
-from bot.runtime import AgentRun, read_run_state
-from bot.service.amend import (
-    AmendableRun,
-    ArgumentsCheck,
-    amend_call,
-    built,
-    edited_arguments,
-    pending_call,
-)
+from bot.runtime import AgentRun, PendingCall
+from bot.service.amend import amended_state, built, can_change, edit_for, pending_call
 from bot.service.answers import DecisionResult, Recorded
 from bot.service.authority import (
     already_decided,
@@ -169,10 +162,7 @@ async def settle(
         return _result(record, voters, resume_started=started)
     if outcome.result == "counted":
         view = await build_view(flow, record, None)
-        update = ApprovalUpdated(
-            run=run, view=view, standing=standing, amendable=amendable(flow, run)
-        )
-        await flow.notify(update)
+        await flow.notify(ApprovalUpdated(run=run, view=view, standing=standing))
         return _result(record, voters, resume_started=False)
     await refuse(flow, record, actor=ballot.decider, why=outcome.result)
     if outcome.result == "expired":
@@ -224,21 +214,14 @@ async def record_change(
         raise ResolutionError(f"run {run.run_id} is {run.status}; try again when it is paused")
     state = await flow.load_state(run.run_id)
     agent = await built(flow.registry.get(state.agent_name, state.agent_version))
-    if not agent.amendable:
-        raise InputError(not_amendable(run))
     call = pending_call(state, approval)
-    tool = agent.tool_named(call.tool_name)
-    if tool is None:
-        raise InputError(f"the agent has no tool {call.tool_name!r}")
-    if not isinstance(tool, ArgumentsCheck):
-        raise InputError(not_amendable(run))
-    new_arguments = edited_arguments(tool, call.arguments, arguments)
+    new_arguments = edit_for(agent, state, call, arguments)
+    if new_arguments is None:
+        per_call = can_change(agent, state, call)
+        raise InputError(not_amendable(run) if per_call is None else tool_not_amendable(call))
     if canonical_arguments(new_arguments) == canonical_arguments(call.arguments):
         return await record_vote(flow, ballot)  # nothing changed: a plain approval
-    amended = read_run_state(state.to_json())  # `state` stays as it was, to undo
-    if not isinstance(amended, AmendableRun):
-        raise InputError(not_amendable(run))
-    amend_call(amended, call.tool_call_id, new_arguments)
+    amended = amended_state(agent, state, call, new_arguments)  # `state` stays, to undo
     # What the card hid before stays hidden (the approver may not have seen it either).
     hidden = carried_redactions(
         ReviewSnapshot.from_json(approval.snapshot), call.arguments, new_arguments
@@ -258,12 +241,6 @@ async def record_change(
     return _recorded(flow, saved, ballot, outcome)
 
 
-def amendable(flow: Workflow, run: RunRecord) -> bool:
-    """Whether the run's agent engine can run a call with changed arguments (an agent
-    this deployment no longer registers: no)."""
-    return flow.amendable(run)
-
-
 def not_amendable(run: RunRecord) -> str:
     """Why a call of `run` cannot be approved with changes (its engine has no clean way
     to override a call's arguments)."""
@@ -271,6 +248,15 @@ def not_amendable(run: RunRecord) -> str:
     return (
         f"approve with changes is not offered for runs of {engine} agents: approve or "
         "reject the call as it is (the requester can ask again with other arguments)"
+    )
+
+
+def tool_not_amendable(call: PendingCall) -> str:
+    """Why a call its engine cannot check new arguments for cannot be approved with
+    changes."""
+    return (
+        f"approve with changes is not offered for {call.tool_name}: its input schema cannot "
+        "be checked safely; approve or reject the call as it is"
     )
 
 

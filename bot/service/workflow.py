@@ -18,7 +18,6 @@ from typing import Any
 
 from bot.clock import Clock
 from bot.errors import (
-    AgentNotRegisteredError,
     ApprovalsError,
     InputError,
     RunStateError,
@@ -118,14 +117,6 @@ class Workflow:
 
     def rule_for(self, tool_name: str) -> ToolRule:
         return self.policy.rule_for(tool_name)
-
-    def amendable(self, run: RunRecord) -> bool:
-        """Whether the run's agent engine can run a call with changed arguments (an agent
-        this deployment no longer registers: no)."""
-        try:
-            return self.registry.get(run.agent_name, run.agent_version).amendable
-        except AgentNotRegisteredError:
-            return False
 
     # -- lookups -------------------------------------------------------------------------
 

@@ -20,12 +20,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.errors import InputError
+from bot.review.snapshot import ReviewSnapshot
 from bot.service import UncertainCall
 from bot.service.events import CardReach
 from bot.service.reading import CUT_MARK, card_shows_all
 from bot.slack.actions import BY_ACTION_ID, CardAction, button
 from bot.slack.blocks import CALL_BLOCK_ID, Block, mrkdwn_context, mrkdwn_section, snapshot_text
 from bot.slack.messages.approval_lines import (
+    TOOL_NOT_AMENDABLE_TEXT,
     card_about,
     card_title,
     closing_line,
@@ -49,7 +51,6 @@ def approval_card_blocks(
     voters: Sequence[str] | None,
     not_run: str | None = None,
     standing: Sequence[StandingDecision] = (),
-    amendable: bool = True,
     reach: CardReach | None = None,
     deciding: bool = True,
     note: str | None = None,
@@ -58,12 +59,12 @@ def approval_card_blocks(
     current digest (None: not known here, the quorum line is left out). `not_run` is why
     an approved call was stopped right before it ran: said on the card, no buttons.
     `standing`: the run's active standing decisions; the card that made one says it
-    stands, a pending card names those of its run. `amendable`: the run's agent engine
-    can run the call with changed arguments (else no Approve with changes, and why).
-    `reach`: where the card went (by direct message, escalated). `deciding`: whether a
-    pending card carries Approve, Approve with changes and Reject (not the thread's card
-    when the policy sends them by direct message); `note`: a line under the title (a
-    copy in someone's DMs says why it came to them)."""
+    stands, a pending card names those of its run. Approve with changes is offered as
+    `card_amendable` says (else the card says why not). `reach`: where the card went (by
+    direct message, escalated). `deciding`: whether a pending card carries Approve,
+    Approve with changes and Reject (not the thread's card when the policy sends them by
+    direct message); `note`: a line under the title (a copy in someone's DMs says why it
+    came to them)."""
     status = approval.status
     blocks: list[Block] = [mrkdwn_section(card_title(approval))]
     if note is not None:
@@ -76,13 +77,13 @@ def approval_card_blocks(
     blocks.append(mrkdwn_section(call, block_id=CALL_BLOCK_ID))
     # No cut mark, no cut; with one (cut, or a value quoting it) the rule decides.
     cut = status == "pending" and CUT_MARK in call and not card_shows_all(approval.snapshot)
-    engine = run.engine.name if run.engine is not None else "this"
+    amendable, why_not = card_amendable(run, approval)
     lines = [
         CUT_CARD_TEXT if cut else None,
         closing_line(approval),
         not_run_line(not_run) if not_run is not None else None,
         standing_line(approval, standing),
-        not_amendable_text(engine) if not amendable and status == "pending" else None,
+        why_not if status == "pending" else None,
         *(reach_lines(reach) if reach is not None else ()),
     ]
     blocks += [mrkdwn_context(line) for line in lines if line]
@@ -94,6 +95,21 @@ def approval_card_blocks(
     if buttons:
         blocks.append({"type": "actions", "block_id": "decision", "elements": buttons})
     return blocks
+
+
+def card_amendable(run: RunRecord, approval: ApprovalRecord) -> tuple[bool, str | None]:
+    """Whether the card offers Approve with changes, and if not, why (None: it does):
+    as the call's snapshot says when its engine answered per call (bot.service.amend.
+    can_change), else only for the run core's calls."""
+    try:
+        per_call = ReviewSnapshot.from_json(approval.snapshot).amendable
+    except InputError:
+        per_call = None
+    if per_call is None:
+        if run.engine is None:
+            return True, None
+        return False, not_amendable_text(run.engine.name)
+    return per_call, None if per_call else TOOL_NOT_AMENDABLE_TEXT
 
 
 def card_buttons(

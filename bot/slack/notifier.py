@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from bot.errors import SlackError
 from bot.service.api import UncertainCall
@@ -90,9 +90,8 @@ class SlackNotifier:
                     Card(run=run, approval=approval, voters=None, not_run=event.reason, reach=reach)
                 )
             return
-        card = Card(run=run, approval=approval, voters=None, standing=event.standing, reach=reach)
-        if isinstance(event, ApprovalUpdated):  # a decided card has no deciding buttons
-            card = replace(card, voters=event.view.voters, amendable=event.amendable)
+        voters = event.view.voters if isinstance(event, ApprovalUpdated) else None
+        card = Card(run=run, approval=approval, voters=voters, standing=event.standing, reach=reach)
         await self._update_card(card)
 
     async def _tell_requester(self, run: RunRecord, approval: ApprovalRecord) -> None:
@@ -119,7 +118,7 @@ class SlackNotifier:
         if run.channel is None:
             return None
         card = Card(run=run, approval=approval, voters=(), standing=event.standing,
-                    reach=event.reach, amendable=event.amendable)  # fmt: skip
+                    reach=event.reach)  # fmt: skip
         ts = await self._slack.post(
             channel=run.channel,
             thread_ts=run.thread_ts,
@@ -137,8 +136,7 @@ class SlackNotifier:
             away_until=event.away_until,
         )
         card = Card(run=event.run, approval=event.approval, voters=event.view.voters,
-                    standing=event.standing, reach=event.reach, note=note,
-                    amendable=event.amendable)  # fmt: skip
+                    standing=event.standing, reach=event.reach, note=note)  # fmt: skip
         text = approval_card_text(event.approval)
         return await self._direct.post(user=event.recipient, text=text, blocks=card.copy_blocks())
 
@@ -190,7 +188,6 @@ class Card:
     standing: Sequence[StandingDecision] = ()
     reach: CardReach = field(default_factory=CardReach)
     note: str | None = None
-    amendable: bool = True  # the run's engine can run the call with changed arguments
 
     def blocks(self) -> list[Block]:
         """The card in the thread (deciding buttons unless they went by DM)."""
@@ -205,7 +202,6 @@ class Card:
         return cards.approval_card_blocks(
             run=self.run, approval=self.approval, voters=self.voters, not_run=self.not_run,
             standing=self.standing, reach=self.reach, deciding=deciding, note=note,
-            amendable=self.amendable,
         )  # fmt: skip
 
 

@@ -4,7 +4,8 @@
 `/healthz` answers 200 while the process serves its HTTP port. `/readyz` answers 200
 only when the database answers with the schema this build expects and the last Slack
 Web API call reached Slack with a token it accepts; otherwise 503 with the reason in one
-line (`{"ready": false, "reason": "..."}`). `serve` and `socket` listen before they
+line (`{"ready": false, "reason": "..."}`). A `detail` (the MCP gateway's upstreams, up or
+down) is added to either answer without deciding it. `serve` and `socket` listen before they
 reach Slack (`Readiness`): meanwhile `/readyz` says what they wait for ("waiting for
 Slack: ..." while `auth.test` is tried again). `/metrics` first reads the oldest pending
 approval into its gauge, then answers the registry in the text exposition format.
@@ -16,8 +17,9 @@ approval into its gauge, then answers the registry in the text exposition format
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from aiohttp import web
 from aiohttp.web_log import AccessLogger
@@ -43,10 +45,15 @@ class Probes:
     service: ApprovalService
     health: SlackHealth
     metrics: Metrics
+    detail: Callable[[], Mapping[str, Any]] | None = None  # more for /readyz (the gateway)
 
     async def not_ready(self) -> str | None:
         """Why the bot cannot serve now, or None."""
         return await self.service.readiness() or self.health.problem
+
+    def details(self) -> dict[str, Any]:
+        """What /readyz says besides whether the bot is ready."""
+        return dict(self.detail()) if self.detail is not None else {}
 
     async def observe_pending(self) -> None:
         """Read the oldest pending approval into its gauge (a failure is logged: the rest
@@ -76,6 +83,9 @@ class Readiness:
     async def not_ready(self) -> str | None:
         return self._reason if self._probes is None else await self._probes.not_ready()
 
+    def details(self) -> dict[str, Any]:
+        return {} if self._probes is None else self._probes.details()
+
     async def observe_pending(self) -> None:
         if self._probes is not None:
             await self._probes.observe_pending()
@@ -88,6 +98,8 @@ class ProbeSource(Protocol):
     def metrics(self) -> Metrics: ...
 
     async def not_ready(self) -> str | None: ...
+
+    def details(self) -> dict[str, Any]: ...
 
     async def observe_pending(self) -> None: ...
 
@@ -104,9 +116,10 @@ def add_probe_routes(app: web.Application, probes: ProbeSource | None) -> None:
 
     async def readyz(request: web.Request) -> web.Response:
         reason = await probes.not_ready()
+        more = probes.details()
         if reason is not None:
-            return web.json_response({"ready": False, "reason": reason}, status=503)
-        return web.json_response({"ready": True})
+            return web.json_response({"ready": False, "reason": reason, **more}, status=503)
+        return web.json_response({"ready": True, **more})
 
     async def metrics(request: web.Request) -> web.Response:
         await probes.observe_pending()

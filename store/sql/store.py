@@ -23,6 +23,7 @@ from store.sql.escalations import Escalations
 from store.sql.full_reads import FullReads
 from store.sql.leases import Leases, RequestMemory
 from store.sql.ledger import Ledger
+from store.sql.mcp_calls import McpCalls
 from store.sql.retention import Retention
 from store.sql.rotation import KeyRotation
 from store.sql.runs import Runs
@@ -74,6 +75,7 @@ class SqlStore:
             audit=audit,
             ledger=Ledger(database, sealer, clock),
             sealed=sealed,
+            mcp_calls=McpCalls(database, clock),
         )
         self._bind_reach(
             StandIns(database, clock, seals),
@@ -105,6 +107,7 @@ class SqlStore:
         audit: Audit,
         ledger: Ledger,
         sealed: SealedDecisions,
+        mcp_calls: McpCalls,
     ) -> None:
         self.create_run = runs.create_run
         self.save_run_state = runs.save_run_state
@@ -164,6 +167,10 @@ class SqlStore:
         self.ledger_mark_uncertain = ledger.ledger_mark_uncertain
         self.ledger_resolve_with_result = ledger.ledger_resolve_with_result
         self.ledger_entries = ledger.ledger_entries
+
+        self.claim_mcp_call = mcp_calls.claim_mcp_call
+        self.release_mcp_call = mcp_calls.release_mcp_call
+        self.forget_mcp_calls = mcp_calls.forget_mcp_calls
 
     def _bind_reach(self, stand_ins: StandIns, escalations: Escalations, copies: Copies) -> None:
         self.set_stand_in = stand_ins.set_stand_in

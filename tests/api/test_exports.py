@@ -25,6 +25,7 @@ PROMISED = frozenset(
         "ApprovalMetadata",
         "ApprovalsError",
         "ApprovedCall",
+        "ArgumentEditor",
         "ConfigError",
         "ContextSerializationError",
         "Decision",

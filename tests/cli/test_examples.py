@@ -138,15 +138,20 @@ async def test_each_example_serve_command_serves(
         stderr=asyncio.subprocess.PIPE,
     )
     assert process.stderr is not None
+    wanted = ["serving Slack at"]
+    if "APPROVALS_MCP=" in command:
+        wanted.append("MCP gateway at")  # its upstream connected (or reported down)
     lines: list[str] = []
     async with asyncio.timeout(SECONDS):
-        while not any("serving Slack at" in line for line in lines):
+        while not all(any(started in line for line in lines) for started in wanted):
             line = (await process.stderr.readline()).decode()
             assert line, f"{command}\n" + "\n".join(lines)
             lines.append(line.rstrip("\n"))
         process.send_signal(signal.SIGTERM)
         await process.communicate()
     assert process.returncode == 0, lines
-    assert any(
-        re.search(r"policy examples/policy\.toml, agents billing, ops\b", line) for line in lines
-    ), lines
+    if "APPROVALS_POLICY=examples/policy.toml" in command:
+        started = r"policy examples/policy\.toml, agents billing, ops\b"
+        assert any(re.search(started, line) for line in lines), lines
+    if "APPROVALS_MCP=" in command:
+        assert any("upstreams: ops up" in line for line in lines), lines

@@ -148,3 +148,26 @@ def test_rendered_text_always_fits_and_never_breaks_an_escape(
     assert ">" not in text
     assert not BROKEN_ESCAPE.search(text)
     text.encode("utf-8")
+
+
+def test_engine_notes_are_redacted_visible_and_shown_under_the_arguments() -> None:
+    snapshot = review_snapshot(
+        "deploy",
+        {"service": "api"},
+        digest="a" * 64,
+        notes=["asked again: password=hunter2 \u202echanged"],
+        amendable=True,
+    )
+    text = snapshot.render_text()
+    assert "hunter2" not in text
+    assert "\\u202e" in text
+    assert text.index('"service"') < text.index("asked again")
+    again = ReviewSnapshot.from_json(snapshot.to_json())
+    assert (again.notes, again.amendable) == (snapshot.notes, True)
+
+
+def test_a_snapshot_without_notes_is_written_as_before() -> None:
+    snapshot = review_snapshot("deploy", {"service": "api"}, digest="a" * 64)
+    assert set(snapshot.to_dict()) == {
+        "tool_name", "arguments", "redacted_paths", "omitted_fields", "digest"
+    }  # fmt: skip

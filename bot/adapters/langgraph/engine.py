@@ -37,7 +37,13 @@ from bot.adapters.calls import ToolSite, site_scope
 from bot.adapters.langgraph.checkpoint import FORMAT, latest, saver_with
 from bot.adapters.langgraph.interrupts import Asked, asked_at, asked_calls, resume_value
 from bot.adapters.langgraph.tools import tool_nodes, with_ledger
-from bot.adapters.registration import ToolFacts, Validator, checked_state, tool_facts
+from bot.adapters.registration import (
+    EditsByToolFacts,
+    ToolFacts,
+    Validator,
+    checked_state,
+    tool_facts,
+)
 from bot.adapters.verdicts import check_restored, verdict_for
 from bot.errors import ApprovalsError, LimitError, ModelError, RunStateError, StateUnreadableError
 from bot.runtime import (
@@ -73,7 +79,7 @@ def last_message_text(values: Mapping[str, Any]) -> str | None:
     return message_text(last) if isinstance(last, AIMessage) else None
 
 
-class LangGraphEngine:
+class LangGraphEngine(EditsByToolFacts):
     """A compiled graph registered with the bot (see the module doc). `replay_policies`
     give a tool its replay policy (default `manual`), `review_fields` the arguments its
     card shows (default all). `input_of` makes a graph input of a task or a thread
@@ -122,7 +128,8 @@ class LangGraphEngine:
 
     @property
     def amendable(self) -> bool:
-        """Yes: an approver's changed arguments go back as the middleware's `edit`."""
+        """Yes, for the calls whose tool has an argument schema (`can_amend`): an
+        approver's changed arguments go back as the middleware's `edit`."""
         return True
 
     @property

@@ -41,7 +41,13 @@ from pydantic_core import to_json
 
 from bot.adapters.calls import ToolSite, site_scope
 from bot.adapters.pydantic_ai.ledger import LedgerCapability
-from bot.adapters.registration import ToolFacts, Validator, checked_state, tool_facts
+from bot.adapters.registration import (
+    EditsByToolFacts,
+    ToolFacts,
+    Validator,
+    checked_state,
+    tool_facts,
+)
 from bot.adapters.verdicts import Refuse, check_restored, verdict_for
 from bot.errors import (
     ApprovalsError,
@@ -68,7 +74,7 @@ STATE_FORMAT = "pydantic-ai-messages-1"  # the schema of what the adapter keeps
 DepsOf = Callable[[Mapping[str, Any]], Any]
 
 
-class PydanticAIEngine:
+class PydanticAIEngine(EditsByToolFacts):
     """A Pydantic AI agent registered with the bot (see the module doc).
     `replay_policies` give a tool that needs approval its replay policy (default
     `manual`), `review_fields` the arguments its card shows (default all); `tools` names
@@ -116,7 +122,8 @@ class PydanticAIEngine:
 
     @property
     def amendable(self) -> bool:
-        """Yes: an approver's changed arguments go back as `ToolApproved(override_args)`."""
+        """Yes, for the calls whose tool has an argument schema (`can_amend`): an
+        approver's changed arguments go back as `ToolApproved(override_args)`."""
         return True
 
     @property

@@ -89,6 +89,12 @@ def not_amendable_text(engine: str) -> str:
     )
 
 
+TOOL_NOT_AMENDABLE_TEXT = (
+    "This tool's arguments cannot be changed here (its schema cannot be checked safely): "
+    "approve or reject the call as it is."
+)
+
+
 def standing_line(approval: ApprovalRecord, standing: Sequence[StandingDecision]) -> str | None:
     """What the card says of the run's standing decisions: on the card that made one,
     that it stands and how to stop it; on a pending card, which ones hold in its run."""
