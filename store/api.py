@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from bot.runtime.journal import Claim
 from store.records import (
     Amendment,
+    ApprovalCopy,
     ApprovalRecord,
     ApprovalStatus,
     AuditEvent,
@@ -27,11 +28,14 @@ from store.records import (
     DecisionEvidence,
     DecisionOutcome,
     EngineStamp,
+    Escalation,
+    FiredEscalation,
     LeaseTerms,
     LedgerEntry,
     McpCallClaim,
     MigrationReport,
     NewApproval,
+    NewCopy,
     PendingCursor,
     PurgeReport,
     RotationReport,
@@ -42,6 +46,7 @@ from store.records import (
     RunRecord,
     RunStatus,
     SchemaStatus,
+    StandIn,
     StandingDecision,
     Verdict,
     VoteOutcome,
@@ -516,6 +521,82 @@ class LedgerStore(Protocol):
     ) -> list[LedgerEntry]: ...
 
 
+class StandInStore(Protocol):
+    """Absences: an approver away until a time, and who stands in for them (sealed)."""
+
+    async def set_stand_in(
+        self, away_user: str, *, stand_in: str | None, until: datetime, via: str | None = None
+    ) -> StandIn:
+        """`away_user` is away from now until `until`, `stand_in` deciding in their place
+        (None: nobody); an absence still open ends first. Sealed, audited `away_set`.
+        InputError when `until` has passed or someone would stand in for themselves."""
+        ...
+
+    async def end_stand_in(
+        self, away_user: str, *, actor: str, via: str | None = None
+    ) -> StandIn | None:
+        """End the person's open absence now (audited `away_ended`); None when there is
+        none."""
+        ...
+
+    async def stand_ins_of(self, users: Sequence[str], *, at: datetime) -> dict[str, StandIn]:
+        """The absence of each of `users` that holds at `at`, by person (those away only);
+        each says what its seal showed."""
+        ...
+
+    async def standing_in_for(self, stand_in: str, *, at: datetime) -> list[StandIn]:
+        """The absences in which `stand_in` stands in for someone at `at`."""
+        ...
+
+
+class EscalationStore(Protocol):
+    """An approval's escalation steps: written (and sealed) with the request
+    (`NewApproval.escalations`), fired once by the sweeper."""
+
+    async def escalations(self, approval_id: str) -> list[Escalation]:
+        """The approval's steps in order, each saying what its seal showed."""
+        ...
+
+    async def fire_escalations(self, *, now: datetime, batch: int = 100) -> list[FiredEscalation]:
+        """Mark the steps due at `now` fired, each once: those of pending approvals
+        `escalated` (audited; returned with the approval), those of closed ones `skipped`.
+        In batches, skipping rows another transaction holds (another replica's sweep, a
+        decision being recorded), as `expire_due`."""
+        ...
+
+
+class CopyStore(Protocol):
+    """Copies of review cards in people's direct messages."""
+
+    async def plan_copies(
+        self, approval_id: str, copies: Sequence[NewCopy], *, claim_until: datetime
+    ) -> list[ApprovalCopy]:
+        """Plan a copy per person (one per approval and person, ever); returns the ones
+        this call planned, held by the caller until `claim_until` (the others existed)."""
+        ...
+
+    async def copy_posted(self, approval_id: str, recipient: str, *, channel: str, ts: str) -> None:
+        """The copy was posted there (a decision updates it). InputError if unplanned."""
+        ...
+
+    async def claim_unsent_copies(
+        self,
+        *,
+        now: datetime,
+        claim_until: datetime,
+        max_attempts: int,
+        batch: int = 100,
+    ) -> list[ApprovalCopy]:
+        """Copies of pending approvals not posted yet whose claim ran out, tried fewer
+        than `max_attempts` times: claimed until `claim_until` (one more attempt each),
+        skipping rows another transaction holds."""
+        ...
+
+    async def approval_copies(self, approval_id: str) -> list[ApprovalCopy]:
+        """Every copy of the approval's card, planned or posted."""
+        ...
+
+
 class MaintenanceStore(Protocol):
     """What operators do to the store itself: schema migration (at open), key rotation."""
 
@@ -547,6 +628,9 @@ class Store(
     VoteStore,
     StandingStore,
     SealStore,
+    StandInStore,
+    EscalationStore,
+    CopyStore,
     AuditStore,
     LedgerStore,
     MaintenanceStore,

@@ -235,3 +235,43 @@ def check_standing_row(seals: DecisionSeals, row: Row) -> SealCheck:
     """What a standing decision row's seal says (the row read with its seal columns)."""
     seal = stored_seal(row["seal_key_id"], row["seal"])
     return seals.check(STANDING_PURPOSE, standing_row_fields(row), seal)
+
+
+# -- who else may decide: stand-ins and escalation steps ----------------------------------
+
+STAND_IN_PURPOSE = "stand_in"
+ESCALATION_PURPOSE = "escalation"
+
+
+def stand_in_fields(
+    *, away_user: str, stand_in: str | None, created_at: str, until: str
+) -> dict[str, SealValue]:
+    """What an absence means: who is away, from when until when, and who decides in
+    their place (times as stored). Ending it early is not sealed: it only takes away."""
+    return {"away_user": away_user, "stand_in": stand_in, "created_at": created_at, "until": until}
+
+
+def escalation_fields(
+    *, approval_id: str, step: int, due_at: str, approvers: str
+) -> dict[str, SealValue]:
+    """What an escalation step means: from `due_at` on, these people (space separated
+    ids) may decide this approval too."""
+    return {"approval_id": approval_id, "step": step, "due_at": due_at, "approvers": approvers}
+
+
+def stand_in_row_fields(row: Row) -> dict[str, SealValue]:
+    return stand_in_fields(
+        away_user=row["away_user"],
+        stand_in=row["stand_in"],
+        created_at=row["created_at"],
+        until=row["until"],
+    )
+
+
+def escalation_row_fields(row: Row) -> dict[str, SealValue]:
+    return escalation_fields(
+        approval_id=row["approval_id"],
+        step=int(row["step"]),
+        due_at=row["due_at"],
+        approvers=row["approvers"],
+    )

@@ -20,6 +20,7 @@ from bot.demo import OfflineOpsModel
 from bot.mcp.config_file import gateway_tools_named
 from bot.policy.durations import format_duration
 from bot.policy.loading import load_policy
+from bot.policy.routing import Routing
 from bot.policy.rules import Policy, PolicyError, ToolRule
 
 
@@ -91,6 +92,19 @@ def rule_json(rule: ToolRule) -> dict[str, Any]:
         "expires_after": expires,
         "remind_before": format_duration(rule.remind_before),
         "allow_always": rule.allow_always,
+        "routing": routing_json(rule.routing),
+    }
+
+
+def routing_json(routing: Routing) -> dict[str, Any]:
+    return {
+        "notify": routing.notify,
+        "max_dms": routing.max_dms,
+        "escalation": [
+            {"after": format_duration(step.after), "to": list(step.to)}
+            for step in routing.escalation
+        ],
+        "notify_requester": routing.notify_requester,
     }
 
 
@@ -116,4 +130,17 @@ def describe(rule: ToolRule) -> str:
         f"reason {'required' if rule.require_reason else 'optional'}; "
         f"expires after {expires}; remind {format_duration(rule.remind_before)} before; "
         f"for the rest of the run {'allowed' if rule.allow_always else 'not allowed'}"
+        f"{describe_routing(rule.routing)}"
     )
+
+
+def describe_routing(routing: Routing) -> str:
+    """The routing keys that differ from the defaults, as `; key value` parts."""
+    parts = []
+    if routing.notify != "channel":
+        parts.append(f"card to {routing.notify} (at most {routing.max_dms} DMs)")
+    for step in routing.escalation:
+        parts.append(f"escalates after {format_duration(step.after)} to {', '.join(step.to)}")
+    if routing.notify_requester != "thread":
+        parts.append(f"requester told by {routing.notify_requester}")
+    return "".join(f"; {part}" for part in parts)

@@ -18,13 +18,17 @@ from bot.review.visible import arguments_json, visible
 from bot.service import Location, Notifier
 from bot.service.events import (
     ApprovalDecided,
+    ApprovalEscalated,
     ApprovalExpired,
     ApprovalReminder,
     ApprovalRequested,
     ApprovalUpdated,
+    ApproversMentioned,
     CallUncertain,
+    DirectCopy,
     Event,
     ExecutionRefused,
+    OutcomeToRequester,
     ResumeStalled,
     RunCancelled,
     RunFailed,
@@ -116,6 +120,25 @@ def event_text(event: Event) -> str:
                 f"\nrun {run.run_id} needs migration: {reason}; it stays paused "
                 f"(approvals-bot runs resume {run.run_id} once the version is back, or cancel it)"
             )
+        case DirectCopy() | ApprovalEscalated() | ApproversMentioned() | OutcomeToRequester():
+            return _reach_text(event)
+
+
+def _reach_text(
+    event: DirectCopy | ApprovalEscalated | ApproversMentioned | OutcomeToRequester,
+) -> str:
+    """How a call reached people (in Slack: direct messages, escalation, mentions)."""
+    approval = event.approval
+    call = f"{approval.tool_name} ({approval.approval_id})"
+    match event:
+        case DirectCopy(recipient=recipient):
+            return f"{call}: a copy for {recipient} (direct messages are Slack's)"
+        case ApprovalEscalated(escalation=escalation):
+            return f"{call} escalated to {', '.join(escalation.approvers)}: nobody decided in time"
+        case ApproversMentioned(approvers=approvers):
+            return f"{call} waits for a decision of {', '.join(approvers)}"
+        case OutcomeToRequester():
+            return f"{call} {approval.status}; its requester {approval.requester} is told"
 
 
 def _control_text(event: RunCancelled | RunPaused | RunUnpaused) -> str:

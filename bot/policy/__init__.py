@@ -24,6 +24,13 @@ sets. Example:
     [tools.get_status]
     allow_always = true         # "approve this tool for the rest of the run" (default false)
 
+    [tools.drop_table]          # how the card reaches people (bot.policy.routing)
+    approvers = ["S0DBA"]
+    notify = "both"             # "channel" (default) | "dm" | "both"
+    escalate_after = "30m"      # then these may decide too, and are told
+    escalate_to = ["S0ONCALL"]
+    notify_requester = "dm"     # the outcome by direct message too
+
     [limits]                    # what one request may set in motion (defaults shown)
     tool_calls_per_turn = 20    # calls in one model turn; more and none of them runs
     pending_approvals_per_run = 20   # cards a run may wait on at once

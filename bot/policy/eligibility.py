@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from bot.policy.rules import ToolRule
+from bot.policy.rules import SLACK_GROUP_ID, ToolRule
 
 
 class GroupDirectory(Protocol):
@@ -51,7 +51,8 @@ class ChannelDirectory(Protocol):
 
 @dataclass(frozen=True, kw_only=True)
 class Eligible:
-    via: str  # "anyone", "listed", or the group id that made the person eligible
+    via: str  # "anyone", "listed", the group id, an escalation step, a stand-in's absence
+    stands_in_for: str | None = None  # eligible only as this person's stand-in
     kind: Literal["eligible"] = "eligible"
 
 
@@ -63,6 +64,16 @@ class NotEligible:
 
 
 Eligibility = Eligible | NotEligible
+
+
+async def in_any(ids: tuple[str, ...], user: str, groups: GroupDirectory) -> str | None:
+    """The first of `ids` (user ids and group ids) that names `user`, or None."""
+    if user in ids:
+        return user
+    for group in ids:
+        if SLACK_GROUP_ID.fullmatch(group) and user in await groups.members(group):
+            return group
+    return None
 
 
 async def is_eligible(

@@ -13,6 +13,7 @@ from typing import Any
 
 from bot.errors import ConfigError
 from bot.policy.durations import parse_duration
+from bot.policy.routing import ROUTING_KEYS, check_routing, read_routing
 from bot.policy.rules import (
     DEFAULT_POLICY,
     SLACK_GROUP_ID,
@@ -149,7 +150,7 @@ class _Parser:
         return Limits(**values)
 
     def rule(self, table: Mapping[str, Any], base: ToolRule, prefix: str) -> ToolRule:
-        self.unknown(table, _RULE_KEYS, prefix)
+        self.unknown(table, _RULE_KEYS | ROUTING_KEYS, prefix)
         rule = base
         if "approvers" in table:
             approvers = self.ids(table["approvers"], f"{prefix}.approvers", groups=True)
@@ -172,7 +173,11 @@ class _Parser:
         if "remind_before" in table:
             remind = self.duration(table, "remind_before", prefix)
             rule = rule if remind is None else replace(rule, remind_before=remind)
+        routing = read_routing(table, rule.routing, prefix, fail=self.fail, ids=self.any_ids)
+        rule = replace(rule, routing=routing)
         self.possible(rule, table, prefix)
+        check_routing(routing, table, prefix, approvers=rule.approvers,
+                      expires_after=rule.expires_after, fail=self.fail)  # fmt: skip
         return rule
 
     def duration(self, table: Mapping[str, Any], key: str, prefix: str) -> timedelta | None:
@@ -217,6 +222,9 @@ class _Parser:
             else:
                 good.append(item)
         return good
+
+    def any_ids(self, value: object, key: str) -> list[str]:
+        return self.ids(value, key, groups=True)
 
     def table(self, value: object, key: str) -> dict[str, Any]:
         if not isinstance(value, dict):

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from bot.errors import ConfigFileError
+from bot.policy.routing import Routing
 
 BUILTIN = "<built-in defaults>"
 # Slack ids, matched whole (`fullmatch`): users are U… (W… on Enterprise Grid), user
@@ -29,6 +30,8 @@ class ToolRule:
     expires_after: timedelta | None = timedelta(hours=24)  # None: never (not from TOML)
     remind_before: timedelta = timedelta(hours=1)  # zero: no reminder
     allow_always: bool = False  # may one decision stand for the rest of the run?
+    # -- how the call reaches people (bot.policy.routing) --
+    routing: Routing = field(default_factory=Routing)
 
     @property
     def user_approvers(self) -> frozenset[str]:
@@ -41,6 +44,10 @@ class ToolRule:
     @property
     def anyone(self) -> bool:
         return not self.approvers
+
+    def escalation_ids(self) -> frozenset[str]:
+        """Every user and group id an escalation step of the rule names."""
+        return frozenset(who for step in self.routing.escalation for who in step.to)
 
     @property
     def reminds(self) -> bool:

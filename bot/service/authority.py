@@ -11,6 +11,14 @@ counted voter is checked again right before an approved call executes
 there are only the votes whose seals verify (bot.service.sealed): a status, vote or
 quorum written into the database without the keys runs nothing.
 
+Besides the tool's approvers, two records widen who may decide, each only where a valid
+seal vouches for it (bot.service.widening): an escalation step in force (fixed with the
+request; its people may decide from its time on), and an absence (someone away whose
+stand-in may decide the calls the away person may decide, never their own). A vote is
+judged at the time it was cast, so a step or absence that held then still holds for it
+right before the call runs; and since a stand-in uses the say of the person they stand
+in for, the two count once (`principal`: refused at the vote, and again at the check).
+
 A call is shown to and decided by members of the channel it was asked in only (admins
 aside; its requester still sees it and may revoke it): a person outside a private
 channel must not read its calls' arguments in a list, App Home or a modal, nor decide
@@ -26,6 +34,7 @@ or `/approvals`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Literal
 
 from bot.canonical import digests_equal
@@ -34,6 +43,7 @@ from bot.policy.eligibility import Eligibility, Eligible, NotEligible, is_eligib
 from bot.policy.rules import Policy, ToolRule
 from bot.service.last_check import Refusal
 from bot.service.sealed import sealed_quorum
+from bot.service.widening import absences_covered, by_escalation
 from bot.service.workflow import Workflow
 from store.records import ApprovalRecord, VoteRecord
 
@@ -194,19 +204,56 @@ async def membership(flow: Workflow, approval: ApprovalRecord, user: str) -> boo
 
 
 async def eligibility(
-    flow: Workflow, approval: ApprovalRecord, user: str, *, member: bool | None = None
+    flow: Workflow,
+    approval: ApprovalRecord,
+    user: str,
+    *,
+    member: bool | None = None,
+    at: datetime | None = None,
 ) -> Eligibility:
     """May `user` decide the approval's call, by the policy (the approval's requester is
-    the call's requester) within its channel (`member`, when the caller already asked)."""
-    verdict = await is_eligible(
-        flow.rule_for(approval.tool_name),
-        user,
-        requester=approval.requester,
-        groups=flow.groups,
-    )
+    the call's requester), widened by the escalation steps in force and the absences
+    they stand in for at `at` (default now; a counted vote: when it was cast), within
+    its channel (`member`, when the caller already asked)."""
+    when = at or flow.clock()
+    verdict = await _own(flow, approval, user, when)
+    if isinstance(verdict, NotEligible) and verdict.code == "not_an_approver":
+        verdict = await _as_stand_in(flow, approval, user, when) or verdict
     if member is None:
         member = await membership(flow, approval, user)
     return scoped(flow.policy, verdict, user, member=member)
+
+
+async def _own(flow: Workflow, approval: ApprovalRecord, user: str, at: datetime) -> Eligibility:
+    """`user`'s own say: the tool's rule, or an escalation step in force at `at`."""
+    rule = flow.rule_for(approval.tool_name)
+    verdict = await is_eligible(rule, user, requester=approval.requester, groups=flow.groups)
+    if isinstance(verdict, NotEligible) and verdict.code == "not_an_approver":
+        return await by_escalation(flow, approval, rule, user, at) or verdict
+    return verdict
+
+
+async def _as_stand_in(
+    flow: Workflow, approval: ApprovalRecord, user: str, at: datetime
+) -> Eligible | None:
+    """Eligible as the stand-in of someone away at `at` who may decide the call
+    themselves (by their own say and within its channel: a stand-in never gets more than
+    the person they stand in for, and standing in does not pass on)."""
+    for absence in await absences_covered(flow, user, at):
+        away = absence.away_user
+        own = await _own(flow, approval, away, at)
+        member = await membership(flow, approval, away)
+        if isinstance(scoped(flow.policy, own, away, member=member), Eligible):
+            return Eligible(via=f"stand-in for {away}", stands_in_for=away)
+    return None
+
+
+def principal(voter: str, verdict: Eligibility) -> str:
+    """Whose say a decision uses: the person a stand-in stands in for, else the voter's
+    own. Two votes of one principal count once."""
+    if isinstance(verdict, Eligible) and verdict.stands_in_for is not None:
+        return verdict.stands_in_for
+    return voter
 
 
 async def require_visible(flow: Workflow, approval: ApprovalRecord, user: str) -> bool | None:
@@ -217,13 +264,37 @@ async def require_visible(flow: Workflow, approval: ApprovalRecord, user: str) -
     return member
 
 
-async def require_decider(flow: Workflow, approval: ApprovalRecord, user: str) -> ToolRule:
-    """The tool's rule when `user` may decide; else audit and NotAuthorizedError."""
+async def require_decider(flow: Workflow, approval: ApprovalRecord, user: str) -> Eligible:
+    """Why `user` may decide; else audit and NotAuthorizedError."""
     verdict = await eligibility(flow, approval, user)
     if isinstance(verdict, NotEligible):
         await refuse(flow, approval, actor=user, why=verdict.code)
         raise NotAuthorizedError(verdict.reason)
-    return flow.rule_for(approval.tool_name)
+    return verdict
+
+
+async def require_own_say(
+    flow: Workflow, approval: ApprovalRecord, decider: str, verdict: Eligible
+) -> None:
+    """Audit and NotAuthorizedError when approving would count one person's say twice:
+    a stand-in after the person they stand in for approved these arguments, or that
+    person after their stand-in did (quorum means distinct people deciding)."""
+    votes = (await flow.store.votes([approval.approval_id]))[approval.approval_id]
+    whose = principal(decider, verdict)
+    for vote in votes:
+        if (
+            vote.voter == decider
+            or vote.decision != "approved"
+            or not digests_equal(vote.digest, approval.arguments_digest)
+        ):
+            continue
+        earlier = await eligibility(flow, approval, vote.voter, at=vote.at)
+        if principal(vote.voter, earlier) == whose:
+            await refuse(flow, approval, actor=decider, why="same_say", detail={"with": vote.voter})
+            raise NotAuthorizedError(
+                f"{vote.voter} already approved these arguments with {whose}'s say, as a "
+                f"stand-in or in person; one person's say counts once"
+            )
 
 
 async def execution_check(flow: Workflow, approval: ApprovalRecord) -> Refusal | None:
@@ -236,8 +307,17 @@ async def execution_check(flow: Workflow, approval: ApprovalRecord) -> Refusal |
     quorum = sealed_quorum(evidence)
     if quorum.problem is not None:
         return Refusal(why=quorum.problem, tampered=True)
+    says: dict[str, str] = {}
     for voter in quorum.voters:
-        verdict = await eligibility(flow, evidence.approval, voter)
+        at = quorum.voted_at.get(voter)
+        verdict = await eligibility(flow, evidence.approval, voter, at=at)
         if isinstance(verdict, NotEligible):
             return Refusal(why=f"approver {voter} is no longer eligible ({verdict.code})")
+        whose = principal(voter, verdict)
+        if whose in says:
+            return Refusal(
+                why=f"{says[whose]} and {voter} both approved with {whose}'s say (a stand-in "
+                "and the person they stand in for count once)"
+            )
+        says[whose] = voter
     return None

@@ -14,15 +14,30 @@ arguments never reach a notifier.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal, Protocol
 
 from bot.review.snapshot import ReviewSnapshot
 from bot.service.api import ApprovalView, UncertainCall
-from store.records import ApprovalRecord, RunRecord, StandingDecision
+from store.records import ApprovalRecord, Escalation, RunRecord, StandingDecision
 
 Location = tuple[str, str]
 """(channel, ts) of a posted message: the run's root message or an approval's card."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CardReach:
+    """How far an approval's card reached, told with every event that shows the card
+    (the workflow fills it in where the tool's routing reaches past the thread): where
+    its copies in people's direct messages are (each updated as the card is), how many
+    people it was sent to, the escalation steps that fired, and whether the card in the
+    thread carries the deciding buttons (not when the policy sends them by DM)."""
+
+    copies: tuple[Location, ...] = ()
+    sent_to: int = 0
+    escalated: tuple[Escalation, ...] = ()
+    decided_in_channel: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +59,7 @@ class ApprovalRequested:
     approval: ApprovalRecord
     snapshot: ReviewSnapshot
     standing: tuple[StandingDecision, ...] = ()  # the run's active standing decisions
+    reach: CardReach = field(default_factory=CardReach)
     kind: Literal["approval_requested"] = "approval_requested"
 
 
@@ -57,6 +73,7 @@ class ApprovalUpdated:
     run: RunRecord
     view: ApprovalView
     standing: tuple[StandingDecision, ...] = ()  # the run's active standing decisions
+    reach: CardReach = field(default_factory=CardReach)
     kind: Literal["approval_updated"] = "approval_updated"
 
     @property
@@ -72,6 +89,7 @@ class ApprovalDecided:
     run: RunRecord
     approval: ApprovalRecord
     standing: tuple[StandingDecision, ...] = ()  # the run's active standing decisions
+    reach: CardReach = field(default_factory=CardReach)
     kind: Literal["approval_decided"] = "approval_decided"
 
 
@@ -107,6 +125,7 @@ class ExecutionRefused:
     run: RunRecord
     approval: ApprovalRecord
     reason: str
+    reach: CardReach = field(default_factory=CardReach)
     kind: Literal["execution_refused"] = "execution_refused"
 
 
@@ -193,7 +212,60 @@ class RunNeedsMigration:
     kind: Literal["run_needs_migration"] = "run_needs_migration"
 
 
-Posting = RunStarted | ApprovalRequested
+@dataclass(frozen=True, kw_only=True)
+class DirectCopy:
+    """Send the card to one person by direct message; the answer is where it went (the
+    workflow records it, and every later change of the card updates it too). `view` is
+    the approval as it stands, for no particular viewer; `stands_in_for`: they get it as
+    the stand-in of that person, away until `away_until`."""
+
+    run: RunRecord
+    view: ApprovalView
+    recipient: str
+    stands_in_for: str | None = None
+    away_until: datetime | None = None
+    standing: tuple[StandingDecision, ...] = ()
+    reach: CardReach = field(default_factory=CardReach)
+    kind: Literal["direct_copy"] = "direct_copy"
+
+    @property
+    def approval(self) -> ApprovalRecord:
+        return self.view.approval
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalEscalated:
+    """Nobody decided in time: from now on the people of `escalation` may decide too.
+    Tell them in the run's thread (the card itself is updated by `ApprovalUpdated`)."""
+
+    run: RunRecord
+    approval: ApprovalRecord
+    escalation: Escalation
+    kind: Literal["approval_escalated"] = "approval_escalated"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApproversMentioned:
+    """More people may decide than the policy sends direct messages to (`max_dms`): the
+    ones left out (user and group ids) are mentioned in the run's thread instead."""
+
+    run: RunRecord
+    approval: ApprovalRecord
+    approvers: tuple[str, ...]
+    kind: Literal["approvers_mentioned"] = "approvers_mentioned"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutcomeToRequester:
+    """The call was decided (approved, rejected, expired or revoked): tell its requester
+    by direct message too, as the policy asks (`notify_requester = "dm"`)."""
+
+    run: RunRecord
+    approval: ApprovalRecord
+    kind: Literal["outcome_to_requester"] = "outcome_to_requester"
+
+
+Posting = RunStarted | ApprovalRequested | DirectCopy
 """The events whose answer is where the message went (a `Location`, or None)."""
 
 Event = (
@@ -212,7 +284,13 @@ Event = (
     | RunUnpaused
     | ResumeStalled
     | RunNeedsMigration
+    | DirectCopy
+    | ApprovalEscalated
+    | ApproversMentioned
+    | OutcomeToRequester
 )
+CardEvent = ApprovalRequested | ApprovalUpdated | ApprovalDecided | ExecutionRefused | DirectCopy
+"""The events that show an approval's card (each told how far the card reached)."""
 
 
 class Notifier(Protocol):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Collection, Sequence
+from datetime import datetime
 from functools import partial
 
 from bot.canonical import digests_equal
@@ -32,6 +33,7 @@ from bot.errors import (
     SchemaVersionError,
     StateUnreadableError,
 )
+from bot.policy.rules import ToolRule
 from bot.review.snapshot import ReviewSnapshot, review_snapshot
 from bot.runtime import (
     Agent,
@@ -45,6 +47,7 @@ from bot.runtime import (
 from bot.service.amend import can_change, noted_agent
 from bot.service.api import UncertainCall
 from bot.service.authority import execution_check
+from bot.service.copies import plan_request_copies, send_planned
 from bot.service.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -65,6 +68,7 @@ from store.records import (
     FINISHED_RUN_STATUSES,
     ApprovalRecord,
     EngineStamp,
+    EscalationPlan,
     NewApproval,
     RunRecord,
     StandingDecision,
@@ -266,6 +270,7 @@ async def request_approvals(
                 required_approvals=rule.required_approvals,
                 remind_at=remind_at,
                 execution_key=call.execution_key,
+                escalations=escalation_plans(rule, now, expires_at),
             )
         )
     records = await flow.store.add_approvals(planned)
@@ -289,6 +294,20 @@ async def request_approvals(
     if standing and await apply_standing(flow, run, records):
         await resume_if_decided(flow, run.run_id)
     return records
+
+
+def escalation_plans(
+    rule: ToolRule, now: datetime, expires_at: datetime | None
+) -> tuple[EscalationPlan, ...]:
+    """The rule's escalation steps for a call requested `now`, fixed with the request
+    (a step at or past the expiry would never fire: the policy refuses one, and a
+    shorter default lifetime given at start-up drops it here)."""
+    due = [(step, now + step.after) for step in rule.routing.escalation]
+    return tuple(
+        EscalationPlan(step=number, due_at=at, approvers=step.to)
+        for number, (step, at) in enumerate(due, start=1)
+        if expires_at is None or at < expires_at
+    )
 
 
 def approval_ids(count: int) -> list[str]:
@@ -358,12 +377,14 @@ async def _post_card(
     snapshot: ReviewSnapshot,
     standing: tuple[StandingDecision, ...],
 ) -> None:
+    planned = await plan_request_copies(flow, run, approval)  # first: the card says where it went
     location = await flow.notify(
         ApprovalRequested(run=run, approval=approval, snapshot=snapshot, standing=standing)
     )
     if location is not None:
         channel, ts = location
         await flow.store.set_approval_message(approval.approval_id, channel=channel, ts=ts)
+    send_planned(flow, run, approval, planned)
 
 
 async def wait_for_migration(flow: Workflow, run: RunRecord, reason: str) -> RunRecord:

@@ -7,7 +7,13 @@ are updated, and a run with nothing left to wait for resumes (the expired call i
 run; the model is told so).
 
 Each pass (`ApprovalService.sweep`) also sends the reminders that are due
-(`remind_due`): claimed in the store first, so each approval is reminded once.
+(`remind_due`): claimed in the store first, so each approval is reminded once; and it
+fires the escalation steps that are due (`escalate_due`), after expiring: an expired
+call is never escalated. A step is fired once across replicas (the store claims due
+steps `FOR UPDATE SKIP LOCKED`, so a sweep passes over a step whose approval another
+transaction holds, a decision being recorded say, and the next pass finds it closed:
+`skipped`, nobody told). Who may decide does not wait for the sweep: a step's people
+are eligible from its sealed time on (bot.service.authority); the sweep tells them.
 
 It is one long-lived task, owned by the sweeper's own TaskOwner (not by the service's,
 whose `drain` waits for work that ends): `ApprovalService.aclose` stops it first.
@@ -20,11 +26,17 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from bot.errors import ApprovalsError, ConfigError
-from bot.service.events import ApprovalDecided, ApprovalExpired, ApprovalReminder
+from bot.service.copies import after_escalation
+from bot.service.events import (
+    ApprovalDecided,
+    ApprovalEscalated,
+    ApprovalExpired,
+    ApprovalReminder,
+)
 from bot.service.resume import resume_if_all_decided
 from bot.service.workflow import Workflow
 from bot.tasks import TaskOwner
-from store.records import ApprovalRecord
+from store.records import ApprovalRecord, FiredEscalation
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +64,20 @@ async def remind_due(flow: Workflow) -> list[ApprovalRecord]:
         approvers = flow.rule_for(record.tool_name).approvers
         await flow.notify(ApprovalReminder(run=run, approval=record, approvers=approvers))
     return due
+
+
+async def escalate_due(flow: Workflow) -> list[FiredEscalation]:
+    """Fire the escalation steps whose time has come, each once: say in the thread whom
+    the call escalated to, send them copies where the rule sends direct messages, and
+    show it on the card."""
+    fired = await flow.store.fire_escalations(now=flow.clock())
+    for item in fired:
+        run = await flow.run_of(item.approval)
+        await flow.notify(
+            ApprovalEscalated(run=run, approval=item.approval, escalation=item.escalation)
+        )
+        await after_escalation(flow, run, item)
+    return fired
 
 
 class ExpirySweeper:

@@ -11,7 +11,9 @@ nothing: the call is refused, audited `tamper_detected` (bot.service.last_check)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from bot.canonical import digests_equal
 from store.records import DecisionEvidence
@@ -19,11 +21,13 @@ from store.records import DecisionEvidence
 
 @dataclass(frozen=True, kw_only=True)
 class SealedQuorum:
-    """Who approved the current digest by a sealed vote; `problem` says why that is not
-    a decision the call may run on (None: it is)."""
+    """Who approved the current digest by a sealed vote (and when: their sealed vote's
+    time, what a stand-in's or an escalation's authority is judged at); `problem` says
+    why that is not a decision the call may run on (None: it is)."""
 
     voters: tuple[str, ...]
     problem: str | None
+    voted_at: Mapping[str, datetime] = field(default_factory=dict)
 
 
 def sealed_quorum(evidence: DecisionEvidence) -> SealedQuorum:
@@ -38,9 +42,10 @@ def sealed_quorum(evidence: DecisionEvidence) -> SealedQuorum:
     sealed = [c.vote for c in current if c.seal == "valid"]
     if any(vote.decision == "rejected" for vote in sealed):
         return SealedQuorum(voters=(), problem="a sealed vote rejected it")
-    voters = tuple(dict.fromkeys(v.voter for v in sealed if v.decision == "approved"))
+    voted_at = {v.voter: v.at for v in sealed if v.decision == "approved"}
+    voters = tuple(voted_at)
     if len(voters) >= approval.required_approvals:
-        return SealedQuorum(voters=voters, problem=None)
+        return SealedQuorum(voters=voters, problem=None, voted_at=voted_at)
     unsealed = sorted({c.seal for c in current if c.seal != "valid"})
     seen = f"; {len(current) - len(sealed)} vote(s) whose seal is " if unsealed else ""
     said = " or ".join(_said(check) for check in unsealed)

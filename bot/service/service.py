@@ -17,7 +17,7 @@ bot.service.api, the notifier's events bot.service.events.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from bot.clock import Clock, utc_now
@@ -27,12 +27,14 @@ from bot.policy.eligibility import ChannelDirectory, GroupDirectory, NoGroups
 from bot.policy.rules import DEFAULT_POLICY, Policy
 from bot.runtime import AgentRegistry, AgentRun, Resolution
 from bot.service import conversation, health
+from bot.service.absences import come_back, set_away
 from bot.service.answers import FollowUpOutcome
 from bot.service.api import ApprovalView, Page, Surface, UncertainCall
 from bot.service.authority import refuse_request, require_visible
 from bot.service.config import DEFAULT_APPROVAL_TTL, DEFAULT_SWEEP_SECONDS
+from bot.service.copies import send_unsent
 from bot.service.events import Notifier
-from bot.service.expiry import ExpirySweeper, expire_overdue, remind_due
+from bot.service.expiry import ExpirySweeper, escalate_due, expire_overdue, remind_due
 from bot.service.leases import DEFAULT_LEASE_SECONDS, HeldLeases
 from bot.service.limits import checked_task
 from bot.service.operator import cancel_run, pause_run, resume_stuck, unpause_run
@@ -48,7 +50,7 @@ from bot.service.voting import DecisionOperations
 from bot.service.workflow import Workflow
 from bot.tasks import TaskOwner
 from store.api import Store
-from store.records import ApprovalRecord, AuditEvent, CancelOutcome, RunRecord
+from store.records import ApprovalRecord, AuditEvent, CancelOutcome, RunRecord, StandIn
 
 
 class ApprovalService:
@@ -234,6 +236,18 @@ class ApprovalService:
         `viewer`: only those they may see)."""
         return await recent_decisions(self._flow, limit=limit, viewer=viewer)
 
+    # -- absences: who stands in for an approver away ---------------------------------------
+
+    async def set_away(self, user: str, *, until: datetime, stand_in: str | None) -> StandIn:
+        """`user` is away until `until`, `stand_in` deciding in their place (None: nobody);
+        see bot.service.absences. InputError, and nothing changed, for a bad time or
+        stand-in."""
+        return await set_away(self._flow, user, until=until, stand_in=stand_in)
+
+    async def come_back(self, user: str) -> StandIn | None:
+        """End `user`'s absence now (None: they were not away)."""
+        return await come_back(self._flow, user)
+
     # -- whole runs: cancel, pause and let go on, resume a stuck one -----------------------
 
     async def cancel_run(self, run_id: str, *, actor: str, reason: str) -> CancelOutcome:
@@ -276,11 +290,15 @@ class ApprovalService:
     async def sweep(self) -> list[ApprovalRecord]:
         """One sweeper pass: take over the runs of workers that died (their lease ran
         out: bot.service.recovery), try parked resumes again (bot.service.retry), expire
-        what is overdue, send due reminders, and forget requests remembered long enough."""
+        what is overdue, send due reminders, fire due escalation steps, send the
+        direct-message copies whose sender failed (bot.service.copies), and forget
+        requests remembered long enough."""
         await take_over_abandoned(self._flow)
         retry_parked(self._flow)
         expired = await self.expire_due()
         await self.send_reminders()
+        await escalate_due(self._flow)
+        await send_unsent(self._flow)
         await self._flow.store.forget_expired_requests()
         return expired
 

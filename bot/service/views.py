@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from bot.canonical import digests_equal
 from bot.errors import InputError, NotAuthorizedError
-from bot.policy.eligibility import Eligible, NotEligible, is_eligible
+from bot.policy.eligibility import Eligible, NotEligible, in_any, is_eligible
 from bot.policy.rules import ToolRule
 from bot.service import reading
 from bot.service.api import ApprovalView, Page, decode_cursor, encode_cursor
@@ -28,6 +28,7 @@ from bot.service.authority import (
     revoke_refusal,
     why_not_stand,
 )
+from bot.service.widening import absences_covered
 from bot.service.workflow import Workflow
 from store.records import ApprovalRecord, VoteRecord
 
@@ -132,17 +133,27 @@ async def views_of(
 
 async def _tool_filter(flow: Workflow, viewer: str) -> tuple[list[str] | None, list[str]]:
     """(only these tools | None for any, except these) that `viewer` may ever approve,
-    ignoring the self-approval rule (checked per row)."""
+    ignoring the self-approval rule (checked per row): as an approver or a person an
+    escalation step names; any tool while they stand in for someone (checked per row)."""
 
     async def possible(rule: ToolRule) -> bool:
         verdict = await is_eligible(rule, viewer, requester=None, groups=flow.groups)
-        return isinstance(verdict, Eligible)
+        if isinstance(verdict, Eligible):
+            return True
+        escalation = tuple(sorted(rule.escalation_ids()))
+        return await in_any(escalation, viewer, flow.groups) is not None
 
     policy = flow.policy
     named = {name: await possible(rule) for name, rule in policy.tools.items()}
     if await possible(policy.defaults):
-        return None, sorted(name for name, ok in named.items() if not ok)
-    return sorted(name for name, ok in named.items() if ok), []
+        only, excluded = None, sorted(name for name, ok in named.items() if not ok)
+    else:
+        only, excluded = sorted(name for name, ok in named.items() if ok), []
+    if only is None and not excluded:
+        return only, excluded  # every tool already: standing in for someone adds none
+    if await absences_covered(flow, viewer, flow.clock()):
+        return None, []
+    return only, excluded
 
 
 async def pending_for(

@@ -39,6 +39,7 @@ from bot.service.authority import (
     counted_voters,
     refuse,
     require_decider,
+    require_own_say,
     why_not_stand,
 )
 from bot.service.events import ApprovalDecided, ApprovalExpired, ApprovalUpdated
@@ -72,7 +73,8 @@ async def check_ballot(flow: Workflow, ballot: Ballot) -> tuple[ApprovalRecord, 
     if approval.status != "pending":
         await refuse(flow, approval, actor=ballot.decider, why="closed")
         raise already_decided(approval)
-    rule = await require_decider(flow, approval, ballot.decider)
+    verdict = await require_decider(flow, approval, ballot.decider)
+    rule = flow.rule_for(approval.tool_name)
     if rule.require_reason and not ballot.reason.strip():
         await refuse(flow, approval, actor=ballot.decider, why="reason_required")
         raise InputError("a reason is required for this decision")
@@ -83,6 +85,8 @@ async def check_ballot(flow: Workflow, ballot: Ballot) -> tuple[ApprovalRecord, 
     if ballot.approve and not await has_seen_all(flow, approval, ballot.decider):
         await refuse(flow, approval, actor=ballot.decider, why="unread")
         raise unread(approval)
+    if ballot.approve and approval.required_approvals > 1:
+        await require_own_say(flow, approval, ballot.decider, verdict)
     return approval, run
 
 

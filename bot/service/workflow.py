@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot.clock import Clock
@@ -30,10 +30,14 @@ from bot.runtime import AgentRegistry, AgentRun
 from bot.service.api import Surface
 from bot.service.codec import decode_state, encode_state
 from bot.service.events import (
+    ApprovalDecided,
     CallUncertain,
+    CardEvent,
+    CardReach,
     Event,
     Location,
     Notifier,
+    OutcomeToRequester,
     ResumeStalled,
     RunCancelled,
     RunFailed,
@@ -160,7 +164,47 @@ class Workflow:
     async def notify(self, event: Event) -> Location | None:
         """Tell people through the notifier; a failure is logged, never raised: the store
         is the record of truth, and a message that could not be posted must not undo or
-        abort a recorded decision or a finished run."""
+        abort a recorded decision or a finished run. An event that shows a card is told
+        how far the card reached (`card_reach`); a decided call's requester is told by
+        direct message too where the policy asks, in a task of its own (a message held
+        up by Slack's rate limits must not hold up the run)."""
+        if isinstance(event, CardEvent):
+            event = replace(event, reach=await self.card_reach(event.approval))
+        location = await self._told(event)
+        if isinstance(event, ApprovalDecided) and self._tells_requester(event.approval):
+            told = OutcomeToRequester(run=event.run, approval=event.approval)
+            try:
+                self.tasks.spawn(
+                    self._told(told), name=f"service:outcome:{told.approval.approval_id}"
+                )
+            except RuntimeError:  # shutting down: the card and the thread have the outcome
+                log.info(
+                    "not telling the requester of %s by DM: shutting down",
+                    told.approval.approval_id,
+                )
+        return location
+
+    async def card_reach(self, approval: ApprovalRecord) -> CardReach:
+        """How far the approval's card reached (nothing to read unless the tool's routing
+        reaches past the thread)."""
+        routing = self.rule_for(approval.tool_name).routing
+        if not routing.sends_dms and not routing.escalation:
+            return CardReach()
+        copies = await self.store.approval_copies(approval.approval_id)
+        steps = await self.store.escalations(approval.approval_id) if routing.escalation else []
+        return CardReach(
+            copies=tuple((c.channel, c.ts) for c in copies if c.channel and c.ts),
+            sent_to=len(copies),
+            escalated=tuple(s for s in steps if s.outcome == "escalated" and s.seal == "valid"),
+            decided_in_channel=routing.decided_in_channel or not copies,
+        )
+
+    def _tells_requester(self, approval: ApprovalRecord) -> bool:
+        by = approval.revoked_by if approval.status == "revoked" else approval.decider
+        routing = self.rule_for(approval.tool_name).routing
+        return routing.notify_requester == "dm" and approval.requester not in (None, by)
+
+    async def _told(self, event: Event) -> Location | None:
         try:
             return await self.notifier.notify(event)
         except ApprovalsError as error:  # Slack said no: one line, not a bug

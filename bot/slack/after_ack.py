@@ -109,7 +109,7 @@ class Responder:
         work: Callable[[], Awaitable[None]],
         *,
         name: str,
-        on_failure: Callable[[str], Awaitable[None]] | None = None,
+        on_failure: Callable[[str], Awaitable[object]] | None = None,
     ) -> None:
         """Run `work()` once Slack has been answered, in a task we own. Our own errors are
         handled inside; anything else (a bug) is logged and, with `on_failure`, the
@@ -134,10 +134,7 @@ class Responder:
         if command.response_url is None:
             await self.tell(command.channel_id, command.user_id, text)
             return
-        try:
-            await self.slack.respond(response_url=command.response_url, text=text)
-        except ApprovalsError as error:
-            log.warning("could not answer %s's %s: %s", command.user_id, command.command, error)
+        await self.respond(command.response_url, command.user_id, text)
 
     async def tell(
         self,
@@ -147,15 +144,31 @@ class Responder:
         thread_ts: str | None = None,
         *,
         blocks: list[Any] | None = None,
-    ) -> None:
-        """Tell one person something privately (`blocks`: with buttons); a failure to
-        tell is logged, not raised."""
+    ) -> bool:
+        """Tell one person something privately (`blocks`: with buttons); whether Slack
+        took it. A failure to tell is logged, not raised (Slack refuses an ephemeral
+        message to someone who is not a member of the channel: `user_not_in_channel`)."""
         if channel is None:
             log.info("no channel to tell %s: %s", user, text[:200])
-            return
+            return False
         try:
             await self.slack.tell(
                 channel=channel, user=user, text=text, thread_ts=thread_ts, blocks=blocks
             )
         except ApprovalsError as error:
             log.warning("could not tell %s in %s: %s", user, channel, error)
+            return False
+        return True
+
+    async def respond(self, response_url: str | None, user: str, text: str) -> bool:
+        """Tell the person through the response_url of what they did (a click, a slash
+        command), which reaches them whether or not they are a member of its channel;
+        whether Slack took it."""
+        if response_url is None:
+            return False
+        try:
+            await self.slack.respond(response_url=response_url, text=text)
+        except ApprovalsError as error:
+            log.warning("could not answer %s through the response_url: %s", user, error)
+            return False
+        return True

@@ -273,6 +273,11 @@ class SlackListeners:
             reason = parsed.reason or replies.CANCELLED_WITHOUT_REASON
             outcome = await service.cancel_run(parsed.run_id, actor=user, reason=reason)
             return replies.cancelled_text(outcome.run.run_id, len(outcome.closed))
+        if isinstance(parsed, commands.ApprovalsAway):
+            away = await service.set_away(user, until=parsed.until, stand_in=parsed.stand_in)
+            return replies.away_text(away.until, away.stand_in)
+        if isinstance(parsed, commands.ApprovalsBack):
+            return replies.BACK_TEXT if await service.come_back(user) else replies.NOT_AWAY_TEXT
         raise InputError("unknown /approvals sub-command")
 
     async def _reconcile(self, user: str, parsed: commands.ApprovalsReconcile) -> str:
@@ -323,7 +328,7 @@ async def list_text(service: ApprovalService, user: str, page: int) -> str:
 
 
 async def _say_outcome(
-    say: Callable[[str], Awaitable[None]], work: Callable[[], Awaitable[str | None]]
+    say: Callable[[str], Awaitable[object]], work: Callable[[], Awaitable[str | None]]
 ) -> None:
     """Do `work` (the service call behind a command or a reply) and tell the person what
     it says, or why it was refused; nothing when all went as they expect."""

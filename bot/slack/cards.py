@@ -22,6 +22,7 @@ from typing import Any
 from bot.errors import InputError
 from bot.review.snapshot import ReviewSnapshot
 from bot.service import UncertainCall
+from bot.service.events import CardReach
 from bot.service.reading import CUT_MARK, card_shows_all
 from bot.slack.actions import BY_ACTION_ID, CardAction, button
 from bot.slack.blocks import CALL_BLOCK_ID, Block, mrkdwn_context, mrkdwn_section, snapshot_text
@@ -33,6 +34,7 @@ from bot.slack.messages.approval_lines import (
     not_amendable_text,
     not_run_line,
     quorum_line,
+    reach_lines,
     standing_line,
     uncertain_about_text,
     uncertain_call_text,
@@ -49,18 +51,25 @@ def approval_card_blocks(
     voters: Sequence[str] | None,
     not_run: str | None = None,
     standing: Sequence[StandingDecision] = (),
+    reach: CardReach | None = None,
+    deciding: bool = True,
+    note: str | None = None,
 ) -> list[Block]:
     """The card for an approval in any state, from its record and the voters on its
     current digest (None: not known here, the quorum line is left out). `not_run` is why
     an approved call was stopped right before it ran: said on the card, no buttons.
     `standing`: the run's active standing decisions; the card that made one says it
     stands, a pending card names those of its run. Approve with changes is offered as
-    `card_amendable` says (else the card says why not)."""
+    `card_amendable` says (else the card says why not). `reach`: where the card went (by
+    direct message, escalated). `deciding`: whether a pending card carries Approve,
+    Approve with changes and Reject (not the thread's card when the policy sends them by
+    direct message); `note`: a line under the title (a copy in someone's DMs says why it
+    came to them)."""
     status = approval.status
-    blocks: list[Block] = [
-        mrkdwn_section(card_title(approval)),
-        mrkdwn_context(card_about(run, approval)),
-    ]
+    blocks: list[Block] = [mrkdwn_section(card_title(approval))]
+    if note is not None:
+        blocks.append(mrkdwn_context(note))
+    blocks.append(mrkdwn_context(card_about(run, approval)))
     if voters is not None:
         line = quorum_line(count=len(voters), required=approval.required_approvals, voters=voters)
         blocks.append(mrkdwn_context(line))
@@ -68,20 +77,21 @@ def approval_card_blocks(
     blocks.append(mrkdwn_section(call, block_id=CALL_BLOCK_ID))
     # No cut mark, no cut; with one (cut, or a value quoting it) the rule decides.
     cut = status == "pending" and CUT_MARK in call and not card_shows_all(approval.snapshot)
-    if cut:
-        blocks.append(mrkdwn_context(CUT_CARD_TEXT))
-    closing = closing_line(approval)
-    if closing:
-        blocks.append(mrkdwn_context(closing))
-    if not_run is not None:
-        blocks.append(mrkdwn_context(not_run_line(not_run)))
-    stands = standing_line(approval, standing)
-    if stands is not None:
-        blocks.append(mrkdwn_context(stands))
     amendable, why_not = card_amendable(run, approval)
-    if why_not is not None and status == "pending":
-        blocks.append(mrkdwn_context(why_not))
-    buttons = card_buttons(approval, cut=cut, amendable=amendable) if not_run is None else []
+    lines = [
+        CUT_CARD_TEXT if cut else None,
+        closing_line(approval),
+        not_run_line(not_run) if not_run is not None else None,
+        standing_line(approval, standing),
+        why_not if status == "pending" else None,
+        *(reach_lines(reach) if reach is not None else ()),
+    ]
+    blocks += [mrkdwn_context(line) for line in lines if line]
+    buttons = (
+        card_buttons(approval, cut=cut, amendable=amendable, deciding=deciding)
+        if not_run is None
+        else []
+    )
     if buttons:
         blocks.append({"type": "actions", "block_id": "decision", "elements": buttons})
     return blocks
@@ -103,19 +113,26 @@ def card_amendable(run: RunRecord, approval: ApprovalRecord) -> tuple[bool, str 
 
 
 def card_buttons(
-    approval: ApprovalRecord, *, cut: bool | None = None, amendable: bool = True
+    approval: ApprovalRecord,
+    *,
+    cut: bool | None = None,
+    amendable: bool = True,
+    deciding: bool = True,
 ) -> list[Block]:
     """The buttons for the approval's state; `cut`: whether the card cuts its arguments
     (None: find out), which adds Read all arguments to a pending card; `amendable`:
-    whether its run's engine lets approvers change arguments (Approve with changes)."""
+    whether its run's engine lets approvers change arguments (Approve with changes);
+    `deciding`: whether a pending card has the deciding buttons (else Revoke only)."""
     approval_id = approval.approval_id
     if approval.status == "pending":
-        buttons = [
-            button("approve", approval_id),
-            *([button("edit", approval_id)] if amendable else []),
-            button("reject", approval_id),
-            button("revoke", approval_id),
-        ]
+        buttons = [button("revoke", approval_id)]
+        if deciding:
+            buttons = [
+                button("approve", approval_id),
+                *([button("edit", approval_id)] if amendable else []),
+                button("reject", approval_id),
+                *buttons,
+            ]
         if cut if cut is not None else not card_shows_all(approval.snapshot):
             buttons.append(read_all_button(approval_id))
         return buttons
@@ -184,6 +201,7 @@ class ButtonClick:
     channel_id: str | None
     message_ts: str | None
     trigger_id: str
+    response_url: str | None = None  # answers there reach the person, member or not
 
     @property
     def uncertain_call(self) -> tuple[str, str]:
@@ -213,4 +231,5 @@ def parse_button_click(body: Mapping[str, Any]) -> ButtonClick:
         channel_id=optional_text(channel, "id") or optional_text(container, "channel_id"),
         message_ts=optional_text(container, "message_ts") or optional_text(message, "ts"),
         trigger_id=text_field(body, "trigger_id"),
+        response_url=optional_text(body, "response_url"),
     )

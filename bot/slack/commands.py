@@ -9,6 +9,8 @@
     /approvals audit ID
     /approvals reconcile ID result <text> | retry | abort
     /approvals cancel RUN [reason]
+    /approvals away until DATE [stand-in @person]
+    /approvals back
 
 Bad syntax raises InputError naming what is wrong; the listener answers it (with the
 help) before touching the service. `/approvals reconcile` parses into the runtime's
@@ -20,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from bot.errors import InputError
@@ -104,6 +107,8 @@ USAGE = {
     "audit": "`/approvals audit ID`",
     "reconcile": "`/approvals reconcile ID result <text> | retry | abort`",
     "cancel": "`/approvals cancel RUN [reason]`",
+    "away": "`/approvals away until 2026-12-24 [stand-in @person]`",
+    "back": "`/approvals back`",
 }
 
 
@@ -145,8 +150,23 @@ class ApprovalsReconcile:
     resolution: Resolution
 
 
+@dataclass(frozen=True, kw_only=True)
+class ApprovalsAway:
+    """Away until `until` (UTC), `stand_in` deciding in their place (None: nobody)."""
+
+    until: datetime
+    stand_in: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalsBack:
+    pass
+
+
 ApprovalsCommand = (
     ApprovalsHelp
+    | ApprovalsAway
+    | ApprovalsBack
     | ApprovalsList
     | ApprovalsShow
     | ApprovalsRevoke
@@ -164,6 +184,12 @@ def parse_approvals_command(text: str) -> ApprovalsCommand:
     rest = words[1].strip() if len(words) > 1 else ""
     if verb == "list":
         return ApprovalsList(page=_page(rest))
+    if verb == "away":
+        return parse_away(rest)
+    if verb == "back":
+        if rest:
+            raise InputError(f"`back` takes nothing after it; usage: {USAGE['back']}")
+        return ApprovalsBack()
     if verb not in USAGE:
         raise InputError(f"unknown /approvals sub-command {words[0][:40]!r}")
     approval_id, _, tail = rest.partition(" ")
@@ -208,6 +234,47 @@ def parse_resolution(text: str) -> Resolution:
         f"reconcile needs `result <text>`, `retry` or `abort`, got {shown}; "
         f"usage: {USAGE['reconcile']}"
     )
+
+
+_MENTION = re.compile(r"<@([UW][A-Z0-9]{2,30})(?:\|[^>]*)?>|([UW][A-Z0-9]{2,30})")
+_DATE = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}))?")
+_TIME = re.compile(r"\d{2}:\d{2}")
+_STAND_IN_WORDS = ("stand-in", "standin")
+
+
+def parse_away(text: str) -> ApprovalsAway:
+    """`until DATE [stand-in @person]`: DATE is `2026-12-24` (away until that day
+    begins, UTC) or `2026-12-24 09:00` (UTC); the stand-in is a mention, which Slack
+    sends as the person's id (`<@U…|name>`), or a user id."""
+    words = text.split()
+    if [word.lower() for word in words[:1]] != ["until"] or len(words) < len(["until", "DATE"]):
+        raise InputError(f"say until when you are away; usage: {USAGE['away']}")
+    with_time = len(words) > 2 and _TIME.fullmatch(words[2]) is not None
+    until = _until(" ".join(words[1 : 3 if with_time else 2]))
+    rest = words[3 if with_time else 2 :]
+    if not rest:
+        return ApprovalsAway(until=until, stand_in=None)
+    if rest[0].lower() not in _STAND_IN_WORDS or len(rest) != len(["stand-in", "@person"]):
+        raise InputError(f"unexpected {' '.join(rest)[:60]!r}; usage: {USAGE['away']}")
+    found = _MENTION.fullmatch(rest[1])
+    if found is None:
+        raise InputError(
+            f"{rest[1][:40]!r} does not name a person: mention them (@name, picked from the "
+            "list, so that Slack sends their id) or give their Slack user id"
+        )
+    return ApprovalsAway(until=until, stand_in=found.group(1) or found.group(2))
+
+
+def _until(text: str) -> datetime:
+    found = _DATE.fullmatch(text)
+    if found is None:
+        raise InputError(f"{text[:40]!r} is not a date; write 2026-12-24 or 2026-12-24T09:00 (UTC)")
+    try:
+        return datetime.fromisoformat(f"{found.group(1)}T{found.group(2) or '00:00'}").replace(
+            tzinfo=UTC
+        )
+    except ValueError:
+        raise InputError(f"{text[:40]!r} is not a date of the calendar") from None
 
 
 def _page(text: str) -> int:

@@ -37,6 +37,7 @@ from bot.metrics import Metrics
 from bot.slack.observed import ObservedWebClient, SlackHealth
 
 RATE_LIMIT_RETRIES = 2
+HTTP_TOO_MANY_REQUESTS = 429
 ViewOutcome = Literal["opened", "trigger_expired"]
 ViewUpdate = Literal["updated", "gone"]
 REDACTED_ARGUMENTS = ("text", "blocks", "view")
@@ -143,6 +144,15 @@ class SlackGateway:
     async def update(self, *, channel: str, ts: str, text: str, blocks: list[Any]) -> None:
         await self._call("chat_update", channel=channel, ts=ts, text=text, blocks=blocks)
 
+    async def open_dm(self, *, user: str) -> str:
+        """conversations.open: the id of the bot's direct message channel with `user`."""
+        response = await self._call("conversations_open", users=user)
+        channel = response.get("channel")
+        channel_id = channel.get("id") if isinstance(channel, dict) else None
+        if not isinstance(channel_id, str):
+            raise SlackError("conversations.open answered without a channel id")
+        return channel_id
+
     async def tell(
         self,
         *,
@@ -163,8 +173,9 @@ class SlackGateway:
         )
 
     async def respond(self, *, response_url: str, text: str) -> None:
-        """Answer a slash command privately through its response_url (works where the bot
-        is not a channel member, unlike chat.postEphemeral)."""
+        """Answer a slash command or a click privately through its response_url (works
+        where the bot, or the person, is not a channel member, unlike
+        chat.postEphemeral); never replaces the message clicked on."""
         if urlsplit(response_url).netloc not in self._response_hosts:
             raise SlackError(
                 f"refusing to post to response_url host {urlsplit(response_url).netloc!r}"
@@ -173,7 +184,9 @@ class SlackGateway:
             response_url, session=self._session, retry_handlers=_retry_handlers()
         )
         response = await webhook.send(
-            text=_redacted("response_url", "text", text), response_type="ephemeral"
+            text=_redacted("response_url", "text", text),
+            response_type="ephemeral",
+            replace_original=False,
         )
         if response.status_code != 200:
             raise SlackError(
@@ -226,6 +239,22 @@ def _redacted(method: str, key: str, value: Any) -> Any:
     if redacted != value:
         log.warning("redacted a credential in the %s of %s (its builder had not)", key, method)
     return redacted
+
+
+def retry_after(error: SlackError) -> float | None:
+    """The seconds Slack asked to wait when it answered the call 429 (rate limited)."""
+    cause = error.__cause__
+    if not isinstance(cause, SlackApiError) or cause.response is None:
+        return None
+    if cause.response.status_code != HTTP_TOO_MANY_REQUESTS:
+        return None
+    headers = {key.lower(): value for key, value in (cause.response.headers or {}).items()}
+    found = headers.get("retry-after")
+    value = found[0] if isinstance(found, list) and found else found
+    try:
+        return max(float(str(value)), 0.0) if value is not None else 1.0
+    except ValueError:
+        return 1.0
 
 
 def api_error_code(error: SlackError) -> str | None:

@@ -104,7 +104,7 @@ class CardInteractions:
         self._r.later(
             partial(self._open_modal, click),
             name=f"slack:modal:{click.approval_id}",
-            on_failure=partial(self._r.tell, click.channel_id, click.user_id),
+            on_failure=partial(self._answer, click),
         )
 
     async def _open_modal(self, click: ButtonClick) -> None:
@@ -120,7 +120,7 @@ class CardInteractions:
             await self._refuse(click, replies.warning(error))
             return
         if outcome == "trigger_expired":
-            await self._r.tell(click.channel_id, click.user_id, replies.TRIGGER_EXPIRED_TEXT)
+            await self._answer(click, replies.TRIGGER_EXPIRED_TEXT, trigger_used=True)
 
     async def _modal_for(self, click: ButtonClick, context: ModalContext) -> dict[str, Any] | None:
         """The modal to open (the form the action's row names), or None after telling the
@@ -164,15 +164,30 @@ class CardInteractions:
         return call.tool_name
 
     async def _refuse(self, click: ButtonClick, text: str) -> None:
-        """Say why nothing opens: privately in the card's channel, or, for a click in
-        App Home (no channel), in a small modal on the click's trigger."""
-        if click.channel_id is not None:
-            await self._r.tell(click.channel_id, click.user_id, text)
+        """Say why nothing opens (see `_answer`)."""
+        await self._answer(click, text)
+
+    async def _answer(self, click: ButtonClick, text: str, *, trigger_used: bool = False) -> None:
+        """Tell the person who clicked: privately in the card's channel where Slack
+        shows them an ephemeral message. Where it does not (a click in App Home has no
+        channel; someone who is not a member of the channel gets `user_not_in_channel`),
+        in a small modal on the click's trigger while it is unused and fresh, else
+        through the click's response_url."""
+        if click.channel_id is not None and await self._r.tell(
+            click.channel_id, click.user_id, text
+        ):
             return
-        try:
-            await self._r.slack.open_view(trigger_id=click.trigger_id, view=notice_modal(text))
-        except ApprovalsError as error:
-            log.warning("could not tell %s why nothing opened: %s", click.user_id, error)
+        if not trigger_used:
+            try:
+                view = notice_modal(text)
+                opened = await self._r.slack.open_view(trigger_id=click.trigger_id, view=view)
+            except ApprovalsError as error:
+                log.warning("could not show %s a notice: %s", click.user_id, error)
+            else:
+                if opened == "opened":
+                    return
+        if not await self._r.respond(click.response_url, click.user_id, text):
+            log.warning("nothing told %s of: %s", click.user_id, text[:200])
 
     async def _after(self, channel: str | None, user: str) -> None:
         """A decision made from App Home (no channel): show the person their new Home."""

@@ -114,7 +114,8 @@ def call_section(call: str | None, block_id: str) -> Block:
 
 
 def notice_modal(text: str) -> dict[str, Any]:
-    """A modal that only says something (why a click from App Home changed nothing)."""
+    """A modal that only says something: why a click changed nothing, where Slack shows
+    the person no ephemeral message (App Home; a channel they are not a member of)."""
     return {
         "type": "modal",
         "title": {"type": "plain_text", "text": "Approvals"},

@@ -1,27 +1,37 @@
 """SlackNotifier: the service's notifier, rendered in Slack.
 
-A run's root message roots its thread; review cards, reminders, notices, the answer and
-a cancellation go into that thread; a decided or changed approval updates its card in
-place, with the run's standing decisions (bot.service.standing) named on it. A run
-without a channel (started from code) is told nothing; that is logged.
+A run's root message roots its thread; review cards, reminders, escalations, notices,
+the answer and a cancellation go into that thread; a decided or changed approval
+updates its card in place, with the run's standing decisions (bot.service.standing)
+named on it, and every copy of the card in people's direct messages with it (the
+event's `reach`). A copy, and a requester's outcome, go by direct message
+(bot.slack.direct: rate limits waited out). A run without a channel (started from code)
+is told nothing in a thread; that is logged.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
+from bot.errors import SlackError
 from bot.service.api import UncertainCall
 from bot.service.events import (
     ApprovalDecided,
+    ApprovalEscalated,
     ApprovalExpired,
     ApprovalReminder,
     ApprovalRequested,
     ApprovalUpdated,
+    ApproversMentioned,
     CallUncertain,
+    CardReach,
+    DirectCopy,
     Event,
     ExecutionRefused,
     Location,
+    OutcomeToRequester,
     ResumeStalled,
     RunCancelled,
     RunFailed,
@@ -33,9 +43,10 @@ from bot.service.events import (
 )
 from bot.slack import cards
 from bot.slack.blocks import Block, mrkdwn_context, mrkdwn_section
+from bot.slack.direct import DirectMessages
 from bot.slack.gateway import SlackGateway
 from bot.slack.messages import run_thread
-from bot.slack.messages.approval_lines import approval_card_text
+from bot.slack.messages.approval_lines import approval_card_text, copy_note
 from store.records import ApprovalRecord, RunRecord, StandingDecision
 
 log = logging.getLogger(__name__)
@@ -44,28 +55,51 @@ log = logging.getLogger(__name__)
 class SlackNotifier:
     """Implements bot.service.Notifier with chat.postMessage / chat.update."""
 
-    def __init__(self, gateway: SlackGateway) -> None:
+    def __init__(self, gateway: SlackGateway, *, direct: DirectMessages | None = None) -> None:
         self._slack = gateway
+        self._direct = direct or DirectMessages(gateway)
 
     async def notify(self, event: Event) -> Location | None:
         match event:
             case RunStarted(run=run, task=task):
                 return await self._run_started(run, task)
-            case ApprovalRequested(run=run, approval=approval, standing=standing):
-                return await self._post_card(run, approval, standing)
-            case ApprovalDecided(run=run, approval=approval, standing=standing):
-                await self._update_card(run, approval, voters=None, standing=standing)
-            case ApprovalUpdated(run=run, view=view, standing=standing):
-                await self._update_card(run, view.approval, voters=view.voters, standing=standing)
-            case ExecutionRefused(run=run, approval=approval, reason=reason):
-                await self._post_in_thread(run, run_thread.execution_refused_text(approval, reason))
-                if approval.status == "approved":  # other states already closed the card
-                    await self._update_card(run, approval, voters=None, not_run=reason)
+            case ApprovalRequested():
+                return await self._post_card(event)
+            case DirectCopy():
+                return await self._post_copy(event)
+            case ApprovalDecided() | ApprovalUpdated() | ExecutionRefused():
+                await self._changed(event)
             case CallUncertain(run=run, call=call):
                 await self._post_uncertain_card(run, call)
+            case OutcomeToRequester(run=run, approval=approval):
+                await self._tell_requester(run, approval)
             case _:
                 await self._post_in_thread(event.run, thread_text(event))
         return None
+
+    async def _changed(self, event: ApprovalDecided | ApprovalUpdated | ExecutionRefused) -> None:
+        """A card to show again, everywhere it is (an execution refused is told in the
+        thread too)."""
+        run, approval, reach = event.run, event.approval, event.reach
+        if isinstance(event, ExecutionRefused):
+            await self._post_in_thread(
+                run, run_thread.execution_refused_text(approval, event.reason)
+            )
+            if approval.status == "approved":  # other states already closed the card
+                await self._update_card(
+                    Card(run=run, approval=approval, voters=None, not_run=event.reason, reach=reach)
+                )
+            return
+        voters = event.view.voters if isinstance(event, ApprovalUpdated) else None
+        card = Card(run=run, approval=approval, voters=voters, standing=event.standing, reach=reach)
+        await self._update_card(card)
+
+    async def _tell_requester(self, run: RunRecord, approval: ApprovalRecord) -> None:
+        if approval.requester is not None:
+            text = run_thread.outcome_text(run, approval)
+            await self._direct.post(
+                user=approval.requester, text=text, blocks=[mrkdwn_section(text)]
+            )
 
     async def _run_started(self, run: RunRecord, task: str) -> Location | None:
         if run.channel is None:
@@ -79,20 +113,32 @@ class SlackNotifier:
         ]
         return (run.channel, await self._slack.post(channel=run.channel, text=text, blocks=root))
 
-    async def _post_card(
-        self, run: RunRecord, approval: ApprovalRecord, standing: Sequence[StandingDecision]
-    ) -> Location | None:
+    async def _post_card(self, event: ApprovalRequested) -> Location | None:
+        run, approval = event.run, event.approval
         if run.channel is None:
             return None
+        card = Card(run=run, approval=approval, voters=(), standing=event.standing,
+                    reach=event.reach)  # fmt: skip
         ts = await self._slack.post(
             channel=run.channel,
             thread_ts=run.thread_ts,
             text=approval_card_text(approval),
-            blocks=cards.approval_card_blocks(
-                run=run, approval=approval, voters=(), standing=standing
-            ),
+            blocks=card.blocks(),
         )
         return (run.channel, ts)
+
+    async def _post_copy(self, event: DirectCopy) -> Location:
+        """The card in the recipient's direct messages, with every button: the click is
+        checked as any other (the call's channel, the policy)."""
+        note = copy_note(
+            channel=event.run.channel,
+            stands_in_for=event.stands_in_for,
+            away_until=event.away_until,
+        )
+        card = Card(run=event.run, approval=event.approval, voters=event.view.voters,
+                    standing=event.standing, reach=event.reach, note=note)  # fmt: skip
+        text = approval_card_text(event.approval)
+        return await self._direct.post(user=event.recipient, text=text, blocks=card.copy_blocks())
 
     async def _post_uncertain_card(self, run: RunRecord, call: UncertainCall) -> None:
         if run.channel is None:
@@ -105,31 +151,58 @@ class SlackNotifier:
             blocks=cards.uncertain_card_blocks(run=run, call=call),
         )
 
-    async def _update_card(
-        self,
-        run: RunRecord,
-        approval: ApprovalRecord,
-        *,
-        voters: Sequence[str] | None,
-        not_run: str | None = None,
-        standing: Sequence[StandingDecision] = (),
-    ) -> None:
-        if approval.slack_channel is None or approval.slack_ts is None:
-            return
-        await self._slack.update(
-            channel=approval.slack_channel,
-            ts=approval.slack_ts,
-            text=approval_card_text(approval),
-            blocks=cards.approval_card_blocks(
-                run=run, approval=approval, voters=voters, not_run=not_run, standing=standing
-            ),
-        )
+    async def _update_card(self, card: Card) -> None:
+        """The thread's card, then each copy in people's direct messages (one copy that
+        cannot be updated, say deleted by its reader, does not keep the others stale)."""
+        approval = card.approval
+        text = approval_card_text(approval)
+        if approval.slack_channel is not None and approval.slack_ts is not None:
+            await self._slack.update(
+                channel=approval.slack_channel, ts=approval.slack_ts, text=text,
+                blocks=card.blocks(),
+            )  # fmt: skip
+        for channel, ts in card.reach.copies:
+            try:
+                await self._slack.update(channel=channel, ts=ts, text=text,
+                                         blocks=card.copy_blocks())  # fmt: skip
+            except SlackError as error:
+                log.warning("the copy of %s in %s was not updated: %s", approval.approval_id,
+                            channel, error)  # fmt: skip
 
     async def _post_in_thread(self, run: RunRecord, text: str) -> None:
         if run.channel is None:
             log.info("run %s has no channel; a thread message was not posted", run.run_id)
             return
         await self._slack.post(channel=run.channel, thread_ts=run.thread_ts, text=text)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Card:
+    """What one rendering of an approval's card needs; the thread's card and its copies
+    in direct messages differ only in the copy's note and in the deciding buttons."""
+
+    run: RunRecord
+    approval: ApprovalRecord
+    voters: Sequence[str] | None
+    not_run: str | None = None
+    standing: Sequence[StandingDecision] = ()
+    reach: CardReach = field(default_factory=CardReach)
+    note: str | None = None
+
+    def blocks(self) -> list[Block]:
+        """The card in the thread (deciding buttons unless they went by DM)."""
+        return self._blocks(deciding=self.reach.decided_in_channel, note=None)
+
+    def copy_blocks(self) -> list[Block]:
+        """A copy in someone's direct messages: every button, and its note."""
+        return self._blocks(deciding=True, note=self.note or copy_note(
+            channel=self.run.channel, stands_in_for=None, away_until=None))  # fmt: skip
+
+    def _blocks(self, *, deciding: bool, note: str | None) -> list[Block]:
+        return cards.approval_card_blocks(
+            run=self.run, approval=self.approval, voters=self.voters, not_run=self.not_run,
+            standing=self.standing, reach=self.reach, deciding=deciding, note=note,
+        )  # fmt: skip
 
 
 ThreadNotice = (
@@ -142,8 +215,11 @@ ThreadNotice = (
     | RunUnpaused
     | ResumeStalled
     | RunNeedsMigration
+    | ApprovalEscalated
+    | ApproversMentioned
 )
-"""The events told as one message in the run's thread (the others post or update a card)."""
+"""The events told as one message in the run's thread (the others post or update a card,
+or go by direct message)."""
 
 
 def thread_text(event: ThreadNotice) -> str:
@@ -167,3 +243,7 @@ def thread_text(event: ThreadNotice) -> str:
             return run_thread.resume_stalled_text(attempts)
         case RunNeedsMigration(reason=reason):
             return run_thread.needs_migration_text(reason)
+        case ApprovalEscalated(approval=approval, escalation=escalation):
+            return run_thread.escalated_text(approval, escalation)
+        case ApproversMentioned(approval=approval, approvers=approvers):
+            return run_thread.mentioned_text(approval, approvers)

@@ -21,6 +21,8 @@ METHOD_SCOPES: Mapping[str, tuple[str, ...]] = {
     # who may see and decide a channel's calls: public and private channels and group
     # DMs (a DM with the bot is scoped by the policy alone, so no im:read)
     "conversations.members": ("channels:read", "groups:read", "mpim:read"),
+    # a card's copy, or a requester's outcome, in someone's direct messages
+    "conversations.open": ("im:write",),
 }
 """Every Web API method the bot calls with its bot token (apps.connections.open, Socket
 Mode's, takes the app-level token and its connections:write instead)."""

@@ -53,7 +53,7 @@ from store.seals import (
     new_request_fields,
     seal_params,
 )
-from store.sql import audit
+from store.sql import audit, escalations
 from store.tx import Body, Database, IntegrityViolation, many, one, run
 
 APPROVAL_STATUSES: frozenset[str] = frozenset(get_args(ApprovalStatus))
@@ -174,11 +174,21 @@ class Approvals:
             (new, self._seals.seal(REQUEST_PURPOSE, new_request_fields(new, at)))
             for new in approvals
         ]
+        steps = {
+            new.approval_id: [
+                (step, escalations.seal_plan(self._seals, new.approval_id, step))
+                for step in new.escalations
+            ]
+            for new in approvals
+        }
 
         def body() -> Body[list[ApprovalRecord]]:
             added = []
             for new, seal in sealed:
-                added.append((yield from _insert_or_get(new, at=at, seal=seal)))
+                record = yield from _insert_or_get(new, at=at, seal=seal)
+                if record.approval_id == new.approval_id and steps[new.approval_id]:
+                    yield from escalations.plan(new.approval_id, steps[new.approval_id])
+                added.append(record)
             return added
 
         return await self._db.transact(body)

@@ -7,7 +7,8 @@ from store.crypto import KeyRing, NoKeys
 from store.keys import KEYS_ENV
 from store.tx import Database
 
-SEALED_TABLES = ("approvals", "approval_votes", "standing_decisions")
+SEALED_TABLES = ("approvals", "approval_votes", "standing_decisions")  # sealed since 0010
+SEALED_SINCE_MADE = ("stand_ins", "approval_escalations")  # made (0040) with seal columns
 
 
 SEALED_KEY_IDS = (
@@ -15,7 +16,7 @@ SEALED_KEY_IDS = (
     "WHERE result_key_id IS NOT NULL"
     + "".join(
         f" UNION SELECT seal_key_id FROM {table} WHERE seal_key_id IS NOT NULL"
-        for table in SEALED_TABLES
+        for table in (*SEALED_TABLES, *SEALED_SINCE_MADE)
     )
 )
 """The query of every key id the sealed data names (of a database at the latest schema)."""

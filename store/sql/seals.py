@@ -14,6 +14,7 @@ are written, checked where the service reads what a decision rests on.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -27,8 +28,10 @@ from store.records import (
 )
 from store.rows import APPROVAL_COLUMNS, VOTE_COLUMNS, Row, row_to_approval, row_to_vote, to_db
 from store.seals import (
+    ESCALATION_PURPOSE,
     REQUEST_PURPOSE,
     SEAL_COLUMNS,
+    STAND_IN_PURPOSE,
     STANDING_PURPOSE,
     VOTE_PURPOSE,
     DecisionSeals,
@@ -36,8 +39,10 @@ from store.seals import (
     SealValue,
     approval_request_fields,
     decider_vote,
+    escalation_row_fields,
     fields_of_vote,
     seal_params,
+    stand_in_row_fields,
     standing_row_fields,
     stored_seal,
 )
@@ -181,7 +186,7 @@ class _LegacySealing:
 @dataclass(frozen=True, kw_only=True)
 class _Reseal:
     sql: str  # UPDATE ... SET seal_key_id = ?, seal = ? WHERE <row> AND seal = ?
-    where: tuple[str, ...]
+    where: tuple[object, ...]
     old_mac: str
     seal: Seal
 
@@ -212,6 +217,8 @@ class SealRotation:
                 batch += await self._approval_reseals(row["approval_id"], report)
             report.seals += await self._db.transact(functools.partial(_write, batch))
         await self._reseal_standing(report, newest)
+        await self._reseal_rows(report, newest, _STAND_INS)
+        await self._reseal_rows(report, newest, _ESCALATIONS)
 
     async def _approval_reseals(self, approval_id: str, report: RotationReport) -> list[_Reseal]:
         newest = self._seals.keyring.newest.key_id
@@ -256,6 +263,19 @@ class SealRotation:
                                ("approval_id",), (row["approval_id"],))  # fmt: skip
         report.seals += await self._db.transact(functools.partial(_write, batch))
 
+    async def _reseal_rows(self, report: RotationReport, newest: str, table: _Sealed) -> None:
+        """Re-seal a table's rows sealed under an older key (a table whose rows are
+        sealed over their own columns only)."""
+        rows = await self._db.read(f"SELECT * FROM {table.name} WHERE seal_key_id <> ?", (newest,))
+        batch: list[_Reseal] = []
+        for row in rows:
+            key = tuple(row[column] for column in table.key)
+            named = " ".join(str(value) for value in key)
+            batch += self._one(report, f"{table.what} seal {named}", table.purpose,
+                               table.fields(row), stored_seal(row["seal_key_id"], row["seal"]),
+                               table.name, table.key, key)  # fmt: skip
+        report.seals += await self._db.transact(functools.partial(_write, batch))
+
     def _one(
         self,
         report: RotationReport,
@@ -265,7 +285,7 @@ class SealRotation:
         old: Seal | None,
         table: str,
         key_columns: tuple[str, ...],
-        key: tuple[str, ...],
+        key: tuple[object, ...],
     ) -> list[_Reseal]:
         if old is None:
             return []
@@ -277,6 +297,25 @@ class SealRotation:
         return [
             _Reseal(sql=sql, where=key, old_mac=old.mac, seal=self._seals.seal(purpose, fields))
         ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Sealed:
+    name: str
+    what: str
+    purpose: str
+    key: tuple[str, ...]
+    fields: Callable[[Row], dict[str, SealValue]]
+
+
+_STAND_INS = _Sealed(
+    name="stand_ins", what="stand-in", purpose=STAND_IN_PURPOSE,
+    key=("away_user", "created_at"), fields=stand_in_row_fields,
+)  # fmt: skip
+_ESCALATIONS = _Sealed(
+    name="approval_escalations", what="escalation", purpose=ESCALATION_PURPOSE,
+    key=("approval_id", "step"), fields=escalation_row_fields,
+)  # fmt: skip
 
 
 def _write(batch: list[_Reseal]) -> Body[int]:

@@ -18,6 +18,8 @@ from store.sql.approval_lists import ApprovalLists
 from store.sql.approvals import Approvals
 from store.sql.audit import Audit
 from store.sql.cancel import Cancel
+from store.sql.copies import Copies
+from store.sql.escalations import Escalations
 from store.sql.full_reads import FullReads
 from store.sql.leases import Leases, RequestMemory
 from store.sql.ledger import Ledger
@@ -26,6 +28,7 @@ from store.sql.retention import Retention
 from store.sql.rotation import KeyRotation
 from store.sql.runs import Runs
 from store.sql.seals import SEALS_MIGRATION, SealedDecisions, SealRotation
+from store.sql.stand_ins import StandIns
 from store.sql.standing import Standing
 from store.sql.votes import Votes
 from store.tx import Database
@@ -73,6 +76,11 @@ class SqlStore:
             ledger=Ledger(database, sealer, clock),
             sealed=sealed,
             mcp_calls=McpCalls(database, clock),
+        )
+        self._bind_reach(
+            StandIns(database, clock, seals),
+            Escalations(database, clock, seals),
+            Copies(database, clock),
         )
         rotation = KeyRotation(database, sealer, audit, SealRotation(database, seals))
         self.rotate_keys = rotation.rotate_keys
@@ -163,6 +171,20 @@ class SqlStore:
         self.claim_mcp_call = mcp_calls.claim_mcp_call
         self.release_mcp_call = mcp_calls.release_mcp_call
         self.forget_mcp_calls = mcp_calls.forget_mcp_calls
+
+    def _bind_reach(self, stand_ins: StandIns, escalations: Escalations, copies: Copies) -> None:
+        self.set_stand_in = stand_ins.set_stand_in
+        self.end_stand_in = stand_ins.end_stand_in
+        self.stand_ins_of = stand_ins.stand_ins_of
+        self.standing_in_for = stand_ins.standing_in_for
+
+        self.escalations = escalations.escalations
+        self.fire_escalations = escalations.fire_escalations
+
+        self.plan_copies = copies.plan_copies
+        self.copy_posted = copies.copy_posted
+        self.claim_unsent_copies = copies.claim_unsent_copies
+        self.approval_copies = copies.approval_copies
 
     async def finish_opening(self) -> None:
         """After migrating at open: the one-time sealing of the rows of open calls, when

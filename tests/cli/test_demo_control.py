@@ -160,6 +160,7 @@ def test_policy_check_passes_the_example_with_its_agents(tmp_path: Path) -> None
     assert "OK" in good.stdout.splitlines()[0]
     assert "tools.refund: approvers U0FINANCE1, U0FINANCE2" in good.stdout
     assert "for the rest of the run allowed" in good.stdout
+    assert "card to both (at most 10 DMs); escalates after 1h to S0ONCALL" in good.stdout
     without_agents = check()
     assert without_agents.returncode == 2
     assert "tools.refund: no agent has a tool named 'refund'" in without_agents.stderr

@@ -74,7 +74,7 @@ async def test_a_ready_deployment_passes_every_check(tmp_path: Path, fake_slack:
     assert set(statuses.values()) == {"ok"}, lines
     assert "they open everything sealed (key ids " in line_of(lines, "keys")
     assert "bot UBOT0001 of team T0000001" in line_of(lines, "slack auth.test")
-    assert "manifest.yml asks for the 8 the code calls for" in line_of(lines, "manifest scopes")
+    assert "manifest.yml asks for the 9 the code calls for" in line_of(lines, "manifest scopes")
 
 
 async def test_it_changes_nothing(tmp_path: Path, fake_slack: FakeSlack) -> None:

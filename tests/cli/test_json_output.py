@@ -110,6 +110,12 @@ def test_policy_check(home: Home) -> None:
         "expires_after": "2h",
         "remind_before": "1h",
         "allow_always": False,
+        "routing": {
+            "notify": "channel",
+            "max_dms": 10,
+            "escalation": [],
+            "notify_requester": "thread",
+        },
     }
     assert good["defaults"]["expires_after"] == "1d"
     assert "restart_service" in good["under_defaults"]

@@ -2,7 +2,11 @@
 
 It records every call, answers the methods the bot uses with Slack-shaped JSON, and can
 be told to answer 429 (with Retry-After) or a method-specific error a number of times.
-Blocks and views past Block Kit's limits are refused as Slack refuses them.
+It refuses what Slack refuses: blocks and views past Block Kit's limits; an ephemeral
+message to someone who is not a member of the channel (`user_not_in_channel`); a
+message to a direct-message channel nobody opened (`channel_not_found`); opening a DM
+with a deactivated person or the bot itself; and, once told a method's rate
+(`rate_limit`), calls past it, with 429 and the Retry-After of the window's end.
 Tests wait on recorded calls with `wait_for` (a condition with a deadline), never sleeps.
 
 It shares one thing with the product's stand-in for Slack (bot.devconsole): the Block
@@ -16,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import math
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +69,22 @@ class _Failure:
 
 
 @dataclass(kw_only=True)
+class _Rate:
+    calls: int
+    per_seconds: float
+    seen: list[float] = field(default_factory=list)
+
+    def retry_after(self) -> int | None:
+        """Seconds to wait (None: the call may go through now, and is counted)."""
+        now = time.monotonic()
+        self.seen = [at for at in self.seen if now - at < self.per_seconds]
+        if len(self.seen) < self.calls:
+            self.seen.append(now)
+            return None
+        return max(1, math.ceil(self.seen[0] + self.per_seconds - now))
+
+
+@dataclass(kw_only=True)
 class FakeSlack:
     """Start with `await fake.start()`; `fake.api_url` is the base URL for slack_sdk."""
 
@@ -70,7 +92,10 @@ class FakeSlack:
     usergroups: dict[str, list[str]] = field(default_factory=dict)
     channel_members: dict[str, list[str]] = field(default_factory=dict)
     view_hashes: dict[str, str] = field(default_factory=dict)  # open modals: id -> hash
+    ims: dict[str, str] = field(default_factory=dict)  # DM channels opened: id -> the person
+    disabled_users: set[str] = field(default_factory=set)  # deactivated: no DM opens
     _failures: dict[str, list[_Failure]] = field(default_factory=dict)
+    _rates: dict[str, _Rate] = field(default_factory=dict)
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _runner: web.AppRunner | None = None
@@ -129,6 +154,15 @@ class FakeSlack:
             _Failure(times=times, status=status, error=error, retry_after=retry_after, after=after)
         )
 
+    def rate_limit(self, method: str, *, calls: int, per_seconds: float) -> None:
+        """From now on, answer `method` past `calls` calls in any `per_seconds` with 429
+        and the Retry-After of when the window frees (as Slack's tiers do)."""
+        self._rates[method] = _Rate(calls=calls, per_seconds=per_seconds)
+
+    def dm_channel(self, user: str) -> str:
+        """The id conversations.open gives the bot's DM with `user`."""
+        return "D" + user[1:]
+
     # -- inspecting calls -------------------------------------------------------------
 
     def calls_to(self, method: str) -> list[Call]:
@@ -168,11 +202,16 @@ class FakeSlack:
         failure = self._next_failure(method)
         headers: dict[str, str] = {}
         status = 200
-        if failure is not None:
+        rate = self._rates.get(method)
+        wait = rate.retry_after() if rate is not None and failure is None else None
+        if wait is not None:
+            status, headers["Retry-After"] = 429, str(wait)
+            answer: dict[str, Any] = {"ok": False, "error": "ratelimited"}
+        elif failure is not None:
             if failure.retry_after is not None:
                 headers["Retry-After"] = str(failure.retry_after)
             status = failure.status
-            answer: dict[str, Any] = {"ok": False, "error": failure.error or "ratelimited"}
+            answer = {"ok": False, "error": failure.error or "ratelimited"}
         elif problems := _block_kit_problems(method, args):
             answer = {
                 "ok": False,
@@ -225,10 +264,11 @@ async def _arguments(request: web.Request) -> dict[str, Any]:
     if request.method == "GET":
         return dict(request.query)
     raw = await request.text()
+    query = dict(request.query)  # slack_sdk sends some methods' arguments there (Slack reads both)
     if request.content_type == "application/json":
         data = json.loads(raw) if raw else {}
-        return dict(data)
-    args: dict[str, Any] = dict(parse_qsl(raw, keep_blank_values=True))
+        return {**query, **dict(data)}
+    args: dict[str, Any] = {**query, **dict(parse_qsl(raw, keep_blank_values=True))}
     for key in ("blocks", "view", "attachments"):
         if isinstance(args.get(key), str):
             args[key] = json.loads(args[key])
@@ -261,6 +301,9 @@ def _auth_test(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _post_message(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    channel = str(args.get("channel"))
+    if channel.startswith("D") and channel not in fake.ims:
+        return {"ok": False, "error": "channel_not_found"}  # a DM the bot never opened
     ts = fake.next_ts()
     message = {"type": "message", "ts": ts, "text": args.get("text", ""), "user": BOT_USER_ID}
     if args.get("thread_ts"):
@@ -278,7 +321,34 @@ def _update(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _post_ephemeral(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Only a member of the conversation is shown an ephemeral message there."""
+    channel, user = str(args.get("channel")), str(args.get("user"))
+    if channel in fake.ims:
+        members = [fake.ims[channel]]
+    elif channel in fake.channel_members:
+        members = fake.channel_members[channel]
+    else:
+        return {"ok": False, "error": "channel_not_found"}
+    if user not in members:
+        return {"ok": False, "error": "user_not_in_channel"}
     return {"ok": True, "message_ts": fake.next_ts()}
+
+
+def _conversations_open(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
+    """A 1:1 DM with one person (the bot's own DM with them; the same id every time)."""
+    users = [user for user in str(args.get("users") or "").split(",") if user]
+    if len(users) != 1:
+        return {"ok": False, "error": "not_enough_users" if not users else "too_many_users"}
+    [user] = users
+    if user == BOT_USER_ID:
+        return {"ok": False, "error": "cannot_dm_bot"}
+    if user in fake.disabled_users:
+        return {"ok": False, "error": "user_disabled"}
+    if not user.startswith(("U", "W")):
+        return {"ok": False, "error": "user_not_found"}
+    channel = fake.dm_channel(user)
+    fake.ims[channel] = user
+    return {"ok": True, "channel": {"id": channel}}
 
 
 def _views_open(fake: FakeSlack, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -358,4 +428,5 @@ _HANDLERS: dict[str, Callable[[FakeSlack, Mapping[str, Any]], dict[str, Any]]] =
     "users.info": _users_info,
     "usergroups.users.list": _usergroups_users_list,
     "conversations.members": _conversations_members,
+    "conversations.open": _conversations_open,
 }

@@ -116,6 +116,7 @@ class SlackDriver:
             "channel": {"id": card.args["channel"]},
             "container": {"type": "message", "message_ts": ts, "channel_id": card.args["channel"]},
             "message": {"type": "message", "ts": ts, "blocks": blocks, "text": card.args["text"]},
+            "response_url": self._response_url.replace("/commands/", "/actions/"),
             "actions": [
                 {
                     "type": "button",

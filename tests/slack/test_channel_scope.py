@@ -81,14 +81,18 @@ async def test_a_stranger_to_the_channel_neither_sees_nor_decides_its_calls(
     assert approval_id not in await home(bot, STRANGER)
     assert approval_id in await home(bot, APPROVER)
 
+    # Slack shows no ephemeral message to someone outside the channel: a notice says why.
     await bot.driver.click(card, "Approve", user=STRANGER, ts=card.answer["ts"])
-    await bot.fake.wait_for("chat.postEphemeral", told(STRANGER, NOT_A_MEMBER))
+    (notice,) = await bot.fake.wait_for("views.open", lambda c: NOT_A_MEMBER in json.dumps(c.args))
+    assert notice.args["view"]["type"] == "modal"
+    assert "submit" not in notice.args["view"]  # nothing to decide in it
     await bot.settle()
-    assert bot.fake.calls_to("views.open") == []
+    assert [c.answer["error"] for c in bot.fake.calls_to("chat.postEphemeral")] == [
+        "user_not_in_channel"
+    ]
 
     view = await open_modal(bot, card, "Approve", user=APPROVER)
     await bot.driver.submit(view, user=STRANGER, reason="I say so")  # a form not theirs
-    await bot.fake.wait_for("chat.postEphemeral", told(STRANGER, NOT_A_MEMBER))
     await bot.settle()
     record = await bot.store.get_approval(approval_id)
     assert record is not None
@@ -123,3 +127,20 @@ async def test_when_slack_cannot_say_who_is_a_member_nobody_is(
     assert private.fake.calls_to("views.open") == []
     assert "conversations.members C0CHANNEL failed (fetch_members_failed)" in caplog.text
     await open_modal(private, card, "Approve", user=APPROVER)  # Slack answers again
+
+
+async def test_an_outsider_whose_notice_came_too_late_is_told_through_the_click(
+    private: Bot,
+) -> None:
+    """No ephemeral message for someone outside the channel, and the notice's trigger
+    expired: the click's own response_url still reaches them."""
+    _, (card,) = await start_run(private)
+    private.fake.fail("views.open", error="expired_trigger_id")
+    await private.driver.click(card, "Approve", user=STRANGER, ts=card.answer["ts"])
+    (told_,) = await private.fake.wait_for(RESPONSE_URL, lambda c: NOT_A_MEMBER in c.args["text"])
+    assert told_.args["response_type"] == "ephemeral"
+    assert told_.args["replace_original"] is False  # the card stays as it is
+    await private.settle()
+    record = await private.store.get_approval(approval_id_of(card))
+    assert record is not None
+    assert record.status == "pending"

@@ -107,7 +107,8 @@ def test_scopes_are_known_and_minimal(manifest: dict[str, Any]) -> None:
     # conversations.members (who may see and decide a channel's calls) reads public and
     # private channels and group DMs (a DM with the bot is scoped by the policy alone).
     membership = {"channels:read", "groups:read", "mpim:read"}
-    needed = {"commands", "chat:write", "usergroups:read", *membership} | {
+    direct = {"im:write"}  # conversations.open: cards and outcomes by direct message
+    needed = {"commands", "chat:write", "usergroups:read", *membership, *direct} | {
         scope for event in events if (scope := EVENT_SCOPES[event]) is not None
     }
     assert set(scopes) == needed

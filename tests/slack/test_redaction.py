@@ -102,6 +102,7 @@ async def test_the_gateway_redacts_everything_it_sends(fake_slack: FakeSlack) ->
         "title": {"type": "plain_text", "text": "Approve tool call"},
         "blocks": [section],
     }
+    fake_slack.channel_members["C1"] = ["U1"]
     async with aiohttp.ClientSession() as session:
         slack = SlackGateway.open(token=BOT_TOKEN, api_url=fake_slack.api_url, session=session)
         await slack.post(channel="C1", text=f"db_password={PASSWORD}", blocks=[section, buttons])

@@ -8,6 +8,8 @@ import asyncio
 import shutil
 import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -19,8 +21,12 @@ from store.api import Store
 from store.config import parse_postgres_url
 from store.crypto import KeyRing
 from store.keys import format_key, key_file_for
+from store.records import EscalationPlan, NewCopy
 from tests.store.postgres_db import fresh_postgres_database
 from tests.store.store_helpers import DIGEST, make_run, new_approval
+
+FAR = datetime(2099, 1, 1, tzinfo=UTC)
+HOUR = timedelta(hours=1)
 
 
 @pytest.fixture
@@ -31,10 +37,18 @@ def postgres_url() -> Iterator[str]:
 
 async def _fill(store: Store) -> None:
     """A bit of everything: runs and states, approvals decided by vote, a full read, a
-    standing decision, a ledger result, plain audit events."""
+    standing decision, an absence with its stand-in, an escalation step, a card's copy in
+    a direct message, a ledger result, plain audit events."""
     await make_run(store, "run-1", state='{"n": 1, "secret": "OPS-7"}')
     await make_run(store, "run-2")
-    await store.add_approvals([new_approval("run-1", "c1"), new_approval("run-2", "c1")])
+    escalating = replace(
+        new_approval("run-2", "c1"),
+        escalations=(EscalationPlan(step=1, due_at=FAR, approvers=("S0ONCALL",)),),
+    )
+    await store.add_approvals([new_approval("run-1", "c1"), escalating])
+    await store.set_stand_in("U1", stand_in="U2", until=FAR)
+    await store.plan_copies("ap-run-2-c1", [NewCopy(recipient="U3")], claim_until=FAR)
+    await store.copy_posted("ap-run-2-c1", "U3", channel="D0U3", ts="1.1")
     await store.record_full_read("ap-run-1-c1", reader="U1", digest=DIGEST)
     await store.vote("ap-run-1-c1", decision="approved", voter="U1", digest=DIGEST, reason="ok")
     await store.add_standing_decision("ap-run-1-c1")
@@ -57,7 +71,8 @@ async def _snapshot(url: str, keyring: KeyRing) -> tuple[object, ...]:
             await store.list_runs(), await store.list_approvals(), await store.audit_events(),
             await store.votes(["ap-run-1-c1"]), await store.standing_decisions("run-1"),
             await store.ledger_entries(), await store.audit_head(),
-            (await store.verify_audit()).ok,
+            (await store.verify_audit()).ok, await store.stand_ins_of(["U1"], at=FAR - HOUR),
+            await store.escalations("ap-run-2-c1"), await store.approval_copies("ap-run-2-c1"),
         )  # fmt: skip
     finally:
         await store.close()
@@ -109,7 +124,8 @@ def test_copy_moves_everything_and_the_chain_verifies_there(
         f"copied {table}: {rows} row(s)"
         for table, rows in [
             ("runs", 2), ("run_blobs", 2), ("approvals", 2), ("approval_votes", 1),
-            ("approval_full_reads", 1), ("standing_decisions", 1), ("ledger", 1),
+            ("approval_full_reads", 1), ("standing_decisions", 1), ("stand_ins", 1),
+            ("approval_escalations", 1), ("approval_copies", 1), ("ledger", 1),
             ("audit_events", len(expected[2])),  # type: ignore[arg-type]
         ]
     ]  # fmt: skip

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import datetime
 
 from bot.service import ApprovalView
+from bot.service.events import CardReach
 from bot.slack.blocks import (
     CONTEXT_TEXT_LIMIT,
     MESSAGE_TEXT_LIMIT,
@@ -18,6 +20,7 @@ from bot.slack.blocks import (
     slack_date,
 )
 from bot.slack.messages.forms import READ_ALL_LABEL
+from bot.slack.messages.run_thread import mention
 from store.records import ApprovalRecord, AuditEvent, RunRecord, StandingDecision
 
 MAX_VOTERS_SHOWN = 20
@@ -111,6 +114,45 @@ def standing_line(approval: ApprovalRecord, standing: Sequence[StandingDecision]
         for d in standing[:MAX_STANDING_SHOWN]
     ]
     return escape_join([":pushpin: Standing in this run:", *held], CONTEXT_TEXT_LIMIT)
+
+
+# -- how far the card reached: direct messages, escalation ---------------------------
+
+MAX_ESCALATED_SHOWN = 10  # mentions per escalation line
+
+
+def reach_lines(reach: CardReach) -> list[str]:
+    """What the card says of where it went: how many people got it by direct message,
+    and each escalation step that fired (whom to, when)."""
+    lines: list[str] = []
+    if reach.sent_to:
+        where = (
+            "" if reach.decided_in_channel else "; decide there, in App Home or with `/approvals`"
+        )
+        noun = "person" if reach.sent_to == 1 else "people"
+        lines.append(
+            f":incoming_envelope: Sent by direct message to {reach.sent_to} {noun}{where}."
+        )
+    for step in reach.escalated:
+        who = ", ".join(mention(a) for a in step.approvers[:MAX_ESCALATED_SHOWN])
+        when = f" {slack_date(step.fired_at)}" if step.fired_at else ""
+        lines.append(f":arrow_double_up: Escalated to {who}{when}: nobody had decided in time.")
+    return lines
+
+
+def copy_note(
+    *, channel: str | None, stands_in_for: str | None, away_until: datetime | None
+) -> str:
+    """The line a card's copy in someone's direct messages opens with."""
+    shown = channel is not None and not channel.startswith("D")  # a DM has no link to show
+    asked = f" (asked in <#{escape(channel, 100)}>)" if shown and channel else ""
+    if stands_in_for is None:
+        return f":envelope_with_arrow: This call waits for your decision{asked}."
+    until = f", away until {slack_date(away_until)}" if away_until else ""
+    return (
+        f":envelope_with_arrow: This call waits for a decision{asked}; it comes to you as "
+        f"the stand-in of {person(stands_in_for)}{until}."
+    )
 
 
 def approval_card_text(approval: ApprovalRecord) -> str:

@@ -29,6 +29,10 @@ APPROVALS_HELP = (
     "is unknown (admins and the tool's approvers)\n"
     "• `/approvals cancel RUN [reason]`: cancel a run; its open calls never run (the run's "
     "requester and admins)\n"
+    "• `/approvals away until 2026-12-24 [stand-in @person]`: while you are away, cards "
+    "that would come to you by direct message go to your stand-in, who may decide what you "
+    "may decide (never their own calls)\n"
+    "• `/approvals back`: you are back; your stand-in no longer decides for you\n"
     "• `/approvals help`: this message"
 )
 
@@ -105,6 +109,24 @@ def cancelled_text(run_id: str, closed: int) -> str:
 def vote_counted_text(*, count: int, required: int, voters: Sequence[str]) -> str:
     line = quorum_line(count=count, required=required, voters=voters)
     return f":ballot_box_with_check: Your approval counts: {line}"
+
+
+def away_text(until: datetime, stand_in: str | None) -> str:
+    when = f"{until:%Y-%m-%d %H:%M} UTC"
+    if stand_in is None:
+        return (
+            f":palm_tree: You are away until {when}: cards are not sent to you by direct "
+            "message meanwhile (you may still decide). `/approvals back` ends it."
+        )
+    return (
+        f":palm_tree: You are away until {when}; {person(stand_in)} stands in for you: cards "
+        "that would come to you by direct message go to them, and they may decide the calls "
+        "you may decide (never their own). `/approvals back` ends it."
+    )
+
+
+BACK_TEXT = ":wave: Welcome back: your stand-in no longer decides for you."
+NOT_AWAY_TEXT = "You were not away; nothing changed."
 
 
 def revoked_text(approval_id: str) -> str:

@@ -1,14 +1,17 @@
 """What the bot posts in a run's thread: the task as its root, the answer, reminders,
-expiries, refusals to execute, and runs that stop."""
+escalations, approvers mentioned, expiries, refusals to execute, and runs that stop;
+and the outcome a requester gets by direct message."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 
+from bot.policy.durations import format_duration
 from bot.policy.rules import SLACK_GROUP_ID
 from bot.service import UncertainCall
 from bot.slack.blocks import MESSAGE_TEXT_LIMIT, escape, escape_line, person, slack_date
-from store.records import ApprovalRecord
+from store.records import ApprovalRecord, Escalation, RunRecord
 
 MAX_MENTIONS = 30
 
@@ -77,6 +80,48 @@ def reminder_text(approval: ApprovalRecord, approvers: Sequence[str]) -> str:
     return (
         f":alarm_clock: {who}: `{escape(approval.tool_name, 200)}` still waits for a "
         f"decision on the card above (id `{escape(approval.approval_id, 100)}`).{expiry}"
+    )
+
+
+def escalated_text(approval: ApprovalRecord, escalation: Escalation) -> str:
+    """The thread's message when an escalation step fired."""
+    who = ", ".join(mention(a) for a in escalation.approvers[:MAX_MENTIONS])
+    seconds = round((escalation.due_at - approval.created_at).total_seconds())
+    waited = format_duration(timedelta(seconds=max(seconds, 0)))
+    return (
+        f":arrow_double_up: {who}: nobody decided `{escape(approval.tool_name, 200)}` (id "
+        f"`{escape(approval.approval_id, 100)}`) within {waited}, so it escalated to you: "
+        "you may decide it on the card above."
+    )
+
+
+def mentioned_text(approval: ApprovalRecord, approvers: Sequence[str]) -> str:
+    """The thread's message for approvers too many to send a direct message each."""
+    who = ", ".join(mention(a) for a in approvers[:MAX_MENTIONS])
+    return (
+        f":bell: {who}: `{escape(approval.tool_name, 200)}` (id "
+        f"`{escape(approval.approval_id, 100)}`) waits for a decision on the card above."
+    )
+
+
+def outcome_text(run: RunRecord, approval: ApprovalRecord) -> str:
+    """The requester's direct message when their call was decided."""
+    shown = run.channel is not None and not run.channel.startswith("D")
+    where = f" in <#{escape(run.channel, 100)}>" if shown and run.channel else ""
+    who = approval.revoked_by if approval.status == "revoked" else approval.decider
+    by = f" by {person(who)}" if who else ""
+    why = approval.revoke_reason if approval.status == "revoked" else approval.reason
+    reason = f" *Reason:* {escape(why, 1000)}" if why else ""
+    runs = {
+        "approved": "It runs now.",
+        "rejected": "It did not run; the agent was told.",
+        "expired": "Nobody decided in time: it did not run; the agent was told.",
+        "revoked": "It will not run.",
+    }.get(approval.status, "")
+    return (
+        f"Your call `{escape(approval.tool_name, 200)}` (id "
+        f"`{escape(approval.approval_id, 100)}`){where} was {escape(approval.status, 50)}"
+        f"{by}. {runs}{reason}"
     )
 
 
