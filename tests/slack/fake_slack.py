@@ -95,6 +95,7 @@ class FakeSlack:
     ims: dict[str, str] = field(default_factory=dict)  # DM channels opened: id -> the person
     disabled_users: set[str] = field(default_factory=set)  # deactivated: no DM opens
     _failures: dict[str, list[_Failure]] = field(default_factory=dict)
+    _outages: dict[str, _Failure] = field(default_factory=dict)
     _rates: dict[str, _Rate] = field(default_factory=dict)
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -154,6 +155,18 @@ class FakeSlack:
             _Failure(times=times, status=status, error=error, retry_after=retry_after, after=after)
         )
 
+    def go_down(
+        self, method: str, *, status: int, error: str | None = None, retry_after: int | None = None
+    ) -> None:
+        """Answer every call of `method` with this failure until `come_back` (an outage of
+        a length in time rather than in calls)."""
+        self._outages[method] = _Failure(
+            times=0, status=status, error=error, retry_after=retry_after
+        )
+
+    def come_back(self, method: str) -> None:
+        self._outages.pop(method, None)
+
     def rate_limit(self, method: str, *, calls: int, per_seconds: float) -> None:
         """From now on, answer `method` past `calls` calls in any `per_seconds` with 429
         and the Retry-After of when the window frees (as Slack's tiers do)."""
@@ -199,7 +212,7 @@ class FakeSlack:
         method = request.match_info["method"]
         args = await _arguments(request)
         token = request.headers.get("Authorization", "").removeprefix("Bearer ") or None
-        failure = self._next_failure(method)
+        failure = self._outages.get(method) or self._next_failure(method)
         headers: dict[str, str] = {}
         status = 200
         rate = self._rates.get(method)
