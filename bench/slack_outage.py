@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from store.crypto import KeyRing  # noqa: E402
 from store.keys import generate_key  # noqa: E402
 from tests.polling import until  # noqa: E402
-from tests.slack.fake_slack import FakeSlack  # noqa: E402
+from tests.slack.fake_slack import Call, FakeSlack  # noqa: E402
 from tests.slack.slack_harness import (  # noqa: E402
     APPROVER,
     CHANNEL,
@@ -133,7 +133,7 @@ async def scenario(bot: Bot, fake: FakeSlack, args: argparse.Namespace) -> int:
     return report(bot, fake, args, refused_down=refused_down, card_delay=card_delay)
 
 
-def answers(fake: FakeSlack) -> list[object]:
+def answers(fake: FakeSlack) -> list[Call]:
     return [c for c in fake.calls_to("chat.postMessage") if c.ok and "Deployed" in c.text]
 
 
