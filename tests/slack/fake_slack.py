@@ -22,7 +22,7 @@ import itertools
 import json
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -57,6 +57,11 @@ class Call:
             + "\n"
             + json.dumps(self.args.get("blocks") or [], ensure_ascii=False)
         )
+
+
+BeforeAnswer = Callable[[str, Mapping[str, Any], str | None], Awaitable[None]]
+"""(method, arguments, token): what a fault campaign does to the caller before Slack
+answers it (kill it: the call was made, its answer never arrives)."""
 
 
 @dataclass(kw_only=True)
@@ -104,6 +109,7 @@ class FakeSlack:
     api_url: str = ""
     granted_scopes: list[str] | None = None  # the X-OAuth-Scopes Slack answers with, if any
     socket_url: str = ""  # what apps.connections.open answers (Socket Mode's WebSocket)
+    before_answer: BeforeAnswer | None = None  # called with each call before it is answered
 
     async def start(self) -> str:
         app = web.Application()
@@ -212,6 +218,8 @@ class FakeSlack:
         method = request.match_info["method"]
         args = await _arguments(request)
         token = request.headers.get("Authorization", "").removeprefix("Bearer ") or None
+        if self.before_answer is not None:
+            await self.before_answer(method, args, token)
         failure = self._outages.get(method) or self._next_failure(method)
         headers: dict[str, str] = {}
         status = 200

@@ -1,0 +1,493 @@
+"""Kill -9 at every step of a decision, across two replicas on Postgres, with Slack
+redelivering the request: every decision kept, each approved call applied once
+(idempotent) or left `uncertain` for a person (manual), none run unapproved.
+
+    python bench/fault_campaign.py [--runs 216] [--quick] [--lease-seconds 2]
+
+Two real `approvals-bot serve` processes (the demo ops agent, offline model) share a
+fresh Postgres database (APPROVALS_TEST_PG_URL names a database on the server to create
+it from; default the local server's `postgres`), the fake Slack Web API of the tests and
+one demo downstream (the effects file). For each run, one replica is asked (`/agent
+deploy ...`, an idempotent tool, or `/agent restart ...`, a manual one) and the other
+takes the decision (the Approve click and the modal's submission) and is SIGKILLed at
+one STEP of it:
+
+    modal_open        Slack call: views.open for the click (before any vote)
+    vote_committed    the approval is approved in the database (the vote's commit)
+    card_update       Slack call: chat.update of the decided card
+    resume_claimed    the run is `resuming` (the resume's claim is committed)
+    dispatch_claimed  the call's ledger row is `executing` (the dispatch intent)
+    effect_applied    the downstream applied the effect; its result is not recorded
+    result_recorded   the ledger holds the call's result
+    answer_post       Slack call: chat.postMessage of the run's answer
+    run_settled       the run completed (or paused on an uncertain call)
+
+A Slack call is killed exactly: the fake holds the call and kills its caller before
+answering. A database step is observed from outside (polled every 2 ms), so the kill
+lands shortly after that commit. Then the modal's submission is delivered again 0-3
+times (the same signed request, `X-Slack-Retry-Num` set) to the replica still alive,
+and when the decision was never acknowledged, the approver submits once more (a new
+request): a person whose modal did not close. The killed replica restarts meanwhile.
+Every combination of STEP x tool x redeliveries is taken in turn.
+
+Each run's outcome is counted, and any of these fails the campaign (exit 1): an
+acknowledged decision missing from the database; an effect without an approved call
+whose sealed quorum is on the digest that ran (bot.service.sealed); an execution key
+applied twice (a repeat the idempotent downstream recognised is not an effect); a run
+neither completed nor paused on an uncertain call within the deadline; the audit chain
+not verifying at the end. A run `failed` by a fenced replica is counted apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import signal
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bot.service.sealed import sealed_quorum  # noqa: E402
+from bot.slack.signature import compute_signature  # noqa: E402
+from store import open_store  # noqa: E402
+from store.api import Store  # noqa: E402
+from store.crypto import KeyRing  # noqa: E402
+from store.keys import format_key, generate_key  # noqa: E402
+from tests.slack.fake_slack import Call, FakeSlack  # noqa: E402
+from tests.slack.serve_process import (  # noqa: E402
+    SERVE_CHANNEL,
+    SERVE_SECRET,
+    Served,
+    serve_env,
+    start_serve,
+)
+from tests.slack.slack_driver import SlackDriver  # noqa: E402
+from tests.store.postgres_db import fresh_postgres_database  # noqa: E402
+
+STEPS = (
+    "modal_open",
+    "vote_committed",
+    "card_update",
+    "resume_claimed",
+    "dispatch_claimed",
+    "effect_applied",
+    "result_recorded",
+    "answer_post",
+    "run_settled",
+)
+SLACK_STEPS = {"modal_open": "views.open", "card_update": "chat.update",
+               "answer_post": "chat.postMessage"}  # fmt: skip
+TOOLS = ("deploy", "restart")
+REDELIVERIES = (0, 1, 2, 3)
+QUICK = (
+    ("vote_committed", "deploy", 1),
+    ("effect_applied", "deploy", 2),
+    ("card_update", "restart", 0),
+    ("effect_applied", "restart", 3),
+    ("answer_post", "deploy", 1),
+    ("modal_open", "restart", 2),
+)
+REQUESTER, APPROVER = "U0REQ", "U0APP"
+POLL_SECONDS = 0.002
+SETTLE_SECONDS = 60.0
+TOOL_SECONDS = 0.3  # each demo tool waits this long after its effect: the crash window
+BAD = ("decision lost", "applied twice", "ran unapproved", "stuck")
+"""Outcomes that fail the campaign (a run `failed` is counted apart: see the doc)."""
+
+
+@dataclass(kw_only=True)
+class Replica:
+    name: str
+    env: dict[str, str]
+    token: str
+    served: Served | None = None
+    restarting: asyncio.Task[None] | None = None
+    killed: bool = False  # SIGKILL sent (its exit is noticed a little later)
+    kills: int = 0
+
+    @property
+    def alive(self) -> bool:
+        return (
+            not self.killed and self.served is not None and self.served.process.returncode is None
+        )
+
+    def kill(self) -> None:
+        if self.alive:
+            assert self.served is not None
+            self.served.process.send_signal(signal.SIGKILL)
+            self.killed = True
+            self.kills += 1
+
+    async def start(self) -> None:
+        self.served = await start_serve(self.env)
+        self.killed = False
+
+    async def ready(self) -> None:
+        if self.restarting is not None:
+            await self.restarting
+            self.restarting = None
+        if not self.alive:
+            await self.start()
+
+    def restart_soon(self) -> None:
+        async def restart() -> None:
+            assert self.served is not None
+            await self.served.process.wait()
+            await self.start()
+
+        self.restarting = asyncio.get_running_loop().create_task(restart())
+
+
+@dataclass(kw_only=True)
+class Campaign:
+    fake: FakeSlack
+    store: Store
+    session: aiohttp.ClientSession
+    replicas: tuple[Replica, Replica]
+    effects: Path
+    outcomes: Counter[str] = field(default_factory=Counter)
+    by_step: dict[str, Counter[str]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    armed: tuple[str, Replica, Callable[[str, Mapping[str, Any]], bool]] | None = None
+
+    def driver(self, replica: Replica) -> SlackDriver:
+        assert replica.served is not None
+        return replica.served.driver(self.session, self.fake)
+
+    async def before_answer(self, method: str, args: Mapping[str, Any], token: str | None) -> None:
+        """The fake Slack's hook: kill the armed replica when it makes the armed call."""
+        if self.armed is None:
+            return
+        step, target, matches = self.armed
+        if token == target.token and SLACK_STEPS.get(step) == method and matches(method, args):
+            self.armed = None
+            target.kill()
+
+    def effect_lines(self) -> list[dict[str, Any]]:
+        if not self.effects.exists():
+            return []
+        return [json.loads(line) for line in self.effects.read_text().splitlines() if line]
+
+
+def cards(fake: FakeSlack) -> list[Call]:
+    return [
+        call
+        for call in fake.calls_to("chat.postMessage")
+        if call.ok and any(b.get("type") == "actions" for b in call.args.get("blocks") or [])
+    ]
+
+
+async def until(check: Callable[[], Awaitable[Any]], what: str, seconds: float) -> Any:
+    async with asyncio.timeout(seconds):
+        while True:
+            found = await check()
+            if found is not None:
+                return found
+            await asyncio.sleep(POLL_SECONDS)  # a poll step, under the deadline
+
+
+def signed(driver: SlackDriver, payload: Mapping[str, Any]) -> tuple[str, str, str]:
+    """One request, as Slack signs it: (body, timestamp, signature), to deliver again."""
+    body = urlencode({"payload": json.dumps(payload)})
+    stamp = str(int(time.time()))
+    return body, stamp, compute_signature(signing_secret=SERVE_SECRET, timestamp=stamp,
+                                          body=body.encode())  # fmt: skip
+
+
+async def deliver(
+    driver: SlackDriver, request: tuple[str, str, str], *, retry: int = 0
+) -> int | None:
+    """The HTTP status of one delivery (None: the connection died with the replica)."""
+    body, stamp, signature = request
+    headers = {"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"}
+    try:
+        reply = await driver.post(
+            body, content_type="application/x-www-form-urlencoded", timestamp=stamp,
+            signature=signature, headers=headers if retry else None,
+        )  # fmt: skip
+    except (aiohttp.ClientError, OSError):
+        return None
+    return reply.status
+
+
+async def one_run(campaign: Campaign, number: int, step: str, tool: str, redeliveries: int) -> str:
+    asker, decider = campaign.replicas if number % 2 else reversed(campaign.replicas)
+    await asker.ready()
+    await decider.ready()
+    fake = campaign.fake
+    task = f"deploy payments 1.0.{number}" if tool == "deploy" else f"restart svc{number}"
+    before = len(cards(fake))
+    await campaign.driver(asker).command("/agent", task, user=REQUESTER, channel=SERVE_CHANNEL)
+    card = (await fake.wait_for("chat.postMessage", lambda c: c in cards(fake),
+                                count=before + 1, within=SETTLE_SECONDS))[-1]  # fmt: skip
+    run = (await campaign.store.list_runs(limit=1))[0]
+    assert run.task == task, (run.task, task)
+    thread = card.args.get("thread_ts")
+
+    def answer_of_run(method: str, args: Mapping[str, Any]) -> bool:
+        if method == "chat.update":
+            return bool(args.get("ts") == card.answer["ts"])
+        if method == "chat.postMessage":
+            blocks = args.get("blocks") or []
+            buttons = any(isinstance(b, dict) and b.get("type") == "actions" for b in blocks)
+            return args.get("thread_ts") == thread and not buttons
+        return True
+
+    campaign.armed = (step, decider, answer_of_run)
+    watcher = asyncio.get_running_loop().create_task(watch(campaign, step, decider, run.run_id))
+    acknowledged = await decide(campaign, decider, card)
+    with contextlib.suppress(TimeoutError):  # the step never came: counted below
+        await until(lambda: _true(not decider.alive or watcher.done()), "the step", SETTLE_SECONDS)
+    killed = not decider.alive
+    watcher.cancel()
+    await asyncio.gather(watcher, return_exceptions=True)
+    campaign.armed = None
+    if killed:
+        decider.restart_soon()
+    live = asker if asker.alive else decider
+    await live.ready()
+    if acknowledged.request is not None:
+        for retry in range(1, redeliveries + 1):
+            status = await deliver(campaign.driver(live), acknowledged.request, retry=retry)
+            acknowledged.statuses.append(status)
+    if not await voted(campaign.store, run.run_id):
+        if 200 in acknowledged.statuses:
+            acknowledged.lost = True  # the modal closed, yet no vote is kept
+        again = await decide(campaign, live, card)  # the person decides again
+        acknowledged.statuses.extend(again.statuses)
+    outcome = await settle(campaign, run.run_id, tool, acknowledged)
+    if not killed:
+        outcome += " [step not reached]"
+    campaign.outcomes[outcome] += 1
+    campaign.by_step.setdefault(step, Counter())[outcome] += 1
+    if outcome.partition(" [")[0] in BAD:
+        campaign.problems.append(f"run {number} ({step}, {tool}, x{redeliveries}): {outcome}")
+    return outcome
+
+
+async def _true(value: bool) -> bool | None:
+    return True if value else None
+
+
+@dataclass(kw_only=True)
+class Decision:
+    request: tuple[str, str, str] | None = None
+    statuses: list[int | None] = field(default_factory=list)
+    lost: bool = False  # acknowledged (HTTP 200: the modal closed) and not in the database
+
+
+async def decide(campaign: Campaign, replica: Replica, card: Call) -> Decision:
+    """Approve -> modal -> submit, through `replica` (it may die on the way)."""
+    decision = Decision()
+    if not replica.alive:
+        return decision
+    driver = campaign.driver(replica)
+    modals = len(campaign.fake.calls_to("views.open"))
+    await deliver(driver, signed(driver, driver.click_payload(
+        card, "Approve", user=APPROVER, ts=card.answer["ts"])))  # fmt: skip
+    try:
+        opened = (await campaign.fake.wait_for("views.open", count=modals + 1, within=10))[-1]
+    except (AssertionError, TimeoutError):
+        return decision  # killed before the modal opened
+    if not opened.ok or not replica.alive:
+        return decision
+    payload = driver.submission_payload(opened.args["view"], user=APPROVER, reason="campaign")
+    decision.request = signed(driver, payload)
+    decision.statuses.append(await deliver(driver, decision.request))
+    return decision
+
+
+async def voted(store: Store, run_id: str) -> bool:
+    approvals = await store.list_approvals(run_id=run_id, limit=10)
+    votes = await store.votes([a.approval_id for a in approvals])
+    return any(vote.voter == APPROVER for found in votes.values() for vote in found)
+
+
+async def watch(campaign: Campaign, step: str, target: Replica, run_id: str) -> None:
+    """Kill `target` once the database (or the downstream) shows `step` for the run."""
+    if step in SLACK_STEPS:
+        await asyncio.Event().wait()  # the fake Slack's hook kills it
+    check = {
+        "vote_committed": lambda: _status_is(campaign.store, run_id, "approved"),
+        "resume_claimed": lambda: _run_is(campaign.store, run_id, "resuming"),
+        "dispatch_claimed": lambda: _ledger_is(campaign.store, run_id, ("executing",)),
+        "effect_applied": lambda: _effect_of(campaign, run_id),
+        "result_recorded": lambda: _ledger_is(campaign.store, run_id, ("succeeded",)),
+        "run_settled": lambda: _run_is(campaign.store, run_id, "completed"),
+    }[step]
+    await until(check, step, SETTLE_SECONDS)
+    target.kill()
+
+
+async def _status_is(store: Store, run_id: str, status: str) -> bool | None:
+    approvals = await store.list_approvals(run_id=run_id, limit=10)
+    return True if any(a.status == status for a in approvals) else None
+
+
+async def _run_is(store: Store, run_id: str, status: str) -> bool | None:
+    run = await store.get_run(run_id)
+    return True if run is not None and run.status == status else None
+
+
+async def _ledger_is(store: Store, run_id: str, states: tuple[str, ...]) -> bool | None:
+    entries = await store.ledger_entries(run_id=run_id)
+    return True if any(entry.state in states for entry in entries) else None
+
+
+async def _effect_of(campaign: Campaign, run_id: str) -> bool | None:
+    keys = {entry.execution_key for entry in await campaign.store.ledger_entries(run_id=run_id)}
+    return True if any(line["execution_key"] in keys for line in campaign.effect_lines()) else None
+
+
+async def settle(campaign: Campaign, run_id: str, tool: str, decision: Decision) -> str:
+    store = campaign.store
+
+    async def settled() -> str | None:
+        run = await store.get_run(run_id)
+        if run is None:
+            return None
+        entries = await store.ledger_entries(run_id=run_id)
+        if run.status in ("completed", "failed", "cancelled"):
+            return run.status
+        if run.status == "paused" and any(entry.state == "uncertain" for entry in entries):
+            return "uncertain"
+        return None
+
+    try:
+        status = await until(settled, "the run never settled", SETTLE_SECONDS)
+    except TimeoutError:
+        return "stuck"
+    if decision.lost or (200 in decision.statuses and not await voted(store, run_id)):
+        return "decision lost"
+    keys = {entry.execution_key for entry in await store.ledger_entries(run_id=run_id)}
+    lines = [line for line in campaign.effect_lines() if line["execution_key"] in keys]
+    applied = Counter(line["execution_key"] for line in lines if not line["duplicate"])
+    if any(count > 1 for count in applied.values()):
+        return "applied twice"
+    if not await sealed_for_every_effect(store, run_id, applied):
+        return "ran unapproved"
+    repeats = sum(1 for line in lines if line["duplicate"])
+    if status == "completed":
+        return "applied once" + (" (a repeat recognised)" if repeats else "")
+    if status == "uncertain":
+        return f"uncertain ({'applied' if applied else 'not applied'}, for a person)"
+    kinds = [event.kind for event in await store.audit_events(run_id=run_id)]
+    return f"{status} ({'fenced replica' if 'uncertain' in str(kinds) else tool})"
+
+
+async def sealed_for_every_effect(store: Store, run_id: str, applied: Counter[str]) -> bool:
+    approvals = await store.list_approvals(run_id=run_id, limit=10)
+    for key in applied:
+        deciding = [a for a in approvals if a.execution_key == key and a.status == "approved"]
+        if len(deciding) != 1:
+            return False
+        evidence = await store.decision_evidence(deciding[0].approval_id)
+        if evidence is None or sealed_quorum(evidence).problem is not None:
+            return False
+    return True
+
+
+def plan(args: argparse.Namespace) -> list[tuple[str, str, int]]:
+    if args.quick:
+        return list(QUICK)
+    combos = list(itertools.product(STEPS, TOOLS, REDELIVERIES))
+    return [combos[n % len(combos)] for n in range(args.runs)]
+
+
+async def run_campaign(args: argparse.Namespace, url: str, workdir: Path) -> Campaign:
+    fake = FakeSlack()
+    await fake.start()
+    key = generate_key("k1")
+    store = await open_store(url, keyring=KeyRing([key]), environ={})
+    replicas = []
+    for name in ("a", "b"):
+        token = f"xoxb-campaign-{name}"
+        env = serve_env(
+            fake, workdir,
+            SLACK_BOT_TOKEN=token,
+            APPROVALS_DATABASE_URL=url,
+            APPROVALS_WORKER_ID=f"replica-{name}",
+            APPROVALS_LEASE_SECONDS=str(args.lease_seconds),
+            APPROVALS_SWEEP_SECONDS=str(args.sweep_seconds),
+            OPS_DEMO_LATENCY=str(TOOL_SECONDS),
+            LOG_LEVEL="WARNING",
+        )  # fmt: skip
+        env["APPROVALS_KEYS"] = format_key(key)
+        replicas.append(Replica(name=name, env=env, token=token))
+    session = aiohttp.ClientSession()
+    campaign = Campaign(
+        fake=fake, store=store, session=session, replicas=(replicas[0], replicas[1]),
+        effects=workdir / "effects.jsonl",
+    )  # fmt: skip
+    fake.before_answer = campaign.before_answer
+    try:
+        await asyncio.gather(*(replica.start() for replica in replicas))
+        for number, (step, tool, redeliveries) in enumerate(plan(args), start=1):
+            started = time.monotonic()
+            outcome = await one_run(campaign, number, step, tool, redeliveries)
+            if args.verbose:
+                print(f"  {number:4d} {step:17s} {tool:8s} x{redeliveries}: {outcome} "
+                      f"({time.monotonic() - started:.1f} s)", flush=True)  # fmt: skip
+        verification = await store.verify_audit()
+        if not verification.ok:
+            campaign.problems.append(f"the audit chain does not verify: {verification}")
+    finally:
+        fake.before_answer = None
+        for replica in replicas:
+            if replica.restarting is not None:
+                await asyncio.gather(replica.restarting, return_exceptions=True)
+            if replica.alive:
+                assert replica.served is not None
+                replica.served.process.send_signal(signal.SIGTERM)
+                await replica.served.process.wait()
+        await session.close()
+        await store.close()
+        await fake.close()
+    return campaign
+
+
+def report(campaign: Campaign, runs: int, seconds: float) -> None:
+    print(f"{runs} runs in {seconds:.0f} s; outcomes:")
+    for outcome, count in campaign.outcomes.most_common():
+        print(f"  {count:4d}  {outcome}")
+    print("by step:")
+    for step in STEPS:
+        if step in campaign.by_step:
+            counts = ", ".join(f"{o}: {n}" for o, n in campaign.by_step[step].most_common())
+            print(f"  {step:17s} {counts}")
+    for problem in campaign.problems:
+        print(f"PROBLEM {problem}")
+    print("PASS" if not campaign.problems else "FAIL")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=len(STEPS) * len(TOOLS) * 4 * 3)
+    parser.add_argument("--quick", action="store_true", help="six runs, for a CI test")
+    parser.add_argument("--lease-seconds", type=float, default=2.0)
+    parser.add_argument("--sweep-seconds", type=float, default=0.2)
+    parser.add_argument("--verbose", action="store_true", help="one line per run")
+    args = parser.parse_args()
+    started = time.monotonic()
+    with fresh_postgres_database() as url, tempfile.TemporaryDirectory() as workdir:
+        campaign = asyncio.run(run_campaign(args, url, Path(workdir)))
+    report(campaign, sum(campaign.outcomes.values()), time.monotonic() - started)
+    return 0 if not campaign.problems else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
