@@ -25,7 +25,7 @@ one STEP of it:
 A Slack call is killed exactly: the fake holds the call and kills its caller before
 answering. A database step is observed from outside (polled every 2 ms), so the kill
 lands shortly after that commit. Then the modal's submission is delivered again 0-3
-times (the same signed request, `X-Slack-Retry-Num` set) to the replica still alive,
+times (the same payload, signed anew, `X-Slack-Retry-Num` set) to the replica still alive,
 and when the decision was never acknowledged, the approver submits once more (a new
 request): a person whose modal did not close. The killed replica restarts meanwhile.
 Every combination of STEP x tool x redeliveries is taken in turn.
@@ -61,7 +61,10 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bot.errors import StoreError  # noqa: E402
 from bot.service.sealed import sealed_quorum  # noqa: E402
+from bot.slack.probes import READY_PATH  # noqa: E402
+from bot.slack.server import EVENTS_PATH  # noqa: E402
 from bot.slack.signature import compute_signature  # noqa: E402
 from store import open_store  # noqa: E402
 from store.api import Store  # noqa: E402
@@ -76,7 +79,7 @@ from tests.slack.serve_process import (  # noqa: E402
     start_serve,
 )
 from tests.slack.slack_driver import SlackDriver  # noqa: E402
-from tests.store.postgres_db import fresh_postgres_database  # noqa: E402
+from tests.store.postgres_db import admin_url, fresh_postgres_database  # noqa: E402
 
 STEPS = (
     "modal_open",
@@ -105,6 +108,8 @@ REQUESTER, APPROVER = "U0REQ", "U0APP"
 POLL_SECONDS = 0.002
 SETTLE_SECONDS = 60.0
 TOOL_SECONDS = 0.3  # each demo tool waits this long after its effect: the crash window
+REQUEST_SECONDS = 30.0  # an answer later than this counts as none (Slack waits 3 s)
+DB_DOWN_SECONDS = 3.0  # how long the `db` fault keeps the database refusing connections
 BAD = ("decision lost", "applied twice", "ran unapproved", "stuck")
 """Outcomes that fail the campaign (a run `failed` is counted apart: see the doc)."""
 
@@ -117,20 +122,27 @@ class Replica:
     served: Served | None = None
     restarting: asyncio.Task[None] | None = None
     killed: bool = False  # SIGKILL sent (its exit is noticed a little later)
-    kills: int = 0
+    frozen: bool = False  # SIGSTOPped
 
     @property
     def alive(self) -> bool:
-        return (
-            not self.killed and self.served is not None and self.served.process.returncode is None
-        )
+        """Running and answering (neither killed nor frozen)."""
+        running = self.served is not None and self.served.process.returncode is None
+        return running and not self.killed and not self.frozen
+
+    @property
+    def ready_url(self) -> str:
+        assert self.served is not None
+        return self.served.url.replace(EVENTS_PATH, READY_PATH)
+
+    def signal(self, number: signal.Signals) -> None:
+        assert self.served is not None
+        self.served.process.send_signal(number)
 
     def kill(self) -> None:
         if self.alive:
-            assert self.served is not None
-            self.served.process.send_signal(signal.SIGKILL)
+            self.signal(signal.SIGKILL)
             self.killed = True
-            self.kills += 1
 
     async def start(self) -> None:
         self.served = await start_serve(self.env)
@@ -163,6 +175,68 @@ class Campaign:
     by_step: dict[str, Counter[str]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     armed: tuple[str, Replica, Callable[[str, Mapping[str, Any]], bool]] | None = None
+    fault: str = "kill"
+    lease_seconds: float = 2.0
+    database: str = ""  # its name, for the `db` fault
+    struck: bool = False  # the fault hit this run
+    recovering: asyncio.Task[None] | None = None  # the frozen replica thawing, the db back
+    readiness: Counter[str] = field(default_factory=Counter)
+    back_after: list[float] = field(default_factory=list)
+
+    async def strike(self, target: Replica) -> None:
+        """The campaign's fault, on `target` at the armed step (once per run)."""
+        if self.struck or not target.alive:
+            return
+        self.struck = True
+        if self.fault == "kill":
+            target.kill()
+        elif self.fault == "stop":
+            target.signal(signal.SIGSTOP)
+            target.frozen = True
+            self.recovering = asyncio.get_running_loop().create_task(self.thaw(target))
+        else:
+            await cut_database(self.database)
+            self.recovering = asyncio.get_running_loop().create_task(self.restore(target))
+
+    async def recovered(self) -> None:
+        """Wait for the fault to be over (the replica thawed, the database back)."""
+        if self.recovering is not None:
+            await self.recovering
+            self.recovering = None
+
+    async def thaw(self, target: Replica) -> None:
+        """SIGCONT once the lease it held has run out and the other replica looked."""
+        await asyncio.sleep(self.lease_seconds * 2 + 1)
+        target.signal(signal.SIGCONT)
+        target.frozen = False
+
+    async def restore(self, target: Replica) -> None:
+        """While the database refuses connections, `target` must say it is not ready;
+        then the database is back and it must be ready again."""
+        said = await self.ready_becomes(target, False, DB_DOWN_SECONDS)
+        self.readiness["not ready while the database was down" if said else
+                       "READY while the database was down"] += 1  # fmt: skip
+        await asyncio.sleep(max(DB_DOWN_SECONDS - said, 0) if said else 0)
+        await restore_database(self.database)
+        again = await self.ready_becomes(target, True, SETTLE_SECONDS)
+        if again:
+            self.readiness["ready again after the database came back"] += 1
+            self.back_after.append(again)
+        else:
+            self.readiness["NOT ready again after the database came back"] += 1
+
+    async def ready_becomes(self, target: Replica, ready: bool, within: float) -> float:
+        """Seconds until `target`'s /readyz says `ready` (0.0: not within `within`)."""
+        started = time.monotonic()
+        while time.monotonic() - started < within:
+            try:
+                async with self.session.get(target.ready_url) as answer:
+                    if (answer.status == 200) == ready:
+                        return max(time.monotonic() - started, 1e-3)
+            except (aiohttp.ClientError, OSError):
+                pass
+            await asyncio.sleep(0.05)  # a poll step, under the deadline
+        return 0.0
 
     def driver(self, replica: Replica) -> SlackDriver:
         assert replica.served is not None
@@ -175,12 +249,38 @@ class Campaign:
         step, target, matches = self.armed
         if token == target.token and SLACK_STEPS.get(step) == method and matches(method, args):
             self.armed = None
-            target.kill()
+            await self.strike(target)
 
     def effect_lines(self) -> list[dict[str, Any]]:
         if not self.effects.exists():
             return []
         return [json.loads(line) for line in self.effects.read_text().splitlines() if line]
+
+
+async def admin(*statements: str) -> None:
+    import asyncpg
+
+    connection = await asyncpg.connect(admin_url(), timeout=10)
+    try:
+        for statement in statements:
+            await connection.execute(statement)
+    finally:
+        await connection.close()
+
+
+async def cut_database(name: str) -> None:
+    """Every connection to the database dropped (its backends terminated, as a failover
+    or a network cut does) and new ones refused until `restore_database`: only this
+    campaign's own database, never the shared server."""
+    await admin(
+        f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false',
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        f"WHERE datname = '{name}' AND pid <> pg_backend_pid()",
+    )
+
+
+async def restore_database(name: str) -> None:
+    await admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
 
 
 def cards(fake: FakeSlack) -> list[Call]:
@@ -192,18 +292,25 @@ def cards(fake: FakeSlack) -> list[Call]:
 
 
 async def until(check: Callable[[], Awaitable[Any]], what: str, seconds: float) -> Any:
+    """`check()` until it answers (a database that does not answer now is asked again)."""
     async with asyncio.timeout(seconds):
         while True:
-            found = await check()
+            try:
+                found = await check()
+            except StoreError:
+                found = None  # the `db` fault: the campaign's own connections drop too
             if found is not None:
                 return found
             await asyncio.sleep(POLL_SECONDS)  # a poll step, under the deadline
 
 
-def signed(driver: SlackDriver, payload: Mapping[str, Any]) -> tuple[str, str, str]:
-    """One request, as Slack signs it: (body, timestamp, signature), to deliver again."""
+def signed(
+    driver: SlackDriver, payload: Mapping[str, Any], *, later: int = 0
+) -> tuple[str, str, str]:
+    """One request as Slack signs it, `later` seconds on (a redelivery comes seconds after
+    the first: its signature differs): (body, timestamp, signature)."""
     body = urlencode({"payload": json.dumps(payload)})
-    stamp = str(int(time.time()))
+    stamp = str(int(time.time()) + later)
     return body, stamp, compute_signature(signing_secret=SERVE_SECRET, timestamp=stamp,
                                           body=body.encode())  # fmt: skip
 
@@ -211,7 +318,8 @@ def signed(driver: SlackDriver, payload: Mapping[str, Any]) -> tuple[str, str, s
 async def deliver(
     driver: SlackDriver, request: tuple[str, str, str], *, retry: int = 0
 ) -> int | None:
-    """The HTTP status of one delivery (None: the connection died with the replica)."""
+    """The HTTP status of one delivery (None: the connection died with the replica;
+    negative: answered with a body, such as the modal's errors, so it did not close)."""
     body, stamp, signature = request
     headers = {"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"}
     try:
@@ -219,9 +327,9 @@ async def deliver(
             body, content_type="application/x-www-form-urlencoded", timestamp=stamp,
             signature=signature, headers=headers if retry else None,
         )  # fmt: skip
-    except (aiohttp.ClientError, OSError):
+    except (aiohttp.ClientError, OSError, TimeoutError):
         return None
-    return reply.status
+    return reply.status if reply.text == "" else -reply.status  # a body: the modal stays
 
 
 async def one_run(campaign: Campaign, number: int, step: str, tool: str, redeliveries: int) -> str:
@@ -248,34 +356,42 @@ async def one_run(campaign: Campaign, number: int, step: str, tool: str, redeliv
         return True
 
     campaign.armed = (step, decider, answer_of_run)
+    campaign.struck, campaign.recovering = False, None
     watcher = asyncio.get_running_loop().create_task(watch(campaign, step, decider, run.run_id))
     acknowledged = await decide(campaign, decider, card)
     with contextlib.suppress(TimeoutError):  # the step never came: counted below
-        await until(lambda: _true(not decider.alive or watcher.done()), "the step", SETTLE_SECONDS)
-    killed = not decider.alive
-    watcher.cancel()
+        await until(lambda: _true(campaign.struck or watcher.done()), "the step", SETTLE_SECONDS)
+    struck = campaign.struck
+    if not struck or step in SLACK_STEPS:
+        watcher.cancel()  # else it is striking: let it finish (a cut half made is no cut)
     await asyncio.gather(watcher, return_exceptions=True)
     campaign.armed = None
-    if killed:
+    if decider.killed:
         decider.restart_soon()
     live = asker if asker.alive else decider
     await live.ready()
-    if acknowledged.request is not None:
+    if acknowledged.payload is not None:  # Slack signs each delivery anew
+        driver = campaign.driver(live)
         for retry in range(1, redeliveries + 1):
-            status = await deliver(campaign.driver(live), acknowledged.request, retry=retry)
-            acknowledged.statuses.append(status)
-    if not await voted(campaign.store, run.run_id):
+            redelivery = signed(driver, acknowledged.payload, later=retry)
+            acknowledged.statuses.append(await deliver(driver, redelivery, retry=retry))
+    await campaign.recovered()
+    if not await until(lambda: voted(campaign.store, run.run_id), "votes", SETTLE_SECONDS):
         if 200 in acknowledged.statuses:
             acknowledged.lost = True  # the modal closed, yet no vote is kept
         again = await decide(campaign, live, card)  # the person decides again
         acknowledged.statuses.extend(again.statuses)
     outcome = await settle(campaign, run.run_id, tool, acknowledged)
-    if not killed:
+    if not struck:
         outcome += " [step not reached]"
     campaign.outcomes[outcome] += 1
     campaign.by_step.setdefault(step, Counter())[outcome] += 1
     if outcome.partition(" [")[0] in BAD:
-        campaign.problems.append(f"run {number} ({step}, {tool}, x{redeliveries}): {outcome}")
+        campaign.problems.append(
+            f"run {number} ({step}, {tool}, x{redeliveries}): {outcome}; the submission's "
+            f"deliveries were answered {acknowledged.statuses} (None: no answer, negative: "
+            "with a body, the modal stays open)"
+        )
     return outcome
 
 
@@ -285,7 +401,7 @@ async def _true(value: bool) -> bool | None:
 
 @dataclass(kw_only=True)
 class Decision:
-    request: tuple[str, str, str] | None = None
+    payload: Mapping[str, Any] | None = None  # the modal's submission
     statuses: list[int | None] = field(default_factory=list)
     lost: bool = False  # acknowledged (HTTP 200: the modal closed) and not in the database
 
@@ -306,8 +422,8 @@ async def decide(campaign: Campaign, replica: Replica, card: Call) -> Decision:
     if not opened.ok or not replica.alive:
         return decision
     payload = driver.submission_payload(opened.args["view"], user=APPROVER, reason="campaign")
-    decision.request = signed(driver, payload)
-    decision.statuses.append(await deliver(driver, decision.request))
+    decision.payload = payload
+    decision.statuses.append(await deliver(driver, signed(driver, payload)))
     return decision
 
 
@@ -330,7 +446,7 @@ async def watch(campaign: Campaign, step: str, target: Replica, run_id: str) -> 
         "run_settled": lambda: _run_is(campaign.store, run_id, "completed"),
     }[step]
     await until(check, step, SETTLE_SECONDS)
-    target.kill()
+    await campaign.strike(target)
 
 
 async def _status_is(store: Store, run_id: str, status: str) -> bool | None:
@@ -371,7 +487,7 @@ async def settle(campaign: Campaign, run_id: str, tool: str, decision: Decision)
         status = await until(settled, "the run never settled", SETTLE_SECONDS)
     except TimeoutError:
         return "stuck"
-    if decision.lost or (200 in decision.statuses and not await voted(store, run_id)):
+    if decision.lost:
         return "decision lost"
     keys = {entry.execution_key for entry in await store.ledger_entries(run_id=run_id)}
     lines = [line for line in campaign.effect_lines() if line["execution_key"] in keys]
@@ -385,8 +501,12 @@ async def settle(campaign: Campaign, run_id: str, tool: str, decision: Decision)
         return "applied once" + (" (a repeat recognised)" if repeats else "")
     if status == "uncertain":
         return f"uncertain ({'applied' if applied else 'not applied'}, for a person)"
-    kinds = [event.kind for event in await store.audit_events(run_id=run_id)]
-    return f"{status} ({'fenced replica' if 'uncertain' in str(kinds) else tool})"
+    trail = await store.audit_events(run_id=run_id)
+    failed = [event for event in trail if event.kind == "failed"]
+    why = str(failed[-1].detail.get("error", ""))[:80] if failed else ""
+    if "LeaseLost" in why:
+        return f"{status} by a replica whose lease was taken over ({tool}, {len(applied)} applied)"
+    return f"{status} ({tool}, {len(applied)} applied: {why})"
 
 
 async def sealed_for_every_effect(store: Store, run_id: str, applied: Counter[str]) -> bool:
@@ -428,10 +548,11 @@ async def run_campaign(args: argparse.Namespace, url: str, workdir: Path) -> Cam
         )  # fmt: skip
         env["APPROVALS_KEYS"] = format_key(key)
         replicas.append(Replica(name=name, env=env, token=token))
-    session = aiohttp.ClientSession()
+    session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=REQUEST_SECONDS))
     campaign = Campaign(
         fake=fake, store=store, session=session, replicas=(replicas[0], replicas[1]),
-        effects=workdir / "effects.jsonl",
+        effects=workdir / "effects.jsonl", fault=args.fault, lease_seconds=args.lease_seconds,
+        database=url.partition("?")[0].rpartition("/")[2],
     )  # fmt: skip
     fake.before_answer = campaign.before_answer
     try:
@@ -461,7 +582,7 @@ async def run_campaign(args: argparse.Namespace, url: str, workdir: Path) -> Cam
 
 
 def report(campaign: Campaign, runs: int, seconds: float) -> None:
-    print(f"{runs} runs in {seconds:.0f} s; outcomes:")
+    print(f"{runs} runs ({campaign.fault}) in {seconds:.0f} s; outcomes:")
     for outcome, count in campaign.outcomes.most_common():
         print(f"  {count:4d}  {outcome}")
     print("by step:")
@@ -469,6 +590,14 @@ def report(campaign: Campaign, runs: int, seconds: float) -> None:
         if step in campaign.by_step:
             counts = ", ".join(f"{o}: {n}" for o, n in campaign.by_step[step].most_common())
             print(f"  {step:17s} {counts}")
+    for seen, count in campaign.readiness.most_common():
+        print(f"  readiness: {seen}: {count}")
+        if seen.isupper() or seen.split()[0].isupper():
+            campaign.problems.append(f"readiness: {seen} ({count} runs)")
+    if campaign.back_after:
+        back = sorted(campaign.back_after)
+        print(f"  ready again after the database came back: median {back[len(back) // 2]:.2f} s, "
+              f"max {back[-1]:.2f} s")  # fmt: skip
     for problem in campaign.problems:
         print(f"PROBLEM {problem}")
     print("PASS" if not campaign.problems else "FAIL")
@@ -481,6 +610,13 @@ def main() -> int:
     parser.add_argument("--lease-seconds", type=float, default=2.0)
     parser.add_argument("--sweep-seconds", type=float, default=0.2)
     parser.add_argument("--verbose", action="store_true", help="one line per run")
+    parser.add_argument(
+        "--fault",
+        choices=("kill", "stop", "db"),
+        default="kill",
+        help="kill: SIGKILL the deciding replica; stop: SIGSTOP it past its lease, then "
+        "SIGCONT; db: drop every connection to the database and refuse new ones for 3 s",
+    )
     args = parser.parse_args()
     started = time.monotonic()
     with fresh_postgres_database() as url, tempfile.TemporaryDirectory() as workdir:
