@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import parse_qsl
 
 from aiohttp import web
 
 from bot.devconsole import limits
+from bot.devconsole.arguments import Refused, identified, web_api_arguments
 from bot.devconsole.payloads import view_json
 from bot.devconsole.state import MAX_VIEW_STACK, ApiCall, Message, SlackState, Trigger, View
 from bot.devconsole.workspace import (
@@ -38,15 +38,6 @@ API_PATH = "/api/"
 HOOKS_PATH = "/hooks/"
 MEMBERS_PAGE = 100
 Answer = dict[str, Any]
-
-
-class Refused(Exception):
-    """Slack's `{"ok": false, "error": code}`, with the validation messages if any."""
-
-    def __init__(self, code: str, messages: list[str] | None = None) -> None:
-        super().__init__(code)
-        self.code = code
-        self.messages = messages or []
 
 
 class WebApi:
@@ -162,25 +153,6 @@ def _text_or_blocks(args: Mapping[str, Any]) -> tuple[str, list[Any]]:
         raise Refused("no_text")
     _checked(limits.message_problems(blocks), "invalid_blocks")
     return text, identified(blocks)
-
-
-def identified(blocks: Any) -> list[Any]:
-    """`blocks` with a block_id on every block and an action_id on every element, made
-    up where the app gave none, as Slack does when it stores them."""
-    out: list[Any] = []
-    for index, block in enumerate(blocks or []):
-        block = dict(block)
-        block.setdefault("block_id", f"b{index}")
-        for key in ("element", "accessory"):
-            if isinstance(block.get(key), dict):
-                block[key] = {"action_id": f"{block['block_id']}.{key}", **block[key]}
-        if isinstance(block.get("elements"), list) and block.get("type") != "context":
-            block["elements"] = [
-                {"action_id": f"{block['block_id']}.{n}", **e} if isinstance(e, dict) else e
-                for n, e in enumerate(block["elements"])
-            ]
-        out.append(block)
-    return out
 
 
 # -- the methods ---------------------------------------------------------------------------
@@ -377,27 +349,3 @@ _HANDLERS: dict[str, Callable[[WebApi, Mapping[str, Any]], Answer]] = {
     "users.info": _users_info,
     "usergroups.users.list": _usergroups_users_list,
 }
-
-
-async def web_api_arguments(request: web.Request) -> dict[str, Any]:
-    """A Web API call's arguments as slack_sdk sends them: the query (a GET's, and a
-    POST's for the methods slack_sdk sends as `params`, conversations.open among them)
-    with a JSON body, or a form whose `blocks`, `view` and `attachments` are JSON
-    texts."""
-    query: dict[str, Any] = dict(request.query)
-    if request.method == "GET":
-        return query
-    raw = await request.text()
-    try:
-        if request.content_type == "application/json":
-            data = json.loads(raw) if raw else {}
-            if not isinstance(data, dict):
-                raise Refused("invalid_json")
-            return {**query, **data}
-        args: dict[str, Any] = {**query, **dict(parse_qsl(raw, keep_blank_values=True))}
-        for key in ("blocks", "view", "attachments"):
-            if isinstance(args.get(key), str):
-                args[key] = json.loads(args[key])
-    except ValueError:
-        raise Refused("invalid_json") from None
-    return args
