@@ -15,8 +15,8 @@ Pure Python and asyncio: no Slack, no database (docs/architecture.md). Where thi
   (a call runs at most once per execution key) and `InMemoryJournal`;
 - engine.py: the seam the service drives any engine through (`AgentEngine`, `AgentRun`);
   external_state.py: `ExternalRunState`, a run another engine (the OpenAI Agents SDK)
-  runs, with the bot's record of its pauses; stored_state.py: `read_run_state`, either
-  one from its JSON;
+  runs, with the bot's record of its pauses (read by external_fields.py);
+  stored_state.py: `read_run_state`, either one from its JSON;
 - state.py: `RunState`, the paused run; state_decisions.py: the decisions people take
   on it (approve, reject, resolve); pending.py: the calls it waits on and the
   decisions taken on them; state_format.py: its schema versions and the one reader

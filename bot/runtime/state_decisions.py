@@ -47,7 +47,7 @@ class HumanDecisions:
         approves its tool for the rest of the run. `approver_id` and `reason` are audit
         only; `decided_at` is when the person decided (default now), recorded with them."""
         always = _same_option("always", always, "always_approve", always_approve, False)
-        _check_aware(decided_at)
+        check_aware(decided_at)
         pending = self._pending.decide(call, ApprovedCall(), always=always)
         self._note(pending, approver_id=approver_id, reason=reason, at=decided_at)
 
@@ -70,7 +70,7 @@ class HumanDecisions:
         always = _same_option("always", always, "always_reject", always_reject, False)
         if message is not None and not isinstance(message, str):
             raise InputError("a rejection message must be a string")
-        _check_aware(decided_at)
+        check_aware(decided_at)
         decision = RejectedCall(message=message or DEFAULT_REJECTION_MESSAGE)
         pending = self._pending.decide(call, decision, always=always)
         self._note(pending, approver_id=approver_id, reason=reason, at=decided_at)
@@ -109,13 +109,22 @@ class HumanDecisions:
         reason: str | None,
         at: datetime | None = None,
     ) -> None:
-        if approver_id is None and reason is None:
-            return
-        self.approval_metadata[pending.tool_call_id] = ApprovalMetadata(
-            approver_id=approver_id,
-            reason=reason,
-            timestamp=(at or datetime.now(UTC)).astimezone(UTC),
-        )
+        note = audit_note(approver_id=approver_id, reason=reason, at=at)
+        if note is not None:
+            self.approval_metadata[pending.tool_call_id] = note
+
+
+def audit_note(
+    *, approver_id: str | None, reason: str | None, at: datetime | None
+) -> ApprovalMetadata | None:
+    """Who decided a call and why, and when (`at`, default now; timezone-aware, else
+    InputError): audit only, never shown to the model. None when neither is given."""
+    check_aware(at)
+    if approver_id is None and reason is None:
+        return None
+    return ApprovalMetadata(
+        approver_id=approver_id, reason=reason, timestamp=(at or datetime.now(UTC)).astimezone(UTC)
+    )
 
 
 def _same_option(name: str, ours: Any, alias: str, theirs: Any, default: Any) -> Any:
@@ -128,6 +137,6 @@ def _same_option(name: str, ours: Any, alias: str, theirs: Any, default: Any) ->
     return theirs
 
 
-def _check_aware(moment: datetime | None) -> None:
+def check_aware(moment: datetime | None) -> None:
     if moment is not None and moment.utcoffset() is None:
         raise InputError("a decision time must be timezone-aware")
