@@ -149,7 +149,8 @@ async def settled(url: str, key: Any, expected: int) -> dict[str, Any]:
             completed = await store.list_runs(status="completed", limit=100_000)
             if (not working and len(completed) >= expected) or time.monotonic() > deadline:
                 break
-            await asyncio.sleep(1.0)  # a poll step, under the deadline
+            print(f"draining: {len(completed)} of {expected} runs completed", flush=True)
+            await asyncio.sleep(5.0)  # a poll step, under the deadline
         pending = await store.list_approvals(status="pending", limit=100_000)
         verification = await store.verify_audit()
         return {
@@ -181,13 +182,23 @@ async def soak_on(url: str, workdir: Path, args: argparse.Namespace) -> int:
             await ask(soak, args.rate, args.minutes * 60)
             loaded = time.monotonic() - soak.started
             left = await settled(url, key, soak.asked)
-        finally:
             stop.set()
             await asyncio.gather(deciding, sampling, return_exceptions=True)
             await asyncio.gather(*soak.tasks, return_exceptions=True)
-            await served.stop()
+            return report(soak, args, loaded, left)
+        finally:
+            stop.set()
+            await stop_server(served)
             await fake.close()
-    return report(soak, args, loaded, left)
+
+
+async def stop_server(served: Served) -> None:
+    """SIGTERM (it finishes what it acknowledged, up to 30 s); SIGKILL past that."""
+    try:
+        await served.stop()
+    except (TimeoutError, AssertionError):
+        served.process.kill()
+        await served.process.wait()
 
 
 def report(soak: Soak, args: argparse.Namespace, loaded: float, left: dict[str, Any]) -> int:
