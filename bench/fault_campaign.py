@@ -285,10 +285,11 @@ async def restore_database(name: str) -> None:
 
 
 def cards(fake: FakeSlack) -> list[Call]:
+    """The review cards posted (an uncertain call's card, which has no Approve, is not)."""
     return [
         call
         for call in fake.calls_to("chat.postMessage")
-        if call.ok and any(b.get("type") == "actions" for b in call.args.get("blocks") or [])
+        if call.ok and "Approve" in json.dumps(call.args.get("blocks") or [])
     ]
 
 
@@ -343,7 +344,8 @@ async def one_run(campaign: Campaign, number: int, step: str, tool: str, redeliv
     await campaign.driver(asker).command("/agent", task, user=REQUESTER, channel=SERVE_CHANNEL)
     card = (await fake.wait_for("chat.postMessage", lambda c: c in cards(fake),
                                 count=before + 1, within=SETTLE_SECONDS))[-1]  # fmt: skip
-    run = (await campaign.store.list_runs(limit=1))[0]
+    run = await campaign.store.find_run_by_thread(SERVE_CHANNEL, card.args["thread_ts"])
+    assert run is not None, card
     assert run.task == task, (run.task, task)
     thread = card.args.get("thread_ts")
 
@@ -490,6 +492,18 @@ async def settle(campaign: Campaign, run_id: str, tool: str, decision: Decision)
         return "stuck"
     if decision.lost:
         return "decision lost"
+    for _ in range(3):  # a fault that struck late (at the answer) may still be on
+        await campaign.recovered()
+        try:
+            return await classify(campaign, run_id, tool, str(status))
+        except StoreError:
+            await asyncio.sleep(1.0)  # the database is back within the fault's seconds
+    return await classify(campaign, run_id, tool, str(status))
+
+
+async def classify(campaign: Campaign, run_id: str, tool: str, status: str) -> str:
+    """What happened to a settled run, from the ledger, the effects and the audit."""
+    store = campaign.store
     keys = {entry.execution_key for entry in await store.ledger_entries(run_id=run_id)}
     lines = [line for line in campaign.effect_lines() if line["execution_key"] in keys]
     applied = Counter(line["execution_key"] for line in lines if not line["duplicate"])
