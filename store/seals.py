@@ -20,7 +20,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from cryptography.hazmat.primitives import hashes
@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from store.crypto import DataKey, KeyRing
 from store.records import ApprovalRecord, NewApproval, SealCheck, VoteRecord
-from store.rows import Row, from_db, to_db
+from store.rows import Row, from_db, row_to_approval, to_db
 
 SEAL_COLUMNS = "seal_key_id, seal"  # a sealed row's columns: the ring key id, the MAC
 SEAL_INFO = b"approvals-bot decision seal v1"
@@ -37,6 +37,8 @@ MAC_BYTES = 32
 VOTE_PURPOSE = "vote"
 STANDING_PURPOSE = "standing"
 REQUEST_PURPOSE = "request"
+SNAPSHOT_PURPOSE = "snapshot"
+SNAPSHOT_SEAL_COLUMNS = "snapshot_seal_key_id, snapshot_seal"  # the snapshot's own seal
 
 SealValue = str | int | None
 
@@ -275,3 +277,66 @@ def escalation_row_fields(row: Row) -> dict[str, SealValue]:
         due_at=row["due_at"],
         approvers=row["approvers"],
     )
+
+
+# -- what an approver is shown: the review snapshot ---------------------------------------
+
+UNVERIFIED_NOTE = (
+    "(not shown: the stored snapshot of this call failed its seal; it was altered in "
+    "the database, and the call cannot be decided)"
+)
+
+
+def snapshot_fields(
+    *, approval_id: str, arguments_digest: str, snapshot: str
+) -> dict[str, SealValue]:
+    """What an approval's review snapshot is: this text (by its SHA-256), shown for this
+    digest of this approval. Re-made whenever the store writes the snapshot (a request,
+    approve-with-changes, retention), so what a person is shown is what the store wrote."""
+    return {
+        "approval_id": approval_id,
+        "arguments_digest": arguments_digest,
+        "snapshot_sha256": hashlib.sha256(snapshot.encode()).hexdigest(),
+    }
+
+
+def seal_snapshot(
+    seals: DecisionSeals, *, approval_id: str, arguments_digest: str, snapshot: str
+) -> Seal:
+    fields = snapshot_fields(
+        approval_id=approval_id, arguments_digest=arguments_digest, snapshot=snapshot
+    )
+    return seals.seal(SNAPSHOT_PURPOSE, fields)
+
+
+def unverified_snapshot(tool_name: str, arguments_digest: str) -> str:
+    """The review snapshot JSON shown in place of one whose seal does not verify: the
+    tool and the digest, no arguments, and a note saying why."""
+    return json.dumps(
+        {
+            "tool_name": tool_name,
+            "arguments": {},
+            "redacted_paths": [],
+            "omitted_fields": [UNVERIFIED_NOTE],
+            "digest": arguments_digest,
+        },
+        sort_keys=True,
+    )
+
+
+def read_approval(seals: DecisionSeals, row: Row) -> ApprovalRecord:
+    """The approval of a row read with its snapshot seal columns (`APPROVAL_COLUMNS`
+    include them), its snapshot checked: one that does not verify is never handed out,
+    it is replaced by `unverified_snapshot`, and `snapshot_seal` says what was found."""
+    approval = row_to_approval(row)
+    fields = snapshot_fields(
+        approval_id=approval.approval_id,
+        arguments_digest=approval.arguments_digest,
+        snapshot=approval.snapshot,
+    )
+    stored = stored_seal(row["snapshot_seal_key_id"], row["snapshot_seal"])
+    check = seals.check(SNAPSHOT_PURPOSE, fields, stored)
+    if check == "valid":
+        return replace(approval, snapshot_seal=check)
+    shown = unverified_snapshot(approval.tool_name, approval.arguments_digest)
+    return replace(approval, snapshot=shown, snapshot_seal=check)
