@@ -282,8 +282,8 @@ def escalation_row_fields(row: Row) -> dict[str, SealValue]:
 # -- what an approver is shown: the review snapshot ---------------------------------------
 
 UNVERIFIED_NOTE = (
-    "(not shown: the stored snapshot of this call failed its seal; it was altered in "
-    "the database, and the call cannot be decided)"
+    "the arguments: the stored snapshot of this call failed its seal (it was altered in "
+    "the database); nobody can approve it"
 )
 
 

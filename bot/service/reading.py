@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 
-from bot.errors import ArgumentsUnreadError, InputError, ResolutionError, TamperError
+from bot.errors import ArgumentsUnreadError, InputError, NotAuthorizedError, ResolutionError
 from bot.review.snapshot import ReviewSnapshot
 from bot.service.workflow import Workflow
 from store.records import ApprovalRecord
@@ -115,9 +115,11 @@ async def why_not_approved_ahead(flow: Workflow, approval: ApprovalRecord, user:
     return None
 
 
-async def refuse_unsealed(flow: Workflow, approval: ApprovalRecord, *, actor: str) -> TamperError:
+async def refuse_unsealed(
+    flow: Workflow, approval: ApprovalRecord, *, actor: str
+) -> NotAuthorizedError:
     """A call whose snapshot did not verify: audited `tamper_detected` (and counted), and
-    the error that refuses deciding it."""
+    the error that refuses approving it (nobody may: nobody was shown it)."""
     flow.telemetry.decision_tampered(run_id=approval.run_id, approval_id=approval.approval_id)
     await flow.store.append_audit(
         "tamper_detected",
@@ -129,9 +131,9 @@ async def refuse_unsealed(flow: Workflow, approval: ApprovalRecord, *, actor: st
                        "(what its approvers are shown was altered in the database)",
                 "via": flow.via},
     )  # fmt: skip
-    return TamperError(
+    return NotAuthorizedError(
         f"the stored snapshot of approval {approval.approval_id} failed its seal (it was "
-        "altered in the database): it cannot be approved; reject it or ask an operator"
+        "altered in the database): nobody can approve it; reject it and tell an operator"
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.errors import NotAuthorizedError, TamperError
+from bot.errors import NotAuthorizedError
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, tool
 from bot.service.sealed import sealed_quorum
 from store.records import ApprovalRecord, DecisionEvidence
@@ -84,7 +84,7 @@ async def test_a_snapshot_rewritten_by_sql_is_not_shown_and_the_call_cannot_be_a
     view = await harness.service.approval_view(approval.approval_id, viewer=APPROVER)
     assert "1.2.3" not in view.approval.snapshot
     assert "failed its seal" in view.approval.snapshot
-    with pytest.raises(TamperError, match="failed its seal"):
+    with pytest.raises(NotAuthorizedError, match="failed its seal"):
         await harness.service.decide(
             approval.approval_id, approve=True, decider=APPROVER, reason="1.2.3 is fine"
         )
@@ -110,7 +110,7 @@ async def test_a_long_call_shortened_by_sql_still_needs_reading_and_never_runs_u
 
     view = await harness.service.approval_view(approval.approval_id, viewer=APPROVER)
     assert "curl" not in view.approval.snapshot
-    with pytest.raises(TamperError):
+    with pytest.raises(NotAuthorizedError):
         await harness.service.decide(
             approval.approval_id, approve=True, decider=APPROVER, reason="short, fine"
         )
