@@ -8,10 +8,12 @@ import json
 import sqlite3
 from typing import Any
 
+from bot.slack.messages.run_thread import final_answer_text
 from tests.slack.slack_harness import (
     APPROVER,
     LONG_COMMAND,
     Bot,
+    in_thread,
     open_modal,
     sqlite_file,
     start_run,
@@ -86,3 +88,54 @@ async def test_a_long_call_shortened_in_the_database_is_not_approved_unread(bot:
     await bot.settle()
     assert bot.effects.commands == []
     assert LONG_COMMAND not in bot.effects.commands
+
+
+HIDING = "\u202e"  # right-to-left override: "exe.txt" reads as "txt.exe"
+ZERO_WIDTH = "\u200b"
+
+
+def texts_of(value: Any) -> str:
+    """Every string under a Block Kit value, one per line, as Slack would show it."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "\n".join(texts_of(item) for item in value.values())
+    if isinstance(value, list):
+        return "\n".join(texts_of(item) for item in value)
+    return ""
+
+
+def hiding_characters_in(calls: list[Any]) -> list[str]:
+    """The Slack calls whose arguments carry a hiding character as is."""
+    return [
+        call.method
+        for call in calls
+        if HIDING in json.dumps(call.args, ensure_ascii=False)
+        or ZERO_WIDTH in json.dumps(call.args, ensure_ascii=False)
+    ]
+
+
+async def test_reasons_messages_and_tasks_show_their_hiding_characters(bot: Bot) -> None:
+    root, (card,) = await start_run(bot, f"deploy payments 1.2.3 {HIDING}gpj.exe")
+    view = await open_modal(bot, card, "Reject", user=APPROVER)
+    await bot.driver.submit(
+        view,
+        user=APPROVER,
+        reason=f"freeze week{HIDING}kees tsuj",
+        message=f"Not during the freeze.{ZERO_WIDTH}",
+    )
+    (update,) = await bot.fake.wait_for("chat.update")
+    assert "freeze week\\u202ekees tsuj" in texts_of(update.args["blocks"])
+    await bot.fake.wait_for("chat.postMessage", in_thread(root, "Deployed payments 1.2.3."))
+    await bot.settle()
+    await home(bot, APPROVER)  # recent decisions, with their reasons
+
+    assert "\\u202egpj.exe" in root.args["text"]
+    assert hiding_characters_in(bot.fake.calls) == []
+
+
+def test_a_model_answer_shows_its_hiding_characters() -> None:
+    text = final_answer_text(
+        final_output=f"All done.{HIDING}\nSee {ZERO_WIDTH}ticket.", status="completed"
+    )
+    assert text == "All done.\\u202e\nSee \\u200bticket."
