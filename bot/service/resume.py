@@ -368,8 +368,10 @@ async def stretch_requester(flow: Workflow, rows: Iterable[ApprovalRecord]) -> s
     It is sealed into their requests, so it is taken only from a request whose seal
     verifies: a requester changed in the database on a decided row would otherwise let
     its real requester approve their next call. One that does not verify is audited
-    `tamper_detected` and raises TamperError (the run fails; nothing more is asked). No
-    approval yet: None (the run's requester, which the database keeps fixed)."""
+    `tamper_detected` and raises TamperError (the run fails; nothing more is asked); one
+    made with a key this process's ring lacks is an operational StoreError (the resume
+    is retried, then parked). No approval yet: None (the run's requester, which the
+    database keeps fixed)."""
     newest = max(rows, key=lambda row: row.created_at, default=None)
     if newest is None:
         return None
@@ -377,6 +379,11 @@ async def stretch_requester(flow: Workflow, rows: Iterable[ApprovalRecord]) -> s
     seal = "missing" if evidence is None else evidence.request_seal
     if evidence is not None and seal == "valid":
         return evidence.approval.requester
+    if seal == "unknown_key":  # operational: the ring lacks a key; the resume is retried
+        raise StoreError(
+            f"the request of approval {newest.approval_id} is sealed with a key this "
+            "process's key ring lacks; the run waits until the ring has it"
+        )
     flow.telemetry.decision_tampered(run_id=newest.run_id, approval_id=newest.approval_id)
     await flow.store.append_audit(
         "tamper_detected",

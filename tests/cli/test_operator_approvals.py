@@ -183,12 +183,8 @@ def test_decide_for_the_rest_of_the_run_from_the_cli(home: Home) -> None:
 def test_deciding_an_expired_approval_lets_the_run_go_on_before_the_command_exits(
     home: Home,
 ) -> None:
+    home.monkeypatch.setenv("APPROVALS_APPROVAL_TTL_SECONDS", "0.001")  # gone before the decide
     run_id, [approval] = home.paused("restart api")
-    with raw_database(home.db) as connection:  # the approval's time ran out meanwhile
-        connection.execute(
-            "UPDATE approvals SET expires_at = '2020-01-01T00:00:00.000000Z' WHERE approval_id = ?",
-            (approval.approval_id,),
-        )
 
     code, _, err = home.cli(
         "approvals", "decide", approval.approval_id, "--approve", "--as", "U0ALICE",
