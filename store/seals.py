@@ -20,7 +20,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 
 from cryptography.hazmat.primitives import hashes
@@ -328,15 +328,13 @@ def read_approval(seals: DecisionSeals, row: Row) -> ApprovalRecord:
     """The approval of a row read with its snapshot seal columns (`APPROVAL_COLUMNS`
     include them), its snapshot checked: one that does not verify is never handed out,
     it is replaced by `unverified_snapshot`, and `snapshot_seal` says what was found."""
-    approval = row_to_approval(row)
+    digest = row["arguments_digest"]
     fields = snapshot_fields(
-        approval_id=approval.approval_id,
-        arguments_digest=approval.arguments_digest,
-        snapshot=approval.snapshot,
+        approval_id=row["approval_id"], arguments_digest=digest, snapshot=row["snapshot"]
     )
     stored = stored_seal(row["snapshot_seal_key_id"], row["snapshot_seal"])
     check = seals.check(SNAPSHOT_PURPOSE, fields, stored)
     if check == "valid":
-        return replace(approval, snapshot_seal=check)
-    shown = unverified_snapshot(approval.tool_name, approval.arguments_digest)
-    return replace(approval, snapshot=shown, snapshot_seal=check)
+        return row_to_approval(row, snapshot_seal=check)
+    shown = unverified_snapshot(row["tool_name"], digest)
+    return row_to_approval(row, snapshot=shown, snapshot_seal=check)
