@@ -197,3 +197,27 @@ def test_deciding_an_expired_approval_lets_the_run_go_on_before_the_command_exit
     assert run is not None
     assert run.status == "completed"  # resumed with the call not run, not left resuming
     assert home.effect_lines() == []
+
+
+def test_show_and_decide_never_use_a_snapshot_rewritten_in_the_database(home: Home) -> None:
+    _, [approval] = home.paused("restart api")
+    with raw_database(home.db) as connection:  # no keys: what someone with the file can do
+        connection.execute(
+            "UPDATE approvals SET snapshot = replace(snapshot, '\"api\"', '\"api-canary\"') "
+            "WHERE approval_id = ?",
+            (approval.approval_id,),
+        )
+
+    code, out, _ = home.cli("approvals", "show", approval.approval_id)
+    assert code == 0
+    assert "api-canary" not in out
+    assert "failed its seal" in out
+    code, _, err = home.cli(
+        "approvals", "decide", approval.approval_id, "--approve", "--as", "U0ALICE",
+        "--reason", "canary only", "--digest", approval.arguments_digest,
+    )  # fmt: skip
+    assert code != 0
+    assert "failed its seal" in err
+    assert home.effect_lines() == []
+    [tampered] = home.audit("tamper_detected")
+    assert (tampered["purpose"], tampered["via"]) == ("snapshot_seal", "cli")
