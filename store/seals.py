@@ -16,6 +16,7 @@ id does not verify. Comparison is in constant time.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -41,6 +42,8 @@ SNAPSHOT_PURPOSE = "snapshot"
 SNAPSHOT_SEAL_COLUMNS = "snapshot_seal_key_id, snapshot_seal"  # the snapshot's own seal
 
 SealValue = str | int | None
+REMEMBERED_CHECKS = 4096
+REMEMBERED_SNAPSHOT_CHARS = 16_384
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +66,27 @@ class DecisionSeals:
     def __init__(self, keyring: KeyRing) -> None:
         self.keyring = keyring
         self._mac_keys: dict[str, bytes] = {}
+        self._remembered_snapshot_check = functools.lru_cache(maxsize=REMEMBERED_CHECKS)(
+            self._snapshot_check
+        )
+
+    def check_snapshot(
+        self, *, approval_id: str, arguments_digest: str, snapshot: str, seal: Seal | None
+    ) -> SealCheck:
+        """What an approval's snapshot seal says (`snapshot_fields`). Lists read the same
+        rows again and again: the answer for snapshots up to `REMEMBERED_SNAPSHOT_CHARS`
+        is remembered, keyed by everything it depends on (the snapshot text included)."""
+        if len(snapshot) > REMEMBERED_SNAPSHOT_CHARS:
+            return self._snapshot_check(approval_id, arguments_digest, snapshot, seal)
+        return self._remembered_snapshot_check(approval_id, arguments_digest, snapshot, seal)
+
+    def _snapshot_check(
+        self, approval_id: str, arguments_digest: str, snapshot: str, seal: Seal | None
+    ) -> SealCheck:
+        fields = snapshot_fields(
+            approval_id=approval_id, arguments_digest=arguments_digest, snapshot=snapshot
+        )
+        return self.check(SNAPSHOT_PURPOSE, fields, seal)
 
     def seal(self, purpose: str, fields: Mapping[str, SealValue]) -> Seal:
         key = self.keyring.newest
@@ -329,11 +353,12 @@ def read_approval(seals: DecisionSeals, row: Row) -> ApprovalRecord:
     include them), its snapshot checked: one that does not verify is never handed out,
     it is replaced by `unverified_snapshot`, and `snapshot_seal` says what was found."""
     digest = row["arguments_digest"]
-    fields = snapshot_fields(
-        approval_id=row["approval_id"], arguments_digest=digest, snapshot=row["snapshot"]
+    check = seals.check_snapshot(
+        approval_id=row["approval_id"],
+        arguments_digest=digest,
+        snapshot=row["snapshot"],
+        seal=stored_seal(row["snapshot_seal_key_id"], row["snapshot_seal"]),
     )
-    stored = stored_seal(row["snapshot_seal_key_id"], row["snapshot_seal"])
-    check = seals.check(SNAPSHOT_PURPOSE, fields, stored)
     if check == "valid":
         return row_to_approval(row, snapshot_seal=check)
     shown = unverified_snapshot(row["tool_name"], digest)
