@@ -223,8 +223,7 @@ class Database:
         try:
             async with self._lock:
                 if not job.taken:
-                    group = self._take_group()
-                    await self._thread.run(partial(self._commit_group, group, loop))
+                    await self._run_on_thread(self._take_group(), loop)
             return await job.future
         except asyncio.CancelledError:
             if not job.taken:
@@ -247,9 +246,29 @@ class Database:
             job.taken = True
         return group
 
+    async def _run_on_thread(
+        self, group: list[_Write[Any]], loop: asyncio.AbstractEventLoop
+    ) -> None:
+        """Hand `group` to the writer thread. When the thread cannot take it (stopped),
+        every caller in it gets that error rather than waiting forever."""
+        try:
+            await self._thread.run(partial(self._commit_group, group, loop))
+        except asyncio.CancelledError:
+            raise  # this caller stopped waiting; the thread still answers the group
+        except BaseException as error:
+            for job in group:
+                if not job.future.done():
+                    job.future.set_exception(error)
+
     def _commit_group(self, group: list[_Write[Any]], loop: asyncio.AbstractEventLoop) -> None:
         """On the writer thread: run the group, then hand each caller its outcome."""
-        outcomes = self._run_group(group)
+        try:
+            outcomes = self._run_group(group)
+        except BaseException as failed:  # the writer itself failed (a savepoint, a rollback)
+            if self._writer.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._writer.execute("ROLLBACK")
+            outcomes = [(None, _as_store_error(failed, self.path))] * len(group)
         for job, (result, error) in zip(group, outcomes, strict=True):
             with contextlib.suppress(RuntimeError):  # a closed loop has nobody waiting
                 loop.call_soon_threadsafe(_settle, job.future, result, error)

@@ -173,3 +173,13 @@ async def test_a_raw_transaction_is_never_grouped(database: Database) -> None:
         await alone  # its COMMIT finds no transaction
     assert await after == 3
     assert await names(database) == {"first", "before", "after"}
+
+
+async def test_writes_after_close_fail_rather_than_wait(tmp_path: Path) -> None:
+    closed = await Database.open(tmp_path / "closed.db")
+    await closed.close()
+    outcomes = await asyncio.gather(
+        *(closed.transact(insert(f"late{i}")) for i in range(3)), return_exceptions=True
+    )
+    assert all(isinstance(outcome, RuntimeError) for outcome in outcomes), outcomes
+    assert "stopped" in str(outcomes[0])
