@@ -66,9 +66,9 @@ class SlackNotifier:
     What it posts in a run's thread (the root, review cards, notices, the answer) waits
     Slack out for up to `patience` seconds (bot.slack.patience: 429s and 5xx tried again),
     so an outage delays a card and loses none; nothing runs before its card is decided,
-    so the wait holds nothing up. A card's update is awaited before the decision's call
-    runs, so it waits only `update_patience`: past that the card shows its old state
-    until its next update (a click on it is answered with what happened)."""
+    so the wait holds nothing up. A card's update waits only `update_patience`, so the
+    task deciding is not held for minutes: past that the card shows its old state until
+    its next update (a click on it is answered with what happened)."""
 
     def __init__(
         self,
