@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from bot.clock import Clock, utc_now
@@ -51,6 +52,12 @@ from bot.service.workflow import Workflow
 from bot.tasks import TaskOwner
 from store.api import Store
 from store.records import ApprovalRecord, AuditEvent, CancelOutcome, RunRecord, StandIn
+
+
+def known_tool_names(registry: AgentRegistry, policy: Policy) -> frozenset[str]:
+    """The tool names the configuration knows: the policy's tables and every registered
+    agent's tools (an MCP gateway's as its upstreams list them now)."""
+    return frozenset(policy.tools) | {name for agent in registry for name in agent.tool_names()}
 
 
 class ApprovalService:
@@ -100,6 +107,7 @@ class ApprovalService:
             raise ConfigError("the service needs a worker id (see installation_worker_id)")
         if policy is not None:
             policy.check_tools(name for agent in registry for name in agent.tool_names())
+        in_force = policy or DEFAULT_POLICY.with_default_expiry(approval_ttl)
         self._flow = Workflow(
             store=store,
             registry=registry,
@@ -108,14 +116,16 @@ class ApprovalService:
             clock=clock,
             worker_id=worker_id,
             lease_seconds=lease_seconds,
-            policy=policy or DEFAULT_POLICY.with_default_expiry(approval_ttl),
+            policy=in_force,
             groups=groups or NoGroups(),
             tasks=tasks,
             leases=HeldLeases(store, owner=worker_id, lease_seconds=lease_seconds),
             channels=channels,
             retry=resume_retry,
             surface=surface,
-            telemetry=Telemetry(metrics, clock=clock),
+            telemetry=Telemetry(
+                metrics, clock=clock, known_tools=partial(known_tool_names, registry, in_force)
+            ),
         )
         deciding = DecisionOperations(self._flow)
         self.decide = deciding.decide

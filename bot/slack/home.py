@@ -29,6 +29,7 @@ from bot.slack.messages.approval_lines import (
     approval_line,
     decision_line,
     quorum_line,
+    waited_line,
 )
 from store.records import ApprovalRecord
 
@@ -86,11 +87,10 @@ def _pending_item(view: ApprovalView) -> list[Block]:
     requester = f" for {person(approval.requester)}" if approval.requester else ""
     expiry = f" · expires {slack_date(approval.expires_at)}" if approval.expires_at else ""
     quorum = quorum_line(count=view.approvals_count, required=view.required, voters=view.voters)
+    digest = escape(approval.arguments_digest[:16], 20)
     return [
         mrkdwn_section(f"{approval_line(approval)}{requester}"),
-        mrkdwn_context(
-            f"{quorum}{expiry} · digest `{escape(approval.arguments_digest[:16], 20)}…`"
-        ),
+        mrkdwn_context(f"{quorum} · {waited_line(view)}{expiry} · digest `{digest}…`"),
         {"type": "actions", "elements": card_buttons(approval)},
     ]
 
