@@ -32,6 +32,7 @@ from bot.service.absences import come_back, set_away
 from bot.service.answers import FollowUpOutcome
 from bot.service.api import ApprovalView, Page, Surface, UncertainCall
 from bot.service.authority import refuse_request, require_visible
+from bot.service.bulk import BulkDecisions
 from bot.service.config import DEFAULT_APPROVAL_TTL, DEFAULT_SWEEP_SECONDS
 from bot.service.copies import send_unsent
 from bot.service.events import Notifier
@@ -81,7 +82,8 @@ class ApprovalService:
     logs them either way).
 
     The deciding operations (`decide`, `approve_with_changes`, `revoke` and their
-    `record_*` halves) are bot.service.voting's, bound here as its own."""
+    `record_*` halves) are bot.service.voting's, bound here as its own; so are the bulk
+    decisions (`record_decisions`, `decide_many`) bot.service.bulk's."""
 
     def __init__(
         self,
@@ -134,6 +136,9 @@ class ApprovalService:
         self.record_changes = deciding.record_changes
         self.revoke = deciding.revoke
         self.record_revocation = deciding.record_revocation
+        bulk = BulkDecisions(self._flow)
+        self.record_decisions = bulk.record_decisions
+        self.decide_many = bulk.decide_many
         self._default_agent = default_agent
         self._requests = RequestLog(store)
         self._sweeper: ExpirySweeper | None = None

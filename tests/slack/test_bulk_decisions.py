@@ -1,0 +1,291 @@
+"""Bulk decisions end to end: calls selected in App Home, one reason in the modal, each
+call decided through the real server (signed requests into the Bolt app), the real
+service and store, with the fake Slack refusing what Slack would (Block Kit limits of
+Home, modals and options). Each call is checked and audited on its own; a call that
+fails a check is reported and the others go on."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from store.crypto import KeyRing
+from tests.slack.fake_slack import APP_ID, TEAM_ID, Call, FakeSlack
+from tests.slack.slack_harness import (
+    APPROVER,
+    CHANNEL,
+    CHANNEL_MEMBERS,
+    OTHER_APPROVER,
+    REQUESTER,
+    Bot,
+    FakeClock,
+    card_calls,
+    start_bot,
+    stop_bot,
+)
+
+ELSEWHERE = "C0ELSEWHERE"  # a second channel the approver is a member of, until they leave
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+async def bot(
+    fake_slack: FakeSlack, tmp_path: Path, keyring: KeyRing, clock: FakeClock
+) -> AsyncIterator[Bot]:
+    fake_slack.channel_members[ELSEWHERE] = list(CHANNEL_MEMBERS)
+    started, runner, session = await start_bot(
+        fake_slack, tmp_path / "approvals.db", keyring, clock=clock
+    )
+    try:
+        yield started
+    finally:
+        await stop_bot(started, runner, session)
+
+
+async def ask(
+    bot: Bot, count: int, text: str = "deploy payments 1.2.3", *, channel: str = CHANNEL
+) -> None:
+    """`count` runs of `text` in `channel`; returns once every card is posted."""
+    before = len(card_calls(bot.fake))
+    for _ in range(count):
+        reply = await bot.driver.command("/agent", text, user=REQUESTER, channel=channel)
+        assert reply.status == 200
+    await bot.fake.wait_for(
+        "chat.postMessage", lambda c: c in card_calls(bot.fake), count=before + count
+    )
+
+
+async def open_home(bot: Bot, user: str) -> Call:
+    before = len(bot.fake.calls_to("views.publish"))
+    await bot.driver.event({"type": "app_home_opened", "user": user, "tab": "home"})
+    published = await bot.fake.wait_for("views.publish", count=before + 1)
+    assert published[-1].ok, published[-1].answer
+    return published[-1]
+
+
+def bulk_group(home: Call, tool_name: str) -> Mapping[str, Any]:
+    """The actions block of `tool_name`'s calls in the "Decide several at once" part."""
+    (group,) = [
+        block
+        for block in home.args["view"]["blocks"]
+        if block.get("block_id", "").startswith("bulk:")
+        and any(e.get("value") == tool_name for e in block["elements"] if e["type"] == "button")
+    ]
+    return group
+
+
+def selectable(group: Mapping[str, Any]) -> list[str]:
+    return [
+        option["value"]
+        for element in group["elements"]
+        if element["type"] == "checkboxes"
+        for option in element["options"]
+    ]
+
+
+def press(
+    bot: Bot, home: Call, group: Mapping[str, Any], label: str, *, user: str, ticked: list[str]
+) -> dict[str, Any]:
+    """The block_actions payload Slack sends for `label` pressed in `group` of a Home
+    view in which `ticked` calls were ticked (their options, in Home's view state)."""
+    state: dict[str, Any] = {}
+    for element in group["elements"]:
+        if element["type"] != "checkboxes":
+            continue
+        chosen = [o for o in element["options"] if o["value"] in ticked]
+        state[element["action_id"]] = {"type": "checkboxes", "selected_options": chosen}
+    button = next(
+        e for e in group["elements"] if e["type"] == "button" and e["text"]["text"] == label
+    )
+    view = {
+        "id": "VHOME0001",
+        "type": "home",
+        "blocks": home.args["view"]["blocks"],
+        "state": {"values": {group["block_id"]: state}},
+    }
+    return {
+        "type": "block_actions",
+        "team": {"id": TEAM_ID},
+        "user": {"id": user, "team_id": TEAM_ID},
+        "api_app_id": APP_ID,
+        "trigger_id": f"trigger.bulk.{time.monotonic_ns()}",
+        "container": {"type": "view", "view_id": "VHOME0001"},
+        "view": view,
+        "actions": [
+            {
+                "type": "button",
+                "action_id": button["action_id"],
+                "block_id": group["block_id"],
+                "value": button["value"],
+                "action_ts": str(time.time()),
+            }
+        ],
+    }
+
+
+async def bulk_modal(bot: Bot, payload: dict[str, Any]) -> dict[str, Any]:
+    before = len(bot.fake.calls_to("views.open"))
+    reply = await bot.driver.interactive(payload)
+    assert (reply.status, reply.text) == (200, "")
+    opened = await bot.fake.wait_for("views.open", count=before + 1)
+    assert opened[-1].ok, opened[-1].answer
+    view: dict[str, Any] = opened[-1].args["view"]
+    return view
+
+
+async def audit(bot: Bot, kind: str) -> list[Any]:
+    return [event for event in await bot.store.audit_events() if event.kind == kind]
+
+
+async def test_bulk_approval_of_twenty_calls_makes_twenty_audited_decisions(bot: Bot) -> None:
+    await ask(bot, 20)
+    await bot.settle()
+    home = await open_home(bot, APPROVER)
+    group = bulk_group(home, "deploy_release")
+    ids = selectable(group)
+    assert len(ids) == 20
+    checkboxes = [e for e in group["elements"] if e["type"] == "checkboxes"]
+    assert [len(e["options"]) for e in checkboxes] == [10, 10]  # Block Kit: 10 per element
+
+    modal = await bulk_modal(
+        bot, press(bot, home, group, "Approve selected…", user=APPROVER, ticked=ids)
+    )
+    shown = json.dumps(modal["blocks"])
+    pending = {a.approval_id: a for a in await bot.store.list_approvals(limit=100)}
+    for approval_id in ids:  # each call shown whole, with its digest, before it is approved
+        assert approval_id in shown
+        assert pending[approval_id].arguments_digest in shown
+    assert shown.count("payments") >= 20
+    reply = await bot.driver.submit(modal, user=APPROVER, reason="release train CR-77")
+    assert reply.status == 200
+    answer = reply.json()
+    assert answer["response_action"] == "update"
+    assert "20 of 20 calls of `deploy_release` approved" in json.dumps(answer["view"])
+    await bot.settle()
+
+    decided = await audit(bot, "decided")
+    assert sorted(event.approval_id for event in decided) == sorted(ids)
+    for event in decided:
+        assert event.actor == APPROVER
+        assert event.detail["reason"] == "release train CR-77"
+        assert event.detail["via"] == "slack-bulk"
+    approvals = await bot.store.list_approvals(status="approved", limit=100)
+    assert sorted(a.approval_id for a in approvals) == sorted(ids)
+    assert len(bot.effects.deploys) == 20  # each call ran, once
+    updated = {c.args["ts"] for c in bot.fake.calls_to("chat.update") if "Approved" in c.text}
+    assert {card.answer["ts"] for card in card_calls(bot.fake)} <= updated
+    refreshed = await bot.fake.wait_for(
+        "views.publish", lambda c: c.args["user_id"] == APPROVER, count=2
+    )
+    assert "Nothing waits for your decision" in json.dumps(refreshed[-1].args["view"])
+
+
+async def test_a_call_the_approver_may_not_decide_is_reported_and_the_others_decided(
+    bot: Bot, clock: FakeClock
+) -> None:
+    await ask(bot, 3)
+    await ask(bot, 1, channel=ELSEWHERE)
+    await bot.settle()
+    home = await open_home(bot, APPROVER)
+    group = bulk_group(home, "deploy_release")
+    ids = selectable(group)
+    runs = {a.approval_id: a for a in await bot.store.list_approvals(status="pending", limit=10)}
+    (elsewhere,) = [i for i in ids if runs[i].slack_channel == ELSEWHERE]
+    first, second, third = [i for i in ids if i != elsewhere]
+
+    # Decided by someone else between Home and the click: left out of the modal, said why.
+    await bot.service.decide(third, approve=True, decider=OTHER_APPROVER, reason="mine")
+    modal = await bulk_modal(
+        bot, press(bot, home, group, "Approve selected…", user=APPROVER, ticked=ids)
+    )
+    shown = json.dumps(modal["blocks"])
+    assert "Not included" in shown
+    assert "already approved" in shown
+    assert json.loads(modal["private_metadata"])["calls"] == [
+        [approval_id, runs[approval_id].arguments_digest]
+        for approval_id in ids
+        if approval_id != third
+    ]
+
+    # The approver leaves the other channel while the modal is open.
+    bot.fake.channel_members[ELSEWHERE].remove(APPROVER)
+    clock.advance(timedelta(seconds=61))  # past the membership cache
+    reply = await bot.driver.submit(modal, user=APPROVER, reason="CR-78")
+    assert reply.status == 200
+    summary = json.dumps(reply.json()["view"])
+    assert "2 of 3 calls of `deploy_release` approved" in summary
+    assert "Not decided (1)" in summary
+    assert elsewhere in summary
+    assert "not a member of the channel" in summary
+    await bot.settle()
+
+    statuses = {a.approval_id: a.status for a in await bot.store.list_approvals(limit=10)}
+    assert statuses == {
+        first: "approved",
+        second: "approved",
+        third: "approved",
+        elsewhere: "pending",
+    }
+    decided = {(e.approval_id, e.actor) for e in await audit(bot, "decided")}
+    assert decided == {(first, APPROVER), (second, APPROVER), (third, OTHER_APPROVER)}
+    [refused] = await audit(bot, "refused")
+    assert (refused.approval_id, refused.actor) == (elsewhere, APPROVER)
+    assert refused.detail["why"] == "not_a_channel_member"
+    assert len(bot.effects.deploys) == 3
+
+
+async def test_bulk_reject_tells_the_agent_and_the_requester_cannot_select_their_own(
+    bot: Bot,
+) -> None:
+    await ask(bot, 2)
+    await bot.settle()
+    mine = await open_home(bot, REQUESTER)
+    assert "bulk:" not in json.dumps(mine.args["view"])  # nothing of theirs to decide
+    home = await open_home(bot, APPROVER)
+    group = bulk_group(home, "deploy_release")
+    ids = selectable(group)
+    modal = await bulk_modal(
+        bot, press(bot, home, group, "Reject selected…", user=APPROVER, ticked=ids)
+    )
+    reply = await bot.driver.submit(modal, user=APPROVER, reason="freeze", message="not today")
+    assert "2 of 2 calls of `deploy_release` rejected" in json.dumps(reply.json()["view"])
+    await bot.settle()
+    rejected = await bot.store.list_approvals(status="rejected", limit=10)
+    assert sorted(a.approval_id for a in rejected) == sorted(ids)
+    assert {a.message for a in rejected} == {"not today"}
+    assert bot.effects.deploys == []
+
+
+async def test_nothing_ticked_is_told_and_changes_nothing(bot: Bot) -> None:
+    await ask(bot, 2)
+    await bot.settle()
+    home = await open_home(bot, APPROVER)
+    group = bulk_group(home, "deploy_release")
+    notice = await bulk_modal(
+        bot, press(bot, home, group, "Approve selected…", user=APPROVER, ticked=[])
+    )
+    assert "Tick the calls to decide first" in json.dumps(notice)
+    assert await audit(bot, "voted") == []
+    assert len(await bot.store.list_approvals(status="pending", limit=10)) == 2
+
+
+async def test_home_with_many_calls_of_many_tools_stays_within_block_kit(bot: Bot) -> None:
+    await ask(bot, 35)
+    await ask(bot, 12, "@restarter restart payments")
+    await bot.settle()
+    home = await open_home(bot, APPROVER)  # the fake refuses a view past Block Kit's limits
+    blocks = home.args["view"]["blocks"]
+    assert len(blocks) <= 100
+    deploys = bulk_group(home, "deploy_release")
+    assert len(selectable(deploys)) == 30  # at most BULK_LIMIT per tool, the oldest
+    assert "35 calls wait for you (the oldest 30 below)" in json.dumps(blocks)
