@@ -75,12 +75,13 @@ async def open_home(bot: Bot, user: str) -> Call:
 
 def bulk_group(home: Call, tool_name: str) -> Mapping[str, Any]:
     """The actions block of `tool_name`'s calls in the "Decide several at once" part."""
-    (group,) = [
+    groups: list[Mapping[str, Any]] = [
         block
         for block in home.args["view"]["blocks"]
         if block.get("block_id", "").startswith("bulk:")
         and any(e.get("value") == tool_name for e in block["elements"] if e["type"] == "button")
     ]
+    (group,) = groups
     return group
 
 
