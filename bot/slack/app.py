@@ -46,7 +46,6 @@ from bot.slack.bulk_forms import (
     BULK_APPROVE_ACTION_ID,
     BULK_CALLBACK_ID,
     BULK_REJECT_ACTION_ID,
-    BULK_SELECT_PATTERN,
 )
 from bot.slack.bulk_interactions import BulkInteractions
 from bot.slack.decision_modal import DECISION_CALLBACK_ID
@@ -142,7 +141,6 @@ class SlackListeners:
         app.view(DECISION_CALLBACK_ID)(self.cards.on_decision_submission)
         app.view(EDIT_CALLBACK_ID)(self.cards.on_edit_submission)
         app.view(RECONCILE_CALLBACK_ID)(self.cards.on_reconcile_submission)
-        app.action(BULK_SELECT_PATTERN)(self.bulk.on_select)
         app.action(BULK_APPROVE_ACTION_ID)(self.bulk.on_bulk_button)
         app.action(BULK_REJECT_ACTION_ID)(self.bulk.on_bulk_button)
         app.view(BULK_CALLBACK_ID)(self.bulk.on_bulk_submission)

@@ -5,7 +5,8 @@ was decided and what was not (and why).
 
 Block Kit bounds every part: App Home holds at most 100 blocks (the part takes only the
 room the rest of Home leaves), a checkboxes element at most 10 options (a tool's calls
-are spread over several elements in one actions block), an option's text and
+are spread over several, each in an input block, whose ticks Slack sends with a button
+press in the view's state and which send nothing themselves), an option's text and
 description at most 75 characters (a call's redacted arguments on one line, cut with a
 visible mark; its id and wait), a modal's `private_metadata` at most 3000 characters
 (the selected calls' ids and the digest each was shown with: a selection that would not
@@ -62,8 +63,7 @@ BulkAction = Literal["approve", "reject"]
 BULK_APPROVE_ACTION_ID = "bulk_approve"
 BULK_REJECT_ACTION_ID = "bulk_reject"
 BULK_SELECT_ACTION_PREFIX = "bulk_select_"  # one per checkboxes element: _0, _1, _2
-BULK_SELECT_PATTERN = re.compile(rf"^{BULK_SELECT_ACTION_PREFIX}\d+$")
-BULK_BLOCK_PREFIX = "bulk:"  # the actions block of one tool's calls: bulk:0, bulk:1 ...
+BULK_BLOCK_PREFIX = "bulk:"  # one tool's buttons: bulk:0 ...; its checkboxes: bulk:0:0 ...
 BULK_CALLBACK_ID = "bulk_decision"
 BULK_HEADER = "Decide several at once"
 OPTIONS_PER_CHECKBOXES = 10  # Block Kit
@@ -85,15 +85,16 @@ _INTRO = (
 def bulk_home_blocks(pending: Sequence[ApprovalView], *, room: int) -> list[Block]:
     """The "Decide several at once" part for the calls `pending` holds (the viewer may
     decide each), in at most `room` blocks: per tool with MIN_CALLS or more, its oldest
-    BULK_LIMIT calls as checkboxes and the two buttons. Empty when no tool has enough
-    calls or there is no room for one."""
-    groups = _by_tool(pending)
+    BULK_LIMIT calls as checkboxes (input blocks of at most 10, whose ticks Slack keeps
+    in the Home view's state) and the two buttons. Empty when no tool has enough calls
+    or there is no room for one."""
     blocks: list[Block] = []
-    for index, (tool_name, views) in enumerate(groups.items()):
+    for index, (tool_name, views) in enumerate(_by_tool(pending).items()):
         head = [] if blocks else [{"type": "divider"}, _header(BULK_HEADER), mrkdwn_context(_INTRO)]
-        if len(blocks) + len(head) + 2 > room:
+        group = _group_blocks(index, tool_name, views)
+        if len(blocks) + len(head) + len(group) > room:
             break
-        blocks += [*head, _group_section(tool_name, views), _group_actions(index, tool_name, views)]
+        blocks += [*head, *group]
     return blocks
 
 
@@ -110,35 +111,41 @@ def _group_section(tool_name: str, views: Sequence[ApprovalView]) -> Block:
     return mrkdwn_section(f"*`{escape(tool_name, 200)}`*: {len(views)} calls wait for you{more}")
 
 
-def _group_actions(index: int, tool_name: str, views: Sequence[ApprovalView]) -> Block:
+def _group_blocks(index: int, tool_name: str, views: Sequence[ApprovalView]) -> list[Block]:
     shown = list(views[:BULK_LIMIT])
-    chunks = [
-        shown[start : start + OPTIONS_PER_CHECKBOXES]
-        for start in range(0, len(shown), OPTIONS_PER_CHECKBOXES)
-    ]
-    elements: list[dict[str, Any]] = [
-        {
-            "type": "checkboxes",
-            "action_id": f"{BULK_SELECT_ACTION_PREFIX}{number}",
-            "options": [_option(view) for view in chunk],
-        }
-        for number, chunk in enumerate(chunks)
-    ]
+    block_id = f"{BULK_BLOCK_PREFIX}{index}"
+    blocks = [_group_section(tool_name, views)]
+    for number, start in enumerate(range(0, len(shown), OPTIONS_PER_CHECKBOXES)):
+        chunk = shown[start : start + OPTIONS_PER_CHECKBOXES]
+        blocks.append(
+            {
+                "type": "input",
+                "block_id": f"{block_id}:{number}",
+                "optional": True,
+                "label": plain_text(f"Calls {start + 1}-{start + len(chunk)}"),
+                "element": {
+                    "type": "checkboxes",
+                    "action_id": f"{BULK_SELECT_ACTION_PREFIX}{number}",
+                    "options": [_option(view) for view in chunk],
+                },
+            }
+        )
     buttons: tuple[tuple[BulkAction, str, str], ...] = (
         ("approve", BULK_APPROVE_ACTION_ID, "primary"),
         ("reject", BULK_REJECT_ACTION_ID, "danger"),
     )
-    for action, action_id, style in buttons:
-        elements.append(
-            {
-                "type": "button",
-                "text": plain_text(f"{_VERBS[action]} selected…"),
-                "action_id": action_id,
-                "style": style,
-                "value": tool_name[:2000],
-            }
-        )
-    return {"type": "actions", "block_id": f"{BULK_BLOCK_PREFIX}{index}", "elements": elements}
+    elements = [
+        {
+            "type": "button",
+            "text": plain_text(f"{_VERBS[action]} selected…"),
+            "action_id": action_id,
+            "style": style,
+            "value": tool_name[:2000],
+        }
+        for action, action_id, style in buttons
+    ]
+    blocks.append({"type": "actions", "block_id": block_id, "elements": elements})
+    return blocks
 
 
 def _option(view: ApprovalView) -> dict[str, Any]:
@@ -196,13 +203,12 @@ def parse_bulk_click(body: Mapping[str, Any]) -> BulkClick:
     block_id = text_field(pressed, "block_id")
     tool_name = text_field(pressed, "value")
     values = mapping_field(mapping_field(mapping_field(body, "view"), "state"), "values")
-    group = values.get(block_id)
     selected: list[str] = []
-    for element in (group or {}).values() if isinstance(group, Mapping) else ():
-        options = element.get("selected_options") if isinstance(element, Mapping) else None
-        for option in options if isinstance(options, list) else ():
-            value = option.get("value") if isinstance(option, Mapping) else None
-            if isinstance(value, str) and value not in selected:
+    for key, inputs in values.items():
+        if not (str(key).startswith(f"{block_id}:") and isinstance(inputs, Mapping)):
+            continue  # another tool's group, or not a bulk selection
+        for value in _ticked(inputs):
+            if value not in selected:
                 selected.append(check_approval_id(value))
     return BulkClick(
         user_id=submitter(body),
@@ -211,6 +217,18 @@ def parse_bulk_click(body: Mapping[str, Any]) -> BulkClick:
         tool_name=tool_name,
         selected=tuple(selected),
     )
+
+
+def _ticked(inputs: Mapping[str, Any]) -> list[str]:
+    """The values of the options ticked in one input block's checkboxes."""
+    ticked: list[str] = []
+    for element in inputs.values():
+        options = element.get("selected_options") if isinstance(element, Mapping) else None
+        for option in options if isinstance(options, list) else ():
+            value = option.get("value") if isinstance(option, Mapping) else None
+            if isinstance(value, str):
+                ticked.append(value)
+    return ticked
 
 
 # -- the modal: every selected call whole, one reason ---------------------------------

@@ -1,8 +1,8 @@
 """Bulk decisions from App Home: the listeners (the forms are bot.slack.bulk_forms, the
 decisions bot.service.bulk).
 
-Ticking a checkbox changes nothing and is only acknowledged (Slack keeps the selection in
-the Home view's state). "Approve selected…" / "Reject selected…" is acknowledged at once;
+Ticking a checkbox sends nothing (Slack keeps the ticks in the Home view's state and
+sends them with a button press). "Approve selected…" / "Reject selected…" is acknowledged at once;
 after the ack the selected calls are read as the person may see them, and the modal
 opens with each call whole and what was left out of the selection and why (no longer
 pending, not theirs to decide, not read whole). A selection with nothing left to decide
@@ -62,10 +62,6 @@ UNREAD_TEXT = (
 class BulkInteractions:
     def __init__(self, responder: Responder) -> None:
         self._r = responder
-
-    async def on_select(self, ack: Ack) -> None:
-        """A checkbox ticked or unticked: nothing to do until a button is pressed."""
-        await ack()
 
     # -- the button: open the modal -------------------------------------------------------
 

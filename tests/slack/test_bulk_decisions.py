@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -73,46 +74,56 @@ async def open_home(bot: Bot, user: str) -> Call:
     return published[-1]
 
 
-def bulk_group(home: Call, tool_name: str) -> Mapping[str, Any]:
-    """The actions block of `tool_name`'s calls in the "Decide several at once" part."""
-    groups: list[Mapping[str, Any]] = [
+@dataclass(frozen=True)
+class Group:
+    """One tool's part of "Decide several at once": its checkboxes (input blocks of at
+    most 10 options each) and the actions block with its two buttons."""
+
+    inputs: list[Mapping[str, Any]]
+    actions: Mapping[str, Any]
+
+    def options(self) -> list[Mapping[str, Any]]:
+        return [option for block in self.inputs for option in block["element"]["options"]]
+
+    def ids(self) -> list[str]:
+        return [option["value"] for option in self.options()]
+
+
+def bulk_group(home: Call, tool_name: str) -> Group:
+    blocks = home.args["view"]["blocks"]
+    (actions,) = [
         block
-        for block in home.args["view"]["blocks"]
-        if block.get("block_id", "").startswith("bulk:")
-        and any(e.get("value") == tool_name for e in block["elements"] if e["type"] == "button")
+        for block in blocks
+        if block["type"] == "actions"
+        and block.get("block_id", "").startswith("bulk:")
+        and {e["value"] for e in block["elements"]} == {tool_name}
     ]
-    (group,) = groups
-    return group
-
-
-def selectable(group: Mapping[str, Any]) -> list[str]:
-    return [
-        option["value"]
-        for element in group["elements"]
-        if element["type"] == "checkboxes"
-        for option in element["options"]
-    ]
+    prefix = f"{actions['block_id']}:"
+    inputs = [b for b in blocks if b["type"] == "input" and b["block_id"].startswith(prefix)]
+    assert all(b["element"]["type"] == "checkboxes" for b in inputs)
+    return Group(inputs=inputs, actions=actions)
 
 
 def press(
-    bot: Bot, home: Call, group: Mapping[str, Any], label: str, *, user: str, ticked: list[str]
+    bot: Bot, home: Call, group: Group, label: str, *, user: str, ticked: list[str]
 ) -> dict[str, Any]:
-    """The block_actions payload Slack sends for `label` pressed in `group` of a Home
-    view in which `ticked` calls were ticked (their options, in Home's view state)."""
-    state: dict[str, Any] = {}
-    for element in group["elements"]:
-        if element["type"] != "checkboxes":
+    """The block_actions payload Slack sends for `label` pressed in a Home view in which
+    `ticked` calls were ticked: every input block's state goes along, as in Slack."""
+    values: dict[str, Any] = {}
+    for block in home.args["view"]["blocks"]:
+        if block["type"] != "input":
             continue
+        element = block["element"]
         chosen = [o for o in element["options"] if o["value"] in ticked]
-        state[element["action_id"]] = {"type": "checkboxes", "selected_options": chosen}
-    button = next(
-        e for e in group["elements"] if e["type"] == "button" and e["text"]["text"] == label
-    )
+        values[block["block_id"]] = {
+            element["action_id"]: {"type": "checkboxes", "selected_options": chosen}
+        }
+    button = next(e for e in group.actions["elements"] if e["text"]["text"] == label)
     view = {
         "id": "VHOME0001",
         "type": "home",
         "blocks": home.args["view"]["blocks"],
-        "state": {"values": {group["block_id"]: state}},
+        "state": {"values": values},
     }
     return {
         "type": "block_actions",
@@ -126,7 +137,7 @@ def press(
             {
                 "type": "button",
                 "action_id": button["action_id"],
-                "block_id": group["block_id"],
+                "block_id": group.actions["block_id"],
                 "value": button["value"],
                 "action_ts": str(time.time()),
             }
@@ -153,10 +164,13 @@ async def test_bulk_approval_of_twenty_calls_makes_twenty_audited_decisions(bot:
     await bot.settle()
     home = await open_home(bot, APPROVER)
     group = bulk_group(home, "deploy_release")
-    ids = selectable(group)
+    ids = group.ids()
     assert len(ids) == 20
-    checkboxes = [e for e in group["elements"] if e["type"] == "checkboxes"]
-    assert [len(e["options"]) for e in checkboxes] == [10, 10]  # Block Kit: 10 per element
+    for option in group.options():  # the call's redacted arguments, its id and wait
+        assert option["text"]["text"] == '{"service": "payments", "version": "1.2.3"}'
+        assert option["description"]["text"] == f"{option['value']} · waiting 0 s"
+    # Block Kit: at most 10 options in one checkboxes element
+    assert [len(b["element"]["options"]) for b in group.inputs] == [10, 10]
 
     modal = await bulk_modal(
         bot, press(bot, home, group, "Approve selected…", user=APPROVER, ticked=ids)
@@ -199,7 +213,7 @@ async def test_a_call_the_approver_may_not_decide_is_reported_and_the_others_dec
     await bot.settle()
     home = await open_home(bot, APPROVER)
     group = bulk_group(home, "deploy_release")
-    ids = selectable(group)
+    ids = group.ids()
     runs = {a.approval_id: a for a in await bot.store.list_approvals(status="pending", limit=10)}
     (elsewhere,) = [i for i in ids if runs[i].slack_channel == ELSEWHERE]
     first, second, third = [i for i in ids if i != elsewhere]
@@ -254,7 +268,7 @@ async def test_bulk_reject_tells_the_agent_and_the_requester_cannot_select_their
     assert "bulk:" not in json.dumps(mine.args["view"])  # nothing of theirs to decide
     home = await open_home(bot, APPROVER)
     group = bulk_group(home, "deploy_release")
-    ids = selectable(group)
+    ids = group.ids()
     modal = await bulk_modal(
         bot, press(bot, home, group, "Reject selected…", user=APPROVER, ticked=ids)
     )
@@ -288,5 +302,5 @@ async def test_home_with_many_calls_of_many_tools_stays_within_block_kit(bot: Bo
     blocks = home.args["view"]["blocks"]
     assert len(blocks) <= 100
     deploys = bulk_group(home, "deploy_release")
-    assert len(selectable(deploys)) == 30  # at most BULK_LIMIT per tool, the oldest
+    assert len(deploys.ids()) == 30  # at most BULK_LIMIT per tool, the oldest
     assert "35 calls wait for you (the oldest 30 below)" in json.dumps(blocks)
