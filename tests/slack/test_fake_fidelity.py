@@ -37,8 +37,11 @@ async def test_the_fake_refuses_what_block_kit_refuses(fake_slack: FakeSlack) ->
             with pytest.raises(SlackApiError) as raised:
                 await client.views_publish(user_id="U1", view=home)
             assert raised.value.response["error"] == "invalid_arguments"
-        fits = {"type": "home", "blocks": [_checkboxes([_option("a", "d" * 75)] * 10)]}
-        assert (await client.views_publish(user_id="U1", view=fits))["ok"]
+        ten: dict[str, Any] = {
+            "type": "home",
+            "blocks": [_checkboxes([_option("a", "d" * 75)] * 10)],
+        }
+        assert (await client.views_publish(user_id="U1", view=ten))["ok"]
 
 
 def _option(value: str, description: str) -> dict[str, Any]:
