@@ -42,12 +42,9 @@ from bot.service import (
 from bot.slack import commands
 from bot.slack.actions import ACTIONS
 from bot.slack.after_ack import Ack, Responder
-from bot.slack.bulk_forms import (
-    BULK_APPROVE_ACTION_ID,
-    BULK_CALLBACK_ID,
-    BULK_REJECT_ACTION_ID,
-)
+from bot.slack.bulk_home import BULK_APPROVE_ACTION_ID, BULK_REJECT_ACTION_ID
 from bot.slack.bulk_interactions import BulkInteractions
+from bot.slack.bulk_modal import BULK_CALLBACK_ID
 from bot.slack.decision_modal import DECISION_CALLBACK_ID
 from bot.slack.dedupe import DropRedeliveries, RequestMemory
 from bot.slack.edit_modal import EDIT_CALLBACK_ID

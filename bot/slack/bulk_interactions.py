@@ -1,5 +1,5 @@
-"""Bulk decisions from App Home: the listeners (the forms are bot.slack.bulk_forms, the
-decisions bot.service.bulk).
+"""Bulk decisions from App Home: the listeners (the forms are bot.slack.bulk_home and
+bot.slack.bulk_modal, the decisions bot.service.bulk).
 
 Ticking a checkbox sends nothing (Slack keeps the ticks in the Home view's state and
 sends them with a button press). "Approve selected…" / "Reject selected…" is acknowledged at once;
@@ -28,16 +28,15 @@ from bot.service import ApprovalView
 from bot.service.bulk import BULK_LIMIT, BulkRecorded
 from bot.slack.after_ack import Ack, Responder
 from bot.slack.blocks import mrkdwn_section
-from bot.slack.bulk_forms import (
+from bot.slack.bulk_home import BulkClick, parse_bulk_click
+from bot.slack.bulk_modal import (
     RECORDING_TEXT,
-    BulkClick,
     BulkSubmission,
     LeftOut,
     bulk_modal,
     failed_modal,
     left_out_text,
     notice,
-    parse_bulk_click,
     parse_bulk_submission,
     summary_modal,
 )

@@ -1,5 +1,5 @@
 """The App Home tab: what waits for the viewer (with the card's buttons, and how long
-each has waited), several calls of one tool to decide at once (bot.slack.bulk_forms),
+each has waited), several calls of one tool to decide at once (bot.slack.bulk_home),
 what the viewer requested, and recent decisions they may see (calls of their channels).
 Bounded: Block Kit allows 100 blocks per view, so each part shows a fixed number of rows
 and says when there are more; the bulk part takes only the room the others leave.
@@ -25,7 +25,7 @@ from bot.slack.blocks import (
     person,
     slack_date,
 )
-from bot.slack.bulk_forms import bulk_home_blocks
+from bot.slack.bulk_home import bulk_home_blocks
 from bot.slack.cards import card_buttons
 from bot.slack.messages.approval_lines import (
     NOTHING_WAITS_TEXT,
