@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from bot.slack import bulk_interactions
 from store.crypto import KeyRing
 from tests.slack.fake_slack import APP_ID, TEAM_ID, Call, FakeSlack
 from tests.slack.slack_harness import (
@@ -27,9 +28,11 @@ from tests.slack.slack_harness import (
     Bot,
     FakeClock,
     card_calls,
+    sqlite_file,
     start_bot,
     stop_bot,
 )
+from tests.slack.test_decision_commit import write_lock
 
 ELSEWHERE = "C0ELSEWHERE"  # a second channel the approver is a member of, until they leave
 
@@ -304,3 +307,34 @@ async def test_home_with_many_calls_of_many_tools_stays_within_block_kit(bot: Bo
     deploys = bulk_group(home, "deploy_release")
     assert len(deploys.ids()) == 30  # at most BULK_LIMIT per tool, the oldest
     assert "35 calls wait for you (the oldest 30 below)" in json.dumps(blocks)
+
+
+async def test_a_database_too_slow_for_the_answer_says_so_then_shows_the_summary(
+    bot: Bot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk_interactions, "SUBMISSION_BUDGET_SECONDS", 0.2)
+    await ask(bot, 3)
+    await bot.settle()
+    home = await open_home(bot, APPROVER)
+    group = bulk_group(home, "deploy_release")
+    modal = await bulk_modal(
+        bot, press(bot, home, group, "Approve selected…", user=APPROVER, ticked=group.ids())
+    )
+    modal_id = bot.fake.calls_to("views.open")[-1].answer["view"]["id"]
+    payload = bot.driver.submission_payload(modal, user=APPROVER, reason="CR-79")
+    payload["view"]["id"] = modal_id  # Slack sends the open modal's own id
+    with write_lock(sqlite_file(bot.store)):
+        reply = await bot.driver.interactive(payload)
+        answer = reply.json()
+        assert answer["response_action"] == "update"
+        assert "Recording your decisions" in json.dumps(answer["view"])
+        assert len(await bot.store.list_approvals(status="pending", limit=10)) == 3
+    # The lock is gone: the votes that waited land, and the modal shows what happened.
+    (summary,) = await bot.fake.wait_for(
+        "views.update",
+        lambda c: c.args["view_id"] == modal_id and "3 of 3" in json.dumps(c.args["view"]),
+    )
+    assert summary.ok
+    await bot.settle()
+    assert len(await bot.store.list_approvals(status="approved", limit=10)) == 3
+    assert len(bot.effects.deploys) == 3
