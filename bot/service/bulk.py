@@ -67,7 +67,6 @@ class BulkRecorded:
     """The committed votes and the refusals; `finish()` settles each committed vote
     (card, resume) and answers the `BulkResult`. Call it once, after telling the person."""
 
-    flow: Workflow
     recorded: tuple[Recorded[DecisionResult], ...]
     refused: tuple[BulkRefusal, ...]
 
@@ -127,7 +126,7 @@ async def record_bulk(
             refused.append(BulkRefusal(approval_id=item.approval_id, error=error))
         else:
             recorded.append(one)
-    return BulkRecorded(flow=flow, recorded=tuple(recorded), refused=tuple(refused))
+    return BulkRecorded(recorded=tuple(recorded), refused=tuple(refused))
 
 
 async def _record_one(flow: Workflow, ballot: Ballot, tool_name: str) -> Recorded[DecisionResult]:

@@ -27,6 +27,7 @@ from bot.slack.blocks import (
     Block,
     escape,
     escape_join,
+    mrkdwn_context,
     mrkdwn_section,
     plain_text,
     snapshot_text,
@@ -93,7 +94,8 @@ def bulk_modal(
             "a call that fails a check is left undecided and you are told why."
         )
     ]
-    blocks += [mrkdwn_section(_call_text(view)) for view in included]
+    for view in included:  # the call as its card shows it, then whose and how long
+        blocks += [mrkdwn_section(snapshot_text(view.approval)), mrkdwn_context(_about(view))]
     if dropped:
         blocks.append(mrkdwn_section(left_out_text(dropped)))
     blocks.append(reason_input())
@@ -122,15 +124,14 @@ def bulk_modal(
 TOO_MANY_TEXT = "too many for one decision; decide it next"
 
 
-def _call_text(view: ApprovalView) -> str:
+def _about(view: ApprovalView) -> str:
     approval = view.approval
     about = (
         f"id `{escape(approval.approval_id, 100)}` · waiting {elapsed_text(view.waited_seconds)}"
     )
     if approval.requester:
         about += f" · for <@{escape(approval.requester, 40)}>"
-    call = snapshot_text(approval)
-    return call[: SECTION_TEXT_LIMIT - len(about) - 1] + "\n" + about
+    return about
 
 
 def left_out_text(left_out: Sequence[LeftOut]) -> str:

@@ -338,3 +338,23 @@ async def test_a_database_too_slow_for_the_answer_says_so_then_shows_the_summary
     await bot.settle()
     assert len(await bot.store.list_approvals(status="approved", limit=10)) == 3
     assert len(bot.effects.deploys) == 3
+
+
+async def test_the_modal_of_thirty_long_hostile_calls_stays_within_block_kit(bot: Bot) -> None:
+    await ask(bot, 30, "@echo say it")
+    await bot.settle()
+    home = await open_home(bot, APPROVER)
+    group = bulk_group(home, "echo")
+    assert len(group.ids()) == 30
+    for option in group.options():  # one line, cut visibly, never Slack markup
+        assert len(option["text"]["text"]) <= 75
+        assert option["text"]["text"].endswith("…")
+    modal = await bulk_modal(  # the fake refuses a modal past Block Kit's limits
+        bot, press(bot, home, group, "Reject selected…", user=APPROVER, ticked=group.ids())
+    )
+    assert len(modal["blocks"]) <= 100
+    assert len(modal["private_metadata"]) <= 3000
+    assert len(json.loads(modal["private_metadata"])["calls"]) == 30
+    shown = json.dumps(modal["blocks"])
+    assert "<!channel>" not in shown  # escaped as on the card
+    assert "&lt;!channel&gt;" in shown
