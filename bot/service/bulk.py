@@ -132,14 +132,13 @@ async def record_bulk(
 async def _record_one(flow: Workflow, ballot: Ballot, tool_name: str) -> Recorded[DecisionResult]:
     """One call's vote, as a single decision records it; a store answer that refuses is
     settled here (audited, the card told), raising its refusal."""
-    approval, _ = await flow.require_approval(ballot.approval_id)
+    approval, run = await check_ballot(flow, ballot)
     if approval.tool_name != tool_name:
         await refuse(flow, approval, actor=ballot.decider, why="other_tool")
         raise InputError(
             f"{approval.approval_id} is a call of {approval.tool_name}, not of {tool_name}: "
             "decide it on its own"
         )
-    approval, run = await check_ballot(flow, ballot)
     one, counted = await recorded_vote(flow, ballot, approval, run)
     if not counted:
         await one.finish()  # raises the refusal the store's answer means
