@@ -19,7 +19,6 @@ changed) is settled at once, so the refusals are all known before the person is 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -28,8 +27,6 @@ from bot.service.answers import DecisionResult, Recorded
 from bot.service.authority import refuse
 from bot.service.voting import Ballot, check_ballot, recorded_vote
 from bot.service.workflow import Workflow
-
-log = logging.getLogger(__name__)
 
 BULK_LIMIT = 30  # calls in one bulk decision (App Home offers at most this many per tool)
 BULK_VIA_SUFFIX = "-bulk"
@@ -141,8 +138,8 @@ async def _record_one(flow: Workflow, ballot: Ballot, tool_name: str) -> Recorde
         )
     one, counted = await recorded_vote(flow, ballot, approval, run)
     if not counted:
-        await one.finish()  # raises the refusal the store's answer means
-        raise InputError(f"{ballot.approval_id} was not decided")  # pragma: no cover
+        await one.finish()  # raises the refusal the store's answer means (settle always does)
+        raise InputError(f"{ballot.approval_id} was not decided")
     return one
 
 
