@@ -5,6 +5,7 @@ while the others go on; a selection no bulk decision takes changes nothing."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from store.records import ApprovalRecord
 from tests.service.governance_helpers import ALICE, BOB, MALLORY, audit_of, governed
 from tests.service.service_harness import REQUESTER, Harness, start
 from tests.service.test_full_reading import shell_registry
+from tests.service.test_sealed_snapshots import show_instead, write_directly
 
 
 def item(approval: ApprovalRecord, digest: str | None = None) -> BulkItem:
@@ -152,3 +154,28 @@ async def test_a_selection_no_bulk_decision_takes_changes_nothing(
         )
     assert await harness.pending(approval.run_id) == [approval]
     assert await audit_of(harness, approval.run_id, "refused") == []
+
+
+async def test_a_call_whose_snapshot_was_rewritten_is_refused_and_the_others_approved(
+    open_harness: Callable[..., Any], db_path: Path
+) -> None:
+    harness = await governed(open_harness)
+    honest, rewritten = await pending_of(harness, "restart api", "restart web")
+    write_directly(db_path, show_instead(rewritten.approval_id, '"web"', '"web-canary"'))
+
+    result = await harness.service.decide_many(
+        tool_name="restart_service",
+        items=[item(honest), item(rewritten)],
+        approve=True,
+        decider=ALICE,
+        reason="both look fine",
+    )
+
+    assert [r.approval.approval_id for r in result.decided] == [honest.approval_id]
+    [refusal] = result.refused
+    assert refusal.approval_id == rewritten.approval_id
+    assert "failed its seal" in str(refusal.error)
+    [tampered] = await audit_of(harness, rewritten.run_id, "tamper_detected")
+    assert tampered["purpose"] == "snapshot_seal"
+    await harness.service.drain()
+    assert len(harness.effect_lines()) == 1
