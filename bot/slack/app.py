@@ -12,7 +12,8 @@ answers as soon as the listener returns.
 
 Here: `/agent` and replies in a run's thread (people start and continue runs),
 `/approvals` and App Home (they read the service's read model, never the store). Card
-buttons and modals are in bot.slack.interactions. Before any listener, a request from
+buttons and modals are in bot.slack.interactions, bulk decisions from App Home in
+bot.slack.bulk_interactions. Before any listener, a request from
 outside the bot's workspace is refused (bot.slack.workspace) and a redelivered event
 dropped (bot.slack.dedupe: remembered in the database, so across replicas).
 """
@@ -41,6 +42,9 @@ from bot.service import (
 from bot.slack import commands
 from bot.slack.actions import ACTIONS
 from bot.slack.after_ack import Ack, Responder
+from bot.slack.bulk_home import BULK_APPROVE_ACTION_ID, BULK_REJECT_ACTION_ID
+from bot.slack.bulk_interactions import BulkInteractions
+from bot.slack.bulk_modal import BULK_CALLBACK_ID
 from bot.slack.decision_modal import DECISION_CALLBACK_ID
 from bot.slack.dedupe import DropRedeliveries, RequestMemory
 from bot.slack.edit_modal import EDIT_CALLBACK_ID
@@ -114,6 +118,7 @@ class SlackListeners:
         self._requests = requests
         self._workspace = workspace
         self.cards = CardInteractions(self._r)
+        self.bulk = BulkInteractions(self._r)
 
     def register(self, app: AsyncApp) -> None:
         app.use(
@@ -133,6 +138,9 @@ class SlackListeners:
         app.view(DECISION_CALLBACK_ID)(self.cards.on_decision_submission)
         app.view(EDIT_CALLBACK_ID)(self.cards.on_edit_submission)
         app.view(RECONCILE_CALLBACK_ID)(self.cards.on_reconcile_submission)
+        app.action(BULK_APPROVE_ACTION_ID)(self.bulk.on_bulk_button)
+        app.action(BULK_REJECT_ACTION_ID)(self.bulk.on_bulk_button)
+        app.view(BULK_CALLBACK_ID)(self.bulk.on_bulk_submission)
         app.event("message")(self.on_message)
         app.event("app_home_opened")(self.on_app_home_opened)
 
