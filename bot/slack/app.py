@@ -62,7 +62,6 @@ log = logging.getLogger(__name__)
 
 AGENT_COMMAND = "/agent"
 APPROVALS_COMMAND = "/approvals"
-LIST_PAGE_SIZE = 20
 MAX_LIST_PAGE = 50  # pages are walked by cursor; deeper than this, narrow it down
 
 
@@ -324,12 +323,13 @@ class SlackListeners:
 async def list_text(service: ApprovalService, user: str, page: int) -> str:
     """The `/approvals list [page]` answer: pages are keyset pages, walked by cursor."""
     cursor: str | None = None
+    size = approval_lines.LIST_PAGE_SIZE
     for _ in range(page - 1):
-        skipped = await service.pending_for(user, limit=LIST_PAGE_SIZE, cursor=cursor)
+        skipped = await service.pending_for(user, limit=size, cursor=cursor)
         if skipped.next_cursor is None:
             return approval_lines.pending_list_text((), page=page, more=False)
         cursor = skipped.next_cursor
-    found = await service.pending_for(user, limit=LIST_PAGE_SIZE, cursor=cursor)
+    found = await service.pending_for(user, limit=size, cursor=cursor)
     return approval_lines.pending_list_text(
         found.items, page=page, more=found.next_cursor is not None
     )

@@ -35,6 +35,7 @@ from bot.slack.messages.approval_lines import (
     NOTHING_WAITS_TEXT,
     approval_line,
     decision_line,
+    more_pending_text,
     quorum_line,
     waited_line,
 )
@@ -97,7 +98,7 @@ def home_view(
             _pending_item(view, amendable=run is not None and card_amendable(run, view.approval)[0])
         )
     if pending.next_cursor is not None or len(pending.items) > HOME_PENDING_LIMIT:
-        blocks.append(mrkdwn_context("More wait for you: `/approvals list 2` shows the next page."))
+        blocks.append(mrkdwn_context(more_pending_text()))
     blocks += bulk_home_blocks(pending.items, room=MAX_BLOCKS - TAIL_BLOCKS - len(blocks))
     blocks.append({"type": "divider"})
     blocks.append(_header("You requested"))

@@ -227,6 +227,18 @@ def waited_line(view: ApprovalView) -> str:
 NOTHING_WAITS_TEXT = ":white_check_mark: Nothing waits for your decision."
 
 
+LIST_PAGE_SIZE = 20  # calls on a page of `/approvals list`
+
+
+def more_pending_text() -> str:
+    """App Home's pointer to the calls it does not show: `/approvals list` pages by its own
+    size, so its first page starts with the calls Home shows, not after them."""
+    return (
+        f"More wait for you: `/approvals list` shows them all, {LIST_PAGE_SIZE} a page"
+        " (`/approvals list 2` the next)."
+    )
+
+
 def pending_list_text(items: Sequence[ApprovalView], *, page: int, more: bool) -> str:
     if not items:
         if page > 1:
