@@ -11,9 +11,11 @@ is told nothing in a thread; that is logged.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from bot.errors import SlackError
 from bot.service.api import UncertainCall
@@ -47,17 +49,47 @@ from bot.slack.direct import DirectMessages
 from bot.slack.gateway import SlackGateway
 from bot.slack.messages import run_thread
 from bot.slack.messages.approval_lines import approval_card_text, copy_note
+from bot.slack.patience import PATIENCE_SECONDS, Sleep, patiently
 from store.records import ApprovalRecord, RunRecord, StandingDecision
 
 log = logging.getLogger(__name__)
 
 
-class SlackNotifier:
-    """Implements bot.service.Notifier with chat.postMessage / chat.update."""
+UPDATE_PATIENCE_SECONDS = 20.0
+"""How long a card's update waits Slack out (see SlackNotifier)."""
+T = TypeVar("T")
 
-    def __init__(self, gateway: SlackGateway, *, direct: DirectMessages | None = None) -> None:
+
+class SlackNotifier:
+    """Implements bot.service.Notifier with chat.postMessage / chat.update.
+
+    What it posts in a run's thread (the root, review cards, notices, the answer) waits
+    Slack out for up to `patience` seconds (bot.slack.patience: 429s and 5xx tried again),
+    so an outage delays a card and loses none; nothing runs before its card is decided,
+    so the wait holds nothing up. A card's update waits only `update_patience`, so the
+    task deciding is not held for minutes: past that the card shows its old state until
+    its next update (a click on it is answered with what happened)."""
+
+    def __init__(
+        self,
+        gateway: SlackGateway,
+        *,
+        direct: DirectMessages | None = None,
+        patience: float = PATIENCE_SECONDS,
+        update_patience: float = UPDATE_PATIENCE_SECONDS,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
         self._slack = gateway
         self._direct = direct or DirectMessages(gateway)
+        self._patience = patience
+        self._update_patience = update_patience
+        self._sleep = sleep
+
+    async def _patiently(
+        self, call: Callable[[], Awaitable[T]], *, what: str, update: bool = False
+    ) -> T:
+        patience = self._update_patience if update else self._patience
+        return await patiently(call, what=what, patience=patience, sleep=self._sleep)
 
     async def notify(self, event: Event) -> Location | None:
         match event:
@@ -111,7 +143,12 @@ class SlackNotifier:
             mrkdwn_section(text),
             mrkdwn_context(run_thread.run_root_context(run.run_id)),
         ]
-        return (run.channel, await self._slack.post(channel=run.channel, text=text, blocks=root))
+        channel = run.channel
+        ts = await self._patiently(
+            lambda: self._slack.post(channel=channel, text=text, blocks=root),
+            what=f"the root of run {run.run_id}",
+        )
+        return (channel, ts)
 
     async def _post_card(self, event: ApprovalRequested) -> Location | None:
         run, approval = event.run, event.approval
@@ -119,13 +156,17 @@ class SlackNotifier:
             return None
         card = Card(run=run, approval=approval, voters=(), standing=event.standing,
                     reach=event.reach)  # fmt: skip
-        ts = await self._slack.post(
-            channel=run.channel,
-            thread_ts=run.thread_ts,
-            text=approval_card_text(approval),
-            blocks=card.blocks(),
+        channel = run.channel
+        ts = await self._patiently(
+            lambda: self._slack.post(
+                channel=channel,
+                thread_ts=run.thread_ts,
+                text=approval_card_text(approval),
+                blocks=card.blocks(),
+            ),
+            what=f"the card of {approval.approval_id}",
         )
-        return (run.channel, ts)
+        return (channel, ts)
 
     async def _post_copy(self, event: DirectCopy) -> Location:
         """The card in the recipient's direct messages, with every button: the click is
@@ -144,11 +185,15 @@ class SlackNotifier:
         if run.channel is None:
             log.info("run %s has no channel; call %s is uncertain", run.run_id, call.tool_call_id)
             return
-        await self._slack.post(
-            channel=run.channel,
-            thread_ts=run.thread_ts,
-            text=run_thread.uncertain_call_text(call),
-            blocks=cards.uncertain_card_blocks(run=run, call=call),
+        channel = run.channel
+        await self._patiently(
+            lambda: self._slack.post(
+                channel=channel,
+                thread_ts=run.thread_ts,
+                text=run_thread.uncertain_call_text(call),
+                blocks=cards.uncertain_card_blocks(run=run, call=call),
+            ),
+            what=f"the uncertain call of run {run.run_id}",
         )
 
     async def _update_card(self, card: Card) -> None:
@@ -157,10 +202,12 @@ class SlackNotifier:
         approval = card.approval
         text = approval_card_text(approval)
         if approval.slack_channel is not None and approval.slack_ts is not None:
-            await self._slack.update(
-                channel=approval.slack_channel, ts=approval.slack_ts, text=text,
-                blocks=card.blocks(),
-            )  # fmt: skip
+            channel, ts = approval.slack_channel, approval.slack_ts
+            await self._patiently(
+                lambda: self._slack.update(channel=channel, ts=ts, text=text, blocks=card.blocks()),
+                what=f"the card of {approval.approval_id}",
+                update=True,
+            )
         for channel, ts in card.reach.copies:
             try:
                 await self._slack.update(channel=channel, ts=ts, text=text,
@@ -173,7 +220,11 @@ class SlackNotifier:
         if run.channel is None:
             log.info("run %s has no channel; a thread message was not posted", run.run_id)
             return
-        await self._slack.post(channel=run.channel, thread_ts=run.thread_ts, text=text)
+        channel = run.channel
+        await self._patiently(
+            lambda: self._slack.post(channel=channel, thread_ts=run.thread_ts, text=text),
+            what=f"a message in the thread of run {run.run_id}",
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

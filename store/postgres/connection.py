@@ -39,6 +39,10 @@ POOL_SIZE_ENV = "APPROVALS_PG_POOL_SIZE"
 DEFAULT_POOL_SIZE = 10
 RETRIES = 5
 _RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError)
+_FAILED = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError)
+"""What a failed call to the database raises. InternalClientError too: a connection the
+server dropped mid-statement (a failover, pg_terminate_backend) is left by asyncpg in a
+state where the next statement raises it ("another operation is in progress")."""
 
 
 def pool_size_from_env(environ: Mapping[str, str] | None = None) -> int:
@@ -84,7 +88,7 @@ class PgDatabase:
                     raise StoreError(f"write failed on {self.location}: {error}") from error
             except IntegrityViolation as error:
                 raise StoreError(f"write failed on {self.location}: {error}") from error
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            except _FAILED as error:
                 raise StoreError(f"write failed on {self.location}: {error}") from error
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -98,14 +102,14 @@ class PgDatabase:
             except _RETRYABLE as error:
                 if attempt == RETRIES:
                     raise StoreError(f"write failed on {self.location}: {error}") from error
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            except _FAILED as error:
                 raise StoreError(f"write failed on {self.location}: {error}") from error
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         try:
             rows: list[Any] = await self._pool.fetch(postgres_sql(sql), *params)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+        except _FAILED as error:
             raise StoreError(f"read failed on {self.location}: {error}") from error
         return rows
 

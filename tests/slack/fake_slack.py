@@ -22,7 +22,7 @@ import itertools
 import json
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -57,6 +57,11 @@ class Call:
             + "\n"
             + json.dumps(self.args.get("blocks") or [], ensure_ascii=False)
         )
+
+
+BeforeAnswer = Callable[[str, Mapping[str, Any], str | None], Awaitable[None]]
+"""(method, arguments, token): what a fault campaign does to the caller before Slack
+answers it (kill it: the call was made, its answer never arrives)."""
 
 
 @dataclass(kw_only=True)
@@ -95,6 +100,7 @@ class FakeSlack:
     ims: dict[str, str] = field(default_factory=dict)  # DM channels opened: id -> the person
     disabled_users: set[str] = field(default_factory=set)  # deactivated: no DM opens
     _failures: dict[str, list[_Failure]] = field(default_factory=dict)
+    _outages: dict[str, _Failure] = field(default_factory=dict)
     _rates: dict[str, _Rate] = field(default_factory=dict)
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -103,6 +109,7 @@ class FakeSlack:
     api_url: str = ""
     granted_scopes: list[str] | None = None  # the X-OAuth-Scopes Slack answers with, if any
     socket_url: str = ""  # what apps.connections.open answers (Socket Mode's WebSocket)
+    before_answer: BeforeAnswer | None = None  # called with each call before it is answered
 
     async def start(self) -> str:
         app = web.Application()
@@ -154,6 +161,18 @@ class FakeSlack:
             _Failure(times=times, status=status, error=error, retry_after=retry_after, after=after)
         )
 
+    def go_down(
+        self, method: str, *, status: int, error: str | None = None, retry_after: int | None = None
+    ) -> None:
+        """Answer every call of `method` with this failure until `come_back` (an outage of
+        a length in time rather than in calls)."""
+        self._outages[method] = _Failure(
+            times=0, status=status, error=error, retry_after=retry_after
+        )
+
+    def come_back(self, method: str) -> None:
+        self._outages.pop(method, None)
+
     def rate_limit(self, method: str, *, calls: int, per_seconds: float) -> None:
         """From now on, answer `method` past `calls` calls in any `per_seconds` with 429
         and the Retry-After of when the window frees (as Slack's tiers do)."""
@@ -199,7 +218,9 @@ class FakeSlack:
         method = request.match_info["method"]
         args = await _arguments(request)
         token = request.headers.get("Authorization", "").removeprefix("Bearer ") or None
-        failure = self._next_failure(method)
+        if self.before_answer is not None:
+            await self.before_answer(method, args, token)
+        failure = self._outages.get(method) or self._next_failure(method)
         headers: dict[str, str] = {}
         status = 200
         rate = self._rates.get(method)
