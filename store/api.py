@@ -618,6 +618,12 @@ class MaintenanceStore(Protocol):
         """Re-encrypt every sealed blob with the newest key of the ring, in batches."""
         ...
 
+    def missing_key_ids(self) -> dict[str, str]:
+        """The key ids this process was asked to open sealed data with and its key ring
+        lacks (each with the blob that named it first): work on that data waits for the
+        key (KeyMissingError), and readiness says so until a restart with it."""
+        ...
+
     async def schema_status(self) -> SchemaStatus:
         """The schema version the database records now (a query: it also proves the
         database answers) against the newest this build ships (readiness)."""

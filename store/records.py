@@ -273,6 +273,7 @@ class DecisionEvidence:
     approval: ApprovalRecord
     request_seal: SealCheck
     votes: tuple[CheckedVote, ...]
+    unknown_key_ids: tuple[str, ...] = ()  # of the seals made with a key the ring lacks
 
 
 VoteResult = Literal["decided", "counted", "already_voted", "stale_digest", "closed", "expired"]

@@ -38,14 +38,14 @@ from datetime import datetime
 from typing import Any, Literal
 
 from bot.canonical import digests_equal
-from bot.errors import AlreadyDecidedError, NotAuthorizedError
+from bot.errors import AlreadyDecidedError, KeyMissingError, NotAuthorizedError
 from bot.policy.eligibility import Eligibility, Eligible, NotEligible, is_eligible
 from bot.policy.rules import Policy, ToolRule
 from bot.service.last_check import Refusal
 from bot.service.sealed import sealed_quorum
 from bot.service.widening import absences_covered, by_escalation
 from bot.service.workflow import Workflow
-from store.records import ApprovalRecord, VoteRecord
+from store.records import ApprovalRecord, DecisionEvidence, VoteRecord
 
 REVOCABLE_STATUSES = frozenset({"pending", "approved"})  # approved: until the call runs
 
@@ -306,6 +306,13 @@ async def execution_check(flow: Workflow, approval: ApprovalRecord) -> Refusal |
         return Refusal(why="its approval record is gone")
     quorum = sealed_quorum(evidence)
     if quorum.problem is not None:
+        lacking = lacking_key(evidence)
+        if lacking is not None:
+            raise KeyMissingError(
+                f"approval {approval.approval_id}: {quorum.problem}; this process's key ring "
+                "lacks the key it was sealed with: add it and restart (the run waits)",
+                key_id=lacking,
+            )
         return Refusal(why=quorum.problem, tampered=True)
     says: dict[str, str] = {}
     for voter in quorum.voters:
@@ -321,3 +328,17 @@ async def execution_check(flow: Workflow, approval: ApprovalRecord) -> Refusal |
             )
         says[whose] = voter
     return None
+
+
+def lacking_key(evidence: DecisionEvidence) -> str | None:
+    """A key id this process's ring lacks that the call's request seal, or a vote on its
+    current digest, was made with (None: none was): then the decision cannot be judged
+    here, which is not tampering; the run waits for a process holding the key."""
+    current = [
+        checked
+        for checked in evidence.votes
+        if digests_equal(checked.vote.digest, evidence.approval.arguments_digest)
+    ]
+    if evidence.request_seal != "unknown_key" and all(c.seal != "unknown_key" for c in current):
+        return None
+    return evidence.unknown_key_ids[0] if evidence.unknown_key_ids else None

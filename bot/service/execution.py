@@ -29,6 +29,7 @@ from bot.canonical import digests_equal
 from bot.errors import (
     AgentNotRegisteredError,
     ApprovalsError,
+    KeyMissingError,
     LeaseLostError,
     LimitError,
     RunStateError,
@@ -75,9 +76,16 @@ from store.records import (
 
 log = logging.getLogger(__name__)
 
-MIGRATION_NEEDED = (AgentNotRegisteredError, SchemaVersionError, StateUnreadableError)
+MIGRATION_NEEDED = (
+    AgentNotRegisteredError,
+    SchemaVersionError,
+    StateUnreadableError,
+    KeyMissingError,
+)
 """Why a deployment cannot resume a run it could resume once: its agent version is not
-registered, or its state is of a schema (ours, or its engine's) this build cannot read."""
+registered, its state is of a schema (ours, or its engine's) this build cannot read, or
+it is sealed with a key this process's ring lacks (rotated in before every process had
+it): the run waits, paused with its decisions kept, for a deployment that can."""
 
 ResumeIfDecided = Callable[[Workflow, str], Awaitable[bool]]
 """bot.service.resume.resume_if_all_decided, handed in by whoever runs the agent: a

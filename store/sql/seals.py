@@ -80,7 +80,18 @@ class SealedDecisions:
             (approval_id,),
         )
         votes = tuple(self._checked(approval, vote_row) for vote_row in rows)
-        return DecisionEvidence(approval=approval, request_seal=request, votes=votes)
+        unknown = [
+            found["seal_key_id"]
+            for found in (row, *rows)
+            if found["seal_key_id"] is not None
+            and self._seals.keyring.get(found["seal_key_id"]) is None
+        ]
+        return DecisionEvidence(
+            approval=approval,
+            request_seal=request,
+            votes=votes,
+            unknown_key_ids=tuple(sorted(set(unknown))),
+        )
 
     def _checked(self, approval: ApprovalRecord, row: Row) -> CheckedVote:
         vote = row_to_vote(row)

@@ -85,6 +85,7 @@ class SqlStore:
         rotation = KeyRotation(database, sealer, audit, SealRotation(database, seals))
         self.rotate_keys = rotation.rotate_keys
         self._sealed = sealed
+        self._sealer = sealer
         self.keyring = keyring
         self.migration_report = migration_report
         self.location = location
@@ -192,6 +193,9 @@ class SqlStore:
         report = self.migration_report
         if report.before > 0 and SEALS_MIGRATION in report.applied:
             await self._sealed.seal_legacy_rows()
+
+    def missing_key_ids(self) -> dict[str, str]:
+        return dict(self._sealer.missing)
 
     async def schema_status(self) -> SchemaStatus:
         row = await self._database.read_one("SELECT MAX(version) FROM schema_migrations")
