@@ -15,7 +15,7 @@ import contextlib
 import os
 import sys
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from bot.commands.serve_lock import no_server
 from bot.errors import ConfigError
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from store.postgres.store import PostgresStore
 
 Command = Callable[[argparse.Namespace], int]
+OpenStore: TypeAlias = "SqliteStore | PostgresStore"  # what `existing_store` opens
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -96,7 +97,7 @@ def database_url(args: argparse.Namespace) -> str:
 @contextlib.asynccontextmanager
 async def existing_store(
     args: argparse.Namespace, *, keys_required: bool = True
-) -> AsyncIterator[SqliteStore | PostgresStore]:
+) -> AsyncIterator[OpenStore]:
     """The open database, closed on the way out. It refuses to create a database file: a
     typo must not mint an empty database. A command that reads only what is stored in
     clear passes `keys_required=False`: it works where the keys are not at hand."""
