@@ -54,7 +54,7 @@ APPROVAL_COLUMNS = (
     "approval_id, run_id, tool_call_id, tool_name, arguments_digest, snapshot, status, "
     "requester, decider, reason, message, created_at, decided_at, expires_at, revoked_at, "
     "revoked_by, slack_channel, slack_ts, required_approvals, remind_at, reminded_at, "
-    "revoke_reason, amended_by, execution_key"
+    "revoke_reason, amended_by, execution_key, policy_fingerprint"
 )
 VOTE_COLUMNS = "approval_id, voter, decision, digest, reason, at"
 STANDING_COLUMNS = (
@@ -144,6 +144,7 @@ def row_to_approval(row: Row) -> ApprovalRecord:
         revoke_reason=row["revoke_reason"],
         amended_by=row["amended_by"],
         execution_key=row["execution_key"],
+        policy_fingerprint=row["policy_fingerprint"],
     )
 
 

@@ -38,7 +38,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from bot.canonical import digests_equal
-from bot.errors import AlreadyDecidedError, KeyMissingError, NotAuthorizedError
+from bot.errors import AlreadyDecidedError, ConfigError, KeyMissingError, NotAuthorizedError
 from bot.policy.eligibility import Eligibility, Eligible, NotEligible, is_eligible
 from bot.policy.rules import Policy, ToolRule
 from bot.service.last_check import Refusal
@@ -265,12 +265,35 @@ async def require_visible(flow: Workflow, approval: ApprovalRecord, user: str) -
 
 
 async def require_decider(flow: Workflow, approval: ApprovalRecord, user: str) -> Eligible:
-    """Why `user` may decide; else audit and NotAuthorizedError."""
+    """Why `user` may decide; else audit and NotAuthorizedError (ConfigError when this
+    operator's command runs under another policy than the call was requested under)."""
+    await require_same_policy(flow, approval, user)
     verdict = await eligibility(flow, approval, user)
     if isinstance(verdict, NotEligible):
         await refuse(flow, approval, actor=user, why=verdict.code)
         raise NotAuthorizedError(verdict.reason)
     return verdict
+
+
+async def require_same_policy(flow: Workflow, approval: ApprovalRecord, user: str) -> None:
+    """An operator's command (surface "cli") decides only under the policy the call was
+    requested under: its own shell may lack the bot's APPROVALS_POLICY (and so run under
+    the built-in defaults) or name another file. Refused, audited, with a line naming
+    both fingerprints. The bot decides under its policy of the moment (a changed policy
+    applies to pending calls from the restart on), and a row from before fingerprints
+    were stored is decided as before; either way the bot's last check before a call runs
+    judges every counted voter under the bot's own policy."""
+    requested = approval.policy_fingerprint
+    ours = flow.policy.fingerprint
+    if flow.surface != "cli" or requested is None or requested == ours:
+        return
+    await refuse(flow, approval, actor=user, why="other_policy",
+                 detail={"requested_under": requested, "deciding_under": ours})  # fmt: skip
+    raise ConfigError(
+        f"approval {approval.approval_id} was requested under policy {requested}; this "
+        f"command runs under policy {ours} ({flow.policy.source}): run it with the bot's "
+        "APPROVALS_POLICY (and settings), as its own decisions are taken"
+    )
 
 
 async def require_own_say(

@@ -299,6 +299,7 @@ async def request_approvals(
                 remind_at=remind_at,
                 execution_key=call.execution_key,
                 escalations=escalation_plans(rule, now, expires_at),
+                policy_fingerprint=flow.policy.fingerprint,
             )
         )
     records = await flow.store.add_approvals(planned)
