@@ -333,7 +333,8 @@ async def execution_check(flow: Workflow, approval: ApprovalRecord) -> Refusal |
         if lacking is not None:
             raise KeyMissingError(
                 f"approval {approval.approval_id}: {quorum.problem}; this process's key ring "
-                "lacks the key it was sealed with: add it and restart (the run waits)",
+                f"lacks key id {lacking!r} it was sealed with: add it and restart (the run "
+                "waits)",
                 key_id=lacking,
             )
         return Refusal(why=quorum.problem, tampered=True)

@@ -56,10 +56,18 @@ SEALS_MIGRATION = "0010_decision_seals"
 class SealedDecisions:
     """`decision_evidence`, and sealing the rows of open calls once after migration 0010."""
 
-    def __init__(self, database: Database, seals: DecisionSeals, clock: Clock) -> None:
+    def __init__(
+        self,
+        database: Database,
+        seals: DecisionSeals,
+        clock: Clock,
+        *,
+        missing: dict[str, str] | None = None,
+    ) -> None:
         self._db = database
         self._seals = seals
         self._clock = clock
+        self._missing = {} if missing is None else missing  # key id -> where (readiness)
 
     async def decision_evidence(self, approval_id: str) -> DecisionEvidence | None:
         row = await self._db.read_one(
@@ -86,6 +94,8 @@ class SealedDecisions:
             if found["seal_key_id"] is not None
             and self._seals.keyring.get(found["seal_key_id"]) is None
         ]
+        for key_id in unknown:
+            self._missing.setdefault(key_id, f"a seal on approval {approval_id}")
         return DecisionEvidence(
             approval=approval,
             request_seal=request,

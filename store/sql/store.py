@@ -60,7 +60,7 @@ class SqlStore:
         audit = Audit(database, clock, settle=database.settle)
         sealer = Sealer(keyring, audit)
         seals = DecisionSeals(keyring)
-        sealed = SealedDecisions(database, seals, clock)
+        sealed = SealedDecisions(database, seals, clock, missing=sealer.missing)
         self._bind(
             runs=Runs(database, sealer, clock),
             cancel=Cancel(database, clock),
