@@ -363,6 +363,24 @@ def lacking_key(evidence: DecisionEvidence) -> str | None:
         for checked in evidence.votes
         if digests_equal(checked.vote.digest, evidence.approval.arguments_digest)
     ]
-    if evidence.request_seal != "unknown_key" and all(c.seal != "unknown_key" for c in current):
+    unknown = evidence.request_seal == "unknown_key" or any(
+        c.seal == "unknown_key" for c in current
+    )
+    if not unknown and evidence.approval.snapshot_seal != "unknown_key":
         return None
     return evidence.unknown_key_ids[0] if evidence.unknown_key_ids else None
+
+
+async def require_snapshot_key(flow: Workflow, approval: ApprovalRecord) -> None:
+    """KeyMissingError (an operational error, not tampering) when the call's snapshot is
+    sealed with a key this process's ring lacks: it cannot be shown or decided here until
+    the process restarts with the key."""
+    if approval.snapshot_seal != "unknown_key":
+        return
+    evidence = await flow.store.decision_evidence(approval.approval_id)
+    key_id = evidence.unknown_key_ids[0] if evidence and evidence.unknown_key_ids else "?"
+    raise KeyMissingError(
+        f"approval {approval.approval_id} cannot be decided here yet: its snapshot is sealed "
+        f"with key id {key_id!r}, which this process's key ring lacks; add it and restart",
+        key_id=key_id,
+    )

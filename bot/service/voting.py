@@ -40,11 +40,12 @@ from bot.service.authority import (
     refuse,
     require_decider,
     require_own_say,
+    require_snapshot_key,
     why_not_stand,
 )
 from bot.service.events import ApprovalDecided, ApprovalExpired, ApprovalUpdated
 from bot.service.execution import card_snapshot, engine_stamp
-from bot.service.reading import has_seen_all, unread
+from bot.service.reading import has_seen_all, refuse_unsealed, unread
 from bot.service.resume import resume_if_all_decided
 from bot.service.revocation import record_revocation
 from bot.service.standing import apply_decision
@@ -74,6 +75,9 @@ async def check_ballot(flow: Workflow, ballot: Ballot) -> tuple[ApprovalRecord, 
         await refuse(flow, approval, actor=ballot.decider, why="closed")
         raise already_decided(approval)
     verdict = await require_decider(flow, approval, ballot.decider)
+    if ballot.approve and approval.snapshot_seal != "valid":
+        await require_snapshot_key(flow, approval)
+        raise await refuse_unsealed(flow, approval, actor=ballot.decider)
     rule = flow.rule_for(approval.tool_name)
     if rule.require_reason and not ballot.reason.strip():
         await refuse(flow, approval, actor=ballot.decider, why="reason_required")

@@ -23,6 +23,7 @@ SEALED_KEY_IDS = (
         f" UNION SELECT seal_key_id FROM {table} WHERE seal_key_id IS NOT NULL"
         for table in (*SEALED_TABLES, *SEALED_SINCE_MADE)
     )
+    + " UNION SELECT snapshot_seal_key_id FROM approvals WHERE snapshot_seal_key_id IS NOT NULL"
 )
 """The query of every key id the sealed data names (of a database at the latest schema)."""
 
@@ -34,6 +35,7 @@ KEY_USES = (
     ("run-state", "b.key_id", "run_blobs b", "b.run_id"),
     ("ledger result", "l.result_key_id", "ledger l", "l.run_id"),
     ("request seal", "a.seal_key_id", "approvals a", "a.run_id"),
+    ("snapshot seal", "sa.snapshot_seal_key_id", "approvals sa", "sa.run_id"),
     (
         "vote seal",
         "v.seal_key_id",

@@ -1,8 +1,9 @@
 """`keys rotate` next to a running `serve` on its SQLite file: refused (the server lock
 `db copy` takes) unless the operator says the new key is in every process's ring; when
-they say so wrongly, the server's next resume meets a key its ring lacks, and that is an
-operational error, not tampering: the run waits paused with its decision kept, /readyz
-names the key, and the server restarted with the key finishes the run."""
+they say so wrongly, the server meets a key its ring lacks (the call's sealed snapshot),
+and that is an operational error, not tampering: the decision is refused naming the key,
+nothing is recorded or failed, /readyz names the key, and the server restarted with the
+key takes the decision and finishes the run."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.polling import until
 from tests.slack.fake_slack import FakeSlack
 from tests.slack.serve_process import SERVE_CHANNEL, Served, serve_env, serving
 from tests.slack.slack_harness import card_calls
@@ -68,33 +68,33 @@ async def test_rotation_beside_a_server_is_refused_and_a_key_it_lacks_makes_the_
         await driver.click(card, "Approve", user="U0APP", ts=card.answer["ts"])
         (opened,) = await fake_slack.wait_for("views.open")
         reply = await driver.submit(opened.args["view"], user="U0APP", reason="release 42")
-        assert (reply.status, reply.text) == (200, "")
-
-        async def waiting() -> str | None:
-            [(status, why)] = rows(database, "SELECT status, needs_migration FROM runs")
-            return why if status == "paused" and why else None
-
-        why = await until(waiting, "the run never went back to waiting for the key")
-        assert "k-new" in why
+        assert reply.status == 200
+        assert "k-new" in reply.text  # the person is told why it cannot be decided here yet
         status, answer = await readyz(served)
         assert status == 503
         assert "lacks key id(s) k-new" in answer["reason"]
-        assert rows(database, "SELECT status FROM approvals") == [("approved",)]  # kept
+        assert rows(database, "SELECT status FROM approvals") == [("pending",)]  # waits
 
     kinds = {kind for (kind,) in rows(database, "SELECT kind FROM audit_events")}
     assert "tamper_detected" not in kinds
     assert "failed" not in kinds
     assert not (tmp_path / "effects.jsonl").exists()  # nothing ran
 
-    async with serving(env) as served:  # restarted: its ring has k-new (the key file)
-        (answer,) = await fake_slack.wait_for(
+    async with serving(env) as served, aiohttp.ClientSession() as session:
+        driver = served.driver(session, fake_slack)  # restarted: its ring has k-new
+        assert await readyz(served) == (200, {"ready": True})
+        modals = len(fake_slack.calls_to("views.open"))
+        await driver.click(card, "Approve", user="U0APP", ts=card.answer["ts"])
+        opened = (await fake_slack.wait_for("views.open", count=modals + 1))[-1]
+        reply = await driver.submit(opened.args["view"], user="U0APP", reason="release 42")
+        assert (reply.status, reply.text) == (200, "")
+        await fake_slack.wait_for(
             "chat.postMessage",
             lambda c: (
                 c.args.get("thread_ts") == card.args["thread_ts"]
                 and "deployed payments 1.2.3" in c.text
             ),
         )
-        assert await readyz(served) == (200, {"ready": True})
     assert rows(database, "SELECT status FROM runs") == [("completed",)]
     effects = [json.loads(line) for line in (tmp_path / "effects.jsonl").read_text().splitlines()]
     assert [line["tool"] for line in effects] == ["deploy_release"]
