@@ -161,8 +161,11 @@ async def settle(
     standing = await flow.standing(run.run_id)
     if outcome.result == "decided":
         flow.telemetry.approval_closed(record)
-        await flow.notify(ApprovalDecided(run=run, approval=record, standing=standing))
+        # The card is updated while the resume is claimed and starts: the call's effect
+        # does not wait for Slack's round trip (later updates of the card wait for it).
+        card = flow.notify_beside(ApprovalDecided(run=run, approval=record, standing=standing))
         started = await resume_if_all_decided(flow, record.run_id)
+        await card
         return _result(record, voters, resume_started=started)
     if outcome.result == "counted":
         view = await build_view(flow, record, None)
