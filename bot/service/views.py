@@ -28,6 +28,7 @@ from bot.service.authority import (
     revoke_refusal,
     why_not_stand,
 )
+from bot.service.waiting import waited_seconds
 from bot.service.widening import absences_covered
 from bot.service.workflow import Workflow
 from store.records import ApprovalRecord, VoteRecord
@@ -102,6 +103,7 @@ async def visible_view(
         has_read=has_read,
         can_stand=can_decide and why_not_stand(rule, approval) is None,
         standing=standing,
+        waited_seconds=waited_seconds(approval, flow.clock()),
     )
 
 

@@ -1,7 +1,8 @@
-"""The App Home tab: what waits for the viewer (with the card's buttons), what the viewer
-requested, and recent decisions they may see (calls of their channels). Bounded: Block
-Kit allows 100 blocks per view, so each part shows a fixed number of rows and says when
-there are more.
+"""The App Home tab: what waits for the viewer (with the card's buttons, and how long
+each has waited), several calls of one tool to decide at once (bot.slack.bulk_home),
+what the viewer requested, and recent decisions they may see (calls of their channels).
+Bounded: Block Kit allows 100 blocks per view, so each part shows a fixed number of rows
+and says when there are more; the bulk part takes only the room the others leave.
 
 A waiting call's buttons are its card's: Approve with changes only where the card offers
 it (`card_amendable`: the call's engine, or its tool, lets approvers change arguments),
@@ -16,6 +17,7 @@ from typing import Any
 
 from bot.errors import ApprovalsError
 from bot.service import ApprovalService, ApprovalView, Page
+from bot.service.bulk import BULK_LIMIT
 from bot.slack.after_ack import Responder
 from bot.slack.blocks import (
     SECTION_TEXT_LIMIT,
@@ -27,18 +29,23 @@ from bot.slack.blocks import (
     person,
     slack_date,
 )
+from bot.slack.bulk_home import bulk_home_blocks
 from bot.slack.cards import card_amendable, card_buttons
 from bot.slack.messages.approval_lines import (
     NOTHING_WAITS_TEXT,
     approval_line,
     decision_line,
+    more_pending_text,
     quorum_line,
+    waited_line,
 )
 from store.records import ApprovalRecord, RunRecord
 
 log = logging.getLogger(__name__)
 
 HOME_PENDING_LIMIT = 15  # 3 blocks each
+HOME_PENDING_READ = 2 * BULK_LIMIT  # read for the bulk part; the first 15 shown one by one
+TAIL_BLOCKS = 6  # "You requested" and "Recent decisions": divider, header, section each
 HOME_REQUESTED_LIMIT = 10  # one line each, in one section
 HOME_RECENT_LIMIT = 10
 MAX_BLOCKS = 100  # Block Kit: blocks per home view
@@ -46,7 +53,7 @@ MAX_BLOCKS = 100  # Block Kit: blocks per home view
 
 async def build_home(service: ApprovalService, user: str) -> dict[str, Any]:
     """The App Home view for `user` (three bounded reads of the service's read model)."""
-    pending = await service.pending_for(user, limit=HOME_PENDING_LIMIT)
+    pending = await service.pending_for(user, limit=HOME_PENDING_READ)
     requested = await service.requested_by(user, limit=HOME_REQUESTED_LIMIT)
     recent = await service.recent_decisions(limit=HOME_RECENT_LIMIT, viewer=user)
     runs = await _runs_of(service, pending.items[:HOME_PENDING_LIMIT])
@@ -91,7 +98,8 @@ def home_view(
             _pending_item(view, amendable=run is not None and card_amendable(run, view.approval)[0])
         )
     if pending.next_cursor is not None or len(pending.items) > HOME_PENDING_LIMIT:
-        blocks.append(mrkdwn_context("More wait for you: `/approvals list 2` shows the next page."))
+        blocks.append(mrkdwn_context(more_pending_text()))
+    blocks += bulk_home_blocks(pending.items, room=MAX_BLOCKS - TAIL_BLOCKS - len(blocks))
     blocks.append({"type": "divider"})
     blocks.append(_header("You requested"))
     lines = [approval_line(view.approval) for view in requested[:HOME_REQUESTED_LIMIT]]
@@ -108,11 +116,10 @@ def _pending_item(view: ApprovalView, *, amendable: bool) -> list[Block]:
     requester = f" for {person(approval.requester)}" if approval.requester else ""
     expiry = f" · expires {slack_date(approval.expires_at)}" if approval.expires_at else ""
     quorum = quorum_line(count=view.approvals_count, required=view.required, voters=view.voters)
+    digest = escape(approval.arguments_digest[:16], 20)
     return [
         mrkdwn_section(f"{approval_line(approval)}{requester}"),
-        mrkdwn_context(
-            f"{quorum}{expiry} · digest `{escape(approval.arguments_digest[:16], 20)}…`"
-        ),
+        mrkdwn_context(f"{quorum} · {waited_line(view)}{expiry} · digest `{digest}…`"),
         {"type": "actions", "elements": card_buttons(approval, amendable=amendable)},
     ]
 
