@@ -25,6 +25,8 @@ so every layer (runtime, review, policy, store, service, slack) may import it.
     ├── StoreError                persistence failed
     │   ├── ConflictError             compare-and-set lost (expected state/version moved)
     │   ├── TamperError               a blob failed to decrypt/verify (fails closed)
+    │   ├── KeyMissingError           the key ring lacks a key id data needed now names
+    │   │                             (operational: add the key; never tampering)
     │   ├── MigrationError            schema migration failed / database from a newer build
     │   ├── ExecutionKeyConflict      same execution key, different arguments digest
     │   ├── LeaseHeldError            another live worker holds the execution lease
@@ -153,6 +155,16 @@ class ConflictError(StoreError):
 
 class TamperError(StoreError):
     """A stored blob failed authenticated decryption; nothing may run from it."""
+
+
+class KeyMissingError(StoreError):
+    """The key ring of this process lacks the key id a sealed blob or seal it needs names
+    (a key rotated in before every process had it): the work waits for the key, nothing
+    is failed or taken for tampering. `key_id`: the id it lacks."""
+
+    def __init__(self, message: str, *, key_id: str) -> None:
+        super().__init__(message)
+        self.key_id = key_id
 
 
 class MigrationError(StoreError):

@@ -117,10 +117,17 @@ class RunStore(Protocol):
         ...
 
     async def transition_run(
-        self, run_id: str, *, expected_status: RunStatus, new_status: RunStatus
+        self,
+        run_id: str,
+        *,
+        expected_status: RunStatus,
+        new_status: RunStatus,
+        expected_version: int | None = None,
     ) -> RunRecord | None:
-        """CAS on status only. None if lost. A status that is not working ends the run's
-        lease; to work on a run, claim it instead (`claim_run`)."""
+        """CAS on status (and, given `expected_version`, on the run's version too: any
+        other worker's claim, save or transition moved it). None if lost. A status that
+        is not working ends the run's lease; to work on a run, claim it instead
+        (`claim_run`); to leave working, release the lease (`release_run_lease`)."""
         ...
 
     async def load_run_state(self, run_id: str) -> str:
@@ -609,6 +616,12 @@ class MaintenanceStore(Protocol):
         self, *, actor: str = "operator", batch_size: int = 200
     ) -> RotationReport:
         """Re-encrypt every sealed blob with the newest key of the ring, in batches."""
+        ...
+
+    def missing_key_ids(self) -> dict[str, str]:
+        """The key ids this process was asked to open sealed data with and its key ring
+        lacks (each with the blob that named it first): work on that data waits for the
+        key (KeyMissingError), and readiness says so until a restart with it."""
         ...
 
     async def schema_status(self) -> SchemaStatus:

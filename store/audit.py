@@ -24,9 +24,10 @@ by side. An event waits in the queue until linked; every read of the log links f
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -110,6 +111,23 @@ class NewEvent:
     at: str  # as stored
 
 
+_PROCESS_DETAIL: dict[str, str] = {}
+
+
+@contextlib.contextmanager
+def recorded_with(**detail: str) -> Iterator[None]:
+    """For the block, every event this process writes also records `detail` (an event's
+    own detail wins where they share a key). The operator commands record the
+    operating-system user so (`os_user`), beside the `--as` actor they were told."""
+    saved = dict(_PROCESS_DETAIL)
+    _PROCESS_DETAIL.update(detail)
+    try:
+        yield
+    finally:
+        _PROCESS_DETAIL.clear()
+        _PROCESS_DETAIL.update(saved)
+
+
 def new_event(
     kind: str,
     *,
@@ -122,6 +140,8 @@ def new_event(
     """The event to append; bad input is refused by name before anything is written."""
     if not kind:
         raise InputError("audit event kind is empty")
+    if _PROCESS_DETAIL:
+        detail = {**_PROCESS_DETAIL, **(detail or {})}
     return NewEvent(
         kind=kind, actor=actor, run_id=run_id, approval_id=approval_id,
         detail_json=canonical_detail(detail), at=to_db(at),

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from bot.errors import ConfigError, TamperError
+from bot.errors import ConfigError, KeyMissingError, TamperError
 from bot.off_loop import off_loop_if_large
 from store.api import AuditStore
 
@@ -133,8 +133,11 @@ def unseal(
     where = ", ".join(f"{name}={value}" for name, value in sorted(fields.items()))
     key = keyring.get(sealed.key_id)
     if key is None:
-        raise TamperError(
-            f"{purpose} blob ({where}) names key id {sealed.key_id!r}, which is not in the key ring"
+        raise KeyMissingError(
+            f"{purpose} blob ({where}) is sealed with key id {sealed.key_id!r}, which this "
+            f"process's key ring lacks (it has {', '.join(keyring.key_ids)}); add that key "
+            "(APPROVALS_KEYS or the key file) and restart",
+            key_id=sealed.key_id,
         )
     if len(sealed.nonce) != NONCE_BYTES or len(sealed.ciphertext) < TAG_BYTES:
         raise TamperError(f"{purpose} blob ({where}) is truncated")
@@ -149,11 +152,14 @@ def unseal(
 
 
 class Sealer:
-    """Seals with the ring's newest key and opens with any; records tampering."""
+    """Seals with the ring's newest key and opens with any; records tampering, and the
+    key ids it was asked to open with and lacks (`missing`: id -> the blob that named it
+    first, what readiness reports)."""
 
     def __init__(self, keyring: KeyRing, audit: AuditStore) -> None:
         self.keyring = keyring
         self._audit = audit
+        self.missing: dict[str, str] = {}
 
     async def seal(
         self, plaintext: bytes, *, purpose: str, fields: Mapping[str, AadValue]
@@ -171,12 +177,16 @@ class Sealer:
         fields: Mapping[str, AadValue],
         run_id: str | None,
     ) -> bytes:
-        """Decrypt, or record `tamper_detected` and raise TamperError (fail closed)."""
+        """Decrypt, or record `tamper_detected` and raise TamperError (fail closed). A key
+        id the ring lacks is KeyMissingError, remembered in `missing`, not tampering."""
         try:
             return await off_loop_if_large(
                 len(sealed.ciphertext),
                 lambda: unseal(self.keyring, sealed, purpose=purpose, fields=fields),
             )
+        except KeyMissingError as error:
+            self.missing.setdefault(error.key_id, f"{purpose} of run {run_id}")
+            raise
         except TamperError as error:
             raise await self.tampered(error, run_id=run_id, purpose=purpose) from None
 

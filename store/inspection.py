@@ -19,7 +19,7 @@ from urllib.request import pathname2url
 from bot.errors import StoreError
 from store.config import PostgresLocation, SqliteLocation, parse_database_url
 from store.schema import bundled_migrations
-from store.sql.keys import SEALED_KEY_IDS
+from store.sql.keys import NEEDED_KEY_IDS, SEALED_KEY_IDS
 
 MIGRATIONS_TABLE = "schema_migrations"
 
@@ -31,6 +31,7 @@ class DatabaseState:
     exists: bool
     recorded: frozenset[int] = frozenset()  # the migrations the database has
     sealed: frozenset[str] | None = None  # key ids its sealed data names (None: not read)
+    needed: frozenset[str] | None = None  # of them, those runs not finished need
 
     @property
     def version(self) -> int:
@@ -77,11 +78,13 @@ def _inspect_sqlite(location: SqliteLocation) -> DatabaseState:
             if state.pending or state.newer:
                 return state  # the seal columns may not be there yet
             sealed = frozenset(str(row[0]) for row in connection.execute(SEALED_KEY_IDS))
+            needed = frozenset(str(row[0]) for row in connection.execute(NEEDED_KEY_IDS))
     except sqlite3.Error as error:
         raise StoreError(f"cannot read the database {path}: {error}") from None
     return DatabaseState(
-        location=str(path), engine="sqlite", exists=True, recorded=recorded, sealed=sealed
-    )
+        location=str(path), engine="sqlite", exists=True, recorded=recorded, sealed=sealed,
+        needed=needed,
+    )  # fmt: skip
 
 
 def _read_only(path: Path) -> str:
@@ -113,6 +116,7 @@ async def _inspect_postgres(location: PostgresLocation) -> DatabaseState:
         if state.pending or state.newer:
             return state
         sealed = await connection.fetch(SEALED_KEY_IDS)
+        needed = await connection.fetch(NEEDED_KEY_IDS)
     except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
         raise StoreError(f"cannot read the database {location.display}: {error}") from None
     finally:
@@ -123,4 +127,5 @@ async def _inspect_postgres(location: PostgresLocation) -> DatabaseState:
         exists=True,
         recorded=state.recorded,
         sealed=frozenset(str(row[0]) for row in sealed),
+        needed=frozenset(str(row[0]) for row in needed),
     )

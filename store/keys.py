@@ -101,16 +101,18 @@ def create_key_file(path: Path, key: DataKey | None = None) -> KeyRing:
     return KeyRing([key])
 
 
-def prepend_key_to_file(path: Path, key: DataKey) -> KeyRing:
-    """Make `key` the newest key of an existing key file (atomic replace, mode 0600)."""
+def prepend_key_to_file(path: Path, key: DataKey, *, decrypt_only: bool = False) -> KeyRing:
+    """Make `key` the newest key of an existing key file (atomic replace, mode 0600); with
+    `decrypt_only`, its last key instead: read with, never sealed with, until moved first."""
     ring = load_key_file(path)
     if ring.get(key.key_id) is not None:
         raise ConfigError(f"key id {key.key_id!r} is already in key file {path}")
-    lines = [format_key(k) for k in (key, *ring)]
+    keys = (*ring, key) if decrypt_only else (key, *ring)
+    lines = [format_key(k) for k in keys]
     temporary = path.with_name(path.name + f".tmp-{secrets.token_hex(4)}")
     _write_new_file(temporary, "\n".join(lines) + "\n")
     os.replace(temporary, path)
-    return KeyRing([key, *ring])
+    return KeyRing(keys)
 
 
 def _write_new_file(path: Path, text: str) -> None:

@@ -192,6 +192,7 @@ class NewApproval:
     remind_at: datetime | None = None
     execution_key: str | None = None  # the call's; None: keyed by its tool call id (legacy)
     escalations: tuple[EscalationPlan, ...] = ()  # fixed (and sealed) with the request
+    policy_fingerprint: str | None = None  # of the policy it is requested under
 
     @property
     def key(self) -> str:
@@ -227,6 +228,7 @@ class ApprovalRecord:
     revoke_reason: str | None = None  # why it was revoked (reason keeps the decider's)
     amended_by: str | None = None  # the approver who changed the arguments, if one did
     execution_key: str = ""  # the call's execution key; LEGACY_KEY_PREFIX + id for old rows
+    policy_fingerprint: str | None = None  # of the policy it was requested under (None: old)
     snapshot_seal: SealCheck = "missing"
     """What the read found of the snapshot's seal (store.seals.read_approval). Only
     "valid" may be shown or decided on; otherwise `snapshot` is a stand-in naming the
@@ -277,6 +279,7 @@ class DecisionEvidence:
     approval: ApprovalRecord
     request_seal: SealCheck
     votes: tuple[CheckedVote, ...]
+    unknown_key_ids: tuple[str, ...] = ()  # of the seals made with a key the ring lacks
 
 
 VoteResult = Literal["decided", "counted", "already_voted", "stale_digest", "closed", "expired"]

@@ -55,7 +55,8 @@ APPROVAL_COLUMNS = (
     "approval_id, run_id, tool_call_id, tool_name, arguments_digest, snapshot, status, "
     "requester, decider, reason, message, created_at, decided_at, expires_at, revoked_at, "
     "revoked_by, slack_channel, slack_ts, required_approvals, remind_at, reminded_at, "
-    "revoke_reason, amended_by, execution_key, snapshot_seal_key_id, snapshot_seal"
+    "revoke_reason, amended_by, execution_key, policy_fingerprint, snapshot_seal_key_id, "
+    "snapshot_seal"
 )
 VOTE_COLUMNS = "approval_id, voter, decision, digest, reason, at"
 STANDING_COLUMNS = (
@@ -149,6 +150,7 @@ def row_to_approval(
         revoke_reason=row["revoke_reason"],
         amended_by=row["amended_by"],
         execution_key=row["execution_key"],
+        policy_fingerprint=row["policy_fingerprint"],
         snapshot_seal=snapshot_seal,
     )
 

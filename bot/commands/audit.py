@@ -2,6 +2,11 @@
 
 approvals-bot audit export [--since WHEN] [-o FILE]   the audit log as JSON lines
 approvals-bot audit verify [--json]                  check the chain; exit 1 if broken
+
+`verify` also names every row whose sealed data names a key id the key ring lacks (when
+a ring is at hand): nothing open needs those rows (start-up refuses a ring lacking what
+open runs need), so a key id no ring has there was planted, or its key dropped before
+rotation reached it: tampering, exit 1.
 """
 
 from __future__ import annotations
@@ -13,12 +18,14 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from bot.commands.database import command_group, db_command, existing_store
+from bot.commands.database import OpenStore, command_group, db_command, existing_store
 from bot.commands.json_output import print_json
 from bot.errors import InputError
 from bot.policy.durations import parse_duration
 from store.audit import event_to_json_line
+from store.crypto import NoKeys
 from store.records import AuditEvent
+from store.sql.keys import KeyUse, unknown_key_uses
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -96,14 +103,41 @@ async def _audit_verify(args: argparse.Namespace) -> int:
     async with existing_store(args, keys_required=False) as store:  # the chain is unkeyed
         verification = await store.verify_audit()
         head_seq, head_hash = await store.audit_head()
+        unknown = await _unknown_keys(store)
+    ok = verification.ok and not unknown
     if args.json:
-        print_json({**asdict(verification), "head": {"seq": head_seq, "hash": head_hash}})
-        return 0 if verification.ok else 1
+        print_json({
+            **asdict(verification), "head": {"seq": head_seq, "hash": head_hash},
+            "unknown_key_ids": None if unknown is None else [str(use) for use in unknown],
+        })  # fmt: skip
+        return 0 if ok else 1
     if verification.ok:
         print(f"audit log OK: {verification.checked} event(s); head {head_seq} {head_hash}")
-        return 0
-    print(
-        f"audit log BROKEN at event {verification.first_bad_seq}: {verification.problem} "
-        f"({verification.checked} event(s) before it verified)"
-    )
-    return 1
+    else:
+        print(
+            f"audit log BROKEN at event {verification.first_bad_seq}: {verification.problem} "
+            f"({verification.checked} event(s) before it verified)"
+        )
+    _tell_keys(unknown)
+    return 0 if ok else 1
+
+
+async def _unknown_keys(store: OpenStore) -> list[KeyUse] | None:
+    """The rows naming a key id the ring lacks (None: no key ring at hand to judge by)."""
+    if isinstance(store.keyring, NoKeys):
+        return None
+    return await unknown_key_uses(store.database, store.keyring)
+
+
+def _tell_keys(unknown: list[KeyUse] | None) -> None:
+    if unknown is None:
+        print("sealed data: key ids not checked (no key ring at hand)")
+    elif not unknown:
+        print("sealed data: every key id it names is in the key ring")
+    else:
+        print(
+            f"sealed data TAMPERED: {len(unknown)} row(s) name a key id the key ring lacks "
+            "(planted, or a key dropped before rotation reached them): "
+            + "; ".join(str(use) for use in unknown[:20])
+            + ("; ..." if len(unknown) > 20 else "")
+        )

@@ -12,14 +12,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import getpass
 import os
 import sys
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from bot.commands.serve_lock import no_server
 from bot.errors import ConfigError
 from store import SqliteStore, open_store
+from store.audit import recorded_with
 from store.config import Location, SqliteLocation, database_url_from_env, parse_database_url
 from store.copy import copy_store
 from store.keys import KEYS_ENV, key_file_for
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from store.postgres.store import PostgresStore
 
 Command = Callable[[argparse.Namespace], int]
+OpenStore: TypeAlias = "SqliteStore | PostgresStore"  # what `existing_store` opens
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -93,13 +96,23 @@ def database_url(args: argparse.Namespace) -> str:
     return str(args.db) if args.db is not None else database_url_from_env()
 
 
+def os_user() -> str:
+    """Who runs this command, by the operating system (the default actor)."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return os.environ.get("USER", "") or "operator"
+
+
 @contextlib.asynccontextmanager
 async def existing_store(
     args: argparse.Namespace, *, keys_required: bool = True
-) -> AsyncIterator[SqliteStore | PostgresStore]:
+) -> AsyncIterator[OpenStore]:
     """The open database, closed on the way out. It refuses to create a database file: a
-    typo must not mint an empty database. A command that reads only what is stored in
-    clear passes `keys_required=False`: it works where the keys are not at hand."""
+    typo must not mint an empty database. Every audit event written meanwhile records the
+    operating-system user (`os_user`) beside its actor (`--as`). A command that reads
+    only what is stored in clear passes `keys_required=False`: it works where the keys
+    are not at hand."""
     url = database_url(args)
     location = parse_database_url(url)
     if isinstance(location, SqliteLocation) and not location.path.exists():
@@ -108,7 +121,8 @@ async def existing_store(
         )
     store = await open_store(url, keys_required=keys_required)
     try:
-        yield store
+        with recorded_with(os_user=os_user()):  # beside the `--as` actor: who typed it
+            yield store
     finally:
         await store.close()
 

@@ -42,8 +42,8 @@ from bot.agents import (
     model_from_env,
     tool_names,
 )
+from bot.commands.database import os_user
 from bot.commands.groups import add_groups_option, load_groups_file, unknown_groups_note
-from bot.commands.operator import os_user
 from bot.commands.session import Session, prompt
 from bot.commands.terminal import TerminalNotifier
 from bot.demo import OfflineOpsModel, ops_dependencies, parse_task

@@ -207,9 +207,12 @@ def _keys(env: Mapping[str, str], findings: Findings) -> Check:
             status="ok",
             detail=f"no key file yet: serve makes {key_file} (mode 0600) when it first starts",
         )
-    problem = uncovered(set(sealed), ring, state.location)
+    problem = uncovered(set(state.needed or ()), ring, state.location)
     if problem is not None:
         return Check(name="keys", status="FAIL", detail=problem)
+    stray = sorted(set(sealed) - set(ring.key_ids))
+    if stray:
+        return Check(name="keys", status="FAIL", detail=tampered_key_ids(stray, ring))
     opens = (
         "they open everything sealed (key ids " + ", ".join(sorted(sealed)) + ")"
         if sealed
@@ -221,6 +224,15 @@ def _keys(env: Mapping[str, str], findings: Findings) -> Check:
         name="keys",
         status="ok",
         detail=f"{len(ring.key_ids)} key(s) from {source}, newest {ring.newest.key_id}; {opens}",
+    )
+
+
+def tampered_key_ids(stray: list[str], ring: KeyRing) -> str:
+    return (
+        f"tampering: rows no open run needs name key id(s) {', '.join(stray)}, which the key "
+        f"ring lacks (it has {', '.join(ring.key_ids)}): planted, or a key dropped before "
+        "rotation reached them; the bot still starts; `approvals-bot audit verify` names "
+        "the rows"
     )
 
 

@@ -1,18 +1,29 @@
 """`approvals-bot keys`: the keys that encrypt stored run states.
 
-    approvals-bot keys generate [--print]   add a new newest key (key file), or print one
-    approvals-bot keys rotate                re-encrypt every blob with the newest key
+    approvals-bot keys generate [--print] [--decrypt-only]
+                                   add a new newest key (key file), or print one; with
+                                   --decrypt-only it goes last: read with, not sealed with
+    approvals-bot keys rotate [--in-every-ring]
+                                   re-encrypt every blob with the newest key
 
-A tampered blob found by rotation is left as it is (audited) and exits 1.
+A process seals with the newest key of its own ring, read when it starts. Rotating while
+a server runs with a ring that lacks the new key would leave that server unable to read
+what it needs (its runs wait, its readiness says so), so `keys rotate` refuses while a
+server holds a SQLite file (the lock `db copy` takes), and on Postgres (whose replicas it
+cannot see), unless `--in-every-ring` says the new key is in every process's ring
+already (docs/store.md: rotating keys). A tampered blob found by rotation is left as it
+is (audited) and exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import getpass
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from bot.commands.database import (
@@ -22,6 +33,7 @@ from bot.commands.database import (
     existing_store,
     positive_int,
 )
+from bot.commands.serve_lock import no_server
 from bot.errors import ConfigError
 from store.config import SqliteLocation, parse_database_url
 from store.keys import (
@@ -45,6 +57,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         keys_generate,
     )
     generate.add_argument("--print", action="store_true", help="print the key, change no file")
+    generate.add_argument(
+        "--decrypt-only",
+        action="store_true",
+        help="add the key last in the key file: every process reads with it, none seals "
+        "with it until it is moved first (the first step of a rolling rotation)",
+    )
     generate.add_argument("--id", dest="key_id", default=None, help="key id (default: dated)")
     rotate = db_command(
         group,
@@ -53,6 +71,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         keys_rotate,
     )
     rotate.add_argument("--batch-size", type=positive_int, default=200, help="rows per commit")
+    rotate.add_argument(
+        "--in-every-ring",
+        action="store_true",
+        help="the newest key is already in the key ring of every running process (each "
+        "restarted with it): rotate next to them",
+    )
 
 
 def keys_generate(args: argparse.Namespace) -> int:
@@ -65,17 +89,25 @@ def keys_generate(args: argparse.Namespace) -> int:
     ):  # a Postgres database has no key file beside it
         print(format_key(key))
         print(
-            f"put this entry first in {KEYS_ENV} (keep the old keys after it), restart, "
-            "then run: approvals-bot keys rotate",
+            f"put this entry last in {KEYS_ENV} of every process and restart each, then "
+            "move it first and restart each again, then run: approvals-bot keys rotate "
+            "--in-every-ring",
             file=sys.stderr,
         )
         return 0
     database = location.path
     key_file = key_file_for(database)
     if key_file.exists():
-        ring = prepend_key_to_file(key_file, key)
+        ring = prepend_key_to_file(key_file, key, decrypt_only=args.decrypt_only)
+        if args.decrypt_only:
+            print(f"added key {key.key_id} to {key_file} last of {len(ring.key_ids)} keys: "
+                  "read with, not sealed with")  # fmt: skip
+            print("restart the bot, then move its line first, restart again and run: "
+                  "approvals-bot keys rotate --in-every-ring")  # fmt: skip
+            return 0
         print(f"added key {key.key_id} to {key_file} as the newest of {len(ring.key_ids)} keys")
-        print("existing data stays under its old key until: approvals-bot keys rotate")
+        print("a running bot does not have it yet: restart it, then run: approvals-bot keys "
+              "rotate --in-every-ring (or stop it and run: approvals-bot keys rotate)")  # fmt: skip
         return 0
     if database.exists():
         raise ConfigError(
@@ -94,7 +126,9 @@ def keys_rotate(args: argparse.Namespace) -> int:
 
 
 async def _keys_rotate(args: argparse.Namespace) -> int:
-    async with existing_store(args) as store:
+    async with existing_store(args) as store, contextlib.AsyncExitStack() as stack:
+        if not args.in_every_ring:
+            stack.enter_context(_no_process_without_the_key(database_url(args)))
         report = await store.rotate_keys(actor=getpass.getuser(), batch_size=args.batch_size)
     print(
         f"re-encrypted with key {report.key_id}: {report.run_states} run state(s), "
@@ -110,3 +144,22 @@ async def _keys_rotate(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+@contextlib.contextmanager
+def _no_process_without_the_key(url: str) -> Iterator[None]:
+    """No server on the SQLite file for the block (its server lock, as `db copy` holds
+    it); on Postgres, where replicas cannot be seen, a refusal: the operator says."""
+    location = parse_database_url(url)
+    if not isinstance(location, SqliteLocation):
+        raise ConfigError(
+            f"cannot tell whether replicas serving {location.display} have the new key in "
+            "their ring; put it in every replica's ring first (decrypt-only, then newest: "
+            "docs/store.md, rotating keys), then run keys rotate --in-every-ring"
+        )
+    with no_server(
+        location.path,
+        job="rotate the keys of",
+        then="restart it with the new key in its ring and add --in-every-ring, or stop it",
+    ):
+        yield

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import getpass
 import os
 import re
 import sys
@@ -35,7 +34,7 @@ from bot.agents import (
     model_from_env,
     tool_names,
 )
-from bot.commands.database import existing_store
+from bot.commands.database import existing_store, os_user
 from bot.commands.groups import terminal_groups
 from bot.commands.terminal import Fanout, TerminalNotifier
 from bot.demo import ops_dependencies
@@ -55,14 +54,6 @@ if TYPE_CHECKING:
 
 _NOT_IN_ID = re.compile(r"[^A-Za-z0-9._-]+")
 CLOSE_SECONDS = 60.0
-
-
-def os_user() -> str:
-    """Who runs this command, by the operating system (the default actor)."""
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):
-        return os.environ.get("USER", "") or "operator"
 
 
 def cli_worker_id() -> str:

@@ -30,8 +30,8 @@ import sys
 from typing import Any
 
 from bot.commands.audit import parse_since
-from bot.commands.database import db_command, existing_store
-from bot.commands.operator import operator_service, os_user
+from bot.commands.database import db_command, existing_store, os_user
+from bot.commands.operator import operator_service
 from bot.commands.session import Session, confirm
 from bot.errors import InputError
 from store.records import PurgeReport

@@ -11,6 +11,8 @@ lock file never blocks a restart. Operator commands (`approvals decide`, `runs c
 ...) do not take it: they act next to a running server on purpose. `db copy` does
 (`no_server`): a copy taken while a server still moves runs on the file would miss
 what it does after, so it is refused, and no server starts on the file until it ends.
+So does `keys rotate` (unless told the new key is in every process's ring): a server
+whose ring lacks the new key could not read what it re-encrypts.
 """
 
 from __future__ import annotations
@@ -45,16 +47,13 @@ def sole_server(database: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def no_server(database: Path, *, job: str) -> Iterator[None]:
-    """Hold the database's server lock for an offline `job` (`db copy`): no server runs
-    on the file during the block and none starts; ConfigError naming the holder's pid
-    while one serves it."""
+def no_server(database: Path, *, job: str, then: str = "stop the bot first") -> Iterator[None]:
+    """Hold the database's server lock for an offline `job` (`db copy`, `keys rotate`):
+    no server runs on the file during the block and none starts; ConfigError naming the
+    holder's pid (and what to do: `then`) while one serves it."""
 
     def refusal(holder: str) -> str:
-        return (
-            f"cannot {job} {database} while an approvals-bot server ({holder}) serves it; "
-            "stop the bot first"
-        )
+        return f"cannot {job} {database} while an approvals-bot server ({holder}) serves it; {then}"
 
     with _server_lock(database, refusal):
         yield

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from functools import cached_property
+from typing import Any
 
 from bot.errors import ConfigFileError
 from bot.policy.routing import Routing
@@ -82,6 +87,16 @@ class Policy:
     def rule_for(self, tool_name: str) -> ToolRule:
         return self.tools.get(tool_name, self.defaults)
 
+    @cached_property
+    def fingerprint(self) -> str:
+        """What the policy decides, as 16 hex digits of a SHA-256 over its canonical
+        JSON (every rule, admin, limit and duration; not the file's name): two policies
+        with one fingerprint decide alike. Stored with each request, so that a decision
+        taken under another policy is refused naming both (bot.service.authority)."""
+        plain = json.dumps(_plain(replace(self, source="")), sort_keys=True,
+                           separators=(",", ":"))  # fmt: skip
+        return hashlib.sha256(plain.encode()).hexdigest()[:16]
+
     def is_admin(self, user: str) -> bool:
         return user in self.admins
 
@@ -104,6 +119,21 @@ class Policy:
 
 
 DEFAULT_POLICY = Policy()
+
+
+def _plain(value: Any) -> Any:
+    """`value` as plain JSON data, in a canonical order (the fingerprint's input)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, frozenset | set):
+        return sorted(_plain(item) for item in value)
+    if isinstance(value, tuple | list):
+        return [_plain(item) for item in value]
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    return value
 
 
 def no_such_tool(name: str, known: Iterable[str]) -> str:

@@ -38,14 +38,14 @@ from datetime import datetime
 from typing import Any, Literal
 
 from bot.canonical import digests_equal
-from bot.errors import AlreadyDecidedError, NotAuthorizedError
+from bot.errors import AlreadyDecidedError, ConfigError, KeyMissingError, NotAuthorizedError
 from bot.policy.eligibility import Eligibility, Eligible, NotEligible, is_eligible
 from bot.policy.rules import Policy, ToolRule
 from bot.service.last_check import Refusal
 from bot.service.sealed import sealed_quorum
 from bot.service.widening import absences_covered, by_escalation
 from bot.service.workflow import Workflow
-from store.records import ApprovalRecord, VoteRecord
+from store.records import ApprovalRecord, DecisionEvidence, VoteRecord
 
 REVOCABLE_STATUSES = frozenset({"pending", "approved"})  # approved: until the call runs
 
@@ -265,12 +265,35 @@ async def require_visible(flow: Workflow, approval: ApprovalRecord, user: str) -
 
 
 async def require_decider(flow: Workflow, approval: ApprovalRecord, user: str) -> Eligible:
-    """Why `user` may decide; else audit and NotAuthorizedError."""
+    """Why `user` may decide; else audit and NotAuthorizedError (ConfigError when this
+    operator's command runs under another policy than the call was requested under)."""
+    await require_same_policy(flow, approval, user)
     verdict = await eligibility(flow, approval, user)
     if isinstance(verdict, NotEligible):
         await refuse(flow, approval, actor=user, why=verdict.code)
         raise NotAuthorizedError(verdict.reason)
     return verdict
+
+
+async def require_same_policy(flow: Workflow, approval: ApprovalRecord, user: str) -> None:
+    """An operator's command (surface "cli") decides only under the policy the call was
+    requested under: its own shell may lack the bot's APPROVALS_POLICY (and so run under
+    the built-in defaults) or name another file. Refused, audited, with a line naming
+    both fingerprints. The bot decides under its policy of the moment (a changed policy
+    applies to pending calls from the restart on), and a row from before fingerprints
+    were stored is decided as before; either way the bot's last check before a call runs
+    judges every counted voter under the bot's own policy."""
+    requested = approval.policy_fingerprint
+    ours = flow.policy.fingerprint
+    if flow.surface != "cli" or requested is None or requested == ours:
+        return
+    await refuse(flow, approval, actor=user, why="other_policy",
+                 detail={"requested_under": requested, "deciding_under": ours})  # fmt: skip
+    raise ConfigError(
+        f"approval {approval.approval_id} was requested under policy {requested}; this "
+        f"command runs under policy {ours} ({flow.policy.source}): run it with the bot's "
+        "APPROVALS_POLICY (and settings), as its own decisions are taken"
+    )
 
 
 async def require_own_say(
@@ -306,6 +329,14 @@ async def execution_check(flow: Workflow, approval: ApprovalRecord) -> Refusal |
         return Refusal(why="its approval record is gone")
     quorum = sealed_quorum(evidence)
     if quorum.problem is not None:
+        lacking = lacking_key(evidence)
+        if lacking is not None:
+            raise KeyMissingError(
+                f"approval {approval.approval_id}: {quorum.problem}; this process's key ring "
+                f"lacks key id {lacking!r} it was sealed with: add it and restart (the run "
+                "waits)",
+                key_id=lacking,
+            )
         return Refusal(why=quorum.problem, tampered=True)
     says: dict[str, str] = {}
     for voter in quorum.voters:
@@ -321,3 +352,35 @@ async def execution_check(flow: Workflow, approval: ApprovalRecord) -> Refusal |
             )
         says[whose] = voter
     return None
+
+
+def lacking_key(evidence: DecisionEvidence) -> str | None:
+    """A key id this process's ring lacks that the call's request seal, or a vote on its
+    current digest, was made with (None: none was): then the decision cannot be judged
+    here, which is not tampering; the run waits for a process holding the key."""
+    current = [
+        checked
+        for checked in evidence.votes
+        if digests_equal(checked.vote.digest, evidence.approval.arguments_digest)
+    ]
+    unknown = evidence.request_seal == "unknown_key" or any(
+        c.seal == "unknown_key" for c in current
+    )
+    if not unknown and evidence.approval.snapshot_seal != "unknown_key":
+        return None
+    return evidence.unknown_key_ids[0] if evidence.unknown_key_ids else None
+
+
+async def require_snapshot_key(flow: Workflow, approval: ApprovalRecord) -> None:
+    """KeyMissingError (an operational error, not tampering) when the call's snapshot is
+    sealed with a key this process's ring lacks: it cannot be shown or decided here until
+    the process restarts with the key."""
+    if approval.snapshot_seal != "unknown_key":
+        return
+    evidence = await flow.store.decision_evidence(approval.approval_id)
+    key_id = evidence.unknown_key_ids[0] if evidence and evidence.unknown_key_ids else "?"
+    raise KeyMissingError(
+        f"approval {approval.approval_id} cannot be decided here yet: its snapshot is sealed "
+        f"with key id {key_id!r}, which this process's key ring lacks; add it and restart",
+        key_id=key_id,
+    )

@@ -133,6 +133,6 @@ async def _load_with_reply(
     except ApprovalsError:
         await leave_working(
             flow.store, flow.leases, run.run_id,
-            expected_status="running", new_status=run.status,
+            new_status=run.status,
         )  # fmt: skip
         raise

@@ -204,9 +204,10 @@ class ResumeStalled:
 @dataclass(frozen=True, kw_only=True)
 class RunNeedsMigration:
     """The run's decisions are taken but this deployment cannot resume it: its agent
-    version is not registered, or its engine cannot read its state (`reason` says which).
-    It waits paused, its decisions kept; it resumes once the version is deployed again
-    (at the next start, or `approvals-bot runs resume`), or it can be cancelled."""
+    version is not registered, its engine cannot read its state, or the key its state or
+    decision is sealed with is not in this process's ring (`reason` says which). It waits
+    paused, its decisions kept; it resumes once a deployment that can read it runs (at
+    the next start, or `approvals-bot runs resume`), or it can be cancelled."""
 
     run: RunRecord
     reason: str

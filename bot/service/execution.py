@@ -9,7 +9,9 @@ persist the outcome by compare-and-set on the run's version and tell the notifie
   `CallUncertain` notice per call whose outcome a human must reconcile (a run that
   stopped because a person paused it has none of these: it waits for `runs resume`);
 - completed / max_turns: the final state (status `completed`) and the answer;
-- an error: status `failed`, a `failed` audit event and one clear line for people.
+- an error: status `failed`, a `failed` audit event and one clear line for people;
+- a lost lease (another worker took the run over, or it was cancelled): nothing, the
+  run is the other's (bot.service.failure: fenced failure, letting go).
 
 The policy's limits on calls per turn and approvals per run apply here
 (bot.service.limits): past one, the run fails with one line that names the limit.
@@ -24,10 +26,11 @@ from datetime import datetime
 from functools import partial
 
 from bot.canonical import digests_equal
-from bot.credentials import redact_text
 from bot.errors import (
     AgentNotRegisteredError,
     ApprovalsError,
+    KeyMissingError,
+    LeaseLostError,
     LimitError,
     RunStateError,
     SchemaVersionError,
@@ -53,19 +56,16 @@ from bot.service.events import (
     ApprovalRequested,
     CallUncertain,
     ExecutionRefused,
-    RunFailed,
     RunFinished,
-    RunNeedsMigration,
 )
+from bot.service.failure import fail_run, let_go, wait_for_migration
 from bot.service.last_check import ServiceJournal
-from bot.service.leases import leave_working
 from bot.service.limits import calls_per_turn_exceeded, check_pending
 from bot.service.retry import transient
 from bot.service.standing import apply_standing
 from bot.service.workflow import Workflow
 from store.journal import StoreJournal
 from store.records import (
-    FINISHED_RUN_STATUSES,
     ApprovalRecord,
     EngineStamp,
     EscalationPlan,
@@ -76,9 +76,16 @@ from store.records import (
 
 log = logging.getLogger(__name__)
 
-MIGRATION_NEEDED = (AgentNotRegisteredError, SchemaVersionError, StateUnreadableError)
+MIGRATION_NEEDED = (
+    AgentNotRegisteredError,
+    SchemaVersionError,
+    StateUnreadableError,
+    KeyMissingError,
+)
 """Why a deployment cannot resume a run it could resume once: its agent version is not
-registered, or its state is of a schema (ours, or its engine's) this build cannot read."""
+registered, its state is of a schema (ours, or its engine's) this build cannot read, or
+it is sealed with a key this process's ring lacks (rotated in before every process had
+it): the run waits, paused with its decisions kept, for a deployment that can."""
 
 ResumeIfDecided = Callable[[Workflow, str], Awaitable[bool]]
 """bot.service.resume.resume_if_all_decided, handed in by whoever runs the agent: a
@@ -127,22 +134,36 @@ async def execute(
             agent = noted_agent(agent, approvals)
         result = await _run_agent(flow, agent, state, journal)
         check_pending(flow.policy.limits, result)
-        return await persist_outcome(
-            flow, run, result, requester=requester, resume_if_decided=resume_if_decided
+        saved = await save_outcome(flow, run, result)
+    except Exception as error:  # mapped (or logged) by _went_wrong
+        return await _went_wrong(flow, run, error, raise_transient=raise_transient)
+    try:
+        return await announce_outcome(
+            flow, saved, result, requester=requester, resume_if_decided=resume_if_decided
         )
-    except LimitError as error:
+    except Exception as error:  # after the save: the saved record is the one to fail
+        return await _went_wrong(flow, saved, error, raise_transient=raise_transient)
+
+
+async def _went_wrong(
+    flow: Workflow, run: RunRecord, error: Exception, *, raise_transient: bool
+) -> RunRecord:
+    """What a run comes to when its work raised `error` (`run`: the worker's latest record
+    of it). A lost lease means the run is another worker's now: stop, change nothing."""
+    if isinstance(error, LeaseLostError):
+        return await let_go(flow, run, str(error))
+    if isinstance(error, LimitError):
         return await fail_run(flow, run, str(error))
-    except MIGRATION_NEEDED as error:
+    if isinstance(error, MIGRATION_NEEDED):
         if run.status != "resuming":
             return await fail_run(flow, run, f"{type(error).__name__}: {error}")
         return await wait_for_migration(flow, run, str(error))
-    except ApprovalsError as error:
+    if isinstance(error, ApprovalsError):
         if raise_transient and transient(error):
-            raise
+            raise error
         return await fail_run(flow, run, f"{type(error).__name__}: {error}")
-    except Exception:
-        log.exception("run %s failed unexpectedly", run.run_id)
-        return await fail_run(flow, run, "internal error (details in the bot's log)")
+    log.error("run %s failed unexpectedly", run.run_id, exc_info=error)
+    return await fail_run(flow, run, "internal error (details in the bot's log)")
 
 
 def _lease_token(flow: Workflow, run_id: str) -> int | None:
@@ -192,25 +213,32 @@ async def _tell_refused(
     await flow.notify(ExecutionRefused(run=run, approval=approval, reason=reason))
 
 
-async def persist_outcome(
+async def save_outcome(flow: Workflow, run: RunRecord, result: EngineResult) -> RunRecord:
+    """Save the run's state as `paused` or `completed`: a compare-and-set on the version
+    this worker claimed it at (a takeover moves it), which ends the run's lease."""
+    saved = await flow.store.save_run_state(
+        run.run_id,
+        expected_version=run.version,
+        state_json=await flow.encode_state(result.state),
+        status="paused" if result.outcome == "paused" else "completed",
+        schema_version=result.state.schema_version,
+        engine=engine_stamp(result.state.engine),
+    )
+    flow.leases.drop(run.run_id)  # saved not working: the store ended the lease
+    return saved
+
+
+async def announce_outcome(
     flow: Workflow,
-    run: RunRecord,
+    saved: RunRecord,
     result: EngineResult,
     *,
     requester: str | None = None,
     resume_if_decided: ResumeIfDecided,
 ) -> RunRecord:
-    paused = result.outcome == "paused"
-    saved = await flow.store.save_run_state(
-        run.run_id,
-        expected_version=run.version,
-        state_json=await flow.encode_state(result.state),
-        status="paused" if paused else "completed",
-        schema_version=result.state.schema_version,
-        engine=engine_stamp(result.state.engine),
-    )
-    flow.leases.drop(run.run_id)  # saved not working: the store ended the lease
-    if not paused:
+    """Tell people what the saved outcome is: the answer, or the approvals it waits for
+    (requested here) and the calls a human must reconcile."""
+    if result.outcome != "paused":
         flow.telemetry.run_ended(saved, status="completed")
         await flow.notify(
             RunFinished(run=saved, final_output=result.final_output, status=result.outcome)
@@ -271,6 +299,7 @@ async def request_approvals(
                 remind_at=remind_at,
                 execution_key=call.execution_key,
                 escalations=escalation_plans(rule, now, expires_at),
+                policy_fingerprint=flow.policy.fingerprint,
             )
         )
     records = await flow.store.add_approvals(planned)
@@ -385,52 +414,3 @@ async def _post_card(
         channel, ts = location
         await flow.store.set_approval_message(approval.approval_id, channel=channel, ts=ts)
     send_planned(flow, run, approval, planned)
-
-
-async def wait_for_migration(flow: Workflow, run: RunRecord, reason: str) -> RunRecord:
-    """A claimed (`resuming`) run this deployment cannot resume goes back to `paused`
-    with its decisions kept, marked with why; its thread is told once per reason."""
-    reason = redact_text(reason)
-    log.warning("run %s needs migration: %s", run.run_id, reason)
-    paused = await leave_working(
-        flow.store, flow.leases, run.run_id, expected_status="resuming", new_status="paused"
-    )
-    if paused is None:
-        return await flow.store.get_run(run.run_id) or run
-    marked = await flow.store.mark_needs_migration(run.run_id, reason=reason, actor=flow.actor)
-    if marked is None:
-        return await flow.store.get_run(run.run_id) or paused
-    await flow.notify(RunNeedsMigration(run=marked, reason=reason))
-    return marked
-
-
-async def fail_run(flow: Workflow, run: RunRecord, message: str) -> RunRecord:
-    """Mark the run failed (from whatever status it is in now) and tell people why. The
-    error is audited and told with its credentials redacted (an error from a client may
-    quote the header it sent). A run cancelled meanwhile stays cancelled, quietly:
-    whatever this worker was doing for it (its save lost the compare-and-set) is dropped,
-    and its thread was told already."""
-    message = redact_text(message)
-    current = await flow.store.get_run(run.run_id) or run
-    if current.status == "cancelled":
-        log.info("run %s was cancelled while it worked (%s); dropping its outcome",
-                 run.run_id, message)  # fmt: skip
-        return current
-    failed = None
-    if current.status not in FINISHED_RUN_STATUSES:
-        held = flow.leases.get(run.run_id) is not None
-        failed = await leave_working(
-            flow.store, flow.leases, run.run_id,
-            expected_status=current.status, new_status="failed",
-        )  # fmt: skip
-        if failed is None and held:
-            log.info("run %s was taken over while it worked (%s); dropping its outcome",
-                     run.run_id, message)  # fmt: skip
-            return await flow.store.get_run(run.run_id) or current
-    if failed is not None:
-        flow.telemetry.run_ended(failed, status="failed")
-    await flow.store.append_audit(
-        "failed", actor=flow.actor, run_id=run.run_id, detail={"error": message}
-    )
-    await flow.notify(RunFailed(run=failed or current, error=message))
-    return failed or current

@@ -161,20 +161,22 @@ async def leave_working(
     leases: HeldLeases,
     run_id: str,
     *,
-    expected_status: RunStatus,
     new_status: RunStatus,
 ) -> RunRecord | None:
-    """Move a run this worker works on to `new_status`: a fenced release of its lease
-    when we hold it (None when we lost it meanwhile: the run is someone else's now), a
-    plain compare-and-set from `expected_status` otherwise (None when lost)."""
+    """Move a run this worker works on (running or resuming) to `new_status`
+    by a fenced release of the lease it holds. None, and nothing changed, when the run is
+    not ours any more: the lease was lost (its token moved on: taken over, cancelled) or
+    already forgotten because the heartbeat found it lost. A worker that lost its lease
+    stops; it never changes the status the run's new holder gave it."""
     lease = leases.get(run_id)
     if lease is None:
-        return await store.transition_run(
-            run_id, expected_status=expected_status, new_status=new_status
-        )
+        log.info("run %s is not held by %s: left as it is (not made %s)",
+                 run_id, leases.owner, new_status)  # fmt: skip
+        return None
     leases.drop(run_id, token=lease.token)
     try:
-        return await store.release_run_lease(lease, new_status=new_status)
+        released = await store.release_run_lease(lease, new_status=new_status)
     except LeaseLostError as error:
         log.info("run %s left to its new holder: %s", run_id, error)
         return None
+    return released

@@ -106,9 +106,7 @@ async def reconcile_call(
     try:
         saved, target = await _resolve(flow, claimed, actor, call, resolution, reason)
     except ApprovalsError:
-        await leave_working(
-            flow.store, flow.leases, run_id, expected_status="resuming", new_status="paused"
-        )
+        await leave_working(flow.store, flow.leases, run_id, new_status="paused")
         raise
     await flow.store.append_audit(
         "reconciled",

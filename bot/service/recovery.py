@@ -44,7 +44,7 @@ from datetime import timedelta
 
 from bot.errors import ApprovalsError
 from bot.service.events import ApprovalDecided
-from bot.service.execution import fail_run
+from bot.service.failure import fail_run
 from bot.service.leases import claim
 from bot.service.resume import claim_resume, current_rows, stalled_pause, start_resume
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow

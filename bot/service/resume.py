@@ -50,11 +50,10 @@ from bot.service.events import ResumeStalled
 from bot.service.execution import (
     MIGRATION_NEEDED,
     execute,
-    fail_run,
     request_approvals,
     void_approval,
-    wait_for_migration,
 )
+from bot.service.failure import fail_run, wait_for_migration
 from bot.service.leases import claim, leave_working
 from bot.service.retry import transient
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
@@ -410,9 +409,7 @@ async def _back_to_paused(
 ) -> RunRecord:
     """Some call still waits for a decision (or lost its row in a crash): pause again
     first, then (re)request, so that the last decision can claim the resume."""
-    paused = await leave_working(
-        flow.store, flow.leases, run.run_id, expected_status="resuming", new_status="paused"
-    )
+    paused = await leave_working(flow.store, flow.leases, run.run_id, new_status="paused")
     if paused is None:
         return await flow.store.get_run(run.run_id) or run
     try:

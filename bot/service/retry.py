@@ -19,19 +19,27 @@ from dataclasses import dataclass
 from bot.errors import (
     ConflictError,
     ExecutionKeyConflict,
+    KeyMissingError,
     LeaseLostError,
     MigrationError,
     StoreError,
     TamperError,
 )
 
-_VERDICTS = (ConflictError, TamperError, MigrationError, ExecutionKeyConflict, LeaseLostError)
+_VERDICTS = (
+    ConflictError,
+    TamperError,
+    KeyMissingError,
+    MigrationError,
+    ExecutionKeyConflict,
+    LeaseLostError,
+)
 
 
 def transient(error: BaseException) -> bool:
     """A store failure that may go away by itself (locked, disk full, I/O): not a lost
-    compare-and-set, a tampered blob, a schema problem or a fenced lease, which another
-    try would only meet again."""
+    compare-and-set, a tampered blob, a key the ring lacks, a schema problem or a fenced
+    lease, which another try would only meet again."""
     return isinstance(error, StoreError) and not isinstance(error, _VERDICTS)
 
 

@@ -40,6 +40,7 @@ from bot.service.authority import (
     refuse,
     require_decider,
     require_own_say,
+    require_snapshot_key,
     why_not_stand,
 )
 from bot.service.events import ApprovalDecided, ApprovalExpired, ApprovalUpdated
@@ -76,6 +77,7 @@ async def check_ballot(flow: Workflow, ballot: Ballot) -> tuple[ApprovalRecord, 
         raise already_decided(approval)
     verdict = await require_decider(flow, approval, ballot.decider)
     if ballot.approve and approval.snapshot_seal != "valid":
+        await require_snapshot_key(flow, approval)
         raise await refuse_unsealed(flow, approval, actor=ballot.decider)
     rule = flow.rule_for(approval.tool_name)
     if rule.require_reason and not ballot.reason.strip():

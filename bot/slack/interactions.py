@@ -29,7 +29,13 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 
-from bot.errors import ApprovalsError, ArgumentsUnreadError, InputError, StoreError
+from bot.errors import (
+    ApprovalsError,
+    ArgumentsUnreadError,
+    InputError,
+    KeyMissingError,
+    StoreError,
+)
 from bot.review.snapshot import ReviewSnapshot
 from bot.service import ApprovalView, DecisionResult, Recorded
 from bot.slack.actions import ACTIONS, Action
@@ -211,6 +217,11 @@ class CardInteractions:
             self._r.later(partial(_when_done, task, late), name=f"slack:late:{what}")
             return None
         outcome = task.result()
+        if isinstance(outcome, KeyMissingError):  # not the database: this process's keys
+            log.warning("%s not recorded: %s", what, outcome)
+            why = f"Not recorded: this bot lacks key {outcome.key_id}; try again once it has it."
+            await ack(response_action="errors", errors={REASON_BLOCK_ID: why})
+            return None
         if isinstance(outcome, StoreError):
             log.warning("%s not recorded: %s", what, outcome)
             await ack(response_action="errors", errors={REASON_BLOCK_ID: NOT_RECORDED_TEXT})

@@ -21,7 +21,7 @@ from store.postgres.migrations import BACKEND, migrate
 from store.records import MigrationReport
 from store.schema import latest_version
 from store.sql.chain import Sequencer
-from store.sql.keys import sealed_key_ids, settled_keyring
+from store.sql.keys import needed_key_ids, sealed_key_ids, settled_keyring
 from store.sql.store import SqlStore
 
 
@@ -80,7 +80,9 @@ async def open_postgres_store(
         report = await migrate(database, now=now())
         sealed = await sealed_key_ids(database)
         ring = configured or _no_keys(location, sealed, required=keys_required)
-        ring = settled_keyring(sealed, ring, location.display, required=keys_required)
+        ring = settled_keyring(
+            await needed_key_ids(database), ring, location.display, required=keys_required
+        )
     except BaseException:
         await database.close()
         raise

@@ -383,16 +383,16 @@ def _insert_or_get(
         row = yield one(
             "INSERT INTO approvals (approval_id, run_id, tool_call_id, tool_name, "
             "arguments_digest, snapshot, status, requester, created_at, expires_at, "
-            f"required_approvals, remind_at, execution_key, {SEAL_COLUMNS}, "
-            f"{SNAPSHOT_SEAL_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "required_approvals, remind_at, execution_key, policy_fingerprint, "
+            f"{SEAL_COLUMNS}, {SNAPSHOT_SEAL_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (run_id, execution_key) WHERE status <> 'revoked' DO NOTHING "
             f"RETURNING {APPROVAL_COLUMNS}",
             (new.approval_id, new.run_id, new.tool_call_id, new.tool_name,
              new.arguments_digest, new.snapshot, new.requester, to_db(at),
              to_db_optional(new.expires_at), new.required_approvals,
-             to_db_optional(new.remind_at), new.key, *seal_params(seal),
-             *seal_params(snapshot_seal)),
+             to_db_optional(new.remind_at), new.key, new.policy_fingerprint,
+             *seal_params(seal), *seal_params(snapshot_seal)),
         )  # fmt: skip
     except IntegrityViolation as error:
         raise InputError(

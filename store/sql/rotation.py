@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from bot.errors import TamperError
+from bot.errors import KeyMissingError, TamperError
 from store.api import AuditStore
 from store.crypto import AadValue, Sealed, Sealer
 from store.records import RotationReport
@@ -146,6 +146,10 @@ class KeyRotation:
         try:
             plaintext = await self._sealer.open(old, purpose=purpose, fields=fields, run_id=run_id)
         except TamperError:
+            report.tampered.append(f"{purpose} {record}")
+            return None
+        except KeyMissingError as error:  # data no process may need: it is reported
+            await self._sealer.tampered(TamperError(str(error)), run_id=run_id, purpose=purpose)
             report.tampered.append(f"{purpose} {record}")
             return None
         sealed = await self._sealer.seal(plaintext, purpose=purpose, fields=fields)

@@ -254,17 +254,24 @@ class Runs:
         return await self._db.transact(body)
 
     async def transition_run(
-        self, run_id: str, *, expected_status: RunStatus, new_status: RunStatus
+        self,
+        run_id: str,
+        *,
+        expected_status: RunStatus,
+        new_status: RunStatus,
+        expected_version: int | None = None,
     ) -> RunRecord | None:
         check_run_status(expected_status)
         check_run_status(new_status)
         now = to_db(self._clock())
+        version = "" if expected_version is None else " AND version = ?"
+        at_version = () if expected_version is None else (expected_version,)
 
         def body() -> Body[RunRecord | None]:
             row = yield one(
                 "UPDATE runs SET status = ?, version = version + 1, updated_at = ? "
-                f"WHERE run_id = ? AND status = ? RETURNING {RUN_COLUMNS}",
-                (new_status, now, run_id, expected_status),
+                f"WHERE run_id = ? AND status = ?{version} RETURNING {RUN_COLUMNS}",
+                (new_status, now, run_id, expected_status, *at_version),
             )
             if row is None:
                 yield from _require_run(run_id)

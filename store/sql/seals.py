@@ -60,10 +60,18 @@ SNAPSHOT_COLUMN_NAMES = ("snapshot_seal_key_id", "snapshot_seal")
 class SealedDecisions:
     """`decision_evidence`, and sealing the rows of open calls once after migration 0010."""
 
-    def __init__(self, database: Database, seals: DecisionSeals, clock: Clock) -> None:
+    def __init__(
+        self,
+        database: Database,
+        seals: DecisionSeals,
+        clock: Clock,
+        *,
+        missing: dict[str, str] | None = None,
+    ) -> None:
         self._db = database
         self._seals = seals
         self._clock = clock
+        self._missing = {} if missing is None else missing  # key id -> where (readiness)
 
     async def decision_evidence(self, approval_id: str) -> DecisionEvidence | None:
         row = await self._db.read_one(
@@ -84,7 +92,23 @@ class SealedDecisions:
             (approval_id,),
         )
         votes = tuple(self._checked(approval, vote_row) for vote_row in rows)
-        return DecisionEvidence(approval=approval, request_seal=request, votes=votes)
+        unknown = [
+            found["seal_key_id"]
+            for found in (row, *rows)
+            if found["seal_key_id"] is not None
+            and self._seals.keyring.get(found["seal_key_id"]) is None
+        ]
+        snapshot_key = row["snapshot_seal_key_id"]
+        if snapshot_key is not None and self._seals.keyring.get(snapshot_key) is None:
+            unknown.append(snapshot_key)
+        for key_id in unknown:
+            self._missing.setdefault(key_id, f"a seal on approval {approval_id}")
+        return DecisionEvidence(
+            approval=approval,
+            request_seal=request,
+            votes=votes,
+            unknown_key_ids=tuple(sorted(set(unknown))),
+        )
 
     def _checked(self, approval: ApprovalRecord, row: Row) -> CheckedVote:
         vote = row_to_vote(row)

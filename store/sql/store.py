@@ -61,7 +61,7 @@ class SqlStore:
         audit = Audit(database, clock, settle=database.settle)
         sealer = Sealer(keyring, audit)
         seals = DecisionSeals(keyring)
-        sealed = SealedDecisions(database, seals, clock)
+        sealed = SealedDecisions(database, seals, clock, missing=sealer.missing)
         self._bind(
             runs=Runs(database, sealer, clock),
             cancel=Cancel(database, clock, seals),
@@ -86,6 +86,7 @@ class SqlStore:
         rotation = KeyRotation(database, sealer, audit, SealRotation(database, seals))
         self.rotate_keys = rotation.rotate_keys
         self._sealed = sealed
+        self._sealer = sealer
         self._snapshots = SnapshotSealing(database, seals, clock)
         self.keyring = keyring
         self.migration_report = migration_report
@@ -197,6 +198,9 @@ class SqlStore:
             await self._sealed.seal_legacy_rows()
         if report.before > 0 and SNAPSHOTS_MIGRATION in report.applied:
             await self._snapshots.seal_existing()
+
+    def missing_key_ids(self) -> dict[str, str]:
+        return dict(self._sealer.missing)
 
     async def schema_status(self) -> SchemaStatus:
         row = await self._database.read_one("SELECT MAX(version) FROM schema_migrations")

@@ -16,7 +16,7 @@ from store.keys import resolve_keyring
 from store.records import MigrationReport
 from store.schema import latest_version
 from store.sql.chain import LinkAtCommit
-from store.sql.keys import sealed_key_ids, settled_keyring
+from store.sql.keys import needed_key_ids, sealed_key_ids, settled_keyring
 from store.sql.store import SqlStore
 from store.sqlite.connection import DEFAULT_BUSY_TIMEOUT_MS, Database, Synchronous
 from store.sqlite.migrations import BACKEND, migrate
@@ -81,7 +81,9 @@ async def open_sqlite_store(
         report = await migrate(database, now=now())
         sealed = await sealed_key_ids(database)
         ring = keyring or resolve_keyring(path, environ=env, sealed=sealed, required=keys_required)
-        ring = settled_keyring(sealed, ring, str(path), required=keys_required)
+        ring = settled_keyring(
+            await needed_key_ids(database), ring, str(path), required=keys_required
+        )
     except BaseException:
         await database.close()
         raise

@@ -4,6 +4,7 @@ shown and checked again, the audit saying `via: cli`."""
 
 from __future__ import annotations
 
+import getpass
 import json
 import shlex
 import sqlite3
@@ -199,6 +200,49 @@ def test_deciding_an_expired_approval_lets_the_run_go_on_before_the_command_exit
     assert run is not None
     assert run.status == "completed"  # resumed with the call not run, not left resuming
     assert home.effect_lines() == []
+
+
+def test_a_decision_under_another_policy_than_the_request_is_refused_naming_both(
+    home: Home, tmp_path: Path
+) -> None:
+    """The bot asked under a strict policy; an operator's shell without APPROVALS_POLICY
+    (the built-in defaults: anyone but the requester) must not decide under its own."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[defaults]\napprovers = ["U0ALICE"]\n', encoding="utf-8")
+    home.monkeypatch.setenv("APPROVALS_POLICY", str(policy))
+    run_id, [approval] = home.paused("restart api")
+    home.monkeypatch.delenv("APPROVALS_POLICY")
+    digest = approval.arguments_digest
+
+    code, _, err = home.cli(
+        "approvals", "decide", approval.approval_id, "--approve", "--as", "U0BOB",
+        "--reason", "looks fine", "--digest", digest,
+    )  # fmt: skip
+
+    assert code == 2, "a decision under the built-in defaults was taken"
+    strict = getattr(approval, "policy_fingerprint", None)
+    assert strict is not None
+    [line] = err.strip().splitlines()
+    assert f"was requested under policy {strict}; this command runs under policy " in line
+    assert "(<built-in defaults>)" in line
+    assert home.audit("decided") == []
+    [refused] = home.audit("refused")
+    assert (refused["actor"], refused["why"], refused["os_user"]) == (
+        "U0BOB", "other_policy", getpass.getuser(),
+    )  # fmt: skip
+    assert refused["requested_under"] == strict != refused["deciding_under"]
+
+    home.monkeypatch.setenv("APPROVALS_POLICY", str(policy))  # the bot's policy
+    code, out, err = home.cli(
+        "approvals", "decide", approval.approval_id, "--approve", "--as", "U0ALICE",
+        "--reason", "checked", "--digest", digest,
+    )  # fmt: skip
+    assert code == 0, err
+    assert f"run {run_id} is completed" in out
+    [decided] = home.audit("decided")
+    assert (decided["actor"], decided["via"], decided["os_user"]) == (
+        "U0ALICE", "cli", getpass.getuser(),
+    )  # fmt: skip
 
 
 def _sqlite_time(moment: datetime) -> str:

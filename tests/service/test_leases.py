@@ -24,6 +24,7 @@ from store import open_store
 from store.api import Store
 from store.crypto import KeyRing
 from store.keys import generate_key
+from tests.polling import until
 from tests.service.service_harness import RecordingNotifier
 from tests.store.postgres_db import fresh_postgres_database
 
@@ -120,12 +121,12 @@ async def workers(database_url: str) -> AsyncIterator[Callable[..., Any]]:
     clock, keyring, downstream = Clock(), KeyRing([generate_key("k1")]), Downstream()
     opened: list[Worker] = []
 
-    async def open_worker(name: str) -> Worker:
+    async def open_worker(name: str, *, lease_seconds: float = LEASE) -> Worker:
         store = await open_store(database_url, keyring=keyring, clock=clock, environ={})
         notifier = RecordingNotifier()
         service = ApprovalService(
             store=store, registry=registry(downstream), notifier=notifier, dependencies={},
-            tasks=TaskOwner(), worker_id=name, clock=clock, lease_seconds=LEASE,
+            tasks=TaskOwner(), worker_id=name, clock=clock, lease_seconds=lease_seconds,
         )  # fmt: skip
         worker = Worker(name=name, store=store, service=service, notifier=notifier)
         opened.append(worker)
@@ -294,6 +295,54 @@ async def test_a_stalled_worker_is_fenced_off_when_it_wakes(
     assert "failed" not in kinds
     assert "executed" not in kinds
     assert a.notifier.failed == []
+
+
+async def test_a_frozen_worker_whose_heartbeat_lost_the_run_leaves_it_parked(
+    workers: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A froze (SIGSTOP) inside a manual call past its lease; B parked the call uncertain.
+    When A wakes its heartbeat beats first and finds the run gone, then the call returns:
+    A's result is refused, and A must stop, not fail the run B parked."""
+    # A's heartbeat beats every 50 ms of real time; the fake clock alone decides expiry
+    a, b = await workers("worker-a", lease_seconds=0.15), await workers("worker-b")
+    clock: Clock = workers.clock  # type: ignore[attr-defined]
+    downstream: Downstream = workers.downstream  # type: ignore[attr-defined]
+    run_id = await paused(a, "manual")
+    thawed, beats = asyncio.Event(), []
+    renew = a.store.renew_run_leases
+
+    async def frozen_renew(leases: Any, *, lease_seconds: float) -> Any:
+        await thawed.wait()  # a frozen process renews nothing
+        renewed = await renew(leases, lease_seconds=lease_seconds)
+        beats.append(len(renewed))
+        return renewed
+
+    monkeypatch.setattr(a.store, "renew_run_leases", frozen_renew)
+    await approve_and_hold(a, run_id, downstream)  # A freezes inside the restart
+    clock.advance(LEASE + 1)
+    await b.service.sweep()
+    await b.service.drain()
+    assert await status(b, run_id) == "paused"  # B parked the call: uncertain
+    [uncertain] = b.notifier.uncertain
+
+    thawed.set()  # A wakes: its heartbeat finds the run taken and forgets its lease
+    await until(lambda: _now(bool(beats) and beats[-1] == 0), "A's heartbeat never beat again")
+    downstream.release.set()  # then the call returns
+    await a.service.drain()
+
+    run = await a.store.get_run(run_id)
+    assert run is not None
+    assert (run.status, run.held) == ("paused", False)
+    [entry] = await a.store.ledger_entries(run_id=run_id)
+    assert entry.state == "uncertain"
+    kinds = [event.kind for event in await a.store.audit_events(run_id=run_id)]
+    assert "failed" not in kinds
+    assert a.notifier.failed == []
+    assert (await b.service.uncertain_call(run_id)).execution_key == uncertain.execution_key
+
+
+async def _now(value: bool) -> bool | None:
+    return True if value else None
 
 
 async def test_a_dead_workers_model_turn_fails_once_its_lease_ran_out(

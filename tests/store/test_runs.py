@@ -82,6 +82,28 @@ async def test_transition_claims_exactly_once(store: SqliteStore) -> None:
         await store.transition_run("nope", expected_status="paused", new_status="resuming")
 
 
+async def test_a_transition_at_a_version_the_run_moved_past_changes_nothing(
+    store: SqliteStore,
+) -> None:
+    await make_run(store)  # paused, version 1
+    claimed = await store.transition_run("run-1", expected_status="paused", new_status="resuming")
+    assert claimed is not None
+    parked = await store.transition_run("run-1", expected_status="resuming", new_status="paused")
+    assert parked is not None  # paused again, by someone else, at a newer version
+    stale = await store.transition_run(
+        "run-1", expected_status="paused", new_status="failed", expected_version=1
+    )
+    assert stale is None
+    now = await store.get_run("run-1")
+    assert now is not None
+    assert (now.status, now.version) == ("paused", 3)
+    failed = await store.transition_run(
+        "run-1", expected_status="paused", new_status="failed", expected_version=3
+    )
+    assert failed is not None
+    assert (failed.status, failed.version) == ("failed", 4)
+
+
 async def test_duplicate_run_and_bad_status_are_refused(store: SqliteStore) -> None:
     await make_run(store)
     with pytest.raises(ConflictError, match="already exists"):

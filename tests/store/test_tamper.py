@@ -6,11 +6,12 @@ from collections.abc import Callable
 
 import pytest
 
-from bot.errors import ConfigError, TamperError
+from bot.errors import ConfigError, KeyMissingError, TamperError
 from bot.runtime.journal import Fresh
 from store import SqliteStore, open_store
 from store.crypto import DataKey, KeyRing
 from store.keys import generate_key
+from store.sql.keys import unknown_key_uses
 from tests.store.store_helpers import Clock, Raw, make_run, raw
 
 Tamper = Callable[[Raw], object]
@@ -152,12 +153,43 @@ async def test_a_ring_missing_a_used_key_is_refused_at_open(
         await open_store(database_url, keyring=KeyRing([generate_key("k9")]), environ={})
 
 
-async def test_unknown_key_id_on_a_blob_is_tamper(store: SqliteStore, database_url: str) -> None:
+async def test_start_up_needs_the_keys_of_open_runs_only_and_other_ids_are_listed(
+    database_url: str, keyring: KeyRing, clock: Clock
+) -> None:
+    store = await open_store(database_url, keyring=keyring, clock=clock, environ={})
+    await make_run(store, "done")
+    await make_run(store, "open")
+    assert await store.transition_run("done", expected_status="paused", new_status="completed")
+    await store.close()
+    with raw(database_url) as connection:
+        connection.execute("UPDATE run_blobs SET key_id = 'evil' WHERE run_id = 'done'")
+    store = await open_store(database_url, keyring=keyring, clock=clock, environ={})
+    try:
+        uses = await unknown_key_uses(store.database, store.keyring)
+        assert [str(use) for use in uses] == [
+            "run-state of run done (completed) names key id 'evil'"
+        ]
+    finally:
+        await store.close()
+    with raw(database_url) as connection:
+        connection.execute("UPDATE run_blobs SET key_id = 'evil' WHERE run_id = 'open'")
+    with pytest.raises(ConfigError, match="runs not finished sealed with key id\\(s\\) evil"):
+        await open_store(database_url, keyring=keyring, clock=clock, environ={})
+
+
+async def test_a_key_id_the_ring_lacks_is_a_missing_key_not_tamper(
+    store: SqliteStore, database_url: str
+) -> None:
+    """Rotated in before this process had the key, or planted: either way the data cannot
+    be read here, nothing runs, and readiness names the key; a scan of rows no open run
+    needs reports it as tampering (store.inspection)."""
     await make_run(store)
     with raw(database_url) as connection:
         connection.execute("UPDATE run_blobs SET key_id = 'nobody'")
-    with pytest.raises(TamperError, match="not in the key ring"):
+    with pytest.raises(KeyMissingError, match="key id 'nobody', which this process's key ring"):
         await store.load_run_state("run-1")
+    assert store.missing_key_ids() == {"nobody": "run-state of run run-1"}
+    assert [e.kind for e in await store.audit_events()] == []
 
 
 @pytest.mark.parametrize("column", ["result_ciphertext", "result_nonce"])

@@ -146,7 +146,8 @@ def needs_migration_text(reason: str) -> str:
     return (
         ":construction: This run cannot go on here yet: "
         f"{escape(reason, MESSAGE_TEXT_LIMIT - 300)}. "
-        "Its decisions are kept; it resumes once that agent version is deployed again "
+        "Its decisions are kept; it resumes once a deployment that can read it (the agent "
+        "version, the key) runs again "
         "(`approvals-bot runs resume RUN`), or it can be cancelled (`/approvals cancel RUN`)."
     )
 
