@@ -44,11 +44,6 @@ def test_a_replica_killed_at_any_step_loses_no_decision_and_runs_nothing_twice()
     assert "failed" not in report
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="a replica frozen past its lease mid-call, once resumed, may fail the run the "
-    "other replica took over (LeaseLostError -> fail_run): a known finding, fixed apart",
-)
 def test_a_replica_frozen_past_its_lease_at_any_step_fails_no_run() -> None:
     report = campaign("stop")
     assert "failed" not in report
