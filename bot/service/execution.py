@@ -413,4 +413,14 @@ async def _post_card(
     if location is not None:
         channel, ts = location
         await flow.store.set_approval_message(approval.approval_id, channel=channel, ts=ts)
+        await _catch_up_card(flow, run, approval.approval_id)
     send_planned(flow, run, approval, planned)
+
+
+async def _catch_up_card(flow: Workflow, run: RunRecord, approval_id: str) -> None:
+    """A card that waited Slack out may land after its call was decided elsewhere (the
+    CLI, a DM copy, expiry): the decision's own update found no card to update then, so
+    the late card is brought up to date now rather than keeping live buttons."""
+    current = await flow.store.get_approval(approval_id)
+    if current is not None and current.status != "pending":
+        await flow.notify(ApprovalDecided(run=run, approval=current))

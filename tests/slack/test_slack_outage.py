@@ -5,13 +5,18 @@ once, late rather than never (bot.slack.patience)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
+from store.records import ApprovalRecord
+from tests.polling import until
 from tests.slack.fake_slack import Call
 from tests.slack.slack_harness import (
     APPROVER,
     CHANNEL,
     REQUESTER,
     Bot,
+    buttons_of,
     card_calls,
     in_thread,
     start_run,
@@ -61,3 +66,45 @@ async def test_a_decision_during_a_burst_updates_the_card_and_posts_the_answer(b
         "chat.postMessage", in_thread(root, "Deployed payments 1.2.3."))]  # fmt: skip
     assert len(answers) == 1
     assert len(bot.effects.deploys) == 1
+
+
+async def test_a_card_posted_after_its_call_was_decided_shows_the_decision(bot: Bot) -> None:
+    # Slack goes down as the card is first sent: the card waits Slack out while an
+    # approver rejects the call elsewhere (the CLI, a DM copy); the card that lands late
+    # must not keep live buttons for a call that is no longer pending.
+    async def outage_at_the_card(method: str, args: Mapping[str, Any], token: str | None) -> None:
+        if method == "chat.postMessage" and "thread_ts" in args and args.get("blocks"):
+            bot.fake.go_down("chat.postMessage", status=503, error="service_unavailable")
+            bot.fake.before_answer = None
+
+    bot.fake.before_answer = outage_at_the_card
+    reply = await bot.driver.command(
+        "/agent", "deploy payments 1.2.3", user=REQUESTER, channel=CHANNEL
+    )
+    assert reply.status == 200
+    approval = await until(lambda: _only_approval(bot), "the call waits for approval")
+    await until(lambda: _refused_card(bot), "the card met the outage")
+    await bot.service.decide(approval.approval_id, approve=False, decider=APPROVER, reason="no")
+    bot.fake.come_back("chat.postMessage")
+    await bot.settle()
+
+    [card] = [call for call in card_calls(bot.fake) if call.ok]
+    updates = [
+        c for c in bot.fake.calls_to("chat.update") if c.ok and c.args["ts"] == card.answer["ts"]
+    ]
+    assert updates, "the late card was never brought up to date"
+    assert buttons_of(updates[-1]) == []
+    assert "Rejected" in updates[-1].text
+    assert bot.effects.deploys == []
+
+
+async def _only_approval(bot: Bot) -> ApprovalRecord | None:
+    approvals = await bot.store.list_approvals()
+    return approvals[0] if approvals else None
+
+
+async def _refused_card(bot: Bot) -> bool | None:
+    refused = [
+        c for c in bot.fake.calls_to("chat.postMessage") if not c.ok and "thread_ts" in c.args
+    ]
+    return True if refused else None
