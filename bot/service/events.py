@@ -20,7 +20,13 @@ from typing import Literal, Protocol
 
 from bot.review.snapshot import ReviewSnapshot
 from bot.service.api import ApprovalView, UncertainCall
-from store.records import ApprovalRecord, Escalation, RunRecord, StandingDecision
+from store.records import (
+    ApprovalRecord,
+    ApprovalWindow,
+    Escalation,
+    RunRecord,
+    StandingDecision,
+)
 
 Location = tuple[str, str]
 """(channel, ts) of a posted message: the run's root message or an approval's card."""
@@ -90,6 +96,7 @@ class ApprovalDecided:
     approval: ApprovalRecord
     standing: tuple[StandingDecision, ...] = ()  # the run's active standing decisions
     reach: CardReach = field(default_factory=CardReach)
+    window: ApprovalWindow | None = None  # the approval window it opened, or that approved it
     kind: Literal["approval_decided"] = "approval_decided"
 
 

@@ -62,6 +62,7 @@ from bot.service.leases import leave_working
 from bot.service.limits import calls_per_turn_exceeded, check_pending
 from bot.service.retry import transient
 from bot.service.standing import apply_standing
+from bot.service.windows import apply_windows
 from bot.service.workflow import Workflow
 from store.journal import StoreJournal
 from store.records import (
@@ -291,7 +292,9 @@ async def request_approvals(
     for record in records:
         if record.slack_ts is None:
             await _post_card(flow, run, record, snapshots[record.execution_key], standing)
-    if standing and await apply_standing(flow, run, records):
+    decided = bool(standing) and await apply_standing(flow, run, records)
+    arguments = {call.execution_key: call.arguments for call in waiting}
+    if await apply_windows(flow, run, records, arguments) or decided:
         await resume_if_decided(flow, run.run_id)
     return records
 

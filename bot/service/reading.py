@@ -78,6 +78,13 @@ def _shows_all(snapshot_json: str) -> bool:
 _remembered_shows_all = functools.lru_cache(maxsize=REMEMBERED_SNAPSHOTS)(_shows_all)
 
 
+def must_read_first(approval: ApprovalRecord) -> bool:
+    """Must a person read the call's arguments whole before its approval counts (its
+    card cuts them)? Nothing that decides without a person looking (a standing decision,
+    an approval window) may cover such a call: nobody would have seen it."""
+    return not card_shows_all(approval.snapshot)
+
+
 async def has_read(flow: Workflow, approval: ApprovalRecord, user: str) -> bool:
     """Has `user` been shown the approval's current arguments whole?"""
     return await flow.store.has_read_in_full(

@@ -29,6 +29,7 @@ from bot.service.authority import (
     why_not_stand,
 )
 from bot.service.widening import absences_covered
+from bot.service.windows import window_offer
 from bot.service.workflow import Workflow
 from store.records import ApprovalRecord, VoteRecord
 
@@ -101,6 +102,7 @@ async def visible_view(
         must_read=must_read,
         has_read=has_read,
         can_stand=can_decide and why_not_stand(rule, approval) is None,
+        window=window_offer(rule, approval) if can_decide else None,
         standing=standing,
     )
 

@@ -49,6 +49,7 @@ from bot.service.resume import resume_if_all_decided
 from bot.service.revocation import record_revocation
 from bot.service.standing import apply_decision
 from bot.service.views import build_view
+from bot.service.windows import open_window, window_offer
 from bot.service.workflow import Workflow
 from store.records import Amendment, ApprovalRecord, RunRecord, VoteOutcome
 
@@ -119,6 +120,24 @@ async def record_standing_vote(flow: Workflow, ballot: Ballot) -> Recorded[Decis
     return _recorded(flow, run, ballot, outcome)
 
 
+async def record_window_vote(flow: Workflow, ballot: Ballot) -> Recorded[DecisionResult]:
+    """An approval that, once it approves the call, opens an approval window over later
+    matching calls of the tool (bot.service.windows): refused unless the policy allows it
+    for the tool. The window is opened here too, before the answer."""
+    approval, run = await check_ballot(flow, ballot)
+    if not ballot.approve or window_offer(flow.rule_for(approval.tool_name), approval) is None:
+        await refuse(flow, approval, actor=ballot.decider, why="window_not_allowed")
+        raise NotAuthorizedError(
+            f"the policy does not let an approval of {approval.tool_name} cover later calls "
+            "for a while (allow_window, with one required approval)"
+        )
+    arguments = pending_call(await flow.load_state(run.run_id), approval).arguments
+    outcome = await _vote(flow, ballot, approval)
+    if outcome.result == "decided":
+        await open_window(flow, outcome.record, arguments)
+    return _recorded(flow, run, ballot, outcome)
+
+
 def _recorded(
     flow: Workflow, run: RunRecord, ballot: Ballot, outcome: VoteOutcome
 ) -> Recorded[DecisionResult]:
@@ -157,7 +176,10 @@ async def settle(
     standing = await flow.standing(run.run_id)
     if outcome.result == "decided":
         flow.telemetry.approval_closed(record)
-        await flow.notify(ApprovalDecided(run=run, approval=record, standing=standing))
+        window = await flow.store.get_window(record.approval_id)  # the one it opened, if any
+        await flow.notify(
+            ApprovalDecided(run=run, approval=record, standing=standing, window=window)
+        )
         started = await resume_if_all_decided(flow, record.run_id)
         return _result(record, voters, resume_started=started)
     if outcome.result == "counted":
@@ -296,6 +318,7 @@ class DecisionOperations:
         message: str | None = None,
         digest: str | None = None,
         always: bool = False,
+        window: bool = False,
     ) -> DecisionResult:
         """Record one person's vote under the policy.
 
@@ -318,7 +341,13 @@ class DecisionOperations:
         `always`: the decision stands for the rest of the run (bot.service.standing):
         every later call of the tool in this run is decided the same way, each by its own
         approval with the same checks, until the decision is revoked. Only where the
-        policy allows it for the tool (NotAuthorizedError otherwise, audited)."""
+        policy allows it for the tool (NotAuthorizedError otherwise, audited).
+
+        `window`: the approval opens an approval window (bot.service.windows): later calls
+        of the tool whose matched arguments are equal are approved in the decider's name,
+        each by its own approval with the same checks, until it expires or is revoked.
+        Only to approve, where the policy allows it (`allow_window`; NotAuthorizedError
+        otherwise, audited); not together with `always` (InputError)."""
         recorded = await self.record_decision(
             approval_id,
             approve=approve,
@@ -327,6 +356,7 @@ class DecisionOperations:
             message=message,
             digest=digest,
             always=always,
+            window=window,
         )
         return await recorded.finish()
 
@@ -340,6 +370,7 @@ class DecisionOperations:
         message: str | None = None,
         digest: str | None = None,
         always: bool = False,
+        window: bool = False,
     ) -> Recorded[DecisionResult]:
         """`decide` in two steps: this commits the vote (refusals found before the store
         raise here) and `finish()` does the rest (card, resume; refusals from the
@@ -352,6 +383,10 @@ class DecisionOperations:
             message=message,
             digest=digest,
         )
+        if always and window:
+            raise InputError("choose one: for the rest of the run, or an approval window")
+        if window:
+            return await record_window_vote(self._flow, ballot)
         if always:
             return await record_standing_vote(self._flow, ballot)
         return await record_vote(self._flow, ballot)

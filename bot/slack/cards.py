@@ -38,10 +38,11 @@ from bot.slack.messages.approval_lines import (
     standing_line,
     uncertain_about_text,
     uncertain_call_text,
+    window_line,
 )
 from bot.slack.messages.forms import CUT_CARD_TEXT
 from bot.slack.modals import check_approval_id, mapping_field, optional_text, submitter, text_field
-from store.records import ApprovalRecord, RunRecord, StandingDecision
+from store.records import ApprovalRecord, ApprovalWindow, RunRecord, StandingDecision
 
 
 def approval_card_blocks(
@@ -54,6 +55,7 @@ def approval_card_blocks(
     reach: CardReach | None = None,
     deciding: bool = True,
     note: str | None = None,
+    window: ApprovalWindow | None = None,
 ) -> list[Block]:
     """The card for an approval in any state, from its record and the voters on its
     current digest (None: not known here, the quorum line is left out). `not_run` is why
@@ -64,7 +66,8 @@ def approval_card_blocks(
     direct message, escalated). `deciding`: whether a pending card carries Approve,
     Approve with changes and Reject (not the thread's card when the policy sends them by
     direct message); `note`: a line under the title (a copy in someone's DMs says why it
-    came to them)."""
+    came to them). `window`: the approval window the approval opened, or that approved
+    it (said on the card: whose, until when)."""
     status = approval.status
     blocks: list[Block] = [mrkdwn_section(card_title(approval))]
     if note is not None:
@@ -83,6 +86,7 @@ def approval_card_blocks(
         closing_line(approval),
         not_run_line(not_run) if not_run is not None else None,
         standing_line(approval, standing),
+        window_line(approval, window) if window is not None else None,
         why_not if status == "pending" else None,
         *(reach_lines(reach) if reach is not None else ()),
     ]

@@ -1,5 +1,6 @@
 """The App Home tab: what waits for the viewer (with the card's buttons), what the viewer
-requested, and recent decisions they may see (calls of their channels). Bounded: Block
+requested, recent decisions they may see (calls of their channels), and the approval
+windows they may end (bot.slack.windows), whose End button is handled here. Bounded: Block
 Kit allows 100 blocks per view, so each part shows a fixed number of rows and says when
 there are more.
 """
@@ -7,12 +8,13 @@ there are more.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
-from bot.errors import ApprovalsError
+from bot.errors import ApprovalsError, InputError
 from bot.service import ApprovalService, ApprovalView, Page
-from bot.slack.after_ack import Responder
+from bot.slack.after_ack import Ack, Responder
 from bot.slack.blocks import (
     SECTION_TEXT_LIMIT,
     Block,
@@ -30,7 +32,13 @@ from bot.slack.messages.approval_lines import (
     decision_line,
     quorum_line,
 )
-from store.records import ApprovalRecord
+from bot.slack.windows import (
+    ENDED_FROM_HOME,
+    HOME_WINDOWS_LIMIT,
+    parse_end_click,
+    window_blocks,
+)
+from store.records import ApprovalRecord, ApprovalWindow
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +49,12 @@ MAX_BLOCKS = 100  # Block Kit: blocks per home view
 
 
 async def build_home(service: ApprovalService, user: str) -> dict[str, Any]:
-    """The App Home view for `user` (three bounded reads of the service's read model)."""
+    """The App Home view for `user` (four bounded reads of the service's read model)."""
     pending = await service.pending_for(user, limit=HOME_PENDING_LIMIT)
     requested = await service.requested_by(user, limit=HOME_REQUESTED_LIMIT)
     recent = await service.recent_decisions(limit=HOME_RECENT_LIMIT, viewer=user)
-    return home_view(pending=pending, requested=requested, recent=recent)
+    windows = await service.approval_windows(user, limit=HOME_WINDOWS_LIMIT + 1)
+    return home_view(pending=pending, requested=requested, recent=recent, windows=windows)
 
 
 async def publish_home(responder: Responder, user: str) -> None:
@@ -62,6 +71,7 @@ def home_view(
     pending: Page[ApprovalView],
     requested: Sequence[ApprovalView],
     recent: Sequence[ApprovalRecord],
+    windows: Sequence[ApprovalWindow] = (),
 ) -> dict[str, Any]:
     blocks: list[Block] = [_header("Waiting for you")]
     if not pending.items:
@@ -78,6 +88,9 @@ def home_view(
     blocks.append(_header("Recent decisions"))
     lines = [decision_line(record) for record in recent[:HOME_RECENT_LIMIT]]
     blocks.append(mrkdwn_section(escape_join(lines, SECTION_TEXT_LIMIT) or "None yet."))
+    if windows:
+        blocks.append({"type": "divider"})
+        blocks.extend(window_blocks(windows))
     return {"type": "home", "blocks": blocks[:MAX_BLOCKS]}
 
 
@@ -97,3 +110,29 @@ def _pending_item(view: ApprovalView) -> list[Block]:
 
 def _header(text: str) -> Block:
     return {"type": "header", "text": {"type": "plain_text", "text": text}}
+
+
+class HomeListeners:
+    """The End window button of App Home: the window ends through the service (the same
+    rule as everywhere, audited) after Slack is answered, then the viewer's Home is
+    published again; a refusal is told by direct message (a Home click has no channel)."""
+
+    def __init__(self, responder: Responder) -> None:
+        self._r = responder
+
+    async def on_end_click(self, ack: Ack, body: Mapping[str, Any]) -> None:
+        await ack()
+        try:
+            user, window_id = parse_end_click(body)
+        except InputError as error:
+            log.warning("ignoring a malformed End window click: %s", error)
+            return
+        self._r.later(partial(self._end, user, window_id), name=f"slack:window:{window_id}")
+
+    async def _end(self, user: str, window_id: str) -> None:
+        try:
+            await self._r.service.end_window(window_id, actor=user, reason=ENDED_FROM_HOME)
+        except ApprovalsError as error:
+            text = f":no_entry: {escape(str(error), 2000)} Nothing changed."
+            await self._r.slack.post(channel=await self._r.slack.open_dm(user=user), text=text)
+        await publish_home(self._r, user)

@@ -47,7 +47,7 @@ from bot.slack.direct import DirectMessages
 from bot.slack.gateway import SlackGateway
 from bot.slack.messages import run_thread
 from bot.slack.messages.approval_lines import approval_card_text, copy_note
-from store.records import ApprovalRecord, RunRecord, StandingDecision
+from store.records import ApprovalRecord, ApprovalWindow, RunRecord, StandingDecision
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,9 @@ class SlackNotifier:
                 )
             return
         voters = event.view.voters if isinstance(event, ApprovalUpdated) else None
-        card = Card(run=run, approval=approval, voters=voters, standing=event.standing, reach=reach)
+        window = event.window if isinstance(event, ApprovalDecided) else None
+        card = Card(run=run, approval=approval, voters=voters, standing=event.standing,
+                    reach=reach, window=window)  # fmt: skip
         await self._update_card(card)
 
     async def _tell_requester(self, run: RunRecord, approval: ApprovalRecord) -> None:
@@ -188,6 +190,7 @@ class Card:
     standing: Sequence[StandingDecision] = ()
     reach: CardReach = field(default_factory=CardReach)
     note: str | None = None
+    window: ApprovalWindow | None = None
 
     def blocks(self) -> list[Block]:
         """The card in the thread (deciding buttons unless they went by DM)."""
@@ -202,6 +205,7 @@ class Card:
         return cards.approval_card_blocks(
             run=self.run, approval=self.approval, voters=self.voters, not_run=self.not_run,
             standing=self.standing, reach=self.reach, deciding=deciding, note=note,
+            window=self.window,
         )  # fmt: skip
 
 
