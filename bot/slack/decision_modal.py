@@ -125,14 +125,7 @@ def _window_choice(tool_name: str, offer: WindowOffer) -> Block:
     matching = f"the same {fields[:300]}" if offer.match_fields else "any arguments"
     option = {
         "text": {"type": "plain_text", "text": text[:75]},
-        "description": {
-            "type": "plain_text",
-            "text": (
-                f"Later calls with {matching}, in any run, are approved in your name until "
-                "the window ends: each still gets its own card and checks, long calls and "
-                "calls needing more approvals are asked as usual. End it from App Home."
-            )[:150],
-        },
+        "description": {"type": "plain_text", "text": f"Later calls with {matching}"[:75]},
         "value": WINDOW_VALUE,
     }
     return {
@@ -141,6 +134,13 @@ def _window_choice(tool_name: str, offer: WindowOffer) -> Block:
         "optional": True,
         "label": {"type": "plain_text", "text": f"Approval window ({lasts})"},
         "element": {"type": "checkboxes", "action_id": WINDOW_ACTION_ID, "options": [option]},
+        "hint": {
+            "type": "plain_text",
+            "text": f"Later {tool_name[:100]} calls with {matching}, in any run, are approved "
+            "in your name until it ends. Each still gets its own card and checks; a call too "
+            "long for its card, or needing more approvals, is asked as usual. End it from "
+            "App Home.",
+        },
     }
 
 
