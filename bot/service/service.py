@@ -33,6 +33,7 @@ from bot.service.api import ApprovalView, Page, Surface, UncertainCall
 from bot.service.authority import refuse_request, require_visible
 from bot.service.config import DEFAULT_APPROVAL_TTL, DEFAULT_SWEEP_SECONDS
 from bot.service.copies import send_unsent
+from bot.service.deciding import DecisionOperations
 from bot.service.events import Notifier
 from bot.service.expiry import ExpirySweeper, escalate_due, expire_overdue, remind_due
 from bot.service.leases import DEFAULT_LEASE_SECONDS, HeldLeases
@@ -46,7 +47,6 @@ from bot.service.resume import retry_parked, start_resume
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy
 from bot.service.telemetry import Telemetry
 from bot.service.views import build_view, pending_for, recent_decisions, views_of
-from bot.service.voting import DecisionOperations
 from bot.service.windows import end_window, windows_for
 from bot.service.workflow import Workflow
 from bot.tasks import TaskOwner
