@@ -272,7 +272,19 @@ class OutcomeToRequester:
     kind: Literal["outcome_to_requester"] = "outcome_to_requester"
 
 
-Posting = RunStarted | ApprovalRequested | DirectCopy
+@dataclass(frozen=True, kw_only=True)
+class AuditedCallRan:
+    """A call of an audit-only tool ran without waiting (bot.service.audited): post its
+    card, after the fact, with its (redacted) result. The answer is where it went."""
+
+    run: RunRecord
+    approval: ApprovalRecord
+    result: str
+    is_error: bool
+    kind: Literal["audited_call_ran"] = "audited_call_ran"
+
+
+Posting = RunStarted | ApprovalRequested | DirectCopy | AuditedCallRan
 """The events whose answer is where the message went (a `Location`, or None)."""
 
 Event = (
@@ -295,6 +307,7 @@ Event = (
     | ApprovalEscalated
     | ApproversMentioned
     | OutcomeToRequester
+    | AuditedCallRan
 )
 CardEvent = ApprovalRequested | ApprovalUpdated | ApprovalDecided | ExecutionRefused | DirectCopy
 """The events that show an approval's card (each told how far the card reached)."""

@@ -46,6 +46,7 @@ from bot.runtime import (
 )
 from bot.service.amend import can_change, noted_agent
 from bot.service.api import UncertainCall
+from bot.service.audited import audit_only, record_ran, wave_through
 from bot.service.authority import execution_check
 from bot.service.copies import plan_request_copies, send_planned
 from bot.service.events import (
@@ -120,6 +121,7 @@ async def execute(
         authorize=partial(execution_check, flow),
         on_refused=partial(_tell_refused, flow, run),
         void=partial(void_approval, flow, run),
+        on_executed=partial(record_ran, flow, run),
         clock=flow.clock,
         telemetry=flow.telemetry,
     )
@@ -258,6 +260,8 @@ async def request_approvals(
         rule = flow.rule_for(call.tool_name)
         expires_at = now + rule.expires_after if rule.expires_after is not None else None
         remind_at = expires_at - rule.remind_before if expires_at and rule.reminds else None
+        if rule.mode == "audit":  # decided at once: nobody to remind or escalate to
+            remind_at = None
         planned.append(
             NewApproval(
                 approval_id=approval_id,
@@ -271,7 +275,7 @@ async def request_approvals(
                 required_approvals=rule.required_approvals,
                 remind_at=remind_at,
                 execution_key=call.execution_key,
-                escalations=escalation_plans(rule, now, expires_at),
+                escalations=() if rule.mode == "audit" else escalation_plans(rule, now, expires_at),
             )
         )
     records = await flow.store.add_approvals(planned)
@@ -289,10 +293,11 @@ async def request_approvals(
                 f"{record.status} approval for other arguments; refusing to reuse it"
             )
     standing = await flow.standing(run.run_id)
-    for record in records:
-        if record.slack_ts is None:
+    for record in records:  # an audit-only call's card is posted once it ran
+        if record.slack_ts is None and not audit_only(flow, record.tool_name):
             await _post_card(flow, run, record, snapshots[record.execution_key], standing)
-    decided = bool(standing) and await apply_standing(flow, run, records)
+    decided = await wave_through(flow, records)
+    decided = (bool(standing) and await apply_standing(flow, run, records)) or decided
     arguments = {call.execution_key: call.arguments for call in waiting}
     if await apply_windows(flow, run, records, arguments) or decided:
         await resume_if_decided(flow, run.run_id)

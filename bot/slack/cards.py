@@ -21,11 +21,19 @@ from typing import Any
 
 from bot.errors import InputError
 from bot.review.snapshot import ReviewSnapshot
+from bot.review.visible import visible
 from bot.service import UncertainCall
 from bot.service.events import CardReach
 from bot.service.reading import CUT_MARK, card_shows_all
 from bot.slack.actions import BY_ACTION_ID, CardAction, button
-from bot.slack.blocks import CALL_BLOCK_ID, Block, mrkdwn_context, mrkdwn_section, snapshot_text
+from bot.slack.blocks import (
+    CALL_BLOCK_ID,
+    Block,
+    escape,
+    mrkdwn_context,
+    mrkdwn_section,
+    snapshot_text,
+)
 from bot.slack.messages.approval_lines import (
     TOOL_NOT_AMENDABLE_TEXT,
     card_about,
@@ -43,6 +51,12 @@ from bot.slack.messages.approval_lines import (
 from bot.slack.messages.forms import CUT_CARD_TEXT
 from bot.slack.modals import check_approval_id, mapping_field, optional_text, submitter, text_field
 from store.records import ApprovalRecord, ApprovalWindow, RunRecord, StandingDecision
+
+RESULT_LIMIT = 2800  # characters of an audit-only call's result on its card
+AUDITED_TEXT = (
+    'The policy makes this tool audit-only (`mode = "audit"`): its calls run without '
+    "waiting for anyone, and each is recorded on a card like this one and in the audit log."
+)
 
 
 def approval_card_blocks(
@@ -99,6 +113,24 @@ def approval_card_blocks(
     if buttons:
         blocks.append({"type": "actions", "block_id": "decision", "elements": buttons})
     return blocks
+
+
+def audited_card_blocks(
+    *, run: RunRecord, approval: ApprovalRecord, result: str, is_error: bool
+) -> list[Block]:
+    """The card of an audit-only call, posted after it ran: the call as every card shows
+    it (redacted, escaped, hiding characters made visible, cut to the card's room) and
+    its result (the same rules), with no buttons: nobody decides it."""
+    outcome = "failed" if is_error else "ran"
+    title = f":eyes: *Audit only*: `{escape(approval.tool_name, 200)}` {outcome} without waiting"
+    shown = escape(visible(result), RESULT_LIMIT) if result else "(no result)"
+    return [
+        mrkdwn_section(title),
+        mrkdwn_context(card_about(run, approval)),
+        mrkdwn_section(snapshot_text(approval), block_id=CALL_BLOCK_ID),
+        mrkdwn_section(f"*Result:* {shown}"),
+        mrkdwn_context(AUDITED_TEXT),
+    ]
 
 
 def card_amendable(run: RunRecord, approval: ApprovalRecord) -> tuple[bool, str | None]:

@@ -25,6 +25,7 @@ from bot.service.events import (
     ApprovalRequested,
     ApprovalUpdated,
     ApproversMentioned,
+    AuditedCallRan,
     CallUncertain,
     CardReach,
     DirectCopy,
@@ -46,7 +47,7 @@ from bot.slack.blocks import Block, mrkdwn_context, mrkdwn_section
 from bot.slack.direct import DirectMessages
 from bot.slack.gateway import SlackGateway
 from bot.slack.messages import run_thread
-from bot.slack.messages.approval_lines import approval_card_text, copy_note
+from bot.slack.messages.approval_lines import approval_card_text, audited_card_text, copy_note
 from store.records import ApprovalRecord, ApprovalWindow, RunRecord, StandingDecision
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,8 @@ class SlackNotifier:
                 await self._post_uncertain_card(run, call)
             case OutcomeToRequester(run=run, approval=approval):
                 await self._tell_requester(run, approval)
+            case AuditedCallRan():
+                return await self._post_audited(event)
             case _:
                 await self._post_in_thread(event.run, thread_text(event))
         return None
@@ -141,6 +144,20 @@ class SlackNotifier:
                     standing=event.standing, reach=event.reach, note=note)  # fmt: skip
         text = approval_card_text(event.approval)
         return await self._direct.post(user=event.recipient, text=text, blocks=card.copy_blocks())
+
+    async def _post_audited(self, event: AuditedCallRan) -> Location | None:
+        """An audit-only call's card, after it ran, with its result (no buttons)."""
+        run = event.run
+        if run.channel is None:
+            return None
+        blocks = cards.audited_card_blocks(
+            run=run, approval=event.approval, result=event.result, is_error=event.is_error
+        )
+        ts = await self._slack.post(
+            channel=run.channel, thread_ts=run.thread_ts,
+            text=audited_card_text(event.approval), blocks=blocks,
+        )  # fmt: skip
+        return (run.channel, ts)
 
     async def _post_uncertain_card(self, run: RunRecord, call: UncertainCall) -> None:
         if run.channel is None:

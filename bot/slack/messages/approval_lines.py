@@ -192,6 +192,11 @@ def approval_card_text(approval: ApprovalRecord) -> str:
     return f"{approval.status.capitalize()}{by}: {escape(approval.tool_name, 200)}"
 
 
+def audited_card_text(approval: ApprovalRecord) -> str:
+    """The notification text of an audit-only call's card."""
+    return f"Ran without waiting (audit only): {escape(approval.tool_name, 200)}"
+
+
 def uncertain_call_text(tool_name: str) -> str:
     return (
         f":warning: *Outcome unknown:* `{escape(tool_name, 200)}` may or may not "
