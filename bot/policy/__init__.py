@@ -28,6 +28,9 @@ sets. Example:
     allow_window = "2h"         # "approve matching calls for the next 2h" (default: not offered)
     window_match = ["service"]  # the argument fields that must be equal (default: none)
 
+    [tools.get_logs]
+    mode = "audit"              # runs without waiting; a card records it after (default "approve")
+
     [tools.drop_table]          # how the card reaches people (bot.policy.routing)
     approvers = ["S0DBA"]
     notify = "both"             # "channel" (default) | "dm" | "both"
