@@ -130,10 +130,13 @@ async def record_window_vote(flow: Workflow, ballot: Ballot) -> Recorded[Decisio
             f"the policy does not let an approval of {approval.tool_name} cover later calls "
             "for a while (allow_window, with one required approval)"
         )
-    arguments = pending_call(await flow.load_state(run.run_id), approval).arguments
+    state = await flow.load_state(run.run_id)
+    call = pending_call(state, approval)
+    if not digests_equal(state.call_digest(call), ballot.digest or approval.arguments_digest):
+        raise stale_digest(approval)  # an edit landed meanwhile: match what was approved only
     outcome = await _vote(flow, ballot, approval)
     if outcome.result == "decided":
-        await open_window(flow, outcome.record, arguments)
+        await open_window(flow, outcome.record, call.arguments)
     return _recorded(flow, run, ballot, outcome)
 
 
