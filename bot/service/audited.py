@@ -17,12 +17,16 @@ still audit-only: a tool switched back to "approve" in between is not run on it
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from bot.credentials import redact_text
+from bot.errors import ApprovalsError
 from bot.service.events import AuditedCallRan
 from bot.service.workflow import Workflow
 from store.records import ApprovalRecord, RunRecord
+
+log = logging.getLogger(__name__)
 
 AUDIT_VOTER = "policy:audit-only"
 """Who approves an audit-only call: the policy (never a Slack user id)."""
@@ -67,8 +71,9 @@ def audit_vote_refusal(flow: Workflow, approval: ApprovalRecord) -> str | None:
 async def record_ran(
     flow: Workflow, run: RunRecord, approval: ApprovalRecord, result: str, is_error: bool
 ) -> None:
-    """After an audit-only call ran: its card, with its result, in the run's thread (a
-    failure to post is logged by the notifier's caller, never raised)."""
+    """After an audit-only call ran: its card, with its result, in the run's thread.
+    Never raises: a failure to post or to keep where it went is logged (the call ran and
+    its result is recorded; the run goes on)."""
     if approval.decider != AUDIT_VOTER:
         return
     shown = redact_text(result)
@@ -77,6 +82,10 @@ async def record_ran(
     location = await flow.notify(
         AuditedCallRan(run=run, approval=approval, result=shown, is_error=is_error)
     )
-    if location is not None:
-        channel, ts = location
+    if location is None:
+        return
+    channel, ts = location
+    try:
         await flow.store.set_approval_message(approval.approval_id, channel=channel, ts=ts)
+    except ApprovalsError as error:  # the card is posted; the run must go on regardless
+        log.warning("could not keep where the card of %s went: %s", approval.approval_id, error)

@@ -19,7 +19,8 @@
    the ledger.
 2. The audit trail of effects: `executed` after a result is recorded (so the trail says
    which worker ran what, with which key and attempt) and `uncertain` when an
-   interrupted call is parked for reconciliation.
+   interrupted call is parked for reconciliation. `on_executed` then hears of an
+   approved call's result (an audit-only call's card is posted from there).
 3. Voiding (bot.runtime.journal.VoidingJournal): an engine that finds, before it claims
    an approved call, that what was approved no longer holds voids the approval through
    `void` (the service's own void-and-ask-again: revoked, its card says why) and asks
