@@ -119,14 +119,15 @@ def log_settings_from_env(environ: Mapping[str, str]) -> LogSettings:
 
 def configure_logging(settings: LogSettings, *, stream: TextIO | None = None) -> None:
     """One handler on the root logger writing `settings.format` lines to `stream`
-    (stderr) at `settings.level`; configuring again replaces our handler, never another's.
-    In json, everything else the process would write on stderr goes through it too:
-    Python's warnings, an uncaught exception, and the lines `announce` writes."""
+    (default: stderr as it is at each line, see `StderrHandler`) at `settings.level`;
+    configuring again replaces our handler, never another's. In json, everything else
+    the process would write on stderr goes through it too: Python's warnings, an
+    uncaught exception, and the lines `announce` writes."""
     root = logging.getLogger()
     for handler in list(root.handlers):
         if getattr(handler, _MARK_HANDLER, False):
             root.removeHandler(handler)
-    handler = logging.StreamHandler(stream or sys.stderr)
+    handler = logging.StreamHandler(stream) if stream is not None else StderrHandler()
     handler.setFormatter(JsonFormatter() if settings.format == "json" else TextFormatter())
     setattr(handler, _MARK_HANDLER, True)
     root.addHandler(handler)
@@ -134,6 +135,25 @@ def configure_logging(settings: LogSettings, *, stream: TextIO | None = None) ->
     quiet_library_noise(settings.level)
     logging.captureWarnings(settings.format == "json")
     sys.excepthook = _log_uncaught if settings.format == "json" else sys.__excepthook__
+
+
+class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes on `sys.stderr` as it is when a line is written, not as it was when the
+    handler was made: a command run in-process (a test's `main(["serve"])`) whose
+    stderr was a stream closed since, or replaced, never leaves a handler writing on it
+    ("Logging error ... I/O operation on closed file"). logging's own last-resort
+    handler does the same."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _: TextIO) -> None:
+        """StreamHandler sets a stream (in __init__, setStream): stderr is read instead."""
 
 
 ANNOUNCER = "approvals-bot"  # the logger name of `announce`'s lines in json

@@ -17,7 +17,9 @@ os.environ["APPROVALS_ENV_FILE"] = os.devnull
 def _root_logging_restored() -> Iterator[None]:
     """A test that runs a command in-process (`main(["serve"])`) configures logging for
     the process (bot.logs.configure_logging); the next test starts from what was before,
-    not with that handler writing on its stderr."""
+    not with that handler writing its lines into the next test's captured stderr (the
+    handler itself follows stderr, bot.logs.StderrHandler, so it never writes on a
+    stream closed since)."""
     root = logging.getLogger()
     before = (list(root.handlers), root.level)
     try:

@@ -139,3 +139,29 @@ def test_a_json_line_carries_its_traceback_redacted() -> None:
     line = json.loads(JsonFormatter().format(record))
     assert "RuntimeError: upstream said Bearer" in line["traceback"]
     assert TOKEN not in json.dumps(line)
+
+
+def test_the_log_writes_on_stderr_as_it_is_when_it_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A command run in-process configures logging while stderr is one stream (a test's
+    capture, say) that is closed later: the handler follows stderr, never writing on the
+    closed stream ("Logging error ... I/O operation on closed file")."""
+    import io
+
+    from bot.logs import configure_logging
+
+    root = logging.getLogger()
+    before = (list(root.handlers), root.level)
+    first, later = io.StringIO(), io.StringIO()
+    try:
+        monkeypatch.setattr(sys, "stderr", first)
+        configure_logging(LogSettings(format="text", level="INFO"))
+        first.close()
+        monkeypatch.setattr(sys, "stderr", later)
+        logging.getLogger("tests.logs.stderr").info("still heard")
+    finally:
+        root.handlers[:], root.level = before
+        sys.excepthook = sys.__excepthook__
+    assert "Logging error" not in later.getvalue()
+    assert "still heard" in later.getvalue()

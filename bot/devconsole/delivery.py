@@ -112,6 +112,7 @@ class Delivery:
     ) -> None:
         """A button pressed on a message (`message_ts`) or in a view (`view_id`)."""
         trigger_id = self.state.issue_trigger(person.id)
+        where = CHANNEL_ID  # where Slack tells the person the click failed
         if view_id is not None:
             view = self._own_view(person, view_id, home=True)
             element = _button(view.definition.get("blocks"), block_id, action_id)
@@ -127,18 +128,19 @@ class Delivery:
         else:
             message = self._visible_message(person, message_ts or "")
             element = _button(message.blocks, block_id, action_id)
+            where = message.channel
             payload = payloads.message_click(
                 person,
                 message=message,
                 element=element,
                 block_id=block_id,
                 trigger_id=trigger_id,
-                response_url=self._response_url(person, "a button"),
+                response_url=self._response_url(person, "a button", channel=where),
             )
         try:
             await self._deliver(payloads.interactive(payload), FORM)
         except Unanswered as unanswered:
-            self.state.tell(person.id, CHANNEL_ID, _app_failed("The click", unanswered))
+            self.state.tell(person.id, where, _app_failed("The click", unanswered))
 
     async def submit(self, person: Person, *, view_id: str, typed: Mapping[str, Any]) -> None:
         """The modal's submit button: field errors first (Slack's client checks those),
@@ -291,12 +293,12 @@ class Delivery:
 
     def _visible_message(self, person: Person, ts: str) -> Message:
         for message in self.state.messages:
-            if message.ts == ts and message.only_for in (None, person.id):
+            if message.ts == ts and self.state.visible_to(message, person.id):
                 return message
         raise InputError(f"no message {ts!r} that {person.name} can see")
 
-    def _response_url(self, person: Person, what: str) -> str:
-        key = self.state.issue_response_url(user=person.id, channel=CHANNEL_ID, command=what)
+    def _response_url(self, person: Person, what: str, *, channel: str = CHANNEL_ID) -> str:
+        key = self.state.issue_response_url(user=person.id, channel=channel, command=what)
         return self.hooks_url + key
 
 

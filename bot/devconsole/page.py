@@ -149,7 +149,8 @@ class Page:
 
     def seen_by(self, person: Person) -> dict[str, Any]:
         """What `person` sees: the channel (with their own ephemeral messages), their
-        top modal, their App Home, and the log of the bot's Web API calls."""
+        direct messages with the bot, their top modal, their App Home, and the log of
+        the bot's Web API calls."""
         stack = self.state.stacks.get(person.id) or []
         home = self.state.homes.get(person.id)
         return {
@@ -165,12 +166,28 @@ class Page:
             ],
             "names": self.workspace.names(),
             "messages": [
-                m.as_json() for m in self.state.messages if m.only_for in (None, person.id)
+                m.as_json()
+                for m in self.state.messages
+                if m.channel == CHANNEL_ID and self.state.visible_to(m, person.id)
             ],
+            "dm": self._direct_messages(person),
             "modal": stack[-1].as_json() if stack else None,
             "depth": len(stack),
             "home": home.as_json() if home else None,
             "log": [call.as_json() for call in self.state.log],
+        }
+
+    def _direct_messages(self, person: Person) -> dict[str, Any]:
+        """`person`'s direct messages with the bot (none until the bot opened the DM)."""
+        channel = SlackState.im_id(person.id)
+        opened = channel in self.state.ims
+        return {
+            "id": channel if opened else None,
+            "messages": [
+                m.as_json()
+                for m in self.state.messages
+                if opened and m.channel == channel and self.state.visible_to(m, person.id)
+            ],
         }
 
     def _check(self, request: web.Request) -> None:

@@ -106,7 +106,7 @@ def message_click(
             "channel_id": message.channel,
             "is_ephemeral": message.only_for is not None,
         },
-        "channel": {"id": message.channel, "name": CHANNEL_NAME},
+        "channel": {"id": message.channel, "name": _channel_name(message.channel)},
         "state": {"values": {}},
         "response_url": response_url,
         "actions": [_action(element, block_id)],
@@ -121,6 +121,11 @@ def message_click(
             **({"thread_ts": message.thread_ts} if message.thread_ts else {}),
         }
     return payload
+
+
+def _channel_name(channel: str) -> str:
+    """The name Slack gives a conversation in payloads: a DM's is "directmessage"."""
+    return "directmessage" if channel.startswith("D") else CHANNEL_NAME
 
 
 def view_json(view: View, *, values: FormState | None = None) -> dict[str, Any]:

@@ -1,6 +1,7 @@
-"""What the stand-in Slack remembers: the channel's messages and threads, what each
-person alone sees (ephemeral messages, their open modals, their App Home), the trigger
-ids and response URLs it handed out, and a short log of the bot's Web API calls.
+"""What the stand-in Slack remembers: the channel's messages and threads, the bot's
+direct messages with each person (opened with conversations.open), what each person
+alone sees (ephemeral messages, their open modals, their App Home), the trigger ids and
+response URLs it handed out, and a short log of the bot's Web API calls.
 
 Every change bumps `version` and wakes the pages waiting for one (`wait_for_change`):
 the page long-polls, so a click shows its effects as soon as the bot has made them.
@@ -18,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bot.devconsole.workspace import BOT_USER_ID
+from bot.devconsole.workspace import BOT_USER_ID, CHANNEL_ID
 
 TRIGGER_SECONDS = 3.0  # Slack: a trigger id opens a modal within 3 s, once
 TRIGGER_KEPT = 60.0  # how long a trigger id is remembered (to say "expired", not "invalid")
@@ -30,7 +31,8 @@ SLACKBOT = "USLACKBOT"  # Slack's own voice: what it tells a person when the app
 
 @dataclass(kw_only=True)
 class Message:
-    """A message in the channel; `only_for` makes it ephemeral (one person sees it)."""
+    """A message in the channel or a direct message (`channel` is then the person's DM
+    with the bot); `only_for` makes it ephemeral (one person sees it)."""
 
     ts: str
     channel: str
@@ -109,6 +111,7 @@ class SlackState:
     messages: list[Message] = field(default_factory=list)
     stacks: dict[str, list[View]] = field(default_factory=dict)  # user -> open modals
     homes: dict[str, View] = field(default_factory=dict)  # user -> published App Home
+    ims: dict[str, str] = field(default_factory=dict)  # DM channel -> its person (opened)
     triggers: dict[str, Trigger] = field(default_factory=dict)
     response_urls: dict[str, ResponseUrl] = field(default_factory=dict)
     log: deque[ApiCall] = field(default_factory=lambda: deque(maxlen=LOG_SIZE))
@@ -192,6 +195,30 @@ class SlackState:
             thread_ts=thread_ts,
             only_for=None if body.get("response_type") == "in_channel" else to,
         )
+
+    def visible_to(self, message: Message, user: str) -> bool:
+        """Whether `user` sees `message`: the channel's (their own ephemeral ones among
+        them) for everyone, a direct message for its one person only."""
+        if message.only_for not in (None, user):
+            return False
+        return message.channel == CHANNEL_ID or self.ims.get(message.channel) == user
+
+    # -- direct messages ---------------------------------------------------------------
+
+    @staticmethod
+    def im_id(user: str) -> str:
+        """The id of the bot's direct message channel with `user` (D + the user id's
+        rest, the same every time, as Slack keeps one DM per pair)."""
+        return "D" + user[1:]
+
+    def open_im(self, user: str) -> tuple[str, bool]:
+        """The bot's DM with `user`, opened if it was not: (its id, whether it was open)."""
+        channel = self.im_id(user)
+        was_open = channel in self.ims
+        if not was_open:
+            self.ims[channel] = user
+            self.changed()
+        return channel, was_open
 
     def find(self, channel: str, ts: str) -> Message | None:
         return next(

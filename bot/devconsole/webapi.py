@@ -5,7 +5,9 @@ would refuse: a wrong token (`invalid_auth`), a trigger id used twice or after 3
 a stale view hash (`hash_conflict`), a fourth pushed view, an ephemeral message to
 someone outside the channel (`user_not_in_channel`), an update of a message that is
 not the bot's, blocks past Block Kit's limits (bot.devconsole.limits), an unknown
-channel, user or user group. Every call lands in the page's log, refusals in red.
+channel, user or user group. Direct messages are Slack's: `conversations.open` gives
+the bot's DM with one person (never with the bot itself), and a DM takes messages only
+once opened. Every call lands in the page's log, refusals in red.
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import parse_qsl
 
 from aiohttp import web
 
 from bot.devconsole import limits
+from bot.devconsole.arguments import Refused, identified, web_api_arguments
 from bot.devconsole.payloads import view_json
 from bot.devconsole.state import MAX_VIEW_STACK, ApiCall, Message, SlackState, Trigger, View
 from bot.devconsole.workspace import (
@@ -36,15 +38,6 @@ API_PATH = "/api/"
 HOOKS_PATH = "/hooks/"
 MEMBERS_PAGE = 100
 Answer = dict[str, Any]
-
-
-class Refused(Exception):
-    """Slack's `{"ok": false, "error": code}`, with the validation messages if any."""
-
-    def __init__(self, code: str, messages: list[str] | None = None) -> None:
-        super().__init__(code)
-        self.code = code
-        self.messages = messages or []
 
 
 class WebApi:
@@ -109,15 +102,28 @@ class WebApi:
             return f"for {person.name}"
         if args.get("channel") == CHANNEL_ID:
             return f"in #{CHANNEL_NAME}"
+        dm_with = self.state.ims.get(str(args.get("channel")))
+        if dm_with is not None and (person := self.workspace.person(dm_with)) is not None:
+            return f"in the DM with {person.name}"
+        users = args.get("users")
+        if isinstance(users, str) and (person := self.workspace.person(users)) is not None:
+            return f"with {person.name}"
         return ""
 
     # -- helpers the handlers share ------------------------------------------------------
 
     def channel(self, args: Mapping[str, Any]) -> str:
+        """#ops, or a DM the bot opened (a DM's id before conversations.open is unknown,
+        as in Slack)."""
         channel = args.get("channel")
-        if channel != CHANNEL_ID:
+        if channel != CHANNEL_ID and channel not in self.state.ims:
             raise Refused("channel_not_found")
-        return CHANNEL_ID
+        return str(channel)
+
+    def members(self, channel: str) -> tuple[str, ...]:
+        """Who is in `channel`: #ops's members, or the bot and the DM's person."""
+        dm_with = self.state.ims.get(channel)
+        return (BOT_USER_ID, dm_with) if dm_with else self.workspace.channel_members
 
     def user(self, value: Any) -> str:
         if not isinstance(value, str) or self.workspace.person(value) is None:
@@ -147,25 +153,6 @@ def _text_or_blocks(args: Mapping[str, Any]) -> tuple[str, list[Any]]:
         raise Refused("no_text")
     _checked(limits.message_problems(blocks), "invalid_blocks")
     return text, identified(blocks)
-
-
-def identified(blocks: Any) -> list[Any]:
-    """`blocks` with a block_id on every block and an action_id on every element, made
-    up where the app gave none, as Slack does when it stores them."""
-    out: list[Any] = []
-    for index, block in enumerate(blocks or []):
-        block = dict(block)
-        block.setdefault("block_id", f"b{index}")
-        for key in ("element", "accessory"):
-            if isinstance(block.get(key), dict):
-                block[key] = {"action_id": f"{block['block_id']}.{key}", **block[key]}
-        if isinstance(block.get("elements"), list) and block.get("type") != "context":
-            block["elements"] = [
-                {"action_id": f"{block['block_id']}.{n}", **e} if isinstance(e, dict) else e
-                for n, e in enumerate(block["elements"])
-            ]
-        out.append(block)
-    return out
 
 
 # -- the methods ---------------------------------------------------------------------------
@@ -219,9 +206,9 @@ def _update(api: WebApi, args: Mapping[str, Any]) -> Answer:
 
 
 def _post_ephemeral(api: WebApi, args: Mapping[str, Any]) -> Answer:
-    api.channel(args)
+    channel = api.channel(args)
     user = api.user(args.get("user"))
-    if user not in api.workspace.channel_members:
+    if user not in api.members(channel):
         raise Refused("user_not_in_channel")
     return {"ok": True, "message_ts": _bot_message(api, args, only_for=user).ts}
 
@@ -281,8 +268,7 @@ def _view_definition(args: Mapping[str, Any], *, home: bool) -> dict[str, Any]:
 
 
 def _conversations_members(api: WebApi, args: Mapping[str, Any]) -> Answer:
-    api.channel(args)
-    members = api.workspace.channel_members
+    members = api.members(api.channel(args))
     cursor, limit = str(args.get("cursor") or "0"), str(args.get("limit") or MEMBERS_PAGE)
     if not cursor.isdigit():
         raise Refused("invalid_cursor")
@@ -299,10 +285,35 @@ def _conversations_members(api: WebApi, args: Mapping[str, Any]) -> Answer:
 
 def _conversations_info(api: WebApi, args: Mapping[str, Any]) -> Answer:
     channel = api.channel(args)
+    dm_with = api.state.ims.get(channel)
+    if dm_with is not None:
+        return {"ok": True, "channel": {"id": channel, "is_im": True, "user": dm_with}}
     return {
         "ok": True,
         "channel": {"id": channel, "name": CHANNEL_NAME, "is_channel": True, "is_member": True},
     }
+
+
+def _conversations_open(api: WebApi, args: Mapping[str, Any]) -> Answer:
+    """The bot's DM with one person (`users`), or an open one named by `channel`. Several
+    users would make a group DM, which the console does not model: it refuses them."""
+    if args.get("channel"):
+        channel = api.channel(args)
+        if channel not in api.state.ims:
+            raise Refused("channel_not_found")
+        return {"ok": True, "no_op": True, "already_open": True, "channel": {"id": channel}}
+    users = [user.strip() for user in str(args.get("users") or "").split(",") if user.strip()]
+    if not users:
+        raise Refused("users_list_not_supplied")
+    if len(users) > 1:
+        raise Refused("too_many_users")
+    if users[0] == BOT_USER_ID:
+        raise Refused("cannot_dm_bot")
+    channel, was_open = api.state.open_im(api.user(users[0]))
+    answer: Answer = {"ok": True, "channel": {"id": channel}}
+    if was_open:
+        answer.update(no_op=True, already_open=True)
+    return answer
 
 
 def _users_info(api: WebApi, args: Mapping[str, Any]) -> Answer:
@@ -334,27 +345,7 @@ _HANDLERS: dict[str, Callable[[WebApi, Mapping[str, Any]], Answer]] = {
     "views.publish": _views_publish,
     "conversations.members": _conversations_members,
     "conversations.info": _conversations_info,
+    "conversations.open": _conversations_open,
     "users.info": _users_info,
     "usergroups.users.list": _usergroups_users_list,
 }
-
-
-async def web_api_arguments(request: web.Request) -> dict[str, Any]:
-    """A Web API call's arguments as slack_sdk sends them: a GET's query, a JSON body, or
-    a form whose `blocks`, `view` and `attachments` are JSON texts."""
-    if request.method == "GET":
-        return dict(request.query)
-    raw = await request.text()
-    try:
-        if request.content_type == "application/json":
-            data = json.loads(raw) if raw else {}
-            if not isinstance(data, dict):
-                raise Refused("invalid_json")
-            return data
-        args: dict[str, Any] = dict(parse_qsl(raw, keep_blank_values=True))
-        for key in ("blocks", "view", "attachments"):
-            if isinstance(args.get(key), str):
-                args[key] = json.loads(args[key])
-    except ValueError:
-        raise Refused("invalid_json") from None
-    return args

@@ -15,8 +15,10 @@ Pure Python and asyncio: no Slack, no database (docs/architecture.md). Where thi
   (a call runs at most once per execution key) and `InMemoryJournal`;
 - engine.py: the seam the service drives any engine through (`AgentEngine`, `AgentRun`);
   external_state.py: `ExternalRunState`, a run another engine (the OpenAI Agents SDK)
-  runs, with the bot's record of its pauses;
-- state.py: `RunState`, the paused run; pending.py: the calls it waits on and the
+  runs, with the bot's record of its pauses (read by external_fields.py);
+  stored_state.py: `read_run_state`, either one from its JSON;
+- state.py: `RunState`, the paused run; state_decisions.py: the decisions people take
+  on it (approve, reject, resolve); pending.py: the calls it waits on and the
   decisions taken on them; state_format.py: its schema versions and the one reader
   that checks a payload (field by field: state_fields.py); decisions.py: pending
   calls, execution keys, the decisions humans take and their audit metadata;
@@ -63,7 +65,6 @@ from bot.runtime.engine import (
     EngineResult,
     RunOutcome,
     ToolView,
-    read_run_state,
 )
 from bot.runtime.external_state import ExternalRunState
 from bot.runtime.journal import InMemoryJournal, Journal
@@ -73,6 +74,7 @@ from bot.runtime.runner import Runner
 from bot.runtime.sessions import AgentRuntime, InMemoryRunStates, RunStates
 from bot.runtime.state import RunState
 from bot.runtime.state_format import CURRENT_SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS
+from bot.runtime.stored_state import read_run_state
 from bot.runtime.tools import (
     AgentTools,
     PermissionLevel,

@@ -13,7 +13,8 @@ stores, pauses, decides and resumes both with the same code:
 - an `AgentRun` is the state the store keeps sealed: its pending calls with execution
   keys, their keyed digests, the decisions people take, and its JSON.
 
-`read_run_state(text)` reads any stored state: the engine that wrote it is named inside.
+`read_run_state(text)` (bot.runtime.stored_state) reads any stored state: the engine
+that wrote it is named inside.
 
 An engine other than the run core lets approvers change a call's arguments before they
 approve it ("approve with changes") only by also being an `ArgumentEditor` (with
@@ -30,9 +31,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
-import orjson
-
-from bot.errors import RunStateError
 from bot.runtime.decisions import Decision, PendingCall, Resolution
 from bot.runtime.journal import Journal
 
@@ -210,21 +208,6 @@ class ArgumentEditor(Protocol):
         """A copy of `state` whose call waiting for approval has these arguments (its
         digest changes with them); `state` itself is left as it was."""
         ...
-
-
-def read_run_state(text: str | bytes) -> AgentRun:
-    """Any stored state: an engine's (it names its engine) or the run core's."""
-    try:
-        payload = orjson.loads(text)
-    except orjson.JSONDecodeError as error:
-        raise RunStateError(f"a run state must be JSON text: {error}") from error
-    if isinstance(payload, dict) and ENGINE_KEY in payload:
-        from bot.runtime.external_state import ExternalRunState
-
-        return ExternalRunState.from_payload(payload)
-    from bot.runtime.state import RunState
-
-    return RunState.from_payload(payload)
 
 
 def engine_tool_names(engines: Sequence[AgentEngine]) -> list[str]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -38,7 +38,6 @@ from bot.canonical import call_digest
 from bot.errors import (
     InputError,
     RunStateError,
-    SchemaVersionError,
 )
 from bot.runtime.decisions import (
     DEFAULT_REJECTION_MESSAGE,
@@ -51,24 +50,15 @@ from bot.runtime.decisions import (
     execution_key,
 )
 from bot.runtime.engine import ENGINE_KEY, EngineInfo
+from bot.runtime.external_fields import EXTERNAL_SCHEMA_VERSION, read_fields
 from bot.runtime.pending import PendingCalls
-from bot.runtime.state_fields import (
-    count,
-    optional_str,
-    read_decisions,
-    read_digest_key,
-    read_metadata,
-    read_pending,
-    typed,
-)
+from bot.runtime.state_decisions import audit_note
 from bot.runtime.state_format import (
     SCHEMA_VERSION_KEY,
     decisions_to_json,
     metadata_to_json,
     new_digest_key,
 )
-
-EXTERNAL_SCHEMA_VERSION = "engine-1"
 
 
 class ExternalRunState:
@@ -285,7 +275,7 @@ class ExternalRunState:
         dispatched, no result recorded; a human reconciles them."""
         keys = set(keys)
         calls = [
-            _with_status(call, "uncertain") if call.execution_key in keys else call
+            replace(call, status="uncertain") if call.execution_key in keys else call
             for call in self._calls.calls.values()
         ]
         decisions = {
@@ -344,15 +334,9 @@ class ExternalRunState:
         reason: str | None,
         at: datetime | None,
     ) -> None:
-        if at is not None and at.utcoffset() is None:
-            raise InputError("a decision time must be timezone-aware")
-        if approver_id is None and reason is None:
-            return
-        self.approval_metadata[pending.tool_call_id] = ApprovalMetadata(
-            approver_id=approver_id,
-            reason=reason,
-            timestamp=(at or datetime.now(UTC)).astimezone(UTC),
-        )
+        note = audit_note(approver_id=approver_id, reason=reason, at=at)
+        if note is not None:
+            self.approval_metadata[pending.tool_call_id] = note
 
     # -- the wire -------------------------------------------------------------------------
 
@@ -396,39 +380,7 @@ class ExternalRunState:
     @classmethod
     def from_payload(cls, payload: Any) -> ExternalRunState:
         """Read a parsed payload, every field checked (RunStateError naming the field)."""
-        typed(payload, dict, "the state")
-        version = payload.get(SCHEMA_VERSION_KEY)
-        if version != EXTERNAL_SCHEMA_VERSION:
-            raise SchemaVersionError(
-                f"engine run state schema {version!r} is not supported by this build "
-                f"(it reads {EXTERNAL_SCHEMA_VERSION!r}); upgrade approvals-bot"
-            )
-        engine = typed(payload.get(ENGINE_KEY), dict, ENGINE_KEY)
-        pending = read_pending(typed(payload.get("pending_calls"), list, "pending_calls"))
-        decisions = read_decisions(payload.get("decisions"), "decisions")
-        unknown = sorted(set(decisions) - set(pending))
-        if unknown:
-            raise RunStateError(f"decisions for calls that are not pending: {unknown}")
-        return cls(
-            run_id=typed(payload.get("run_id"), str, "run_id"),
-            agent_name=typed(payload.get("agent_name"), str, "agent_name"),
-            agent_version=typed(payload.get("agent_version"), str, "agent_version"),
-            engine=EngineInfo(
-                name=typed(engine.get("name"), str, "engine.name"),
-                version=typed(engine.get("version"), str, "engine.version"),
-                schema_version=typed(engine.get("schema_version"), str, "engine.schema_version"),
-            ),
-            engine_state=payload.get("engine_state"),
-            pauses=count(payload.get("pauses"), "pauses", minimum=0),
-            pending=pending.values(),
-            decisions=decisions,
-            approval_metadata=read_metadata(payload.get("approval_metadata")),
-            digest_key=read_digest_key(payload.get("digest_key")),
-            final_output=optional_str(payload.get("final_output"), "final_output"),
-            new_input=optional_str(payload.get("new_input"), "new_input"),
-            notes=_read_notes(payload.get("call_notes")),
-            requested=_requested(payload.get("requested_arguments"), pending),
-        )
+        return cls(**read_fields(payload))
 
     def __repr__(self) -> str:
         return (
@@ -436,39 +388,3 @@ class ExternalRunState:
             f"v{self.agent_version}, engine={self._engine.name} {self._engine.version}, "
             f"pauses={self.pauses}, pending={list(self._calls.calls)})"
         )
-
-
-def _read_notes(value: Any) -> dict[str, list[str]]:
-    """The stored notes (absent in states written before notes: none)."""
-    if value is None:
-        return {}
-    notes = typed(value, dict, "call_notes")
-    read: dict[str, list[str]] = {}
-    for call_id, lines in notes.items():
-        items = typed(lines, list, f"call_notes.{call_id}")
-        read[call_id] = [typed(line, str, f"call_notes.{call_id}[]") for line in items]
-    return read
-
-
-def _requested(value: Any, pending: Mapping[str, PendingCall]) -> dict[str, dict[str, Any]]:
-    """The asked-with arguments of amended calls (absent in states written before
-    approve with changes was offered to engines: none)."""
-    if value is None:
-        return {}
-    requested: dict[str, dict[str, Any]] = typed(value, dict, "requested_arguments")
-    for call_id, arguments in requested.items():
-        typed(arguments, dict, f"requested_arguments.{call_id}")
-    unknown = sorted(set(requested) - set(pending))
-    if unknown:
-        raise RunStateError(f"requested arguments for calls that are not pending: {unknown}")
-    return requested
-
-
-def _with_status(call: PendingCall, status: Any) -> PendingCall:
-    return PendingCall(
-        tool_call_id=call.tool_call_id,
-        tool_name=call.tool_name,
-        arguments=call.arguments,
-        execution_key=call.execution_key,
-        status=status,
-    )

@@ -10,10 +10,8 @@ cross the wire: the Runner matches the state to an agent by name and version.
         state.approve(call, approver_id="U123", reason="CR-1234")
     result = await Runner.arun(agent, state)
 
-`reason` and `approver_id` are audit only: they land in `approval_metadata` and never
-reach the model. A rejection's `message` is what the model sees. The OpenAI Agents SDK's
-names are accepted too: `always_approve`, `always_reject`, `rejection_message`; and
-`decline` is `reject`.
+The decisions (`approve`, `reject`, `resolve`) are bot.runtime.state_decisions': `reason`
+and `approver_id` are audit only, a rejection's `message` is what the model sees.
 
 Each state carries its run's digest key (random, made with the run): `call_digest(call)`
 is the digest a review card shows and the ledger keeps (bot.canonical.call_digest). The
@@ -25,31 +23,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
 from bot.canonical import call_digest, legacy_arguments_digest
-from bot.errors import InputError, RunStateError, UnknownCallError
+from bot.errors import RunStateError, UnknownCallError
 from bot.runtime.context import check_no_secrets
 from bot.runtime.decisions import (
-    DEFAULT_REJECTION_MESSAGE,
     ApprovalMetadata,
-    ApprovedCall,
     Decision,
     DeferredToolRequests,
     OutstandingCall,
     PendingCall,
-    RejectedCall,
-    Resolution,
-    ToolResult,
     execution_key,
-    resolution_of,
 )
 from bot.runtime.engine import EngineInfo
 from bot.runtime.model import Item, ToolCallItem, ToolResultItem, unanswered_calls
 from bot.runtime.pending import PendingCalls
+from bot.runtime.state_decisions import HumanDecisions
 from bot.runtime.state_fields import check_consistency, read_history
 from bot.runtime.state_format import (
     CURRENT_SCHEMA_VERSION,
@@ -63,7 +55,7 @@ from bot.runtime.state_format import (
 )
 
 
-class RunState:
+class RunState(HumanDecisions):
     """Serializable snapshot of one agent run (see the module docstring)."""
 
     def __init__(
@@ -170,76 +162,6 @@ class RunState:
             arguments=arguments,
         )
 
-    # -- human decisions ----------------------------------------------------------------
-
-    def approve(
-        self,
-        call: PendingCall | str,
-        *,
-        always: bool = False,
-        always_approve: bool | None = None,
-        approver_id: str | None = None,
-        reason: str | None = None,
-        decided_at: datetime | None = None,
-    ) -> None:
-        """Approve a call waiting for approval; `always` (or the SDK's `always_approve`)
-        approves its tool for the rest of the run. `approver_id` and `reason` are audit
-        only; `decided_at` is when the person decided (default now), recorded with them."""
-        always = _same_option("always", always, "always_approve", always_approve, False)
-        _check_aware(decided_at)
-        pending = self._pending.decide(call, ApprovedCall(), always=always)
-        self._note(pending, approver_id=approver_id, reason=reason, at=decided_at)
-
-    def reject(
-        self,
-        call: PendingCall | str,
-        *,
-        message: str | None = None,
-        rejection_message: str | None = None,
-        always: bool = False,
-        always_reject: bool | None = None,
-        approver_id: str | None = None,
-        reason: str | None = None,
-        decided_at: datetime | None = None,
-    ) -> None:
-        """Reject a call: the model sees `message` (or the SDK's `rejection_message`; a
-        neutral default without either) as its result, never `reason` or `approver_id`
-        (nor `decided_at`, as for `approve`). `always`/`always_reject` as for `approve`."""
-        message = _same_option("message", message, "rejection_message", rejection_message, None)
-        always = _same_option("always", always, "always_reject", always_reject, False)
-        if message is not None and not isinstance(message, str):
-            raise InputError("a rejection message must be a string")
-        _check_aware(decided_at)
-        decision = RejectedCall(message=message or DEFAULT_REJECTION_MESSAGE)
-        pending = self._pending.decide(call, decision, always=always)
-        self._note(pending, approver_id=approver_id, reason=reason, at=decided_at)
-
-    decline = reject
-
-    def resolve(
-        self,
-        call_or_key: PendingCall | str,
-        resolution: Resolution | None = None,
-        *,
-        result: str | ToolResult | None = None,
-        retry: bool = False,
-        abort: bool = False,
-        approver_id: str | None = None,
-        reason: str | None = None,
-    ) -> None:
-        """Reconcile an uncertain call with exactly one of: a `VerifiedResult` or
-        `result=` (the outcome a person verified downstream, used as the call's result),
-        a `RetryCall` or `retry=True` (accept possible repetition), an `AbortCall` or
-        `abort=True` (the model is told the call was aborted). ResolutionError for none
-        or several, or for a call waiting for approval; UnknownExecutionKey for a call
-        the run does not have. `approver_id` and `reason` are audit only."""
-        pending = self._pending.find(call_or_key)
-        chosen = resolution_of(
-            resolution, result=result, retry=retry, abort=abort, tool_call_id=pending.tool_call_id
-        )
-        pending = self._pending.resolve(call_or_key, chosen)
-        self._note(pending, approver_id=approver_id, reason=reason)
-
     def append_user_message(self, text: str) -> None:
         """Add follow-up input to an idle run (the next Runner.arun answers it)."""
         if self._pending.calls or self.outstanding_calls():
@@ -263,22 +185,6 @@ class RunState:
                 return call
         raise UnknownCallError(
             f"run {self.run_id} has no unanswered tool call {tool_call_id!r} in its last turn"
-        )
-
-    def _note(
-        self,
-        pending: PendingCall,
-        *,
-        approver_id: str | None,
-        reason: str | None,
-        at: datetime | None = None,
-    ) -> None:
-        if approver_id is None and reason is None:
-            return
-        self.approval_metadata[pending.tool_call_id] = ApprovalMetadata(
-            approver_id=approver_id,
-            reason=reason,
-            timestamp=(at or datetime.now(UTC)).astimezone(UTC),
         )
 
     # -- used by the Runner -------------------------------------------------------------
@@ -422,18 +328,3 @@ class RunState:
             f"v{self.agent_version}, turn={self.current_turn}/{self.max_turns}, "
             f"items={len(self.history)}, pending={list(self._pending.calls)})"
         )
-
-
-def _same_option(name: str, ours: Any, alias: str, theirs: Any, default: Any) -> Any:
-    """The value of an option given by our name or its SDK alias (InputError if the two
-    are given different values)."""
-    if theirs is None:
-        return ours
-    if ours != default and ours != theirs:
-        raise InputError(f"give {name}= or {alias}=, not both with different values")
-    return theirs
-
-
-def _check_aware(moment: datetime | None) -> None:
-    if moment is not None and moment.utcoffset() is None:
-        raise InputError("a decision time must be timezone-aware")

@@ -103,8 +103,9 @@ class ApprovalDecided:
 @dataclass(frozen=True, kw_only=True)
 class ApprovalReminder:
     """Sent once per approval, `remind_before` its expiry: remind the people who may
-    still decide (`approvers`: the policy's user and group ids, or empty for "anyone but
-    the requester") in the run's thread."""
+    still decide (`approvers`: the user and group ids of its escalation steps in force,
+    the latest first, then the policy's; empty for "anyone but the requester") in the
+    run's thread."""
 
     run: RunRecord
     approval: ApprovalRecord

@@ -34,6 +34,7 @@ from bot.service.events import (
     ApprovalReminder,
 )
 from bot.service.resume import resume_if_all_decided
+from bot.service.widening import escalated_to
 from bot.service.workflow import Workflow
 from bot.tasks import TaskOwner
 from store.records import ApprovalRecord, FiredEscalation
@@ -57,11 +58,16 @@ async def expire_overdue(flow: Workflow) -> list[ApprovalRecord]:
 
 async def remind_due(flow: Workflow) -> list[ApprovalRecord]:
     """Send the reminders whose time has come, each once (claimed in the store first: a
-    crash right after the claim loses that reminder rather than sending it twice)."""
-    due = await flow.store.claim_reminders(now=flow.clock())
+    crash right after the claim loses that reminder rather than sending it twice). A
+    reminder names the people of the escalation steps in force, then the approvers."""
+    now = flow.clock()
+    due = await flow.store.claim_reminders(now=now)
     for record in due:
         run = await flow.run_of(record)
-        approvers = flow.rule_for(record.tool_name).approvers
+        rule = flow.rule_for(record.tool_name)
+        # Those it escalated to first: the steps in force are whom the wait is on now.
+        escalated = await escalated_to(flow, record, rule, now)
+        approvers = tuple(dict.fromkeys((*escalated, *rule.approvers)))
         await flow.notify(ApprovalReminder(run=run, approval=record, approvers=approvers))
     return due
 

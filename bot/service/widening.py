@@ -32,6 +32,18 @@ async def by_escalation(
     return None
 
 
+async def escalated_to(
+    flow: Workflow, approval: ApprovalRecord, rule: ToolRule, at: datetime
+) -> tuple[str, ...]:
+    """The people (user ids, groups) of the approval's escalation steps in force at
+    `at`, the latest step's first, each once: who, beside its approvers, may decide it."""
+    if not rule.routing.escalation:
+        return ()
+    steps = await flow.store.escalations(approval.approval_id)
+    in_force = sorted((s for s in steps if s.in_force(at)), key=lambda s: s.step, reverse=True)
+    return tuple(dict.fromkeys(person for step in in_force for person in step.approvers))
+
+
 async def absences_covered(flow: Workflow, stand_in: str, at: datetime) -> list[StandIn]:
     """The absences, sealed, in which `stand_in` stood in for someone at `at`."""
     found = await flow.store.standing_in_for(stand_in, at=at)

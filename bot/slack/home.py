@@ -3,6 +3,10 @@ requested, recent decisions they may see (calls of their channels), and the appr
 windows they may end (bot.slack.windows), whose End button is handled here. Bounded: Block
 Kit allows 100 blocks per view, so each part shows a fixed number of rows and says when
 there are more.
+
+A waiting call's buttons are its card's: Approve with changes only where the card offers
+it (`card_amendable`: the call's engine, or its tool, lets approvers change arguments),
+so Home never offers an edit the service would refuse.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from bot.slack.blocks import (
     person,
     slack_date,
 )
-from bot.slack.cards import card_buttons
+from bot.slack.cards import card_amendable, card_buttons
 from bot.slack.messages.approval_lines import (
     NOTHING_WAITS_TEXT,
     approval_line,
@@ -38,7 +42,7 @@ from bot.slack.windows import (
     parse_end_click,
     window_blocks,
 )
-from store.records import ApprovalRecord, ApprovalWindow
+from store.records import ApprovalRecord, ApprovalWindow, RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +57,21 @@ async def build_home(service: ApprovalService, user: str) -> dict[str, Any]:
     pending = await service.pending_for(user, limit=HOME_PENDING_LIMIT)
     requested = await service.requested_by(user, limit=HOME_REQUESTED_LIMIT)
     recent = await service.recent_decisions(limit=HOME_RECENT_LIMIT, viewer=user)
+    runs = await _runs_of(service, pending.items[:HOME_PENDING_LIMIT])
     windows = await service.approval_windows(user, limit=HOME_WINDOWS_LIMIT + 1)
-    return home_view(pending=pending, requested=requested, recent=recent, windows=windows)
+    return home_view(
+        pending=pending, requested=requested, recent=recent, runs=runs, windows=windows
+    )
+
+
+async def _runs_of(service: ApprovalService, views: Sequence[ApprovalView]) -> dict[str, RunRecord]:
+    """The runs of `views`' calls, by run id (one read per run)."""
+    runs: dict[str, RunRecord] = {}
+    for run_id in dict.fromkeys(view.approval.run_id for view in views):
+        run = await service.store.get_run(run_id)
+        if run is not None:
+            runs[run_id] = run
+    return runs
 
 
 async def publish_home(responder: Responder, user: str) -> None:
@@ -71,13 +88,20 @@ def home_view(
     pending: Page[ApprovalView],
     requested: Sequence[ApprovalView],
     recent: Sequence[ApprovalRecord],
+    runs: Mapping[str, RunRecord] | None = None,
     windows: Sequence[ApprovalWindow] = (),
 ) -> dict[str, Any]:
+    """The view; `runs` (by run id) are the pending calls' runs, which say whether a
+    call's buttons include Approve with changes (a call whose run is not there has
+    none); `windows`: the approval windows the viewer may end."""
     blocks: list[Block] = [_header("Waiting for you")]
     if not pending.items:
         blocks.append(mrkdwn_section(NOTHING_WAITS_TEXT))
     for view in pending.items[:HOME_PENDING_LIMIT]:
-        blocks.extend(_pending_item(view))
+        run = (runs or {}).get(view.approval.run_id)
+        blocks.extend(
+            _pending_item(view, amendable=run is not None and card_amendable(run, view.approval)[0])
+        )
     if pending.next_cursor is not None or len(pending.items) > HOME_PENDING_LIMIT:
         blocks.append(mrkdwn_context("More wait for you: `/approvals list 2` shows the next page."))
     blocks.append({"type": "divider"})
@@ -94,7 +118,7 @@ def home_view(
     return {"type": "home", "blocks": blocks[:MAX_BLOCKS]}
 
 
-def _pending_item(view: ApprovalView) -> list[Block]:
+def _pending_item(view: ApprovalView, *, amendable: bool) -> list[Block]:
     approval = view.approval
     requester = f" for {person(approval.requester)}" if approval.requester else ""
     expiry = f" · expires {slack_date(approval.expires_at)}" if approval.expires_at else ""
@@ -104,7 +128,7 @@ def _pending_item(view: ApprovalView) -> list[Block]:
         mrkdwn_context(
             f"{quorum}{expiry} · digest `{escape(approval.arguments_digest[:16], 20)}…`"
         ),
-        {"type": "actions", "elements": card_buttons(approval)},
+        {"type": "actions", "elements": card_buttons(approval, amendable=amendable)},
     ]
 
 

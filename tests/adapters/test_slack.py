@@ -123,3 +123,15 @@ async def test_approvals_list_shows_an_sdk_runs_call(sdk_bot: Bot) -> None:
     assert reply.status == 200
     (listed,) = await sdk_bot.fake.wait_for("response_url", lambda c: approval_id in c.text)
     assert "set_config" in listed.text
+
+
+async def test_app_home_offers_approve_with_changes_only_where_the_card_does(
+    sdk_bot: Bot,
+) -> None:
+    _, (card,) = await agent_command(sdk_bot, "@ops-openai deploy payments 1.2.3")
+    await sdk_bot.settle()
+    await sdk_bot.driver.event({"type": "app_home_opened", "user": APPROVER, "tab": "home"})
+    (published,) = await sdk_bot.fake.wait_for("views.publish")
+    (actions,) = [b for b in published.args["view"]["blocks"] if b["type"] == "actions"]
+    labels = [element["text"]["text"] for element in actions["elements"]]
+    assert labels == buttons_of(card) == ["Approve", "Reject", "Revoke"]

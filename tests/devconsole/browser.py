@@ -71,7 +71,7 @@ class ConsolePage:
         await self.page.get_by_label("You are").select_option(user_id)
 
     async def type(self, text: str) -> None:
-        box = self.page.get_by_label("Message")
+        box = self.page.get_by_label("Message", exact=True)
         await box.fill(text)
         await box.press("Enter")
 
@@ -79,6 +79,25 @@ class ConsolePage:
         """The review card: the message in the thread with an Approve button."""
         approve = self.page.get_by_role("button", name="Approve", exact=True)
         return self.page.locator(".thread article.msg", has=approve)
+
+    def direct_messages(self) -> Locator:
+        """The chosen person's DM with the bot (shown by `open_direct_messages`)."""
+        return self.page.get_by_role("region", name="Direct messages")
+
+    def dm_card(self) -> Locator:
+        """The review card in the person's DM: the message there with an Approve button."""
+        approve = self.page.get_by_role("button", name="Approve", exact=True)
+        return self.direct_messages().locator("article.msg", has=approve)
+
+    def channel_card(self) -> Locator:
+        """The review card in #ops's thread (of a call sent by DM), whatever its state."""
+        return self.page.locator(".thread article.msg", has_text="Sent by direct message")
+
+    async def open_direct_messages(self) -> None:
+        await self.page.get_by_role("button", name="Direct messages").click()
+
+    async def open_channel(self) -> None:
+        await self.page.get_by_role("button", name="# ops").click()
 
     def modal(self) -> Locator:
         return self.page.get_by_role("dialog")

@@ -53,7 +53,7 @@ async def test_the_demo_story_in_chromium(tmp_path: Path) -> None:
         # would not deliver the ephemeral note to a non-member, so the bot tells her why
         # in a small notice on her click instead.
         await console.be("U0OLIVE")
-        await expect(page.get_by_label("Message")).to_be_disabled()
+        await expect(page.get_by_label("Message", exact=True)).to_be_disabled()
         await console.press("Approve")
         refusal = console.log().locator("li.refused", has_text="chat.postEphemeral")
         await expect(refusal).to_contain_text("user_not_in_channel for Olive", timeout=WAIT_MS)
@@ -111,3 +111,65 @@ async def test_blocks_are_drawn_and_none_is_dropped(
         await expect(message.locator(".context")).to_contain_text("<img src=x")
         assert await message.locator("img").count() == 0
         assert await page.title() == "approvals-bot dev console"
+
+
+DM_POLICY = """
+admins = ["U0SAM"]
+
+[defaults]
+approvers = ["U0ALICE", "U0BOB"]
+required_approvals = 1
+allow_self_approval = false
+require_reason = true
+
+[tools.deploy_release]
+notify = "dm"
+"""
+
+
+async def test_an_approver_decides_in_their_dm_and_the_channel_card_follows(
+    tmp_path: Path,
+) -> None:
+    from playwright.async_api import expect
+
+    policy = tmp_path / "policy.toml"
+    policy.write_text(DM_POLICY)
+    env = dev_env(tmp_path, APPROVALS_POLICY=str(policy))
+    async with running_dev(tmp_path, env) as dev, chromium_page() as page:
+        console = ConsolePage(page)
+        await page.goto(dev.url)
+        await expect(page.get_by_role("status")).to_have_text("bot connected", timeout=WAIT_MS)
+
+        await console.be("U0RILEY")
+        await console.type("/agent deploy payments 1.2.3")
+        channel_card = console.channel_card()
+        await expect(channel_card).to_contain_text("Sent by direct message to 2 people",
+                                                    timeout=WAIT_MS)  # fmt: skip
+        approve_here = channel_card.get_by_role("button", name="Approve", exact=True)
+        await expect(approve_here).to_have_count(0)
+        await console.open_direct_messages()
+        await expect(console.direct_messages()).to_contain_text("No direct messages")
+
+        await console.be("U0BOB")  # Bob's copy is his alone: Alice sees hers, not his
+        await expect(console.dm_card()).to_contain_text("waits for your decision",
+                                                        timeout=WAIT_MS)  # fmt: skip
+        await console.be("U0ALICE")
+        dm_card = console.dm_card()
+        await expect(dm_card).to_contain_text("waits for your decision", timeout=WAIT_MS)
+        await expect(dm_card).to_have_count(1)
+        await expect(dm_card).to_contain_text('"version": "1.2.3"')
+        await dm_card.get_by_role("button", name="Approve", exact=True).click()
+        await expect(console.modal()).to_contain_text("Approve tool call", timeout=WAIT_MS)
+        await console.decide("approved from my DM")
+        await expect(console.modal()).to_be_hidden(timeout=WAIT_MS)
+        await expect(console.direct_messages()).to_contain_text("Approved", timeout=WAIT_MS)
+        await expect(console.dm_card()).to_have_count(0)  # its buttons are gone
+
+        await console.open_channel()
+        await expect(console.channel_card()).to_contain_text("Approved", timeout=WAIT_MS)
+        await expect(console.channel_card()).to_contain_text("approved from my DM")
+        thread = page.locator(".thread")
+        await expect(thread).to_contain_text("deployed payments 1.2.3", timeout=WAIT_MS)
+    effects = (tmp_path / "effects.jsonl").read_text().splitlines()
+    assert len(effects) == 1
+    assert json.loads(effects[0])["tool"] == "deploy_release"

@@ -300,3 +300,26 @@ async def test_app_home_is_no_modal_to_submit_or_close(console: DevConsole, app:
         await delivery(console).submit(bob, view_id=home.id, typed={})
     assert console.state.homes["U0BOB"] is home
     assert app.received == []
+
+
+async def test_a_click_in_a_dm_comes_from_the_dm_and_only_its_person_may_click(
+    console: DevConsole, app: App
+) -> None:
+    dm, _ = console.state.open_im("U0ALICE")
+    button = {"type": "button", "action_id": "approve", "value": "00ab-cd",
+              "text": {"type": "plain_text", "text": "Approve"}}  # fmt: skip
+    card = console.state.post(
+        channel=dm, user=BOT_USER_ID, text="card",
+        blocks=[{"type": "actions", "block_id": "decision", "elements": [button]}],
+    )  # fmt: skip
+    with pytest.raises(InputError, match="no message"):
+        await delivery(console).click(person(console, "U0BOB"), block_id="decision",
+                                      action_id="approve", message_ts=card.ts)  # fmt: skip
+    await delivery(console).click(person(console, "U0ALICE"), block_id="decision",
+                                  action_id="approve", message_ts=card.ts)  # fmt: skip
+    (click,) = app.received
+    assert click["channel"] == {"id": dm, "name": "directmessage"}
+    assert click["container"]["channel_id"] == dm
+    answered_in = console.state.use_response_url(click["response_url"].rsplit("/", 1)[1])
+    assert answered_in is not None
+    assert answered_in.channel == dm

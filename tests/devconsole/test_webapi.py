@@ -198,3 +198,43 @@ async def test_a_response_url_answers_its_command_author_five_times(
             assert response.status == 404
     assert statuses == [200] * 5 + [404]
     assert {m.only_for for m in console.state.messages} == {"U0RILEY"}
+
+
+async def test_a_dm_is_opened_with_one_person_and_only_then_takes_messages(
+    console: DevConsole, client: AsyncWebClient
+) -> None:
+    dm = console.state.im_id("U0ALICE")
+    assert (await refused(client.chat_postMessage(channel=dm, text="hi")))[0] == (
+        "channel_not_found"
+    )
+    opened = await client.conversations_open(users="U0ALICE")
+    assert opened["channel"]["id"] == dm
+    assert "already_open" not in opened.data
+    again = await client.conversations_open(users="U0ALICE")
+    assert (again["channel"]["id"], again["already_open"]) == (dm, True)
+    posted = await client.chat_postMessage(channel=dm, text="a card for you")
+    await client.chat_update(channel=dm, ts=posted["ts"], text="decided")
+    info = await client.conversations_info(channel=dm)
+    assert (info["channel"]["is_im"], info["channel"]["user"]) == (True, "U0ALICE")
+    members = await client.conversations_members(channel=dm)
+    assert members["members"] == [BOT_USER_ID, "U0ALICE"]
+    # An ephemeral message in a DM reaches its one person only.
+    assert (await refused(client.chat_postEphemeral(channel=dm, user="U0BOB", text="x")))[0] == (
+        "user_not_in_channel"
+    )
+    await client.chat_postEphemeral(channel=dm, user="U0ALICE", text="only you")
+
+
+async def test_conversations_open_refuses_what_slack_refuses(
+    console: DevConsole, client: AsyncWebClient
+) -> None:
+    assert (await refused(client.conversations_open(users="")))[0] == "users_list_not_supplied"
+    assert (await refused(client.conversations_open(users=BOT_USER_ID)))[0] == "cannot_dm_bot"
+    assert (await refused(client.conversations_open(users="U0NOBODY")))[0] == "user_not_found"
+    assert (await refused(client.conversations_open(users="U0ALICE,U0BOB")))[0] == (
+        "too_many_users"
+    )
+    assert (await refused(client.conversations_open(channel="D0ALICE")))[0] == ("channel_not_found")
+    assert console.state.ims == {}
+    refusals = [(call.method, call.error) for call in console.state.log]
+    assert ("conversations.open", "cannot_dm_bot") in refusals

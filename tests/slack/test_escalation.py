@@ -153,3 +153,30 @@ async def test_escalation_sends_its_people_the_card_where_the_rule_sends_dms(
         await approve_from(bot, mine, ONCALL)
         await bot.settle()
         assert len(bot.effects.deploys) == 1
+
+
+REMINDED_AFTER_A_STEP = f"""
+[defaults]
+expires_after = "2h"
+remind_before = "1h"
+
+[tools.deploy_release]
+approvers = ["{RELEASE_GROUP}"]
+escalation = [{{ after = "30m", to = ["{ONCALL}"] }}, {{ after = "90m", to = ["{LEADS_GROUP}"] }}]
+"""
+
+
+async def test_the_reminder_after_an_escalation_names_whom_it_escalated_to(
+    fake_slack: FakeSlack, tmp_path: Path, keyring: KeyRing, clock: FakeClock
+) -> None:
+    async with reaching(fake_slack, tmp_path, keyring, clock, REMINDED_AFTER_A_STEP) as bot:
+        root, _ = await start_run(bot)
+        clock.advance(timedelta(minutes=31))
+        await bot.service.sweep()
+        await bot.fake.wait_for("chat.postMessage", in_thread(root, "escalated to you"))
+        clock.advance(timedelta(minutes=30))  # one hour before the expiry: the reminder
+        await bot.service.sweep()
+        (reminder,) = await bot.fake.wait_for("chat.postMessage", in_thread(root, "still waits"))
+        assert f"<@{ONCALL}>" in reminder.text  # the step in force
+        assert f"<!subteam^{RELEASE_GROUP}>" in reminder.text  # the approvers still may
+        assert LEADS_GROUP not in reminder.text  # a step not yet due is nobody's yet

@@ -67,6 +67,7 @@ function render(snap) {
   renderPeople(snap);
   renderComposer(snap);
   renderMessages(snap);
+  renderDirectMessages(snap);
   renderHome(snap);
   renderModal(snap);
   renderLog(snap);
@@ -178,11 +179,25 @@ function messageNode(m, snap) {
   return node;
 }
 
+// The person's DM with the bot: its messages in order (a card sent there has no thread).
+function renderDirectMessages(snap) {
+  const box = $("dm-messages");
+  const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+  const messages = snap.dm.messages;
+  $("dm-count").textContent = messages.length ? `(approvals · ${messages.length})` : "(approvals)";
+  box.replaceChildren(
+    ...(messages.length
+      ? messages.map((m) => messageNode(m, snap))
+      : [el("p", { class: "muted" }, "No direct messages from the bot yet.")])
+  );
+  if (atBottom) box.scrollTop = box.scrollHeight;
+}
+
 function renderHome(snap) {
-  $("channel").hidden = view.tab !== "channel";
-  $("home").hidden = view.tab !== "home";
-  $("tab-channel").classList.toggle("active", view.tab === "channel");
-  $("tab-home").classList.toggle("active", view.tab === "home");
+  for (const tab of ["channel", "home", "dm"]) {
+    $(tab).hidden = view.tab !== tab;
+    $(`tab-${tab}`).classList.toggle("active", view.tab === tab);
+  }
   const home = snap.home;
   $("home-view").replaceChildren(
     home
