@@ -253,6 +253,10 @@ class ApprovalRecord:
     revoke_reason: str | None = None  # why it was revoked (reason keeps the decider's)
     amended_by: str | None = None  # the approver who changed the arguments, if one did
     execution_key: str = ""  # the call's execution key; LEGACY_KEY_PREFIX + id for old rows
+    snapshot_seal: SealCheck = "missing"
+    """What the read found of the snapshot's seal (store.seals.read_approval). Only
+    "valid" may be shown or decided on; otherwise `snapshot` is a stand-in naming the
+    tool and digest, and the call is tampered with."""
 
     def answers(self, *, execution_key: str, tool_call_id: str) -> bool:
         """Whether this approval is for the call with this execution key (an approval from

@@ -24,6 +24,7 @@ from store.records import (
     RunOrigin,
     RunRecord,
     RunStatus,
+    SealCheck,
     StandingDecision,
     Verdict,
     VoteRecord,
@@ -54,7 +55,7 @@ APPROVAL_COLUMNS = (
     "approval_id, run_id, tool_call_id, tool_name, arguments_digest, snapshot, status, "
     "requester, decider, reason, message, created_at, decided_at, expires_at, revoked_at, "
     "revoked_by, slack_channel, slack_ts, required_approvals, remind_at, reminded_at, "
-    "revoke_reason, amended_by, execution_key"
+    "revoke_reason, amended_by, execution_key, snapshot_seal_key_id, snapshot_seal"
 )
 VOTE_COLUMNS = "approval_id, voter, decision, digest, reason, at"
 STANDING_COLUMNS = (
@@ -118,14 +119,18 @@ def _engine(row: Row) -> EngineStamp | None:
     )
 
 
-def row_to_approval(row: Row) -> ApprovalRecord:
+def row_to_approval(
+    row: Row, *, snapshot: str | None = None, snapshot_seal: SealCheck = "missing"
+) -> ApprovalRecord:
+    """The approval of a row; `snapshot` and `snapshot_seal` as checked by the caller
+    (store.seals.read_approval), else the stored snapshot, its seal unchecked."""
     return ApprovalRecord(
         approval_id=row["approval_id"],
         run_id=row["run_id"],
         tool_call_id=row["tool_call_id"],
         tool_name=row["tool_name"],
         arguments_digest=row["arguments_digest"],
-        snapshot=row["snapshot"],
+        snapshot=row["snapshot"] if snapshot is None else snapshot,
         status=cast(ApprovalStatus, row["status"]),
         requester=row["requester"],
         decider=row["decider"],
@@ -144,6 +149,7 @@ def row_to_approval(row: Row) -> ApprovalRecord:
         revoke_reason=row["revoke_reason"],
         amended_by=row["amended_by"],
         execution_key=row["execution_key"],
+        snapshot_seal=snapshot_seal,
     )
 
 

@@ -16,6 +16,7 @@ id does not verify. Comparison is in constant time.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -28,7 +29,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from store.crypto import DataKey, KeyRing
 from store.records import ApprovalRecord, NewApproval, SealCheck, VoteRecord
-from store.rows import Row, from_db, to_db
+from store.rows import Row, from_db, row_to_approval, to_db
 
 SEAL_COLUMNS = "seal_key_id, seal"  # a sealed row's columns: the ring key id, the MAC
 SEAL_INFO = b"approvals-bot decision seal v1"
@@ -37,8 +38,12 @@ MAC_BYTES = 32
 VOTE_PURPOSE = "vote"
 STANDING_PURPOSE = "standing"
 REQUEST_PURPOSE = "request"
+SNAPSHOT_PURPOSE = "snapshot"
+SNAPSHOT_SEAL_COLUMNS = "snapshot_seal_key_id, snapshot_seal"  # the snapshot's own seal
 
 SealValue = str | int | None
+REMEMBERED_CHECKS = 4096
+REMEMBERED_SNAPSHOT_CHARS = 16_384
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +66,27 @@ class DecisionSeals:
     def __init__(self, keyring: KeyRing) -> None:
         self.keyring = keyring
         self._mac_keys: dict[str, bytes] = {}
+        self._remembered_snapshot_check = functools.lru_cache(maxsize=REMEMBERED_CHECKS)(
+            self._snapshot_check
+        )
+
+    def check_snapshot(
+        self, *, approval_id: str, arguments_digest: str, snapshot: str, seal: Seal | None
+    ) -> SealCheck:
+        """What an approval's snapshot seal says (`snapshot_fields`). Lists read the same
+        rows again and again: the answer for snapshots up to `REMEMBERED_SNAPSHOT_CHARS`
+        is remembered, keyed by everything it depends on (the snapshot text included)."""
+        if len(snapshot) > REMEMBERED_SNAPSHOT_CHARS:
+            return self._snapshot_check(approval_id, arguments_digest, snapshot, seal)
+        return self._remembered_snapshot_check(approval_id, arguments_digest, snapshot, seal)
+
+    def _snapshot_check(
+        self, approval_id: str, arguments_digest: str, snapshot: str, seal: Seal | None
+    ) -> SealCheck:
+        fields = snapshot_fields(
+            approval_id=approval_id, arguments_digest=arguments_digest, snapshot=snapshot
+        )
+        return self.check(SNAPSHOT_PURPOSE, fields, seal)
 
     def seal(self, purpose: str, fields: Mapping[str, SealValue]) -> Seal:
         key = self.keyring.newest
@@ -329,3 +355,65 @@ def window_row_fields(row: Row) -> dict[str, SealValue]:
         expires_at=row["expires_at"],
         lasts_seconds=int(row["lasts_seconds"]),
     )
+
+
+# -- what an approver is shown: the review snapshot ---------------------------------------
+
+UNVERIFIED_NOTE = (
+    "the arguments: the stored snapshot of this call failed its seal (it was altered in "
+    "the database); nobody can approve it"
+)
+
+
+def snapshot_fields(
+    *, approval_id: str, arguments_digest: str, snapshot: str
+) -> dict[str, SealValue]:
+    """What an approval's review snapshot is: this text (by its SHA-256), shown for this
+    digest of this approval. Re-made whenever the store writes the snapshot (a request,
+    approve-with-changes, retention), so what a person is shown is what the store wrote."""
+    return {
+        "approval_id": approval_id,
+        "arguments_digest": arguments_digest,
+        "snapshot_sha256": hashlib.sha256(snapshot.encode()).hexdigest(),
+    }
+
+
+def seal_snapshot(
+    seals: DecisionSeals, *, approval_id: str, arguments_digest: str, snapshot: str
+) -> Seal:
+    fields = snapshot_fields(
+        approval_id=approval_id, arguments_digest=arguments_digest, snapshot=snapshot
+    )
+    return seals.seal(SNAPSHOT_PURPOSE, fields)
+
+
+def unverified_snapshot(tool_name: str, arguments_digest: str) -> str:
+    """The review snapshot JSON shown in place of one whose seal does not verify: the
+    tool and the digest, no arguments, and a note saying why."""
+    return json.dumps(
+        {
+            "tool_name": tool_name,
+            "arguments": {},
+            "redacted_paths": [],
+            "omitted_fields": [UNVERIFIED_NOTE],
+            "digest": arguments_digest,
+        },
+        sort_keys=True,
+    )
+
+
+def read_approval(seals: DecisionSeals, row: Row) -> ApprovalRecord:
+    """The approval of a row read with its snapshot seal columns (`APPROVAL_COLUMNS`
+    include them), its snapshot checked: one that does not verify is never handed out,
+    it is replaced by `unverified_snapshot`, and `snapshot_seal` says what was found."""
+    digest = row["arguments_digest"]
+    check = seals.check_snapshot(
+        approval_id=row["approval_id"],
+        arguments_digest=digest,
+        snapshot=row["snapshot"],
+        seal=stored_seal(row["snapshot_seal_key_id"], row["snapshot_seal"]),
+    )
+    if check == "valid":
+        return row_to_approval(row, snapshot_seal=check)
+    shown = unverified_snapshot(row["tool_name"], digest)
+    return row_to_approval(row, snapshot=shown, snapshot_seal=check)

@@ -12,13 +12,22 @@ rendering as the card, and says so here when the person reached the last page
 read the current digest whole is refused (`ArgumentsUnreadError`, audited `refused`,
 why `unread`). Rejecting needs no reading: a rejected call never runs. A change of the
 arguments makes a new digest, so everyone reads the new arguments again.
+
+What a person is shown, and so whether a call must be read, comes from the snapshot the
+store verified (store.seals.read_approval): one whose seal does not verify is never
+shown, is never seen whole by anyone, and cannot be approved (`refuse_unsealed`,
+audited `tamper_detected`).
+
+A decision taken before a call was asked (a standing decision, a time window) approves
+it only where `why_not_approved_ahead` says nothing stands in the way: a call its card
+cuts is approved ahead only once the person whose decision it is has read it in full.
 """
 
 from __future__ import annotations
 
 import functools
 
-from bot.errors import ArgumentsUnreadError, InputError, ResolutionError
+from bot.errors import ArgumentsUnreadError, InputError, NotAuthorizedError, ResolutionError
 from bot.review.snapshot import ReviewSnapshot
 from bot.service.workflow import Workflow
 from store.records import ApprovalRecord
@@ -78,13 +87,6 @@ def _shows_all(snapshot_json: str) -> bool:
 _remembered_shows_all = functools.lru_cache(maxsize=REMEMBERED_SNAPSHOTS)(_shows_all)
 
 
-def must_read_first(approval: ApprovalRecord) -> bool:
-    """Must a person read the call's arguments whole before its approval counts (its
-    card cuts them)? Nothing that decides without a person looking (a standing decision,
-    an approval window) may cover such a call: nobody would have seen it."""
-    return not card_shows_all(approval.snapshot)
-
-
 async def has_read(flow: Workflow, approval: ApprovalRecord, user: str) -> bool:
     """Has `user` been shown the approval's current arguments whole?"""
     return await flow.store.has_read_in_full(
@@ -94,8 +96,45 @@ async def has_read(flow: Workflow, approval: ApprovalRecord, user: str) -> bool:
 
 async def has_seen_all(flow: Workflow, approval: ApprovalRecord, user: str) -> bool:
     """Has `user` seen every character of the call's current arguments: on its card
-    (they fit), or read in full? Only then does their approval count."""
+    (they fit), or read in full? Only then does their approval count. Nobody has seen a
+    call whose snapshot did not verify."""
+    if approval.snapshot_seal != "valid":
+        return False
     return card_shows_all(approval.snapshot) or await has_read(flow, approval, user)
+
+
+async def why_not_approved_ahead(flow: Workflow, approval: ApprovalRecord, user: str) -> str | None:
+    """Why a decision `user` took before this call was asked (a standing decision, a
+    time window) may not approve it now; None: it may. The read-all rule holds for it as
+    for a vote: a call its card cuts waits until `user` has read it in full, and a call
+    whose snapshot did not verify is never approved."""
+    if approval.snapshot_seal != "valid":
+        return f"the seal of its snapshot is {approval.snapshot_seal}"
+    if not await has_seen_all(flow, approval, user):
+        return f"its card cuts its arguments and {user} has not read them in full"
+    return None
+
+
+async def refuse_unsealed(
+    flow: Workflow, approval: ApprovalRecord, *, actor: str
+) -> NotAuthorizedError:
+    """A call whose snapshot did not verify: audited `tamper_detected` (and counted), and
+    the error that refuses approving it (nobody may: nobody was shown it)."""
+    flow.telemetry.decision_tampered(run_id=approval.run_id, approval_id=approval.approval_id)
+    await flow.store.append_audit(
+        "tamper_detected",
+        actor=actor,
+        run_id=approval.run_id,
+        approval_id=approval.approval_id,
+        detail={"purpose": "snapshot_seal", "approval_id": approval.approval_id,
+                "why": f"the seal of its snapshot is {approval.snapshot_seal} "
+                       "(what its approvers are shown was altered in the database)",
+                "via": flow.via},
+    )  # fmt: skip
+    return NotAuthorizedError(
+        f"the stored snapshot of approval {approval.approval_id} failed its seal (it was "
+        "altered in the database): nobody can approve it; reject it and tell an operator"
+    )
 
 
 def unread(approval: ApprovalRecord) -> ArgumentsUnreadError:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.canonical import digests_equal
-from bot.errors import ApprovalsError, RunStateError, StoreError
+from bot.errors import ApprovalsError, RunStateError, StoreError, TamperError
 from bot.runtime import AgentRun, ApprovedCall, PendingCall
 from bot.service.events import ResumeStalled
 from bot.service.execution import (
@@ -334,7 +334,10 @@ async def _resume_once(flow: Workflow, run: RunRecord) -> RunRecord:
         applied = apply_decisions(state, current_rows(rows))
     except RunStateError as error:
         return await fail_run(flow, run, f"cannot resume: {error}")
-    requester = stretch_requester(rows)
+    try:
+        requester = await stretch_requester(flow, rows)
+    except TamperError as error:
+        return await fail_run(flow, run, f"cannot resume: {error}")
     if applied.mismatched:
         return await _void_and_ask_again(flow, run, state, applied, requester=requester)
     if applied.undecided:
@@ -357,13 +360,44 @@ async def _resume_once(flow: Workflow, run: RunRecord) -> RunRecord:
     )
 
 
-def stretch_requester(rows: Iterable[ApprovalRecord]) -> str | None:
+async def stretch_requester(flow: Workflow, rows: Iterable[ApprovalRecord]) -> str | None:
     """Who asked for the stretch of the run being resumed: the requester of its newest
     approval (a follow-up's author, not necessarily the run's starter). Calls the resumed
     run pauses on are theirs too, so they cannot approve them under the self-approval rule.
-    """
+
+    It is sealed into their requests, so it is taken only from a request whose seal
+    verifies: a requester changed in the database on a decided row would otherwise let
+    its real requester approve their next call. One that does not verify is audited
+    `tamper_detected` and raises TamperError (the run fails; nothing more is asked); one
+    made with a key this process's ring lacks is an operational StoreError (the resume
+    is retried, then parked). No approval yet: None (the run's requester, which the
+    database keeps fixed)."""
     newest = max(rows, key=lambda row: row.created_at, default=None)
-    return newest.requester if newest is not None else None
+    if newest is None:
+        return None
+    evidence = await flow.store.decision_evidence(newest.approval_id)
+    seal = "missing" if evidence is None else evidence.request_seal
+    if evidence is not None and seal == "valid":
+        return evidence.approval.requester
+    if seal == "unknown_key":  # operational: the ring lacks a key; the resume is retried
+        raise StoreError(
+            f"the request of approval {newest.approval_id} is sealed with a key this "
+            "process's key ring lacks; the run waits until the ring has it"
+        )
+    flow.telemetry.decision_tampered(run_id=newest.run_id, approval_id=newest.approval_id)
+    await flow.store.append_audit(
+        "tamper_detected",
+        actor=flow.actor,
+        run_id=newest.run_id,
+        approval_id=newest.approval_id,
+        detail={"purpose": "request_seal", "approval_id": newest.approval_id,
+                "why": f"the seal of its request is {seal}: its requester cannot be "
+                       "trusted for the calls the run asks next"},
+    )  # fmt: skip
+    raise TamperError(
+        f"the request of approval {newest.approval_id} failed its seal; who asked for the "
+        "run's next calls is unknown"
+    )
 
 
 async def _back_to_paused(

@@ -32,6 +32,12 @@ class SealedQuorum:
 
 def sealed_quorum(evidence: DecisionEvidence) -> SealedQuorum:
     approval = evidence.approval
+    if approval.snapshot_seal != "valid":
+        return SealedQuorum(
+            voters=(),
+            problem=f"the seal of its snapshot is {_said(approval.snapshot_seal)} "
+            "(what its approvers were shown was altered in the database)",
+        )
     if evidence.request_seal != "valid":
         return SealedQuorum(
             voters=(),

@@ -20,6 +20,13 @@ A standing decision counts only while its seal verifies (store.seals; `sealed_st
 one a database writer inserted or copied decides nothing and is audited
 `tamper_detected`.
 
+A standing approval never covers a call its card cuts until the standing decider has
+read it in full, nor a call whose snapshot did not verify (the read-all rule, applied
+in one place for every decision taken ahead of a call:
+bot.service.reading.why_not_approved_ahead). Such a call stays pending on its card;
+once read, its decider approves it there. A standing rejection covers it: rejecting
+needs no reading.
+
 Revoking the standing decision stops it for calls not yet asked: they are asked again.
 Calls it already decided keep their own approval: one that has not run yet can still be
 revoked on its card; one that ran stays run (the audit shows which decision ran it).
@@ -33,6 +40,7 @@ from collections.abc import Sequence
 from bot.policy.eligibility import Eligible
 from bot.service.authority import eligibility, why_not_stand
 from bot.service.events import ApprovalDecided
+from bot.service.reading import why_not_approved_ahead
 from bot.service.workflow import Workflow
 from store.records import ApprovalRecord, RunRecord, StandingDecision
 
@@ -124,4 +132,6 @@ async def _why_not(
     verdict = await eligibility(flow, record, decision.decider)
     if not isinstance(verdict, Eligible):
         return f"{decision.decider} may not decide it ({verdict.code})"
+    if decision.decision == "approved":
+        return await why_not_approved_ahead(flow, record, decision.decider)
     return None

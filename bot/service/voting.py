@@ -44,7 +44,7 @@ from bot.service.authority import (
 )
 from bot.service.events import ApprovalDecided, ApprovalExpired, ApprovalUpdated
 from bot.service.execution import card_snapshot, engine_stamp
-from bot.service.reading import has_seen_all, unread
+from bot.service.reading import has_seen_all, refuse_unsealed, unread
 from bot.service.resume import resume_if_all_decided
 from bot.service.standing import apply_decision
 from bot.service.views import build_view
@@ -74,6 +74,8 @@ async def check_ballot(flow: Workflow, ballot: Ballot) -> tuple[ApprovalRecord, 
         await refuse(flow, approval, actor=ballot.decider, why="closed")
         raise already_decided(approval)
     verdict = await require_decider(flow, approval, ballot.decider)
+    if ballot.approve and approval.snapshot_seal != "valid":
+        raise await refuse_unsealed(flow, approval, actor=ballot.decider)
     rule = flow.rule_for(approval.tool_name)
     if rule.require_reason and not ballot.reason.strip():
         await refuse(flow, approval, actor=ballot.decider, why="reason_required")

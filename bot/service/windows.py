@@ -17,9 +17,9 @@ digest and card), and the service votes on it at once in the window's approver's
   long (a shortened `allow_window` shortens the windows already open);
 - the call's values of the match fields give the window's MAC (a call lacking one of
   them is not covered);
-- the call needs one approval, and its card shows its arguments whole
-  (`reading.must_read_first`): a call nobody could have read on its card is never
-  approved unread;
+- the call needs one approval, its snapshot's seal verifies and its card shows its
+  arguments whole, or the approver read them in full (`reading.why_not_approved_ahead`,
+  the rule standing decisions follow): a call nobody read is never approved unread;
 - the approver is eligible for that call now (its channel, the self-approval rule, the
   approvers list).
 So each call it covers keeps the checks of an ordinary approval, including the last one
@@ -44,7 +44,7 @@ from bot.policy.rules import ToolRule
 from bot.service.api import WindowOffer
 from bot.service.authority import eligibility
 from bot.service.events import ApprovalDecided
-from bot.service.reading import must_read_first
+from bot.service.reading import why_not_approved_ahead
 from bot.service.workflow import Workflow
 from store.records import ApprovalRecord, ApprovalWindow, RunRecord
 
@@ -78,8 +78,6 @@ def why_not_covered(rule: ToolRule, approval: ApprovalRecord, window: ApprovalWi
         return "the policy's window_match changed since it opened"
     if window.created_at + offer.lasts <= at:
         return "the policy's allow_window is shorter now"
-    if must_read_first(approval):
-        return "its arguments are too long for its card: a person must read them whole"
     return None
 
 
@@ -176,6 +174,8 @@ async def _covers(
         and not await flow.store.window_matches(window.window_id, match_values=values)
     ):
         why_not = "its matched arguments differ"
+    if why_not is None:  # the read-all rule, as for a standing decision
+        why_not = await why_not_approved_ahead(flow, record, window.decider)
     if why_not is None:
         verdict = await eligibility(flow, record, window.decider)
         if not isinstance(verdict, Eligible):

@@ -2,7 +2,9 @@
 the call block every card and modal shows.
 
 Pure functions from values to JSON-ready dicts. Everything a person or a model wrote is
-redacted (bot.credentials.redact_text), then escaped for Slack mrkdwn and clipped to
+redacted (bot.credentials.redact_text), its hiding characters shown as escapes (the rule
+of arguments, bot.review.visible: a reason, a message to the model or an answer that
+holds U+202E or U+200B reads as what it is), then escaped for Slack mrkdwn and clipped to
 Block Kit limits with a visible marker: redacted first, because a short secret grows
 into the longer marker and a text clipped before would pass the limit. The arguments
 come from the review snapshot (already redacted and escaped by bot.review). The gateway
@@ -20,6 +22,7 @@ from bot.credentials import redact_text
 from bot.errors import InputError
 from bot.policy.rules import SLACK_USER_ID
 from bot.review.snapshot import ReviewSnapshot
+from bot.review.visible import needs_care, shown_pieces
 from bot.service.reading import card_arguments, card_warnings
 from store.records import ApprovalRecord
 
@@ -33,11 +36,13 @@ CALL_BLOCK_ID = "call"  # the call block of a card, and of the modal a card's bu
 
 
 def escape(text: str, limit: int | None = None) -> str:
-    """Redact credentials, escape Slack's control characters (&, <, >); clip to `limit`
-    characters with a visible marker, never cutting inside an escape sequence."""
+    """Redact credentials, show hiding characters as escapes (`\\u202e`; line breaks are
+    kept), escape Slack's control characters (&, <, >); clip to `limit` characters with
+    a visible marker, never cutting inside an escape sequence."""
     entities = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
     redacted = _redact_short(text) if len(text) <= SHORT_TEXT else redact_text(text)
-    escaped = [entities.get(char, char) for char in redacted]
+    pieces = shown_pieces(redacted, fences=False) if needs_care(redacted) else redacted
+    escaped = [entities.get(piece, piece) for piece in pieces]
     if limit is None or sum(map(len, escaped)) <= limit:
         return "".join(escaped)
     budget = limit - len(TRUNCATED)

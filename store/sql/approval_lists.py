@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from store.records import ApprovalRecord, PendingCursor, RunOrigin
-from store.rows import APPROVAL_COLUMNS, row_to_approval, to_db
+from store.rows import APPROVAL_COLUMNS, to_db
+from store.seals import DecisionSeals, read_approval
 from store.sql.approvals import check_page
 from store.tx import Database
 
@@ -23,7 +24,8 @@ OF_ORIGIN = "EXISTS (SELECT 1 FROM runs r WHERE r.run_id = approvals.run_id AND 
 class ApprovalLists:
     """The lists of the ApprovalStore."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, seals: DecisionSeals) -> None:
+        self._seals = seals
         self._db = database
 
     async def pending_page(
@@ -61,7 +63,7 @@ class ApprovalLists:
             f"WHERE {' AND '.join(clauses)} ORDER BY created_at, approval_id LIMIT ?",
             (*params, limit),
         )
-        return [row_to_approval(row) for row in rows]
+        return [read_approval(self._seals, row) for row in rows]
 
     async def approvals_requested_by(
         self, requester: str, *, limit: int = 20
@@ -72,7 +74,7 @@ class ApprovalLists:
             "WHERE requester = ? ORDER BY created_at DESC, approval_id DESC LIMIT ?",
             (requester, limit),
         )
-        return [row_to_approval(row) for row in rows]
+        return [read_approval(self._seals, row) for row in rows]
 
     async def recent_decisions(
         self, *, limit: int = 20, origin: RunOrigin | None = None
@@ -84,4 +86,4 @@ class ApprovalLists:
             f"WHERE {where} ORDER BY decided_at DESC LIMIT ?",
             (limit,) if origin is None else (origin, limit),
         )
-        return [row_to_approval(row) for row in rows]
+        return [read_approval(self._seals, row) for row in rows]

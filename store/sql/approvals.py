@@ -37,7 +37,6 @@ from store.records import (
 from store.rows import (
     APPROVAL_COLUMNS,
     VOTE_COLUMNS,
-    row_to_approval,
     to_db,
     to_db_optional,
     where_all,
@@ -45,13 +44,16 @@ from store.rows import (
 from store.seals import (
     REQUEST_PURPOSE,
     SEAL_COLUMNS,
+    SNAPSHOT_SEAL_COLUMNS,
     VOTE_PURPOSE,
     DecisionSeals,
     Seal,
     decider_vote,
     fields_of_vote,
     new_request_fields,
+    read_approval,
     seal_params,
+    seal_snapshot,
 )
 from store.sql import audit, escalations
 from store.tx import Body, Database, IntegrityViolation, many, one, run
@@ -174,6 +176,13 @@ class Approvals:
             (new, self._seals.seal(REQUEST_PURPOSE, new_request_fields(new, at)))
             for new in approvals
         ]
+        snapshot_seals = {
+            new.approval_id: seal_snapshot(
+                self._seals, approval_id=new.approval_id,
+                arguments_digest=new.arguments_digest, snapshot=new.snapshot,
+            )
+            for new in approvals
+        }  # fmt: skip
         steps = {
             new.approval_id: [
                 (step, escalations.seal_plan(self._seals, new.approval_id, step))
@@ -185,7 +194,13 @@ class Approvals:
         def body() -> Body[list[ApprovalRecord]]:
             added = []
             for new, seal in sealed:
-                record = yield from _insert_or_get(new, at=at, seal=seal)
+                record = yield from _insert_or_get(
+                    self._seals,
+                    new,
+                    at=at,
+                    seal=seal,
+                    snapshot_seal=snapshot_seals[new.approval_id],
+                )
                 if record.approval_id == new.approval_id and steps[new.approval_id]:
                     yield from escalations.plan(new.approval_id, steps[new.approval_id])
                 added.append(record)
@@ -195,7 +210,7 @@ class Approvals:
 
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
         row = await self._db.read_one(SELECT_ONE, (approval_id,))
-        return None if row is None else row_to_approval(row)
+        return None if row is None else read_approval(self._seals, row)
 
     async def list_approvals(
         self,
@@ -211,7 +226,7 @@ class Approvals:
             "ORDER BY created_at, approval_id LIMIT ?",
             (*params, limit),
         )
-        return [row_to_approval(row) for row in rows]
+        return [read_approval(self._seals, row) for row in rows]
 
     async def decide(
         self,
@@ -236,7 +251,7 @@ class Approvals:
                 (decision, decider, reason, message, at_text, approval_id, at_text),
             )
             if row is not None:
-                record = row_to_approval(row)
+                record = read_approval(self._seals, row)
                 yield from self._decider_vote(record, at_text)
                 yield from audit.append(
                     "decided",
@@ -247,9 +262,9 @@ class Approvals:
                     detail={"decision": decision, "reason": reason, "message": message},
                 )
                 return DecisionOutcome(won=True, record=record)
-            lost = yield from expire_one(approval_id, at)
+            lost = yield from expire_one(self._seals, approval_id, at)
             if lost is None:
-                lost = yield from require_approval(approval_id)
+                lost = yield from require_approval(self._seals, approval_id)
             return DecisionOutcome(won=False, record=lost)
 
         return await self._db.transact(body)
@@ -274,7 +289,9 @@ class Approvals:
 
         def body() -> Body[list[ApprovalRecord]]:
             rows = yield many(EXPIRE_DUE, (to_db(at), batch, to_db(at)))
-            expired = sorted((row_to_approval(row) for row in rows), key=lambda r: r.approval_id)
+            expired = sorted(
+                (read_approval(self._seals, row) for row in rows), key=lambda r: r.approval_id
+            )
             for record in expired:
                 yield from _audit_expired(record, at)
             return expired
@@ -295,9 +312,9 @@ class Approvals:
                 (to_db(at), actor, reason, approval_id),
             )
             if row is None:
-                now = yield from require_approval(approval_id)
+                now = yield from require_approval(self._seals, approval_id)
                 return DecisionOutcome(won=False, record=now)
-            record = row_to_approval(row)
+            record = read_approval(self._seals, row)
             yield from audit.append(
                 "revoked",
                 at=at,
@@ -330,7 +347,9 @@ class Approvals:
 
         def body() -> Body[list[ApprovalRecord]]:
             rows = yield many(CLAIM_REMINDERS, (at, at, at, batch, at, at))
-            claimed = sorted((row_to_approval(r) for r in rows), key=lambda r: r.approval_id)
+            claimed = sorted(
+                (read_approval(self._seals, r) for r in rows), key=lambda r: r.approval_id
+            )
             for record in claimed:
                 yield from audit.append(
                     "reminded",
@@ -357,19 +376,23 @@ class Approvals:
                 return sorted(taken, key=lambda record: record.approval_id)
 
 
-def _insert_or_get(new: NewApproval, *, at: datetime, seal: Seal) -> Body[ApprovalRecord]:
+def _insert_or_get(
+    seals: DecisionSeals, new: NewApproval, *, at: datetime, seal: Seal, snapshot_seal: Seal
+) -> Body[ApprovalRecord]:
     try:
         row = yield one(
             "INSERT INTO approvals (approval_id, run_id, tool_call_id, tool_name, "
             "arguments_digest, snapshot, status, requester, created_at, expires_at, "
-            f"required_approvals, remind_at, execution_key, {SEAL_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?) "
+            f"required_approvals, remind_at, execution_key, {SEAL_COLUMNS}, "
+            f"{SNAPSHOT_SEAL_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (run_id, execution_key) WHERE status <> 'revoked' DO NOTHING "
             f"RETURNING {APPROVAL_COLUMNS}",
             (new.approval_id, new.run_id, new.tool_call_id, new.tool_name,
              new.arguments_digest, new.snapshot, new.requester, to_db(at),
              to_db_optional(new.expires_at), new.required_approvals,
-             to_db_optional(new.remind_at), new.key, *seal_params(seal)),
+             to_db_optional(new.remind_at), new.key, *seal_params(seal),
+             *seal_params(snapshot_seal)),
         )  # fmt: skip
     except IntegrityViolation as error:
         raise InputError(
@@ -383,7 +406,7 @@ def _insert_or_get(new: NewApproval, *, at: datetime, seal: Seal) -> Body[Approv
             (new.run_id, new.key),
         )
         assert existing is not None
-        return row_to_approval(existing)
+        return read_approval(seals, existing)
     yield from audit.append(
         "requested",
         at=at,
@@ -399,24 +422,24 @@ def _insert_or_get(new: NewApproval, *, at: datetime, seal: Seal) -> Body[Approv
             "required_approvals": new.required_approvals,
         },
     )
-    return row_to_approval(row)
+    return read_approval(seals, row)
 
 
-def require_approval(approval_id: str) -> Body[ApprovalRecord]:
+def require_approval(seals: DecisionSeals, approval_id: str) -> Body[ApprovalRecord]:
     """The approval as it is now, inside a write transaction; InputError if unknown."""
     row = yield one(SELECT_ONE, (approval_id,))
     if row is None:
         raise InputError(f"no approval {approval_id!r}")
-    return row_to_approval(row)
+    return read_approval(seals, row)
 
 
-def expire_one(approval_id: str, at: datetime) -> Body[ApprovalRecord | None]:
+def expire_one(seals: DecisionSeals, approval_id: str, at: datetime) -> Body[ApprovalRecord | None]:
     """Expire the approval if it is pending and past its expiry at `at` (audited);
     None when it is not."""
     expired = yield one(EXPIRE_ONE, (approval_id, to_db(at)))
     if expired is None:
         return None
-    record = row_to_approval(expired)
+    record = read_approval(seals, expired)
     yield from _audit_expired(record, at)
     return record
 

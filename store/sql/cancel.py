@@ -18,11 +18,11 @@ from store.rows import (
     APPROVAL_COLUMNS,
     RUN_COLUMNS,
     STANDING_COLUMNS,
-    row_to_approval,
     row_to_run,
     row_to_standing,
     to_db,
 )
+from store.seals import DecisionSeals, read_approval
 from store.sql import audit
 from store.sql.approvals import REVOCABLE
 from store.sql.leases import end_lease
@@ -47,7 +47,8 @@ def cancel_reason(reason: str) -> str:
 class Cancel:
     """`cancel_run` (part of the RunStore)."""
 
-    def __init__(self, database: Database, clock: Clock) -> None:
+    def __init__(self, database: Database, clock: Clock, seals: DecisionSeals) -> None:
+        self._seals = seals
         self._db = database
         self._clock = clock
 
@@ -76,7 +77,9 @@ class Cancel:
             if row is None:
                 return CancelOutcome(won=False, run=before)
             yield from end_lease(run_id)  # a worker still on the run writes nothing more
-            closed = yield from _close_approvals(run_id, actor, cancel_reason(why), at_text)
+            closed = yield from _close_approvals(
+                self._seals, run_id, actor, cancel_reason(why), at_text
+            )
             standing = yield from _end_standing(run_id, actor, cancel_reason(why), at_text)
             for record in closed:
                 yield from audit.append(
@@ -116,14 +119,16 @@ def _require_run(run_id: str) -> Body[RunRecord]:
     return row_to_run(row)
 
 
-def _close_approvals(run_id: str, actor: str, reason: str, at: str) -> Body[list[ApprovalRecord]]:
+def _close_approvals(
+    seals: DecisionSeals, run_id: str, actor: str, reason: str, at: str
+) -> Body[list[ApprovalRecord]]:
     rows = yield many(
         "UPDATE approvals SET status = 'revoked', revoked_at = ?, revoked_by = ?, "
         f"revoke_reason = ? WHERE run_id = ? AND {REVOCABLE} RETURNING {APPROVAL_COLUMNS}",
         (at, actor, reason, run_id),
     )
     return sorted(
-        (row_to_approval(row) for row in rows), key=lambda r: (r.created_at, r.approval_id)
+        (read_approval(seals, row) for row in rows), key=lambda r: (r.created_at, r.approval_id)
     )
 
 

@@ -18,7 +18,7 @@ from datetime import datetime
 
 from bot.clock import Clock
 from store.records import Escalation, EscalationPlan, FiredEscalation
-from store.rows import APPROVAL_COLUMNS, Row, from_db, from_db_optional, row_to_approval, to_db
+from store.rows import APPROVAL_COLUMNS, Row, from_db, from_db_optional, to_db
 from store.seals import (
     ESCALATION_PURPOSE,
     SEAL_COLUMNS,
@@ -26,6 +26,7 @@ from store.seals import (
     Seal,
     escalation_fields,
     escalation_row_fields,
+    read_approval,
     seal_params,
     stored_seal,
 )
@@ -120,7 +121,7 @@ class Escalations:
         assert row is not None
         assert approval_row is not None
         escalation = self._checked(row)
-        approval = row_to_approval(approval_row)
+        approval = read_approval(self._seals, approval_row)
         yield from audit.append(
             "escalated",
             at=now,

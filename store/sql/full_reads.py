@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.clock import Clock
 from bot.errors import InputError
-from store.rows import row_to_approval, to_db
+from store.rows import to_db
 from store.sql import audit
 from store.sql.approvals import SELECT_ONE
 from store.tx import Body, Database, one
@@ -36,7 +36,7 @@ class FullReads:
                 "read_in_full",
                 at=at,
                 actor=reader,
-                run_id=row_to_approval(row).run_id,
+                run_id=row["run_id"],
                 approval_id=approval_id,
                 detail={"digest": digest},
             )

@@ -18,6 +18,7 @@ SEALED_KEY_IDS = (
         f" UNION SELECT seal_key_id FROM {table} WHERE seal_key_id IS NOT NULL"
         for table in (*SEALED_TABLES, *SEALED_SINCE_MADE)
     )
+    + " UNION SELECT snapshot_seal_key_id FROM approvals WHERE snapshot_seal_key_id IS NOT NULL"
 )
 """The query of every key id the sealed data names (of a database at the latest schema)."""
 

@@ -19,6 +19,7 @@ from bot.clock import Clock
 from bot.errors import InputError
 from store.records import FINISHED_RUN_STATUSES, PurgeReport
 from store.rows import to_db
+from store.seals import DecisionSeals, seal_params, seal_snapshot
 from store.sql import audit
 from store.tx import Body, Database, many, placeholders, run
 
@@ -50,8 +51,9 @@ MAX_BATCH = 500  # run ids per `IN (...)`, well under SQLite's and Postgres's li
 class Retention:
     """`purge_finished_runs` (part of the RunStore)."""
 
-    def __init__(self, database: Database, clock: Clock) -> None:
+    def __init__(self, database: Database, clock: Clock, seals: DecisionSeals) -> None:
         self._db = database
+        self._seals = seals
         self._clock = clock
 
     async def purge_finished_runs(
@@ -72,7 +74,9 @@ class Retention:
         report = PurgeReport(finished_before=finished_before)
         while True:
             batch = await self._db.transact(
-                lambda: _purge_batch(cut=cut, actor=actor, at=self._clock(), limit=batch_size)
+                lambda: _purge_batch(
+                    self._seals, cut=cut, actor=actor, at=self._clock(), limit=batch_size
+                )
             )
             if batch.runs == 0:
                 return report
@@ -104,7 +108,9 @@ class Retention:
         )
 
 
-def _purge_batch(*, cut: str, actor: str, at: datetime, limit: int) -> Body[PurgeReport]:
+def _purge_batch(
+    seals: DecisionSeals, *, cut: str, actor: str, at: datetime, limit: int
+) -> Body[PurgeReport]:
     rows = yield many(
         f"SELECT run_id FROM runs WHERE {_PURGEABLE} ORDER BY updated_at, run_id LIMIT ? "
         "FOR UPDATE",
@@ -127,9 +133,17 @@ def _purge_batch(*, cut: str, actor: str, at: datetime, limit: int) -> Body[Purg
         run_ids,
     )
     for row in approvals:
+        snapshot = purged_snapshot(row["tool_name"], row["arguments_digest"])
+        seal = seal_snapshot(
+            seals,
+            approval_id=row["approval_id"],
+            arguments_digest=row["arguments_digest"],
+            snapshot=snapshot,
+        )
         yield run(
-            "UPDATE approvals SET snapshot = ? WHERE approval_id = ?",
-            (purged_snapshot(row["tool_name"], row["arguments_digest"]), row["approval_id"]),
+            "UPDATE approvals SET snapshot = ?, snapshot_seal_key_id = ?, snapshot_seal = ? "
+            "WHERE approval_id = ?",
+            (snapshot, *seal_params(seal), row["approval_id"]),
         )
         snapshots += 1
     yield run(

@@ -31,6 +31,7 @@ from store.seals import (
     ESCALATION_PURPOSE,
     REQUEST_PURPOSE,
     SEAL_COLUMNS,
+    SNAPSHOT_PURPOSE,
     STAND_IN_PURPOSE,
     STANDING_PURPOSE,
     VOTE_PURPOSE,
@@ -41,7 +42,9 @@ from store.seals import (
     decider_vote,
     escalation_row_fields,
     fields_of_vote,
+    read_approval,
     seal_params,
+    snapshot_fields,
     stand_in_row_fields,
     standing_row_fields,
     stored_seal,
@@ -51,6 +54,7 @@ from store.sql.approvals import REVOCABLE
 from store.tx import Body, Database, many, run
 
 SEALS_MIGRATION = "0010_decision_seals"
+SNAPSHOT_COLUMN_NAMES = ("snapshot_seal_key_id", "snapshot_seal")
 
 
 class SealedDecisions:
@@ -68,7 +72,7 @@ class SealedDecisions:
         )
         if row is None:
             return None
-        approval = row_to_approval(row)
+        approval = read_approval(self._seals, row)
         request = self._seals.check(
             REQUEST_PURPOSE,
             approval_request_fields(approval),
@@ -204,10 +208,10 @@ class SealRotation:
         while True:
             rows = await self._db.read(
                 "SELECT approval_id FROM approvals WHERE approval_id > ? AND "
-                "(seal_key_id <> ? OR EXISTS (SELECT 1 FROM approval_votes v WHERE "
-                "v.approval_id = approvals.approval_id AND v.seal_key_id <> ?)) "
-                "ORDER BY approval_id LIMIT ?",
-                (after, newest, newest, batch_size),
+                "(seal_key_id <> ? OR snapshot_seal_key_id <> ? OR EXISTS (SELECT 1 FROM "
+                "approval_votes v WHERE v.approval_id = approvals.approval_id "
+                "AND v.seal_key_id <> ?)) ORDER BY approval_id LIMIT ?",
+                (after, newest, newest, newest, batch_size),
             )
             if not rows:
                 break
@@ -235,6 +239,14 @@ class SealRotation:
             fields = approval_request_fields(approval)
             found += self._one(report, f"request seal {approval_id}", REQUEST_PURPOSE, fields,
                                old, "approvals", ("approval_id",), (approval_id,))  # fmt: skip
+        shown = stored_seal(row["snapshot_seal_key_id"], row["snapshot_seal"])
+        if shown is not None and shown.key_id != newest:
+            fields = snapshot_fields(approval_id=approval_id,
+                                     arguments_digest=row["arguments_digest"],
+                                     snapshot=row["snapshot"])  # fmt: skip
+            found += self._one(report, f"snapshot seal {approval_id}", SNAPSHOT_PURPOSE,
+                               fields, shown, "approvals", ("approval_id",), (approval_id,),
+                               columns=SNAPSHOT_COLUMN_NAMES)  # fmt: skip
         votes = await self._db.read(
             f"SELECT {VOTE_COLUMNS}, {SEAL_COLUMNS} FROM approval_votes "
             "WHERE approval_id = ? AND seal_key_id <> ?",
@@ -286,6 +298,8 @@ class SealRotation:
         table: str,
         key_columns: tuple[str, ...],
         key: tuple[object, ...],
+        *,
+        columns: tuple[str, str] = ("seal_key_id", "seal"),
     ) -> list[_Reseal]:
         if old is None:
             return []
@@ -293,7 +307,8 @@ class SealRotation:
             report.tampered.append(name)  # never re-sealed: that would launder it
             return []
         where = " AND ".join(f"{column} = ?" for column in key_columns)
-        sql = f"UPDATE {table} SET seal_key_id = ?, seal = ? WHERE {where} AND seal = ?"
+        key_id, mac = columns
+        sql = f"UPDATE {table} SET {key_id} = ?, {mac} = ? WHERE {where} AND {mac} = ?"
         return [
             _Reseal(sql=sql, where=key, old_mac=old.mac, seal=self._seals.seal(purpose, fields))
         ]
@@ -322,7 +337,7 @@ def _write(batch: list[_Reseal]) -> Body[int]:
     written = 0
     for item in batch:
         rows = yield many(
-            item.sql + f" RETURNING {SEAL_COLUMNS}",
+            item.sql + " RETURNING 1",
             (item.seal.key_id, item.seal.mac, *item.where, item.old_mac),
         )
         written += len(rows)

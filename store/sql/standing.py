@@ -16,12 +16,13 @@ from bot.clock import Clock
 from bot.errors import InputError
 from store.audit import with_via
 from store.records import FINISHED_RUN_STATUSES, StandingDecision
-from store.rows import STANDING_COLUMNS, Row, row_to_approval, row_to_standing, to_db
+from store.rows import STANDING_COLUMNS, Row, row_to_standing, to_db
 from store.seals import (
     SEAL_COLUMNS,
     STANDING_PURPOSE,
     DecisionSeals,
     check_standing_row,
+    read_approval,
     seal_params,
     standing_fields,
 )
@@ -50,7 +51,7 @@ class Standing:
             found = yield one(SELECT_ONE, (approval_id,))
             if found is None:
                 raise InputError(f"there is no approval with id {approval_id!r}")
-            approval = row_to_approval(found)
+            approval = read_approval(self._seals, found)
             if approval.status not in ("approved", "rejected") or approval.decider is None:
                 raise InputError(
                     f"approval {approval_id} is {approval.status}; only a decided one can stand"

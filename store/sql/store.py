@@ -28,6 +28,7 @@ from store.sql.retention import Retention
 from store.sql.rotation import KeyRotation
 from store.sql.runs import Runs
 from store.sql.seals import SEALS_MIGRATION, SealedDecisions, SealRotation
+from store.sql.snapshots import SNAPSHOTS_MIGRATION, SnapshotSealing
 from store.sql.stand_ins import StandIns
 from store.sql.standing import Standing
 from store.sql.votes import Votes
@@ -64,12 +65,12 @@ class SqlStore:
         sealed = SealedDecisions(database, seals, clock)
         self._bind(
             runs=Runs(database, sealer, clock),
-            cancel=Cancel(database, clock),
-            retention=Retention(database, clock),
+            cancel=Cancel(database, clock, seals),
+            retention=Retention(database, clock, seals),
             leases=Leases(database, clock),
             requests=RequestMemory(database, clock),
             approvals=Approvals(database, clock, seals),
-            lists=ApprovalLists(database),
+            lists=ApprovalLists(database, seals),
             votes=Votes(database, clock, seals),
             reads=FullReads(database, clock),
             standing=Standing(database, clock, seals),
@@ -87,6 +88,7 @@ class SqlStore:
         rotation = KeyRotation(database, sealer, audit, SealRotation(database, seals))
         self.rotate_keys = rotation.rotate_keys
         self._sealed = sealed
+        self._snapshots = SnapshotSealing(database, seals, clock)
         self.keyring = keyring
         self.migration_report = migration_report
         self.location = location
@@ -198,10 +200,13 @@ class SqlStore:
 
     async def finish_opening(self) -> None:
         """After migrating at open: the one-time sealing of the rows of open calls, when
-        this open applied migration 0010 to a database that existed (store.sql.seals)."""
+        this open applied migration 0010 to a database that existed (store.sql.seals),
+        and of the snapshots already there when it applied 0041 (store.sql.snapshots)."""
         report = self.migration_report
         if report.before > 0 and SEALS_MIGRATION in report.applied:
             await self._sealed.seal_legacy_rows()
+        if report.before > 0 and SNAPSHOTS_MIGRATION in report.applied:
+            await self._snapshots.seal_existing()
 
     async def schema_status(self) -> SchemaStatus:
         row = await self._database.read_one("SELECT MAX(version) FROM schema_migrations")

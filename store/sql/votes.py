@@ -36,11 +36,19 @@ from store.rows import (
     VOTE_COLUMNS,
     Row,
     from_db,
-    row_to_approval,
     row_to_vote,
     to_db,
 )
-from store.seals import SEAL_COLUMNS, VOTE_PURPOSE, DecisionSeals, Seal, seal_params, vote_fields
+from store.seals import (
+    SEAL_COLUMNS,
+    VOTE_PURPOSE,
+    DecisionSeals,
+    Seal,
+    read_approval,
+    seal_params,
+    seal_snapshot,
+    vote_fields,
+)
 from store.sql import audit
 from store.sql.approvals import SELECT_ONE, check_verdict, expire_one
 from store.tx import (
@@ -145,6 +153,15 @@ class Votes:
             amend=amend,
             via=via,
             seal=seal,
+            seals=self._seals,
+            snapshot_seal=None
+            if amend is None
+            else seal_snapshot(
+                self._seals,
+                approval_id=approval_id,
+                arguments_digest=amend.arguments_digest,
+                snapshot=amend.snapshot,
+            ),
         )
         if decision == "approved" and amend is None:
             closed = await self._db.transact_one(ballot.closing_alone())
@@ -182,6 +199,8 @@ class _Ballot:
     amend: Amendment | None
     via: str | None
     seal: Seal  # the vote's seal (store.seals.vote_fields), made before the transaction
+    seals: DecisionSeals  # checks the snapshot of every approval row it reads
+    snapshot_seal: Seal | None  # the amendment's new snapshot's seal, made beforehand
 
     def closing_alone(self) -> Statement:
         """The common vote as one statement: an approval on the arguments under review of
@@ -240,7 +259,7 @@ class _Ballot:
 
     def closed_alone(self, row: Row) -> VoteOutcome:
         """The outcome of `closing_alone` that changed `row`."""
-        record = row_to_approval(row)
+        record = read_approval(self.seals, row)
         return VoteOutcome(
             result="decided", record=record, votes=(self._as_record(record.arguments_digest),)
         )
@@ -249,11 +268,11 @@ class _Ballot:
         row = yield one(LOCK_ONE, (self.approval_id,))
         if row is None:
             raise InputError(f"there is no approval with id {self.approval_id!r}")
-        record = row_to_approval(row)
+        record = read_approval(self.seals, row)
         if record.status != "pending":
             return (yield from self._outcome("closed", record))
         if record.expires_at is not None and record.expires_at <= self.at:
-            expired = yield from expire_one(self.approval_id, self.at)
+            expired = yield from expire_one(self.seals, self.approval_id, self.at)
             return (yield from self._outcome("expired", expired or record))
         if not _same(record.arguments_digest, self.digest):
             return (yield from self._outcome("stale_digest", record))
@@ -269,11 +288,12 @@ class _Ballot:
 
     def _apply_amendment(self, record: ApprovalRecord, amend: Amendment) -> Body[ApprovalRecord]:
         row = yield one(
-            "UPDATE approvals SET arguments_digest = ?, snapshot = ?, amended_by = ? "
+            "UPDATE approvals SET arguments_digest = ?, snapshot = ?, amended_by = ?, "
+            "snapshot_seal_key_id = ?, snapshot_seal = ? "
             "WHERE approval_id = ? AND status = 'pending' AND arguments_digest = ? "
             f"RETURNING {APPROVAL_COLUMNS}",
-            (amend.arguments_digest, amend.snapshot, self.voter, self.approval_id,
-             record.arguments_digest),
+            (amend.arguments_digest, amend.snapshot, self.voter,
+             *seal_params(self.snapshot_seal), self.approval_id, record.arguments_digest),
         )  # fmt: skip
         assert row is not None  # read and checked in this same write transaction
         # Arguments changed back to ones voted on before (A -> B -> A): those votes were
@@ -297,7 +317,7 @@ class _Ballot:
                 self.via,
             ),
         )
-        return row_to_approval(row)
+        return read_approval(self.seals, row)
 
     def _insert_vote(self, digest: str) -> Body[bool]:
         inserted = yield one(
@@ -353,7 +373,7 @@ class _Ballot:
              self.at_text, self.approval_id, record.arguments_digest),
         )  # fmt: skip
         assert row is not None  # pending was checked in this same write transaction
-        decided = row_to_approval(row)
+        decided = read_approval(self.seals, row)
         yield from audit.append(
             "decided",
             at=self.at,

@@ -183,12 +183,8 @@ def test_decide_for_the_rest_of_the_run_from_the_cli(home: Home) -> None:
 def test_deciding_an_expired_approval_lets_the_run_go_on_before_the_command_exits(
     home: Home,
 ) -> None:
+    home.monkeypatch.setenv("APPROVALS_APPROVAL_TTL_SECONDS", "0.001")  # gone before the decide
     run_id, [approval] = home.paused("restart api")
-    with raw_database(home.db) as connection:  # the approval's time ran out meanwhile
-        connection.execute(
-            "UPDATE approvals SET expires_at = '2020-01-01T00:00:00.000000Z' WHERE approval_id = ?",
-            (approval.approval_id,),
-        )
 
     code, _, err = home.cli(
         "approvals", "decide", approval.approval_id, "--approve", "--as", "U0ALICE",
@@ -201,3 +197,27 @@ def test_deciding_an_expired_approval_lets_the_run_go_on_before_the_command_exit
     assert run is not None
     assert run.status == "completed"  # resumed with the call not run, not left resuming
     assert home.effect_lines() == []
+
+
+def test_show_and_decide_never_use_a_snapshot_rewritten_in_the_database(home: Home) -> None:
+    _, [approval] = home.paused("restart api")
+    with raw_database(home.db) as connection:  # no keys: what someone with the file can do
+        connection.execute(
+            "UPDATE approvals SET snapshot = replace(snapshot, '\"api\"', '\"api-canary\"') "
+            "WHERE approval_id = ?",
+            (approval.approval_id,),
+        )
+
+    code, out, _ = home.cli("approvals", "show", approval.approval_id)
+    assert code == 0
+    assert "api-canary" not in out
+    assert "failed its seal" in out
+    code, _, err = home.cli(
+        "approvals", "decide", approval.approval_id, "--approve", "--as", "U0ALICE",
+        "--reason", "canary only", "--digest", approval.arguments_digest,
+    )  # fmt: skip
+    assert code != 0
+    assert "failed its seal" in err
+    assert home.effect_lines() == []
+    [tampered] = home.audit("tamper_detected")
+    assert (tampered["purpose"], tampered["via"]) == ("snapshot_seal", "cli")

@@ -209,12 +209,15 @@ async def test_old_ring_keys_verify_and_rotation_reseals_so_they_can_leave(
     try:
         assert await seals_of(rotated, approval_id) == ("valid", [("UA", "valid")])
         report = await rotated.rotate_keys()
-        assert (report.seals, report.tampered) == (2, [])
+        assert (report.seals, report.tampered) == (3, [])  # the request, the vote, the snapshot
     finally:
         await rotated.close()
     only_new = await open_store(database_url, keyring=KeyRing([newer.newest]), environ={})
     try:
         assert await seals_of(only_new, approval_id) == ("valid", [("UA", "valid")])
+        approval = await only_new.get_approval(approval_id)
+        assert approval is not None
+        assert approval.snapshot_seal == "valid"
     finally:
         await only_new.close()
 
@@ -233,7 +236,7 @@ async def test_rotation_does_not_launder_a_forged_seal(database_url: str, keyrin
     rotated = await open_store(database_url, keyring=newer, environ={})
     try:
         report = await rotated.rotate_keys()
-        assert (report.seals, report.tampered) == (1, [f"vote seal {approval_id} U-EVIL"])
+        assert (report.seals, report.tampered) == (2, [f"vote seal {approval_id} U-EVIL"])
         assert await seals_of(rotated, approval_id) == ("valid", [("U-EVIL", "mismatch")])
     finally:
         await rotated.close()

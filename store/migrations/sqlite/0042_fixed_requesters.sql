@@ -1,0 +1,19 @@
+-- 0042: who asked for a run or a call is fixed when the row is made. A call's requester
+-- is sealed with its request (0010), and the next calls of a resumed run are asked for
+-- by the requester of its newest call: a requester changed by SQL on a decided row
+-- would otherwise be sealed into the next request. The service reads it only through a
+-- verified seal; these triggers refuse the change outright. Depends on 0001 only.
+
+CREATE TRIGGER approvals_requester_is_fixed
+BEFORE UPDATE OF requester ON approvals
+WHEN OLD.requester IS NOT NEW.requester
+BEGIN
+    SELECT RAISE(ABORT, 'the requester of an approval is fixed when it is requested');
+END;
+
+CREATE TRIGGER runs_requester_is_fixed
+BEFORE UPDATE OF requester ON runs
+WHEN OLD.requester IS NOT NEW.requester
+BEGIN
+    SELECT RAISE(ABORT, 'the requester of a run is fixed when it starts');
+END;
