@@ -142,12 +142,18 @@ class GatedModel:
 
 
 async def open_surface(
-    slack: SlackProcess, database: Path, *, model: Any, wrap: Callable[[Any], Any] = lambda s: s
+    slack: SlackProcess,
+    database: Path,
+    *,
+    model: Any,
+    wrap: Callable[[Any], Any] = lambda s: s,
+    agents: AgentRegistry | None = None,
 ) -> tuple[SlackSurface, Store]:
     """The surface, and the store it uses (closed by the caller, after the surface); it
-    counts into metrics, as `serve` does (ack latency, business events)."""
+    counts into metrics, as `serve` does (ack latency, business events). Its agents are
+    `agents`, else the deploy agent on `model`."""
     store = await open_store(str(database), keyring=KeyRing([generate_key("k1")]), environ={})
-    agents = registry(model)
+    agents = agents or registry(model)
     metrics = Metrics()
 
     def make_service(gateway: SlackGateway, tasks: TaskOwner) -> ApprovalService:

@@ -13,6 +13,13 @@ pool of that many connections):
 - approvals_cas: the same raw conditional UPDATE on the store's own `approvals` table
   (its row, its nine indexes), alone: what the schema costs before anything the store
   adds (no vote, no audit, no records), to tell the two apart;
+- vote_sql: the statement `store.vote()` sends, written out and sent by raw asyncpg with
+  its parameters made in advance (the conditional UPDATE returning the approval's row,
+  the vote's INSERT with its seal, the queued `decided` event's INSERT, as one
+  data-modifying WITH), and its events never linked: what the vote costs the server
+  alone, so `vote / vote_sql` is what the store adds (its Python, the seal, the
+  records, the pool, the sequencer linking the chain) and `vote_sql / approvals_cas`
+  what the vote's writes cost beyond the decision's own;
 - vote: `store.vote()` on a PostgresStore, what a click on Approve makes the service
   call (an approval that needs one approver): the conditional update that closes it, the
   sealed vote and the `decided` audit event, one statement (the event is queued with it;
@@ -56,12 +63,31 @@ CAS = (
 )
 AT = "2026-11-29T12:00:00.000000Z"
 DIGEST = "d" * 64
-KINDS = ("floor", "approvals_cas", "vote", "decide")
-RAW = ("floor", "approvals_cas")  # raw asyncpg, no store
+KINDS = ("floor", "approvals_cas", "vote_sql", "vote", "decide")
+RAW = ("floor", "approvals_cas", "vote_sql")  # raw asyncpg, no store
 APPROVALS_CAS = (
     "UPDATE approvals SET status = 'approved', decider = $1, decided_at = $2 "
     "WHERE approval_id = $3 AND status = 'pending' RETURNING approval_id"
 )
+VOTE_SQL = (
+    "WITH changed AS (UPDATE approvals SET status = 'approved', decider = $1, reason = $2, "
+    "message = NULL, decided_at = $3 WHERE approval_id = $4 AND status = 'pending' "
+    "AND required_approvals = 1 AND arguments_digest = $5 "
+    "AND (expires_at IS NULL OR expires_at > $3) AND NOT EXISTS (SELECT 1 FROM "
+    "approval_votes v WHERE v.approval_id = $4 AND v.voter = $1 AND v.digest = $5) "
+    "RETURNING *), "
+    "vote AS (INSERT INTO approval_votes (approval_id, voter, decision, digest, reason, at, "
+    "seal_key_id, seal) SELECT approval_id, $1, 'approved', arguments_digest, $2, $3, "
+    "'bench', $6 FROM changed), "
+    "event AS (INSERT INTO audit_queue (kind, actor, run_id, approval_id, detail, at) "
+    "SELECT 'decided', $1, run_id, approval_id, $7, $3 FROM changed) "
+    "SELECT * FROM changed"
+)
+VOTE_DETAIL = json.dumps(
+    {"decision": "approved", "digest": "d" * 64, "message": None, "reason": "bench",
+     "voters": ["U1"]},
+    sort_keys=True, separators=(",", ":"),
+)  # fmt: skip
 TARGET_RATE = 1000.0
 TARGET_RATIO = 0.5
 SCRIPT = str(Path(__file__).resolve())
@@ -96,8 +122,15 @@ async def worker_main(kind: str, url: str, prefix: str, count: int, workers: int
             url, min_size=workers, max_size=workers, reset=_no_reset
         )  # as the store's pool: no reset query on release
         cas = CAS if kind == "floor" else APPROVALS_CAS
+        seal = secrets.token_hex(32)
 
         async def decide(approval_id: str) -> None:
+            if kind == "vote_sql":
+                row = await pool.fetchrow(
+                    VOTE_SQL, "U1", "bench", AT, approval_id, DIGEST, seal, VOTE_DETAIL
+                )
+                assert row is not None
+                return
             won = await pool.fetchval(cas, "U1", AT, approval_id)
             assert won is not None
 
@@ -218,6 +251,12 @@ async def measure(
     elapsed = max(span["end"] for span in spans) - min(span["start"] for span in spans)
     if kind not in RAW:
         await check_chain(url, keyring, prefixes, count)
+    if kind == "vote_sql":  # link its queued events now, not in the next kind's time
+        store = await open_store(url, keyring=keyring, environ={})
+        try:
+            assert (await store.verify_audit()).ok
+        finally:
+            await store.close()
     return processes * count / elapsed
 
 
@@ -263,7 +302,11 @@ async def run(args: argparse.Namespace) -> int:
         )
         table = best["approvals_cas", processes]
         print(f"{processes} process(es): raw CAS {floor:6,.0f}/s  {rates}")
-        print(f"    vote / approvals_cas: {best['vote', processes] / table:.2f}x")
+        vote, vote_sql = best["vote", processes], best["vote_sql", processes]
+        print(
+            f"    vote / approvals_cas: {vote / table:.2f}x   vote_sql / approvals_cas: "
+            f"{vote_sql / table:.2f}x   vote / vote_sql: {vote / vote_sql:.2f}x"
+        )
     for kind in ("vote",):
         rate, floor = best[kind, 2], best["floor", 2]
         if rate < TARGET_RATE:

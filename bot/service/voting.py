@@ -181,10 +181,13 @@ async def settle(
     if outcome.result == "decided":
         flow.telemetry.approval_closed(record)
         window = await flow.store.get_window(record.approval_id)  # the one it opened, if any
-        await flow.notify(
+        # The card is updated while the resume is claimed and starts: the call's effect
+        # does not wait for Slack's round trip (later updates of the card wait for it).
+        card = flow.notify_beside(
             ApprovalDecided(run=run, approval=record, standing=standing, window=window)
         )
         started = await resume_if_all_decided(flow, record.run_id)
+        await card
         return _result(record, voters, resume_started=started)
     if outcome.result == "counted":
         view = await build_view(flow, record, None)

@@ -11,9 +11,11 @@ failed message is logged, never raised). Scheduling a resume is bot.service.resu
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from bot.clock import Clock
@@ -82,6 +84,9 @@ class Workflow:
     stalled: StalledResumes = field(default_factory=StalledResumes)
     surface: Surface = "slack"
     telemetry: Telemetry = field(default_factory=Telemetry)
+    # Card updates told beside other work (`notify_beside`), by approval id: a later
+    # update of the same card waits for them, so a card never shows an older state last.
+    card_updates: dict[str, asyncio.Task[Location | None]] = field(default_factory=dict)
 
     @property
     def actor(self) -> str:
@@ -169,6 +174,7 @@ class Workflow:
         direct message too where the policy asks, in a task of its own (a message held
         up by Slack's rate limits must not hold up the run)."""
         if isinstance(event, CardEvent):
+            await self._after_earlier_update(event.approval.approval_id)
             event = replace(event, reach=await self.card_reach(event.approval))
         location = await self._told(event)
         if isinstance(event, ApprovalDecided) and self._tells_requester(event.approval):
@@ -183,6 +189,31 @@ class Workflow:
                     told.approval.approval_id,
                 )
         return location
+
+    def notify_beside(self, event: CardEvent) -> Awaitable[Location | None]:
+        """Start telling `event` (a card update) in a task and answer it to await later,
+        so that the caller's next steps (a decision's resume) need not wait for Slack's
+        round trip. Later updates of the same card wait for it (`notify`). Shutting
+        down: told when the answer is awaited, as `notify` would."""
+        approval_id = event.approval.approval_id
+        try:
+            task = self.tasks.spawn(self.notify(event), name=f"service:card:{approval_id}")
+        except RuntimeError:
+            return self.notify(event)
+        self.card_updates[approval_id] = task
+        task.add_done_callback(partial(self._forget_update, approval_id))
+        return task
+
+    def _forget_update(self, approval_id: str, task: asyncio.Task[Location | None]) -> None:
+        if self.card_updates.get(approval_id) is task:
+            del self.card_updates[approval_id]
+
+    async def _after_earlier_update(self, approval_id: str) -> None:
+        """Wait for a card update of the approval still being told beside (never raises:
+        `notify` logs its own failures)."""
+        earlier = self.card_updates.get(approval_id)
+        if earlier is not None and earlier is not asyncio.current_task():
+            await asyncio.wait({earlier})
 
     async def card_reach(self, approval: ApprovalRecord) -> CardReach:
         """How far the approval's card reached (nothing to read unless the tool's routing

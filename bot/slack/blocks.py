@@ -23,7 +23,7 @@ from bot.errors import InputError
 from bot.policy.rules import SLACK_USER_ID
 from bot.review.snapshot import ReviewSnapshot
 from bot.review.visible import needs_care, shown_pieces
-from bot.service.reading import card_arguments, card_warnings
+from bot.service.reading import REMEMBERED_SNAPSHOT_CHARS, card_arguments, card_warnings
 from store.records import ApprovalRecord
 
 Block = dict[str, Any]
@@ -105,20 +105,32 @@ def call_text(*, tool_name: str, arguments: str, digest: str, warnings: str = ""
 
 def snapshot_text(approval: ApprovalRecord) -> str:
     """The call block for a stored (already redacted) snapshot; one we cannot read is
-    shown as such, never raw."""
+    shown as such, never raw.
+
+    The same call block is rendered for its card, for each person's modal and for every
+    update of the card; it is a function of the tool name, the snapshot's text and the
+    digest alone, so the rendering of snapshots up to REMEMBERED_SNAPSHOT_CHARS is
+    remembered (REMEMBERED_CALL_BLOCKS of them)."""
+    if len(approval.snapshot) <= REMEMBERED_SNAPSHOT_CHARS:
+        return _remembered_call_block(
+            approval.tool_name, approval.snapshot, approval.arguments_digest
+        )
+    return _call_block(approval.tool_name, approval.snapshot, approval.arguments_digest)
+
+
+def _call_block(tool_name: str, snapshot_json: str, digest: str) -> str:
     try:
-        snapshot = ReviewSnapshot.from_json(approval.snapshot)
+        snapshot = ReviewSnapshot.from_json(snapshot_json)
     except InputError:
         arguments, warnings = "(snapshot unreadable)", ""
     else:
         warnings = card_warnings(snapshot)  # the room is the rule's: bot.service.reading
         arguments = card_arguments(snapshot, warnings)
-    return call_text(
-        tool_name=approval.tool_name,
-        arguments=arguments,
-        digest=approval.arguments_digest,
-        warnings=warnings,
-    )
+    return call_text(tool_name=tool_name, arguments=arguments, digest=digest, warnings=warnings)
+
+
+REMEMBERED_CALL_BLOCKS = 1024
+_remembered_call_block = functools.lru_cache(maxsize=REMEMBERED_CALL_BLOCKS)(_call_block)
 
 
 def plain_text(text: str) -> dict[str, Any]:

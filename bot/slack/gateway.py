@@ -16,6 +16,7 @@ something and the gateway says so in the log (without the text).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -53,17 +54,36 @@ log = logging.getLogger(__name__)
 
 
 def redact_outgoing(value: Any) -> Any:
-    """`value` (a text, blocks, a view) with every shown string redacted."""
-    if isinstance(value, str):
-        return redact_text(value)
-    if isinstance(value, Mapping):
+    """`value` (a text, blocks, a view) with every shown string redacted.
+
+    The same texts go out again and again (a card's call block in its post, each
+    approver's modal and every update of the card; labels and titles everywhere), so the
+    redaction of texts up to REMEMBERED_TEXT_CHARS is remembered: it is a function of
+    the text alone. Plain dicts and lists (what the builders make) are walked without
+    the slower abstract-type checks."""
+    kind = type(value)
+    if kind is str:
+        return _redacted_text(value)
+    if kind is dict or (kind is not list and isinstance(value, Mapping)):
         return {
-            key: item if key in STRUCTURAL_KEYS and isinstance(item, str) else redact_outgoing(item)
+            key: item if key in STRUCTURAL_KEYS and type(item) is str else redact_outgoing(item)
             for key, item in value.items()
         }
-    if isinstance(value, list | tuple):
+    if kind is list or isinstance(value, list | tuple):
         return [redact_outgoing(item) for item in value]
+    if isinstance(value, str):  # a str subclass
+        return redact_text(value)
     return value
+
+
+REMEMBERED_TEXT_CHARS = 4000  # past Block Kit's longest text (a section's 3,000)
+_remembered_redaction = functools.lru_cache(maxsize=2048)(redact_text)
+
+
+def _redacted_text(text: str) -> str:
+    if len(text) <= REMEMBERED_TEXT_CHARS:
+        return _remembered_redaction(text)
+    return redact_text(text)
 
 
 def build_web_client(

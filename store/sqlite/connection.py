@@ -9,6 +9,20 @@ a transaction cannot be cut in half by a cancelled caller: the thread finishes i
 `close()` waits for it. `BEGIN IMMEDIATE` takes the database's write lock up front (other
 processes wait up to `busy_timeout`), so no transaction fails half-way on a lock upgrade.
 
+Group commit: write transactions that arrive while the writer is busy are committed
+together. Each caller queues its body; whoever gets the writer next takes every body
+queued so far (up to `GROUP_LIMIT`) and runs them in one `BEGIN IMMEDIATE ... COMMIT`,
+each inside its own SAVEPOINT, so a body that fails rolls back alone and the others
+commit. Every caller is answered after the COMMIT that holds its work, never before: a
+decision reported committed is on disk exactly as when each had its own transaction,
+and every body still sees the writes of the bodies before it. What changes is the number
+of fsyncs: with `synchronous=FULL` each COMMIT waits for one (about 5 ms on the shared
+test machine), and sixteen approvals resuming at once made ~66 write transactions in a
+row, one fsync each (bench/approve_to_effect.py). A body alone in its group runs without
+a savepoint, as before. When SQLite itself ends the transaction half-way (an I/O error,
+a full disk), every body already run in it is told so (nothing of theirs committed) and
+the bodies after it run in a fresh transaction.
+
 Reads: a second connection with `query_only` on its own thread; with WAL, readers never
 block the writer and see the last commit.
 
@@ -36,6 +50,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
@@ -54,6 +69,7 @@ Params = Sequence[Any]
 T = TypeVar("T")
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 WAL_RETRY_SECONDS = 0.01
+GROUP_LIMIT = 64  # bodies committed together at most: bounds the first one's wait
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +77,17 @@ class _Job(Generic[T]):
     work: Callable[[], T]
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[T]
+
+
+@dataclass(kw_only=True, eq=False)
+class _Write(Generic[T]):
+    """One caller's write transaction, queued for the next group (see the module doc);
+    `alone`: never grouped with others (migrations' raw bodies)."""
+
+    work: Callable[[sqlite3.Connection], T]
+    future: asyncio.Future[T]
+    alone: bool = False
+    taken: bool = False
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
@@ -133,7 +160,8 @@ class Database:
         self._writer = writer
         self._reader_thread = reader_thread
         self._reader = reader
-        self._lock = asyncio.Lock()
+        self._lock = asyncio.Lock()  # one group forms at a time (the thread runs them in turn)
+        self._queued: list[_Write[Any]] = []
 
     @classmethod
     async def open(
@@ -161,40 +189,136 @@ class Database:
             raise
         return cls(path, thread=thread, writer=writer, reader_thread=reader_thread, reader=reader)
 
+    @property
+    def waiting_writes(self) -> int:
+        """Write transactions queued and not yet taken into a group."""
+        return len(self._queued)
+
     async def transact(self, body: Callable[[], Body[T]]) -> T:
         """Run the transaction body made by `body()` (store.tx) whole on the writer thread,
-        inside BEGIN IMMEDIATE ... COMMIT."""
-        return await self.transaction(lambda connection: drive(body(), connection))
+        inside BEGIN IMMEDIATE ... COMMIT (with the bodies queued beside it: see the
+        module doc)."""
+        return await self._write(lambda connection: drive(body(), connection), alone=False)
 
     async def transact_one(self, statement: Statement) -> Any:
         """One statement as its own transaction (the same one hand-off as any other)."""
         return await self.transact(single(statement))
 
     async def transaction(self, body: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `body(connection)` on the writer thread inside BEGIN IMMEDIATE ... COMMIT.
+        """Run `body(connection)` on the writer thread inside BEGIN IMMEDIATE ... COMMIT,
+        in a transaction of its own.
 
         Any exception rolls the whole transaction back and propagates; sqlite3 errors
         become StoreError. `body` must not touch the event loop (it runs on the thread).
         """
-        async with self._lock:
-            return await self._thread.run(lambda: self._transact(body))
+        return await self._write(body, alone=True)
 
-    def _transact(self, body: Callable[[sqlite3.Connection], T]) -> T:
+    async def _write(self, work: Callable[[sqlite3.Connection], T], *, alone: bool) -> T:
+        """Queue `work`; when it is this caller's turn at the writer and no group took it
+        yet, run a group that starts with it. A caller cancelled before its work was taken
+        leaves nothing behind; once taken, the thread finishes it (its answer is dropped)."""
+        loop = asyncio.get_running_loop()
+        job: _Write[T] = _Write(work=work, future=loop.create_future(), alone=alone)
+        self._queued.append(job)
+        try:
+            async with self._lock:
+                if not job.taken:
+                    await self._run_on_thread(self._take_group(), loop)
+            return await job.future
+        except asyncio.CancelledError:
+            if not job.taken:
+                self._queued.remove(job)
+            job.future.cancel()
+            raise
+
+    def _take_group(self) -> list[_Write[Any]]:
+        """The oldest queued writes that commit together: up to GROUP_LIMIT, stopping
+        before one that must be alone (or taking just that one, when it is first)."""
+        count = 0
+        for job in self._queued[:GROUP_LIMIT]:
+            if job.alone and count:
+                break
+            count += 1
+            if job.alone:
+                break
+        group, self._queued[:count] = self._queued[:count], []
+        for job in group:
+            job.taken = True
+        return group
+
+    async def _run_on_thread(
+        self, group: list[_Write[Any]], loop: asyncio.AbstractEventLoop
+    ) -> None:
+        """Hand `group` to the writer thread. When the thread cannot take it (stopped),
+        every caller in it gets that error rather than waiting forever."""
+        try:
+            await self._thread.run(partial(self._commit_group, group, loop))
+        except asyncio.CancelledError:
+            raise  # this caller stopped waiting; the thread still answers the group
+        except BaseException as error:
+            for job in group:
+                if not job.future.done():
+                    job.future.set_exception(error)
+
+    def _commit_group(self, group: list[_Write[Any]], loop: asyncio.AbstractEventLoop) -> None:
+        """On the writer thread: run the group, then hand each caller its outcome."""
+        try:
+            outcomes = self._run_group(group)
+        except BaseException as failed:  # the writer itself failed (a savepoint, a rollback)
+            if self._writer.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._writer.execute("ROLLBACK")
+            outcomes = [(None, _as_store_error(failed, self.path))] * len(group)
+        for job, (result, error) in zip(group, outcomes, strict=True):
+            with contextlib.suppress(RuntimeError):  # a closed loop has nobody waiting
+                loop.call_soon_threadsafe(_settle, job.future, result, error)
+
+    def _run_group(self, group: Sequence[_Write[Any]]) -> list[_Outcome]:
+        """Each write's (result, error), in order, once the group's COMMIT is done."""
+        if not group:
+            return []
         connection = self._writer
         try:
             connection.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as error:
-            raise StoreError(f"cannot start a write on {self.path}: {error}") from error
+            failed = StoreError(f"cannot start a write on {self.path}: {error}")
+            return [(None, failed)] * len(group)
+        grouped = len(group) > 1
+        outcomes: list[_Outcome] = []
+        for index, job in enumerate(group):
+            outcome = self._run_one(job, savepoint=grouped)
+            if outcome[1] is not None and not connection.in_transaction:
+                # Rolled back whole (alone: by us; grouped: SQLite ended it half-way, so
+                # nothing of the bodies before this one committed either).
+                lost = StoreError(f"write failed on {self.path}: {outcome[1]}")
+                rest = self._run_group(group[index + 1 :])
+                return [(None, lost)] * index + [outcome, *rest]
+            outcomes.append(outcome)
         try:
-            result = body(connection)
             connection.execute("COMMIT")
         except BaseException as error:
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
-            if isinstance(error, sqlite3.Error | IntegrityViolation):
-                raise StoreError(f"write failed on {self.path}: {error}") from error
-            raise
-        return result
+            return [(None, _as_store_error(error, self.path))] * len(group)
+        return outcomes
+
+    def _run_one(self, job: _Write[Any], *, savepoint: bool) -> _Outcome:
+        """One write inside the open transaction: inside a SAVEPOINT in a group (a failure
+        rolls back to it), else the transaction is rolled back on failure."""
+        connection = self._writer
+        if savepoint:
+            connection.execute("SAVEPOINT grouped_write")
+        try:
+            result = job.work(connection)
+        except BaseException as error:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK TO grouped_write" if savepoint else "ROLLBACK")
+                if savepoint:
+                    connection.execute("RELEASE grouped_write")
+            return None, _as_store_error(error, self.path)
+        if savepoint:
+            connection.execute("RELEASE grouped_write")
+        return result, None
 
     async def read(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
         """Rows of one query on the reader (its own snapshot of the last commit); a
@@ -223,6 +347,19 @@ class Database:
                 await self._thread.run(self._writer.close)
             finally:
                 await self._thread.stop()
+
+
+_Outcome = tuple[Any, BaseException | None]
+
+
+def _as_store_error(error: BaseException, path: Path) -> BaseException:
+    """What a failed write raises to its caller: sqlite3's errors and a constraint's
+    refusal as StoreError, anything else as it was."""
+    if isinstance(error, sqlite3.Error | IntegrityViolation):
+        store_error = StoreError(f"write failed on {path}: {error}")
+        store_error.__cause__ = error
+        return store_error
+    return error
 
 
 def _open_writer(path: Path, synchronous: Synchronous, busy_timeout_ms: int) -> sqlite3.Connection:
