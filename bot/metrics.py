@@ -41,6 +41,15 @@ class Metrics:
             buckets=PENDING_AGE_BUCKETS,
             registry=registry,
         )
+        self.time_to_decision = Histogram(
+            "approvals_time_to_decision_seconds",
+            "How long a closed approval waited for people, by tool (a name the policy or a "
+            "registered agent knows; any other is `other`) and outcome: approved, rejected, "
+            "expired, revoked.",
+            ["tool", "outcome"],
+            buckets=PENDING_AGE_BUCKETS,
+            registry=registry,
+        )
         self.approval_pending_oldest = Gauge(
             "approval_pending_oldest_age_seconds",
             "Age of the oldest approval still pending (0 when none is), read at scrape.",

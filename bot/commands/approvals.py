@@ -34,6 +34,7 @@ from bot.errors import InputError, NotAuthorizedError
 from bot.review.snapshot import ReviewSnapshot
 from bot.service import ApprovalService, ApprovalView, DecisionResult
 from bot.service.api import decode_cursor, encode_cursor
+from bot.service.waiting import elapsed_text
 from bot.slack.config import web_api_from_env
 from store.records import ApprovalRecord, ApprovalStatus, AuditEvent
 
@@ -194,6 +195,7 @@ def view_json(
         "approval": approval_json(view.approval),
         "approvals_count": view.approvals_count,
         "required": view.required,
+        "waited_seconds": round(view.waited_seconds, 3),
         "voters": list(view.voters),
         "approvers": list(view.approvers),
         "standing": jsonable(view.standing) if view.standing is not None else None,
@@ -232,6 +234,7 @@ def render_view(view: ApprovalView, *, viewer: str | None) -> str:
         *(f"  warning:   {line}" for line in warnings),
         f"  digest:    {approval.arguments_digest}",
         f"  expires:   {expiry(approval)}",
+        f"  waited:    {waited_text(view)}",
         f"  quorum:    {view.approvals_count} of {view.required} "
         f"({', '.join(view.voters) or 'no approvals yet'}); approvers: {approvers}",
     ]
@@ -249,6 +252,14 @@ def render_view(view: ApprovalView, *, viewer: str | None) -> str:
         if view.why_not and not view.can_decide:
             lines.append(f"  not decide: {view.why_not}")
     return "\n".join(lines)
+
+
+def waited_text(view: ApprovalView) -> str:
+    """How long the call has waited (pending) or waited until it closed: its time to
+    decision, as `approvals_time_to_decision_seconds` counts it."""
+    waited = elapsed_text(view.waited_seconds)
+    status = view.approval.status
+    return f"{waited} so far" if status == "pending" else f"{waited} until {status}"
 
 
 def render_event(event: AuditEvent) -> str:

@@ -151,6 +151,7 @@ def _options(options: Any, path: str) -> list[str]:
             problems.append(_error("must provide an object", item))
             continue
         problems += _text(option.get("text"), _OPTION_TEXT, f"{item}/text", True)
+        problems += _text(option.get("description"), _OPTION_TEXT, f"{item}/description", False)
         problems += _length(option.get("value"), _OPTION_VALUE, f"{item}/value")
         if "description" in option:
             problems += _text(option["description"], _OPTION_DESCRIPTION,

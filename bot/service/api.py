@@ -45,7 +45,8 @@ class ApprovalView:
     of bot.service.authority); `why_not` says why the viewer may not decide (None when
     they may). `must_read`: the card cuts the arguments, so an approval counts only
     from someone who read them whole (bot.service.reading); `has_read`: the viewer has,
-    for the current digest."""
+    for the current digest. `waited_seconds`: how long it has waited for people, until
+    now while pending, else until it closed (bot.service.waiting)."""
 
     approval: ApprovalRecord
     votes: tuple[VoteRecord, ...]
@@ -62,6 +63,7 @@ class ApprovalView:
     can_stand: bool = False  # the viewer may decide it for the rest of the run (policy)
     window: WindowOffer | None = None  # the window the viewer's approval may open (policy)
     standing: StandingDecision | None = None  # the active standing decision it made
+    waited_seconds: float = 0.0
 
     def allowed_actions(self) -> tuple[ViewerAction, ...]:
         """What the viewer may do to the approval now, in the order people are told."""

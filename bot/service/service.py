@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from bot.clock import Clock, utc_now
@@ -31,6 +32,7 @@ from bot.service.absences import come_back, set_away
 from bot.service.answers import FollowUpOutcome
 from bot.service.api import ApprovalView, Page, Surface, UncertainCall
 from bot.service.authority import refuse_request, require_visible
+from bot.service.bulk import BulkDecisions
 from bot.service.config import DEFAULT_APPROVAL_TTL, DEFAULT_SWEEP_SECONDS
 from bot.service.copies import send_unsent
 from bot.service.deciding import DecisionOperations
@@ -61,6 +63,12 @@ from store.records import (
 )
 
 
+def known_tool_names(registry: AgentRegistry, policy: Policy) -> frozenset[str]:
+    """The tool names the configuration knows: the policy's tables and every registered
+    agent's tools (an MCP gateway's as its upstreams list them now)."""
+    return frozenset(policy.tools) | {name for agent in registry for name in agent.tool_names()}
+
+
 class ApprovalService:
     """The approval workflow over one store; see the module doc. The service owns the
     TaskOwner it is given: `aclose` closes it.
@@ -82,7 +90,8 @@ class ApprovalService:
     logs them either way).
 
     The deciding operations (`decide`, `approve_with_changes`, `revoke` and their
-    `record_*` halves) are bot.service.voting's, bound here as its own."""
+    `record_*` halves) are bot.service.voting's, bound here as its own; so are the bulk
+    decisions (`record_decisions`, `decide_many`) bot.service.bulk's."""
 
     def __init__(
         self,
@@ -108,6 +117,7 @@ class ApprovalService:
             raise ConfigError("the service needs a worker id (see installation_worker_id)")
         if policy is not None:
             policy.check_tools(name for agent in registry for name in agent.tool_names())
+        in_force = policy or DEFAULT_POLICY.with_default_expiry(approval_ttl)
         self._flow = Workflow(
             store=store,
             registry=registry,
@@ -116,14 +126,16 @@ class ApprovalService:
             clock=clock,
             worker_id=worker_id,
             lease_seconds=lease_seconds,
-            policy=policy or DEFAULT_POLICY.with_default_expiry(approval_ttl),
+            policy=in_force,
             groups=groups or NoGroups(),
             tasks=tasks,
             leases=HeldLeases(store, owner=worker_id, lease_seconds=lease_seconds),
             channels=channels,
             retry=resume_retry,
             surface=surface,
-            telemetry=Telemetry(metrics, clock=clock),
+            telemetry=Telemetry(
+                metrics, clock=clock, known_tools=partial(known_tool_names, registry, in_force)
+            ),
         )
         deciding = DecisionOperations(self._flow)
         self.decide = deciding.decide
@@ -132,6 +144,9 @@ class ApprovalService:
         self.record_changes = deciding.record_changes
         self.revoke = deciding.revoke
         self.record_revocation = deciding.record_revocation
+        bulk = BulkDecisions(self._flow)
+        self.record_decisions = bulk.record_decisions
+        self.decide_many = bulk.decide_many
         self._default_agent = default_agent
         self._requests = RequestLog(store)
         self._sweeper: ExpirySweeper | None = None

@@ -22,12 +22,13 @@ or the reasons people gave: an id is enough to find them in the audit log.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from bot.clock import Clock, utc_now
 from bot.metrics import Metrics
+from bot.service.waiting import waited_seconds
 from store.records import ApprovalRecord, RunRecord
 
 log = logging.getLogger("approvals.events")
@@ -38,15 +39,28 @@ CLOSED_VERBS = {
     "expired": "approval expired",
     "revoked": "approval revoked",
 }
+OTHER_TOOL = "other"  # the `tool` label of a name neither the policy nor an agent knows
+KnownTools = Callable[[], Collection[str]]
 
 
 class Telemetry:
     """Business events as log lines and metrics (see the module doc). Never raises into
-    the workflow for a metric or a log line."""
+    the workflow for a metric or a log line.
 
-    def __init__(self, metrics: Metrics | None = None, *, clock: Clock = utc_now) -> None:
+    `known_tools` answers the tool names a `tool` label may carry (the policy's and the
+    registered agents'): any other name is counted as `other`, so a label set stays as
+    small as the configuration, whatever names calls carry."""
+
+    def __init__(
+        self,
+        metrics: Metrics | None = None,
+        *,
+        clock: Clock = utc_now,
+        known_tools: KnownTools = frozenset,
+    ) -> None:
         self.metrics = metrics
         self._clock = clock
+        self._known_tools = known_tools
 
     # -- runs ----------------------------------------------------------------------------
 
@@ -73,7 +87,7 @@ class Telemetry:
 
     def approval_closed(self, record: ApprovalRecord) -> None:
         """An approval reached a terminal status (approved, rejected, expired, revoked)."""
-        waited = max(0.0, (self._closed_at(record) - record.created_at).total_seconds())
+        waited = waited_seconds(record, self._clock())
         verb = CLOSED_VERBS.get(record.status, "approval closed")
         fields = {
             **_approval_ids(record),
@@ -84,6 +98,8 @@ class Telemetry:
         if self.metrics:
             self.metrics.approval_decisions.labels(outcome=record.status).inc()
             self.metrics.approval_pending_age.labels(outcome=record.status).observe(waited)
+            tool = self.tool_label(record.tool_name)
+            self.metrics.time_to_decision.labels(tool=tool, outcome=record.status).observe(waited)
             if record.status == "expired":
                 self.metrics.approval_expired.inc()
 
@@ -173,12 +189,9 @@ class Telemetry:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _closed_at(self, record: ApprovalRecord) -> datetime:
-        if record.status == "revoked" and record.revoked_at is not None:
-            return record.revoked_at
-        if record.status == "expired" and record.expires_at is not None:
-            return record.expires_at
-        return record.decided_at or self._clock()
+    def tool_label(self, tool_name: str) -> str:
+        """`tool_name` as a metric label: itself when configured, else `other`."""
+        return tool_name if tool_name in self._known_tools() else OTHER_TOOL
 
     def _count(self, name: str, **labels: str) -> None:
         if self.metrics is None:

@@ -28,6 +28,7 @@ from bot.service.authority import (
     revoke_refusal,
     why_not_stand,
 )
+from bot.service.waiting import waited_seconds
 from bot.service.widening import absences_covered
 from bot.service.windows import window_offer
 from bot.service.workflow import Workflow
@@ -104,6 +105,7 @@ async def visible_view(
         can_stand=can_decide and why_not_stand(rule, approval) is None,
         window=window_offer(rule, approval) if can_decide else None,
         standing=standing,
+        waited_seconds=waited_seconds(approval, flow.clock()),
     )
 
 

@@ -63,6 +63,7 @@ class Ballot:
     reason: str
     message: str | None = None
     digest: str | None = None  # the digest the decider saw (None: whatever is current)
+    via: str | None = None  # the audit's `via` of the vote (None: the service's surface)
 
 
 async def check_ballot(flow: Workflow, ballot: Ballot) -> tuple[ApprovalRecord, RunRecord]:
@@ -142,6 +143,15 @@ async def record_window_vote(flow: Workflow, ballot: Ballot) -> Recorded[Decisio
     return _recorded(flow, run, ballot, outcome)
 
 
+async def recorded_vote(
+    flow: Workflow, ballot: Ballot, approval: ApprovalRecord, run: RunRecord
+) -> tuple[Recorded[DecisionResult], bool]:
+    """The store's vote on a ballot `check_ballot` passed, and whether the store counted
+    it (False: `finish()` raises the refusal its answer means)."""
+    outcome = await _vote(flow, ballot, approval)
+    return _recorded(flow, run, ballot, outcome), outcome.result in ("counted", "decided")
+
+
 def _recorded(
     flow: Workflow, run: RunRecord, ballot: Ballot, outcome: VoteOutcome
 ) -> Recorded[DecisionResult]:
@@ -165,7 +175,7 @@ async def _vote(
         message=None if ballot.approve else (ballot.message or "").strip() or None,
         amend=amend,
         now=flow.clock(),
-        via=flow.via,
+        via=ballot.via or flow.via,
     )
 
 

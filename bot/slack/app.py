@@ -12,7 +12,8 @@ answers as soon as the listener returns.
 
 Here: `/agent` and replies in a run's thread (people start and continue runs),
 `/approvals` and App Home (they read the service's read model, never the store). Card
-buttons and modals are in bot.slack.interactions. Before any listener, a request from
+buttons and modals are in bot.slack.interactions, bulk decisions from App Home in
+bot.slack.bulk_interactions. Before any listener, a request from
 outside the bot's workspace is refused (bot.slack.workspace) and a redelivered event
 dropped (bot.slack.dedupe: remembered in the database, so across replicas).
 """
@@ -41,6 +42,9 @@ from bot.service import (
 from bot.slack import commands
 from bot.slack.actions import ACTIONS
 from bot.slack.after_ack import Ack, Responder
+from bot.slack.bulk_home import BULK_APPROVE_ACTION_ID, BULK_REJECT_ACTION_ID
+from bot.slack.bulk_interactions import BulkInteractions
+from bot.slack.bulk_modal import BULK_CALLBACK_ID
 from bot.slack.decision_modal import DECISION_CALLBACK_ID
 from bot.slack.dedupe import DropRedeliveries, RequestMemory
 from bot.slack.edit_modal import EDIT_CALLBACK_ID
@@ -59,7 +63,6 @@ log = logging.getLogger(__name__)
 
 AGENT_COMMAND = "/agent"
 APPROVALS_COMMAND = "/approvals"
-LIST_PAGE_SIZE = 20
 MAX_LIST_PAGE = 50  # pages are walked by cursor; deeper than this, narrow it down
 
 
@@ -116,6 +119,7 @@ class SlackListeners:
         self._workspace = workspace
         self.cards = CardInteractions(self._r)
         self.home = HomeListeners(self._r)
+        self.bulk = BulkInteractions(self._r)
 
     def register(self, app: AsyncApp) -> None:
         app.use(
@@ -135,6 +139,9 @@ class SlackListeners:
         app.view(DECISION_CALLBACK_ID)(self.cards.on_decision_submission)
         app.view(EDIT_CALLBACK_ID)(self.cards.on_edit_submission)
         app.view(RECONCILE_CALLBACK_ID)(self.cards.on_reconcile_submission)
+        app.action(BULK_APPROVE_ACTION_ID)(self.bulk.on_bulk_button)
+        app.action(BULK_REJECT_ACTION_ID)(self.bulk.on_bulk_button)
+        app.view(BULK_CALLBACK_ID)(self.bulk.on_bulk_submission)
         app.event("message")(self.on_message)
         app.event("app_home_opened")(self.on_app_home_opened)
         app.action(END_WINDOW_ACTION_ID)(self.home.on_end_click)
@@ -319,12 +326,13 @@ class SlackListeners:
 async def list_text(service: ApprovalService, user: str, page: int) -> str:
     """The `/approvals list [page]` answer: pages are keyset pages, walked by cursor."""
     cursor: str | None = None
+    size = approval_lines.LIST_PAGE_SIZE
     for _ in range(page - 1):
-        skipped = await service.pending_for(user, limit=LIST_PAGE_SIZE, cursor=cursor)
+        skipped = await service.pending_for(user, limit=size, cursor=cursor)
         if skipped.next_cursor is None:
             return approval_lines.pending_list_text((), page=page, more=False)
         cursor = skipped.next_cursor
-    found = await service.pending_for(user, limit=LIST_PAGE_SIZE, cursor=cursor)
+    found = await service.pending_for(user, limit=size, cursor=cursor)
     return approval_lines.pending_list_text(
         found.items, page=page, more=found.next_cursor is not None
     )

@@ -4,10 +4,12 @@ shown and checked again, the audit saying `via: cli`."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tests.cli.operator_support import Home, at_a_terminal
@@ -197,6 +199,41 @@ def test_deciding_an_expired_approval_lets_the_run_go_on_before_the_command_exit
     assert run is not None
     assert run.status == "completed"  # resumed with the call not run, not left resuming
     assert home.effect_lines() == []
+
+
+def _sqlite_time(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def test_show_says_how_long_a_call_waits_and_waited_until_its_decision(home: Home) -> None:
+    _, [approval] = home.paused("restart api")
+    asked = datetime.now(UTC) - timedelta(hours=2, minutes=5, seconds=1)
+    with raw_database(home.db) as connection:
+        connection.execute(
+            "UPDATE approvals SET created_at = ? WHERE approval_id = ?",
+            (_sqlite_time(asked), approval.approval_id),
+        )
+    code, out, _ = home.cli("approvals", "show", approval.approval_id)
+    assert code == 0
+    assert "  waited:    2 h 5 min so far" in out.splitlines()
+
+    code, _, err = home.cli(
+        "approvals", "decide", approval.approval_id, "--reject", "--as", "U0ALICE",
+        "--reason", "not now", "--digest", approval.arguments_digest,
+    )  # fmt: skip
+    assert code == 0, err
+    decided = home.store(lambda store: store.get_approval(approval.approval_id))
+    assert decided is not None
+    assert decided.decided_at is not None
+    with raw_database(home.db) as connection:  # asked exactly 1 d 3 h before the decision
+        connection.execute(
+            "UPDATE approvals SET created_at = ? WHERE approval_id = ?",
+            (_sqlite_time(decided.decided_at - timedelta(days=1, hours=3)), approval.approval_id),
+        )
+    code, out, _ = home.cli("approvals", "show", approval.approval_id)
+    assert "  waited:    1 d 3 h until rejected" in out.splitlines()
+    code, out, _ = home.cli("approvals", "show", approval.approval_id, "--json")
+    assert json.loads(out)["waited_seconds"] == 97200.0
 
 
 def test_show_and_decide_never_use_a_snapshot_rewritten_in_the_database(home: Home) -> None:

@@ -302,6 +302,57 @@ async def test_app_home_is_no_modal_to_submit_or_close(console: DevConsole, app:
     assert app.received == []
 
 
+async def test_a_button_in_app_home_carries_the_ticked_checkboxes(
+    console: DevConsole, app: App
+) -> None:
+    """App Home's bulk selection: checkboxes in input blocks, whose ticks the page sends
+    with the button press in the Home view's state, as Slack does."""
+    options = [
+        {"text": {"type": "plain_text", "text": f"call {n}"}, "value": f"00ab-{n}"}
+        for n in range(3)
+    ]
+    home = console.state.new_view(
+        "U0BOB",
+        {
+            "type": "home",
+            "blocks": [
+                {
+                    "type": "input",
+                    "block_id": "bulk:0:0",
+                    "optional": True,
+                    "label": {"type": "plain_text", "text": "Calls 1-3"},
+                    "element": {
+                        "type": "checkboxes",
+                        "action_id": "bulk_select_0",
+                        "options": options,
+                    },
+                },
+                {
+                    "type": "actions",
+                    "block_id": "bulk:0",
+                    "elements": [
+                        {
+                            "type": "button",
+                            "action_id": "bulk_approve",
+                            "value": "deploy_release",
+                            "text": {"type": "plain_text", "text": "Approve selected…"},
+                        }
+                    ],
+                },
+            ],
+        },
+    )
+    console.state.homes["U0BOB"] = home
+    typed = {"bulk:0:0": {"bulk_select_0": ["00ab-0", "00ab-2"]}}
+    await delivery(console).click(
+        person(console, "U0BOB"), block_id="bulk:0", action_id="bulk_approve",
+        view_id=home.id, typed=typed,
+    )  # fmt: skip
+    (click,) = app.received
+    ticked = click["view"]["state"]["values"]["bulk:0:0"]["bulk_select_0"]["selected_options"]
+    assert [option["value"] for option in ticked] == ["00ab-0", "00ab-2"]
+
+
 async def test_a_click_in_a_dm_comes_from_the_dm_and_only_its_person_may_click(
     console: DevConsole, app: App
 ) -> None:

@@ -6,6 +6,7 @@ opened, a DM with the bot or someone deactivated, and calls past a method's rate
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from typing import Any
 
 import aiohttp
 import pytest
@@ -28,6 +29,37 @@ async def test_the_fake_refuses_what_block_kit_refuses(fake_slack: FakeSlack) ->
         assert raised.value.response["error"] == "invalid_arguments"
         fits = [{"type": "section", "text": {"type": "mrkdwn", "text": "x" * 3000}}]
         assert (await client.chat_postMessage(channel="C1", text="t", blocks=fits))["ok"]
+        for options in (
+            [_option("a", "d" * 76)],  # a description past 75 characters
+            [_option(str(n), "d") for n in range(11)],  # 11 options in one checkboxes
+        ):
+            home = {"type": "home", "blocks": [_checkboxes(options)]}
+            with pytest.raises(SlackApiError) as raised:
+                await client.views_publish(user_id="U1", view=home)
+            assert raised.value.response["error"] == "invalid_arguments"
+        ten: dict[str, Any] = {
+            "type": "home",
+            "blocks": [_checkboxes([_option("a", "d" * 75)] * 10)],
+        }
+        assert (await client.views_publish(user_id="U1", view=ten))["ok"]
+
+
+def _option(value: str, description: str) -> dict[str, Any]:
+    return {
+        "text": {"type": "plain_text", "text": value},
+        "description": {"type": "plain_text", "text": description},
+        "value": value,
+    }
+
+
+def _checkboxes(options: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "type": "input",
+        "block_id": "pick",
+        "optional": True,
+        "label": {"type": "plain_text", "text": "Pick"},
+        "element": {"type": "checkboxes", "action_id": "pick", "options": options},
+    }
 
 
 async def test_the_fake_refuses_what_slack_refuses_of_direct_and_ephemeral_messages(

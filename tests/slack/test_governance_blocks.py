@@ -169,9 +169,19 @@ def test_app_home_stays_within_block_kit_limits() -> None:
     for block in view["blocks"]:
         text = block.get("text", {}).get("text", "")
         assert len(text) <= 3000
-    assert "/approvals list 2" in json.dumps(view)
-    shown = [b for b in view["blocks"] if b["type"] == "actions"]
+    # the pointer to the rest names the list's own paging: its first page starts with the
+    # calls Home shows (15), so pointing at page 2 would skip the 16th to the 20th
+    assert approval_lines.more_pending_text() in json.dumps(view)
+    assert "`/approvals list` shows them all, 20 a page" in approval_lines.more_pending_text()
+    shown = [
+        b
+        for b in view["blocks"]
+        if b["type"] == "actions" and not b.get("block_id", "").startswith("bulk:")
+    ]
     assert len(shown) == home.HOME_PENDING_LIMIT
+    # and the oldest 30 of the 40 (one tool) to decide at once, 10 to a checkboxes element
+    ticks = [b for b in view["blocks"] if b["type"] == "input"]
+    assert [len(b["element"]["options"]) for b in ticks] == [10, 10, 10]
 
 
 def _submission(callback_id: str, metadata: str, values: dict[str, str | None]) -> dict[str, Any]:

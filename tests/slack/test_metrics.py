@@ -128,6 +128,38 @@ async def test_approve_reject_and_expire_each_count_once(
     assert value(samples, "slack_ack_latency_seconds_count", kind="view_submission") == 2
 
 
+async def test_time_to_decision_by_tool_and_outcome(metered: tuple[Bot, FakeClock]) -> None:
+    bot, clock = metered
+    approved = await start(bot)
+    clock.advance(timedelta(seconds=90))
+    await decide(bot, approved, "Approve", "CHG-1")
+    rejected = await start(bot, "@restarter restart payments")
+    clock.advance(timedelta(minutes=20))
+    await decide(bot, rejected, "Reject", "not during the freeze")
+    await start(bot)
+    clock.advance(timedelta(hours=25))
+    await bot.service.sweep()
+    await bot.settle()
+    samples = await scrape(bot)
+
+    name = "approvals_time_to_decision_seconds"
+    deploy, restart = {"tool": "deploy_release"}, {"tool": "restart_service"}
+    assert value(samples, f"{name}_count", **deploy, outcome="approved") == 1
+    assert value(samples, f"{name}_sum", **deploy, outcome="approved") == 90.0
+    assert value(samples, f"{name}_bucket", **deploy, outcome="approved", le="60.0") == 0
+    assert value(samples, f"{name}_bucket", **deploy, outcome="approved", le="300.0") == 1
+    assert value(samples, f"{name}_sum", **restart, outcome="rejected") == 1200.0
+    assert value(samples, f"{name}_count", **restart, outcome="approved") == 0
+    # the expired call waited its whole lifetime (24 h by default), not until the sweep
+    assert value(samples, f"{name}_sum", **deploy, outcome="expired") == 86400.0
+    labelled = {
+        dict(labels)["tool"]
+        for (sample, labels) in samples
+        if sample.startswith(name) and "tool" in dict(labels)
+    }
+    assert labelled == {"deploy_release", "restart_service"}
+
+
 async def test_a_crash_after_the_effect_reuses_the_result_without_running_again(
     metered: tuple[Bot, FakeClock],
 ) -> None:

@@ -212,6 +212,29 @@ async def test_app_home_shows_waiting_requested_and_recent(governed: Bot) -> Non
     assert approval_id in text  # under "You requested"
 
 
+async def test_app_home_and_approvals_show_say_how_long_a_call_waits(
+    governed: Bot, clock: FakeClock
+) -> None:
+    _, (card,) = await start_run(governed)
+    await governed.settle()
+    clock.advance(timedelta(minutes=12, seconds=30))
+    await governed.driver.event({"type": "app_home_opened", "user": APPROVER, "tab": "home"})
+    (published,) = await governed.fake.wait_for("views.publish")
+    contexts = [
+        element["text"]
+        for block in published.args["view"]["blocks"]
+        if block["type"] == "context"
+        for element in block["elements"]
+    ]
+    assert any("waiting 12 min" in text for text in contexts), contexts
+
+    clock.advance(timedelta(minutes=40))
+    shown = f"show {approval_id_of(card)}"
+    await governed.driver.command("/approvals", shown, user=APPROVER, channel=CHANNEL)
+    (answer,) = await governed.fake.wait_for(RESPONSE_URL)
+    assert "(waiting 52 min)" in answer.text
+
+
 async def test_one_reminder_in_the_thread_before_expiry(governed: Bot, clock: FakeClock) -> None:
     root, _ = await start_run(governed)
     clock.advance(timedelta(minutes=51))

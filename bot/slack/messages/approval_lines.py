@@ -11,6 +11,7 @@ from datetime import datetime
 
 from bot.service import ApprovalView
 from bot.service.events import CardReach
+from bot.service.waiting import elapsed_text
 from bot.slack.blocks import (
     CONTEXT_TEXT_LIMIT,
     MESSAGE_TEXT_LIMIT,
@@ -248,7 +249,27 @@ def decision_line(approval: ApprovalRecord) -> str:
     )
 
 
+def waited_line(view: ApprovalView) -> str:
+    """How long the call has waited for people ("waiting 12 min"), or waited until it
+    closed ("approved after 1 h 5 min"): its time to decision."""
+    waited = elapsed_text(view.waited_seconds)
+    status = view.approval.status
+    return f"waiting {waited}" if status == "pending" else f"{escape(status, 20)} after {waited}"
+
+
 NOTHING_WAITS_TEXT = ":white_check_mark: Nothing waits for your decision."
+
+
+LIST_PAGE_SIZE = 20  # calls on a page of `/approvals list`
+
+
+def more_pending_text() -> str:
+    """App Home's pointer to the calls it does not show: `/approvals list` pages by its own
+    size, so its first page starts with the calls Home shows, not after them."""
+    return (
+        f"More wait for you: `/approvals list` shows them all, {LIST_PAGE_SIZE} a page"
+        " (`/approvals list 2` the next)."
+    )
 
 
 def pending_list_text(items: Sequence[ApprovalView], *, page: int, more: bool) -> str:
@@ -264,7 +285,8 @@ def pending_list_text(items: Sequence[ApprovalView], *, page: int, more: bool) -
             expiry = f", expires {slack_date(view.approval.expires_at)}"
         requester = view.approval.requester
         by = f" for {person(requester)}" if requester else ""
-        lines.append(f"{approval_line(view.approval)}{by} · {quorum}{expiry}")
+        waited = waited_line(view)
+        lines.append(f"{approval_line(view.approval)}{by} · {quorum} · {waited}{expiry}")
     if more:
         lines.append(f"More: `/approvals list {page + 1}`")
     return escape_join(lines, MESSAGE_TEXT_LIMIT)
@@ -278,7 +300,7 @@ def show_text(view: ApprovalView) -> str:
         approval_line(approval),
         quorum_line(count=view.approvals_count, required=view.required, voters=view.voters),
         f"Requested by {person(approval.requester) if approval.requester else 'nobody known'}"
-        f" on {slack_date(approval.created_at)}",
+        f" on {slack_date(approval.created_at)} ({waited_line(view)})",
         f"Approvers: {approvers}",
         f"Call digest: `{escape(approval.arguments_digest, 100)}`",
     ]
