@@ -13,7 +13,7 @@ expected state, so of two racing callers exactly one wins.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from bot.runtime.journal import Claim
@@ -22,6 +22,7 @@ from store.records import (
     ApprovalCopy,
     ApprovalRecord,
     ApprovalStatus,
+    ApprovalWindow,
     AuditEvent,
     AuditVerification,
     CancelOutcome,
@@ -409,6 +410,46 @@ class StandingStore(Protocol):
         ...
 
 
+class WindowStore(Protocol):
+    """Approval windows: an approved call's approval covering later matching calls of its
+    tool for a while (store.sql.windows)."""
+
+    async def open_window(
+        self,
+        approval_id: str,
+        *,
+        match_fields: tuple[str, ...],
+        match_values: str,
+        lasts: timedelta,
+        via: str | None = None,
+    ) -> ApprovalWindow:
+        """Open a window on the approved approval for `lasts` from now: its approver's
+        approval of calls of its tool whose `match_fields` have `match_values` (canonical
+        JSON; kept only as a keyed MAC). Sealed, audited `window_opened`; the same
+        window again when it exists. InputError unless the approval is approved."""
+        ...
+
+    async def open_windows(self, tool_name: str, *, at: datetime) -> list[ApprovalWindow]:
+        """The tool's windows open at `at`, oldest first, each saying what its seal showed."""
+        ...
+
+    async def all_open_windows(self, *, at: datetime, limit: int = 50) -> list[ApprovalWindow]:
+        """Every window open at `at`, soonest to end first."""
+        ...
+
+    async def get_window(self, window_id: str) -> ApprovalWindow | None: ...
+
+    async def window_matches(self, window_id: str, *, match_values: str) -> bool:
+        """Do a call's matched values (canonical JSON) give the window's match digest?"""
+        ...
+
+    async def revoke_window(
+        self, window_id: str, *, actor: str, reason: str, via: str | None = None
+    ) -> ApprovalWindow | None:
+        """End the window (audited `window_revoked`); None when it already ended."""
+        ...
+
+
 class VoteStore(Protocol):
     """Votes toward an approval's quorum (the rule: store.sql.votes.tally)."""
 
@@ -640,6 +681,7 @@ class Store(
     ApprovalStore,
     VoteStore,
     StandingStore,
+    WindowStore,
     SealStore,
     StandInStore,
     EscalationStore,

@@ -3,7 +3,7 @@
 Every row of every table goes across as it is stored: runs and their sealed state blobs
 (ciphertext, nonce and key id unchanged: the associated data names the run, its version
 and schema, never the backend, so the same key ring opens them there), approvals, votes,
-full reads, standing decisions, absences and their stand-ins, escalation steps,
+full reads, standing decisions, approval windows, absences and their stand-ins, escalation steps,
 direct-message copies of cards, ledger rows with their sealed results, and the audit log
 with its head, in sequence order, so the chain's hashes verify on the copy. The target
 must be empty and at the same schema version as the source; the copy is one transaction
@@ -40,6 +40,7 @@ TABLES: tuple[tuple[str, str], ...] = (
     ("approval_votes", "approval_id, voter, digest"),
     ("approval_full_reads", "approval_id, reader, digest"),
     ("standing_decisions", "approval_id"),
+    ("approval_windows", "window_id"),
     ("stand_ins", "away_user, created_at"),
     ("approval_escalations", "approval_id, step"),
     ("approval_copies", "approval_id, recipient"),

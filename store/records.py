@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal, get_args
 
 from bot.errors import InputError
@@ -152,6 +152,32 @@ SealCheck = Literal["valid", "missing", "unknown_key", "mismatch"]
 """What a read found of a row's decision seal (store.seals): it verifies; there is none
 (a row from before seals, or one written without the keys); it names a key id the ring
 lacks; it does not match the row (altered, moved from another record, or forged)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalWindow:
+    """A time-boxed standing approval: until `expires_at`, `decider`'s approval covers
+    later calls of `tool_name` whose `match_fields` arguments equal those of the call
+    that opened it (approval `window_id`, in run `run_id`). The values are kept only as a
+    keyed MAC (the store matches them); each call it covers is voted for in the
+    decider's name by its own approval, with the checks of any vote."""
+
+    window_id: str
+    run_id: str
+    tool_name: str
+    match_fields: tuple[str, ...]
+    decider: str
+    reason: str | None
+    created_at: datetime
+    expires_at: datetime
+    lasts: timedelta  # the policy's `allow_window` when it was opened
+    revoked_at: datetime | None = None
+    revoked_by: str | None = None
+    revoke_reason: str | None = None
+    seal: SealCheck = "missing"  # what the read found of its seal (only "valid" counts)
+
+    def open_at(self, at: datetime) -> bool:
+        return self.revoked_at is None and at < self.expires_at
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -303,6 +303,60 @@ def escalation_row_fields(row: Row) -> dict[str, SealValue]:
     )
 
 
+# -- approval windows ----------------------------------------------------------------------
+
+WINDOW_PURPOSE = "window"
+WINDOW_MATCH_PURPOSE = "window_match"
+
+
+def window_match_fields(*, tool_name: str, values: str) -> dict[str, SealValue]:
+    """What a window's match digest is a MAC of: the tool and the canonical JSON of the
+    matched argument values (never stored)."""
+    return {"tool_name": tool_name, "values": values}
+
+
+def window_fields(
+    *,
+    window_id: str,
+    run_id: str,
+    tool_name: str,
+    match_fields: str,
+    match_digest: str,
+    decider: str,
+    created_at: str,
+    expires_at: str,
+    lasts_seconds: int,
+) -> dict[str, SealValue]:
+    """What a window means: this person's approval of calls of this tool whose named
+    fields have the values the digest binds, from `created_at` until `expires_at`, opened
+    under a policy window of `lasts_seconds` (times as stored)."""
+    return {
+        "window_id": window_id,
+        "run_id": run_id,
+        "tool_name": tool_name,
+        "match_fields": match_fields,
+        "match_digest": match_digest,
+        "decider": decider,
+        "created_at": created_at,
+        "expires_at": expires_at,
+        "lasts_seconds": lasts_seconds,
+    }
+
+
+def window_row_fields(row: Row) -> dict[str, SealValue]:
+    return window_fields(
+        window_id=row["window_id"],
+        run_id=row["run_id"],
+        tool_name=row["tool_name"],
+        match_fields=row["match_fields"],
+        match_digest=row["match_digest"],
+        decider=row["decider"],
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        lasts_seconds=int(row["lasts_seconds"]),
+    )
+
+
 # -- what an approver is shown: the review snapshot ---------------------------------------
 
 UNVERIFIED_NOTE = (

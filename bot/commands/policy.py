@@ -22,6 +22,7 @@ from bot.policy.durations import format_duration
 from bot.policy.loading import load_policy
 from bot.policy.routing import Routing
 from bot.policy.rules import Policy, PolicyError, ToolRule
+from bot.policy.windows import describe_window
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -92,6 +93,9 @@ def rule_json(rule: ToolRule) -> dict[str, Any]:
         "expires_after": expires,
         "remind_before": format_duration(rule.remind_before),
         "allow_always": rule.allow_always,
+        "allow_window": None if rule.allow_window is None else format_duration(rule.allow_window),
+        "window_match": list(rule.window_match),
+        "mode": rule.mode,
         "routing": routing_json(rule.routing),
     }
 
@@ -130,6 +134,7 @@ def describe(rule: ToolRule) -> str:
         f"reason {'required' if rule.require_reason else 'optional'}; "
         f"expires after {expires}; remind {format_duration(rule.remind_before)} before; "
         f"for the rest of the run {'allowed' if rule.allow_always else 'not allowed'}"
+        f"{describe_window(rule.allow_window, rule.window_match, rule.mode)}"
         f"{describe_routing(rule.routing)}"
     )
 

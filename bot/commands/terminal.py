@@ -24,6 +24,7 @@ from bot.service.events import (
     ApprovalRequested,
     ApprovalUpdated,
     ApproversMentioned,
+    AuditedCallRan,
     CallUncertain,
     DirectCopy,
     Event,
@@ -120,17 +121,32 @@ def event_text(event: Event) -> str:
                 f"\nrun {run.run_id} needs migration: {reason}; it stays paused "
                 f"(approvals-bot runs resume {run.run_id} once the version is back, or cancel it)"
             )
-        case DirectCopy() | ApprovalEscalated() | ApproversMentioned() | OutcomeToRequester():
+        case (
+            DirectCopy()
+            | ApprovalEscalated()
+            | ApproversMentioned()
+            | OutcomeToRequester()
+            | AuditedCallRan()
+        ):
             return _reach_text(event)
 
 
 def _reach_text(
-    event: DirectCopy | ApprovalEscalated | ApproversMentioned | OutcomeToRequester,
+    event: DirectCopy
+    | ApprovalEscalated
+    | ApproversMentioned
+    | OutcomeToRequester
+    | AuditedCallRan,
 ) -> str:
-    """How a call reached people (in Slack: direct messages, escalation, mentions)."""
+    """How a call reached people (in Slack: direct messages, escalation, mentions, the
+    after-the-fact card of an audit-only call)."""
     approval = event.approval
     call = f"{approval.tool_name} ({approval.approval_id})"
     match event:
+        case AuditedCallRan(is_error=is_error):
+            return (
+                f"{call} ran without waiting (audit-only tool){' and failed' if is_error else ''}"
+            )
         case DirectCopy(recipient=recipient):
             return f"{call}: a copy for {recipient} (direct messages are Slack's)"
         case ApprovalEscalated(escalation=escalation):

@@ -23,10 +23,15 @@ _ELEMENT_COUNTS = {"context": 10, "actions": 25}
 _BUTTON_TEXT = 75
 _BUTTON_VALUE = 2000
 _INPUT_LABEL = 2000
+_INPUT_HINT = 2000
 _PLAIN_TEXT_INPUT_MAX = 3000
 _OPTIONS = 10
 _OPTION_TEXT = 75
 _OPTION_VALUE = 150
+_OPTION_DESCRIPTION = 75
+_CONFIRM_TITLE = 100
+_CONFIRM_TEXT = 300
+_CONFIRM_BUTTON = 30
 _FIELDS = 10
 _FIELD_TEXT = 2000
 _CONTEXT_TEXT = 2000
@@ -88,9 +93,12 @@ def _block(block: Any, path: str) -> list[str]:
                 problems += _text(item, _FIELD_TEXT, f"{path}/fields/{index}", True)
     if kind in _ELEMENT_COUNTS:
         problems += _elements(block.get("elements"), kind, f"{path}/elements")
+    if kind == "section" and "accessory" in block:
+        problems += _element(block["accessory"], f"{path}/accessory")
     if kind == "input":
         problems += _plain_text(block.get("label"), _INPUT_LABEL, f"{path}/label", True)
         problems += _element(block.get("element"), f"{path}/element")
+        problems += _plain_text(block.get("hint"), _INPUT_HINT, f"{path}/hint", False)
     return problems
 
 
@@ -118,6 +126,8 @@ def _element(element: Any, path: str) -> list[str]:
         problems += _length(element.get("value"), _BUTTON_VALUE, f"{path}/value")
         if element.get("style") not in (None, "primary", "danger"):
             problems.append(_error("must be 'primary' or 'danger'", f"{path}/style"))
+        if "confirm" in element:
+            problems += _confirm(element["confirm"], f"{path}/confirm")
     elif kind == "plain_text_input":
         max_length = element.get("max_length", _PLAIN_TEXT_INPUT_MAX)
         if not isinstance(max_length, int) or not 1 <= max_length <= _PLAIN_TEXT_INPUT_MAX:
@@ -143,7 +153,22 @@ def _options(options: Any, path: str) -> list[str]:
         problems += _text(option.get("text"), _OPTION_TEXT, f"{item}/text", True)
         problems += _text(option.get("description"), _OPTION_TEXT, f"{item}/description", False)
         problems += _length(option.get("value"), _OPTION_VALUE, f"{item}/value")
+        if "description" in option:
+            problems += _text(option["description"], _OPTION_DESCRIPTION,
+                              f"{item}/description", True)  # fmt: skip
     return problems
+
+
+def _confirm(confirm: Any, path: str) -> list[str]:
+    """A confirmation dialog: its title, text and two button labels."""
+    if not isinstance(confirm, Mapping):
+        return [_error("must provide an object", path)]
+    return [
+        *_plain_text(confirm.get("title"), _CONFIRM_TITLE, f"{path}/title", True),
+        *_text(confirm.get("text"), _CONFIRM_TEXT, f"{path}/text", True),
+        *_plain_text(confirm.get("confirm"), _CONFIRM_BUTTON, f"{path}/confirm", True),
+        *_plain_text(confirm.get("deny"), _CONFIRM_BUTTON, f"{path}/deny", True),
+    ]
 
 
 def _text(text: Any, limit: int, path: str, required: bool) -> list[str]:

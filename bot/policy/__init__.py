@@ -24,6 +24,13 @@ sets. Example:
     [tools.get_status]
     allow_always = true         # "approve this tool for the rest of the run" (default false)
 
+    [tools.restart_service]     # approval windows and audit-only tools (bot.policy.windows)
+    allow_window = "2h"         # "approve matching calls for the next 2h" (default: not offered)
+    window_match = ["service"]  # the argument fields that must be equal (default: none)
+
+    [tools.get_logs]
+    mode = "audit"              # runs without waiting; a card records it after (default "approve")
+
     [tools.drop_table]          # how the card reaches people (bot.policy.routing)
     approvers = ["S0DBA"]
     notify = "both"             # "channel" (default) | "dm" | "both"
@@ -47,7 +54,8 @@ before any run starts.
 
 Everything is checked at start-up: an unknown key, a bad duration or an impossible rule
 (fewer listed approvers than required approvals, with no group listed; `allow_always`
-with `required_approvals` > 1, since a standing decision is one person's) is a
+or `allow_window` with `required_approvals` > 1, since a standing decision is one
+person's; `window_match` without `allow_window`; `mode = "audit"` with either) is a
 ConfigError naming the file, the key and the problem; every problem of the file is
 reported at once (`PolicyError.problems`; `approvals-bot policy check FILE`). Parsing
 is pure; group membership is asked of a `GroupDirectory` (Slack's

@@ -24,6 +24,7 @@ from bot.policy.rules import (
     ToolRule,
     no_such_tool,
 )
+from bot.policy.windows import WINDOW_KEYS, check_window, read_window
 
 POLICY_ENV = "APPROVALS_POLICY"
 _RULE_KEYS = frozenset(
@@ -150,7 +151,7 @@ class _Parser:
         return Limits(**values)
 
     def rule(self, table: Mapping[str, Any], base: ToolRule, prefix: str) -> ToolRule:
-        self.unknown(table, _RULE_KEYS | ROUTING_KEYS, prefix)
+        self.unknown(table, _RULE_KEYS | ROUTING_KEYS | WINDOW_KEYS, prefix)
         rule = base
         if "approvers" in table:
             approvers = self.ids(table["approvers"], f"{prefix}.approvers", groups=True)
@@ -174,8 +175,11 @@ class _Parser:
             remind = self.duration(table, "remind_before", prefix)
             rule = rule if remind is None else replace(rule, remind_before=remind)
         routing = read_routing(table, rule.routing, prefix, fail=self.fail, ids=self.any_ids)
-        rule = replace(rule, routing=routing)
+        rule = replace(rule, routing=routing, **read_window(table, prefix, self.fail))
         self.possible(rule, table, prefix)
+        check_window(table, prefix, self.fail, allow_window=rule.allow_window,
+                     window_match=rule.window_match, allow_always=rule.allow_always,
+                     required_approvals=rule.required_approvals, mode=rule.mode)  # fmt: skip
         check_routing(routing, table, prefix, approvers=rule.approvers,
                       expires_after=rule.expires_after, fail=self.fail)  # fmt: skip
         return rule

@@ -15,6 +15,7 @@ from typing import Any
 
 from bot.errors import ConfigFileError
 from bot.policy.routing import Routing
+from bot.policy.windows import Mode
 
 BUILTIN = "<built-in defaults>"
 # Slack ids, matched whole (`fullmatch`): users are U… (W… on Enterprise Grid), user
@@ -35,6 +36,9 @@ class ToolRule:
     expires_after: timedelta | None = timedelta(hours=24)  # None: never (not from TOML)
     remind_before: timedelta = timedelta(hours=1)  # zero: no reminder
     allow_always: bool = False  # may one decision stand for the rest of the run?
+    allow_window: timedelta | None = None  # may one approval cover matching calls this long?
+    window_match: tuple[str, ...] = ()  # argument fields a window's calls must share
+    mode: Mode = "approve"  # "audit": the call runs without waiting, recorded after
     # -- how the call reaches people (bot.policy.routing) --
     routing: Routing = field(default_factory=Routing)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Generic, Literal, TypeVar
 
 from bot.errors import InputError
@@ -61,6 +61,7 @@ class ApprovalView:
     must_read: bool = False
     has_read: bool = False
     can_stand: bool = False  # the viewer may decide it for the rest of the run (policy)
+    window: WindowOffer | None = None  # the window the viewer's approval may open (policy)
     standing: StandingDecision | None = None  # the active standing decision it made
     waited_seconds: float = 0.0
 
@@ -72,6 +73,16 @@ class ApprovalView:
             ("reconcile", self.can_reconcile),
         )
         return tuple(action for action, may in allowed if may)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowOffer:
+    """The approval window an approval of a call may open (bot.service.windows): for
+    `lasts`, over later calls of its tool whose `match_fields` arguments are equal (none
+    named: every call of the tool)."""
+
+    lasts: timedelta
+    match_fields: tuple[str, ...]
 
 
 @dataclass(frozen=True, kw_only=True)

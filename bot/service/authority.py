@@ -41,6 +41,7 @@ from bot.canonical import digests_equal
 from bot.errors import AlreadyDecidedError, ConfigError, KeyMissingError, NotAuthorizedError
 from bot.policy.eligibility import Eligibility, Eligible, NotEligible, is_eligible
 from bot.policy.rules import Policy, ToolRule
+from bot.service.audited import AUDIT_VOTER, audit_vote_refusal
 from bot.service.last_check import Refusal
 from bot.service.sealed import sealed_quorum
 from bot.service.widening import absences_covered, by_escalation
@@ -340,6 +341,11 @@ async def execution_check(flow: Workflow, approval: ApprovalRecord) -> Refusal |
         return Refusal(why=quorum.problem, tampered=True)
     says: dict[str, str] = {}
     for voter in quorum.voters:
+        if voter == AUDIT_VOTER:  # the policy's own approval of an audit-only call
+            why = audit_vote_refusal(flow, evidence.approval)
+            if why is not None:
+                return Refusal(why=why)
+            continue
         at = quorum.voted_at.get(voter)
         verdict = await eligibility(flow, evidence.approval, voter, at=at)
         if isinstance(verdict, NotEligible):

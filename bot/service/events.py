@@ -20,7 +20,13 @@ from typing import Literal, Protocol
 
 from bot.review.snapshot import ReviewSnapshot
 from bot.service.api import ApprovalView, UncertainCall
-from store.records import ApprovalRecord, Escalation, RunRecord, StandingDecision
+from store.records import (
+    ApprovalRecord,
+    ApprovalWindow,
+    Escalation,
+    RunRecord,
+    StandingDecision,
+)
 
 Location = tuple[str, str]
 """(channel, ts) of a posted message: the run's root message or an approval's card."""
@@ -90,6 +96,7 @@ class ApprovalDecided:
     approval: ApprovalRecord
     standing: tuple[StandingDecision, ...] = ()  # the run's active standing decisions
     reach: CardReach = field(default_factory=CardReach)
+    window: ApprovalWindow | None = None  # the approval window it opened, or that approved it
     kind: Literal["approval_decided"] = "approval_decided"
 
 
@@ -267,7 +274,19 @@ class OutcomeToRequester:
     kind: Literal["outcome_to_requester"] = "outcome_to_requester"
 
 
-Posting = RunStarted | ApprovalRequested | DirectCopy
+@dataclass(frozen=True, kw_only=True)
+class AuditedCallRan:
+    """A call of an audit-only tool ran without waiting (bot.service.audited): post its
+    card, after the fact, with its (redacted) result. The answer is where it went."""
+
+    run: RunRecord
+    approval: ApprovalRecord
+    result: str
+    is_error: bool
+    kind: Literal["audited_call_ran"] = "audited_call_ran"
+
+
+Posting = RunStarted | ApprovalRequested | DirectCopy | AuditedCallRan
 """The events whose answer is where the message went (a `Location`, or None)."""
 
 Event = (
@@ -290,6 +309,7 @@ Event = (
     | ApprovalEscalated
     | ApproversMentioned
     | OutcomeToRequester
+    | AuditedCallRan
 )
 CardEvent = ApprovalRequested | ApprovalUpdated | ApprovalDecided | ExecutionRefused | DirectCopy
 """The events that show an approval's card (each told how far the card reached)."""

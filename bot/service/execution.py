@@ -49,6 +49,7 @@ from bot.runtime import (
 )
 from bot.service.amend import can_change, noted_agent
 from bot.service.api import UncertainCall
+from bot.service.audited import audit_only, record_ran, wave_through
 from bot.service.authority import execution_check
 from bot.service.copies import plan_request_copies, send_planned
 from bot.service.events import (
@@ -63,6 +64,7 @@ from bot.service.last_check import ServiceJournal
 from bot.service.limits import calls_per_turn_exceeded, check_pending
 from bot.service.retry import transient
 from bot.service.standing import apply_standing
+from bot.service.windows import apply_windows
 from bot.service.workflow import Workflow
 from store.journal import StoreJournal
 from store.records import (
@@ -126,6 +128,7 @@ async def execute(
         authorize=partial(execution_check, flow),
         on_refused=partial(_tell_refused, flow, run),
         void=partial(void_approval, flow, run),
+        on_executed=partial(record_ran, flow, run),
         clock=flow.clock,
         telemetry=flow.telemetry,
     )
@@ -285,6 +288,8 @@ async def request_approvals(
         rule = flow.rule_for(call.tool_name)
         expires_at = now + rule.expires_after if rule.expires_after is not None else None
         remind_at = expires_at - rule.remind_before if expires_at and rule.reminds else None
+        if rule.mode == "audit":  # decided at once: nobody to remind or escalate to
+            remind_at = None
         planned.append(
             NewApproval(
                 approval_id=approval_id,
@@ -298,7 +303,7 @@ async def request_approvals(
                 required_approvals=rule.required_approvals,
                 remind_at=remind_at,
                 execution_key=call.execution_key,
-                escalations=escalation_plans(rule, now, expires_at),
+                escalations=() if rule.mode == "audit" else escalation_plans(rule, now, expires_at),
                 policy_fingerprint=flow.policy.fingerprint,
             )
         )
@@ -317,10 +322,13 @@ async def request_approvals(
                 f"{record.status} approval for other arguments; refusing to reuse it"
             )
     standing = await flow.standing(run.run_id)
-    for record in records:
-        if record.slack_ts is None:
+    for record in records:  # an audit-only call's card is posted once it ran
+        if record.slack_ts is None and not audit_only(flow, record.tool_name):
             await _post_card(flow, run, record, snapshots[record.execution_key], standing)
-    if standing and await apply_standing(flow, run, records):
+    decided = await wave_through(flow, records)
+    decided = (bool(standing) and await apply_standing(flow, run, records)) or decided
+    arguments = {call.execution_key: call.arguments for call in waiting}
+    if await apply_windows(flow, run, records, arguments) or decided:
         await resume_if_decided(flow, run.run_id)
     return records
 

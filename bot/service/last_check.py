@@ -19,7 +19,8 @@
    the ledger.
 2. The audit trail of effects: `executed` after a result is recorded (so the trail says
    which worker ran what, with which key and attempt) and `uncertain` when an
-   interrupted call is parked for reconciliation.
+   interrupted call is parked for reconciliation. `on_executed` then hears of an
+   approved call's result (an audit-only call's card is posted from there).
 3. Voiding (bot.runtime.journal.VoidingJournal): an engine that finds, before it claims
    an approved call, that what was approved no longer holds voids the approval through
    `void` (the service's own void-and-ask-again: revoked, its card says why) and asks
@@ -99,6 +100,7 @@ class ServiceJournal:
         authorize: Callable[[ApprovalRecord], Awaitable[Refusal | None]] | None = None,
         on_refused: Callable[[ApprovalRecord, str], Awaitable[None]] | None = None,
         void: Callable[[ApprovalRecord, str], Awaitable[bool]] | None = None,
+        on_executed: Callable[[ApprovalRecord, str, bool], Awaitable[None]] | None = None,
         clock: Clock = utc_now,
         telemetry: Telemetry | None = None,
     ) -> None:
@@ -111,6 +113,7 @@ class ServiceJournal:
         self._authorize = authorize
         self._on_refused = on_refused  # must not raise: the refusal stands either way
         self._void = void
+        self._on_executed = on_executed  # an approved call ran: (approval, result, is_error)
         self._clock = clock
         self._dispatches: dict[str, _Dispatch] = {}
 
@@ -255,6 +258,9 @@ class ServiceJournal:
                     "is_error": is_error,
                 },
             )
+            approved = self._approvals.get(execution_key)
+            if approved is not None and self._on_executed is not None:
+                await self._on_executed(approved, result, is_error)
 
     async def mark_uncertain(self, *, execution_key: str) -> None:
         await self._inner.mark_uncertain(execution_key=execution_key)

@@ -1,5 +1,6 @@
 """Revoking a call: a pending one, or an approved one whose call has not started, never
-runs; a decision that stands for the rest of the run ends.
+runs; a decision that stands for the rest of the run, and an approval window it
+opened, end.
 
 Refused (audited `refused`) unless the person is the run's requester, eligible to decide
 the call or an admin (bot.service.authority). Like a vote it comes in two steps:
@@ -39,9 +40,14 @@ async def record_revocation(
         )
     # A decision that stands for the rest of the run ends first: that works even after
     # the approval's own call ran (then the approval itself stays as it is).
-    ended = await flow.store.revoke_standing_decision(
+    standing = await flow.store.revoke_standing_decision(
         approval_id, actor=actor, reason=reason.strip(), via=flow.via
     )
+    # So does an approval window it opened.
+    window = await flow.store.revoke_window(
+        approval_id, actor=actor, reason=reason.strip(), via=flow.via
+    )
+    ended = standing or window
     if refusal == "closed":
         if ended is not None:
             return Recorded(approval=approval, finish=partial(_standing_ended, flow, run, approval))

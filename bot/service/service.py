@@ -35,6 +35,7 @@ from bot.service.authority import refuse_request, require_visible
 from bot.service.bulk import BulkDecisions
 from bot.service.config import DEFAULT_APPROVAL_TTL, DEFAULT_SWEEP_SECONDS
 from bot.service.copies import send_unsent
+from bot.service.deciding import DecisionOperations
 from bot.service.events import Notifier
 from bot.service.expiry import ExpirySweeper, escalate_due, expire_overdue, remind_due
 from bot.service.leases import DEFAULT_LEASE_SECONDS, HeldLeases
@@ -48,11 +49,18 @@ from bot.service.resume import retry_parked, start_resume
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy
 from bot.service.telemetry import Telemetry
 from bot.service.views import build_view, pending_for, recent_decisions, views_of
-from bot.service.voting import DecisionOperations
+from bot.service.windows import end_window, windows_for
 from bot.service.workflow import Workflow
 from bot.tasks import TaskOwner
 from store.api import Store
-from store.records import ApprovalRecord, AuditEvent, CancelOutcome, RunRecord, StandIn
+from store.records import (
+    ApprovalRecord,
+    ApprovalWindow,
+    AuditEvent,
+    CancelOutcome,
+    RunRecord,
+    StandIn,
+)
 
 
 def known_tool_names(registry: AgentRegistry, policy: Policy) -> frozenset[str]:
@@ -142,6 +150,14 @@ class ApprovalService:
         self._default_agent = default_agent
         self._requests = RequestLog(store)
         self._sweeper: ExpirySweeper | None = None
+
+    async def approval_windows(self, viewer: str, *, limit: int = 10) -> list[ApprovalWindow]:
+        """The open approval windows `viewer` may end (bot.service.windows)."""
+        return await windows_for(self._flow, viewer, limit=limit)
+
+    async def end_window(self, window_id: str, *, actor: str, reason: str) -> ApprovalWindow:
+        """End an approval window (bot.service.windows.end_window)."""
+        return await end_window(self._flow, window_id, actor=actor, reason=reason)
 
     @property
     def registry(self) -> AgentRegistry:

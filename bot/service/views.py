@@ -30,6 +30,7 @@ from bot.service.authority import (
 )
 from bot.service.waiting import waited_seconds
 from bot.service.widening import absences_covered
+from bot.service.windows import window_offer
 from bot.service.workflow import Workflow
 from store.records import ApprovalRecord, VoteRecord
 
@@ -102,6 +103,7 @@ async def visible_view(
         must_read=must_read,
         has_read=has_read,
         can_stand=can_decide and why_not_stand(rule, approval) is None,
+        window=window_offer(rule, approval) if can_decide else None,
         standing=standing,
         waited_seconds=waited_seconds(approval, flow.clock()),
     )

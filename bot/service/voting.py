@@ -10,8 +10,8 @@ closed (in a task the service owns).
 Each comes in two steps: `record_*` ends with the commit and answers a `Recorded`,
 whose `finish()` does the rest (card, resume). A Slack submission is answered between
 the two, so a person is told "done" only for a decision the database already has.
-`DecisionOperations` is the service's face of them: `ApprovalService` exposes its bound
-methods as its own.
+`bot.service.deciding.DecisionOperations` is the service's face of them:
+`ApprovalService` exposes its bound methods as its own.
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ from bot.service.events import ApprovalDecided, ApprovalExpired, ApprovalUpdated
 from bot.service.execution import card_snapshot, engine_stamp
 from bot.service.reading import has_seen_all, refuse_unsealed, unread
 from bot.service.resume import resume_if_all_decided
-from bot.service.revocation import record_revocation
 from bot.service.standing import apply_decision
 from bot.service.views import build_view
+from bot.service.windows import open_window, window_offer
 from bot.service.workflow import Workflow
 from store.records import Amendment, ApprovalRecord, RunRecord, VoteOutcome
 
@@ -124,6 +124,27 @@ async def record_standing_vote(flow: Workflow, ballot: Ballot) -> Recorded[Decis
     return _recorded(flow, run, ballot, outcome)
 
 
+async def record_window_vote(flow: Workflow, ballot: Ballot) -> Recorded[DecisionResult]:
+    """An approval that, once it approves the call, opens an approval window over later
+    matching calls of the tool (bot.service.windows): refused unless the policy allows it
+    for the tool. The window is opened here too, before the answer."""
+    approval, run = await check_ballot(flow, ballot)
+    if not ballot.approve or window_offer(flow.rule_for(approval.tool_name), approval) is None:
+        await refuse(flow, approval, actor=ballot.decider, why="window_not_allowed")
+        raise NotAuthorizedError(
+            f"the policy does not let an approval of {approval.tool_name} cover later calls "
+            "for a while (allow_window, with one required approval)"
+        )
+    state = await flow.load_state(run.run_id)
+    call = pending_call(state, approval)
+    if not digests_equal(state.call_digest(call), ballot.digest or approval.arguments_digest):
+        raise stale_digest(approval)  # an edit landed meanwhile: match what was approved only
+    outcome = await _vote(flow, ballot, approval)
+    if outcome.result == "decided":
+        await open_window(flow, outcome.record, call.arguments)
+    return _recorded(flow, run, ballot, outcome)
+
+
 async def recorded_vote(
     flow: Workflow, ballot: Ballot, approval: ApprovalRecord, run: RunRecord
 ) -> tuple[Recorded[DecisionResult], bool]:
@@ -171,9 +192,12 @@ async def settle(
     standing = await flow.standing(run.run_id)
     if outcome.result == "decided":
         flow.telemetry.approval_closed(record)
+        window = await flow.store.get_window(record.approval_id)  # the one it opened, if any
         # The card is updated while the resume is claimed and starts: the call's effect
         # does not wait for Slack's round trip (later updates of the card wait for it).
-        card = flow.notify_beside(ApprovalDecided(run=run, approval=record, standing=standing))
+        card = flow.notify_beside(
+            ApprovalDecided(run=run, approval=record, standing=standing, window=window)
+        )
         started = await resume_if_all_decided(flow, record.run_id)
         await card
         return _result(record, voters, resume_started=started)
@@ -292,145 +316,3 @@ async def _save_state(flow: Workflow, run: RunRecord, state: AgentRun) -> RunRec
             "the run changed while you edited (another decision or edit landed); "
             "look at the card again"
         ) from None
-
-
-# -- the service's face ---------------------------------------------------------------
-
-
-class DecisionOperations:
-    """The deciding operations of `ApprovalService` (see the module doc)."""
-
-    def __init__(self, flow: Workflow) -> None:
-        self._flow = flow
-
-    async def decide(
-        self,
-        approval_id: str,
-        *,
-        approve: bool,
-        decider: str,
-        reason: str,
-        message: str | None = None,
-        digest: str | None = None,
-        always: bool = False,
-    ) -> DecisionResult:
-        """Record one person's vote under the policy.
-
-        Refused (audited `refused`): NotAuthorizedError when the decider is not eligible
-        (not an approver or a member of an approver group; not a member of the call's
-        channel; the requester unless the rule allows self approval), and its
-        ArgumentsUnreadError when they approve a call the card cuts without having read
-        its arguments whole (`read_in_full`); InputError for an unknown approval, a
-        blank decider, or a blank reason when the rule requires one; AlreadyDecidedError
-        when the approval is closed, expired (it becomes `expired` now, its card is
-        updated and the run goes on) or this person already voted on these arguments
-        (each person counts once); ResolutionError when `digest` (the one the decider
-        saw) is no longer current.
-
-        An approval stays `pending` until `required_approvals` distinct eligible people
-        approved the current arguments; one rejection rejects. A counted vote updates
-        the card (`ApprovalUpdated`); a closing one `ApprovalDecided`, and when it was
-        the run's last open approval the resume is claimed and runs in a service task.
-
-        `always`: the decision stands for the rest of the run (bot.service.standing):
-        every later call of the tool in this run is decided the same way, each by its own
-        approval with the same checks, until the decision is revoked. Only where the
-        policy allows it for the tool (NotAuthorizedError otherwise, audited)."""
-        recorded = await self.record_decision(
-            approval_id,
-            approve=approve,
-            decider=decider,
-            reason=reason,
-            message=message,
-            digest=digest,
-            always=always,
-        )
-        return await recorded.finish()
-
-    async def record_decision(
-        self,
-        approval_id: str,
-        *,
-        approve: bool,
-        decider: str,
-        reason: str,
-        message: str | None = None,
-        digest: str | None = None,
-        always: bool = False,
-    ) -> Recorded[DecisionResult]:
-        """`decide` in two steps: this commits the vote (refusals found before the store
-        raise here) and `finish()` does the rest (card, resume; refusals from the
-        store's answer raise there). Tell the person in between: the vote is durable."""
-        ballot = Ballot(
-            approval_id=approval_id,
-            approve=approve,
-            decider=decider,
-            reason=reason or "",
-            message=message,
-            digest=digest,
-        )
-        if always:
-            return await record_standing_vote(self._flow, ballot)
-        return await record_vote(self._flow, ballot)
-
-    async def approve_with_changes(
-        self,
-        approval_id: str,
-        *,
-        decider: str,
-        reason: str,
-        arguments: Mapping[str, Any],
-        digest: str | None = None,
-    ) -> DecisionResult:
-        """Approve the call with changed arguments.
-
-        `arguments` are merged over the call's real stored arguments: a top-level field
-        left out, or a value equal to the redaction marker (`bot.credentials.REDACTED`, as
-        the card shows it), keeps its stored value, so a redacted secret is never edited
-        blind. The result is validated against the tool's schema (InputError naming each
-        problem, nothing changed), gets a new digest and snapshot, and every earlier vote
-        stops counting; this counts as the decider's approval of the new digest (so with
-        a quorum of 1 the call is approved). The run's state gets the new arguments, the
-        model is told the call ran with arguments an approver changed, and the audit keeps
-        both digests (`arguments_changed`). Eligibility as for `decide`; the run must be
-        paused (ResolutionError otherwise)."""
-        recorded = await self.record_changes(
-            approval_id, decider=decider, reason=reason, arguments=arguments, digest=digest
-        )
-        return await recorded.finish()
-
-    async def record_changes(
-        self,
-        approval_id: str,
-        *,
-        decider: str,
-        reason: str,
-        arguments: Mapping[str, Any],
-        digest: str | None = None,
-    ) -> Recorded[DecisionResult]:
-        """`approve_with_changes` in two steps, as `record_decision` splits `decide`."""
-        ballot = Ballot(
-            approval_id=approval_id, approve=True, decider=decider, reason=reason, digest=digest
-        )
-        return await record_change(self._flow, ballot, arguments)
-
-    async def revoke(self, approval_id: str, *, actor: str, reason: str) -> ApprovalRecord:
-        """Withdraw a pending, or approved but not yet executed, call: it never runs.
-
-        Allowed for the run's requester, anyone eligible to decide it and the policy's
-        admins (NotAuthorizedError otherwise, audited `refused`). A blank reason ->
-        InputError; already executed or closed -> AlreadyDecidedError. The card is
-        updated (`ApprovalDecided`, status `revoked`, `revoked_by`, `reason`), and the run
-        resumes with the call rejected when nothing else is open.
-
-        When the approval made a decision that stands for the rest of the run, that ends
-        too (`standing_revoked`): later calls of the tool are asked again. That works
-        after the call itself ran (the approval then stays as it is)."""
-        recorded = await self.record_revocation(approval_id, actor=actor, reason=reason)
-        return await recorded.finish()
-
-    async def record_revocation(
-        self, approval_id: str, *, actor: str, reason: str
-    ) -> Recorded[ApprovalRecord]:
-        """`revoke` in two steps, as `record_decision` splits `decide`."""
-        return await record_revocation(self._flow, approval_id, actor=actor, reason=reason)

@@ -49,13 +49,14 @@ from bot.slack.decision_modal import DECISION_CALLBACK_ID
 from bot.slack.dedupe import DropRedeliveries, RequestMemory
 from bot.slack.edit_modal import EDIT_CALLBACK_ID
 from bot.slack.gateway import SlackGateway
-from bot.slack.home import publish_home
+from bot.slack.home import HomeListeners, publish_home
 from bot.slack.interactions import CardInteractions
 from bot.slack.messages import approval_lines, replies
 from bot.slack.modals import optional_text
 from bot.slack.observed import TimeAcks
 from bot.slack.reading_modal import CONTINUE_ACTION_ID, NEXT_PAGE_ACTION_ID
 from bot.slack.reconcile_modal import RECONCILE_CALLBACK_ID
+from bot.slack.windows import END_WINDOW_ACTION_ID
 from bot.slack.workspace import Foreign, PinToWorkspace, Workspace
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,7 @@ class SlackListeners:
         self._requests = requests
         self._workspace = workspace
         self.cards = CardInteractions(self._r)
+        self.home = HomeListeners(self._r)
         self.bulk = BulkInteractions(self._r)
 
     def register(self, app: AsyncApp) -> None:
@@ -142,6 +144,7 @@ class SlackListeners:
         app.view(BULK_CALLBACK_ID)(self.bulk.on_bulk_submission)
         app.event("message")(self.on_message)
         app.event("app_home_opened")(self.on_app_home_opened)
+        app.action(END_WINDOW_ACTION_ID)(self.home.on_end_click)
 
     # -- requests from outside the workspace -----------------------------------------
 

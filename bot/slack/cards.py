@@ -21,11 +21,19 @@ from typing import Any
 
 from bot.errors import InputError
 from bot.review.snapshot import ReviewSnapshot
+from bot.review.visible import visible
 from bot.service import UncertainCall
 from bot.service.events import CardReach
 from bot.service.reading import CUT_MARK, card_shows_all
 from bot.slack.actions import BY_ACTION_ID, CardAction, button
-from bot.slack.blocks import CALL_BLOCK_ID, Block, mrkdwn_context, mrkdwn_section, snapshot_text
+from bot.slack.blocks import (
+    CALL_BLOCK_ID,
+    Block,
+    escape,
+    mrkdwn_context,
+    mrkdwn_section,
+    snapshot_text,
+)
 from bot.slack.messages.approval_lines import (
     TOOL_NOT_AMENDABLE_TEXT,
     card_about,
@@ -38,10 +46,17 @@ from bot.slack.messages.approval_lines import (
     standing_line,
     uncertain_about_text,
     uncertain_call_text,
+    window_line,
 )
 from bot.slack.messages.forms import CUT_CARD_TEXT
 from bot.slack.modals import check_approval_id, mapping_field, optional_text, submitter, text_field
-from store.records import ApprovalRecord, RunRecord, StandingDecision
+from store.records import ApprovalRecord, ApprovalWindow, RunRecord, StandingDecision
+
+RESULT_LIMIT = 2800  # characters of an audit-only call's result on its card
+AUDITED_TEXT = (
+    'The policy makes this tool audit-only (`mode = "audit"`): its calls run without '
+    "waiting for anyone, and each is recorded on a card like this one and in the audit log."
+)
 
 
 def approval_card_blocks(
@@ -54,6 +69,7 @@ def approval_card_blocks(
     reach: CardReach | None = None,
     deciding: bool = True,
     note: str | None = None,
+    window: ApprovalWindow | None = None,
 ) -> list[Block]:
     """The card for an approval in any state, from its record and the voters on its
     current digest (None: not known here, the quorum line is left out). `not_run` is why
@@ -64,7 +80,8 @@ def approval_card_blocks(
     direct message, escalated). `deciding`: whether a pending card carries Approve,
     Approve with changes and Reject (not the thread's card when the policy sends them by
     direct message); `note`: a line under the title (a copy in someone's DMs says why it
-    came to them)."""
+    came to them). `window`: the approval window the approval opened, or that approved
+    it (said on the card: whose, until when)."""
     status = approval.status
     blocks: list[Block] = [mrkdwn_section(card_title(approval))]
     if note is not None:
@@ -83,6 +100,7 @@ def approval_card_blocks(
         closing_line(approval),
         not_run_line(not_run) if not_run is not None else None,
         standing_line(approval, standing),
+        window_line(approval, window) if window is not None else None,
         why_not if status == "pending" else None,
         *(reach_lines(reach) if reach is not None else ()),
     ]
@@ -95,6 +113,24 @@ def approval_card_blocks(
     if buttons:
         blocks.append({"type": "actions", "block_id": "decision", "elements": buttons})
     return blocks
+
+
+def audited_card_blocks(
+    *, run: RunRecord, approval: ApprovalRecord, result: str, is_error: bool
+) -> list[Block]:
+    """The card of an audit-only call, posted after it ran: the call as every card shows
+    it (redacted, escaped, hiding characters made visible, cut to the card's room) and
+    its result (the same rules), with no buttons: nobody decides it."""
+    outcome = "failed" if is_error else "ran"
+    title = f":eyes: *Audit only*: `{escape(approval.tool_name, 200)}` {outcome} without waiting"
+    shown = escape(visible(result), RESULT_LIMIT) if result else "(no result)"
+    return [
+        mrkdwn_section(title),
+        mrkdwn_context(card_about(run, approval)),
+        mrkdwn_section(snapshot_text(approval), block_id=CALL_BLOCK_ID),
+        mrkdwn_section(f"*Result:* {shown}"),
+        mrkdwn_context(AUDITED_TEXT),
+    ]
 
 
 def card_amendable(run: RunRecord, approval: ApprovalRecord) -> tuple[bool, str | None]:

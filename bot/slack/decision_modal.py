@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.errors import InputError
+from bot.policy.durations import format_duration
+from bot.service.api import WindowOffer
 from bot.slack.actions import ACTIONS
 from bot.slack.blocks import CALL_BLOCK_ID, Block, text_input
 from bot.slack.messages.forms import GIVE_A_REASON, keep_under
@@ -35,6 +37,9 @@ DECISION_CALLBACK_ID = "approval_decision"
 STANDING_BLOCK_ID = "standing"
 STANDING_ACTION_ID = "standing_input"
 STANDING_VALUE = "rest_of_run"
+WINDOW_BLOCK_ID = "window"
+WINDOW_ACTION_ID = "window_input"
+WINDOW_VALUE = "open_window"
 MESSAGE_BLOCK_ID = "message_to_agent"
 MESSAGE_ACTION_ID = "message_input"
 MAX_MESSAGE_CHARS = 2000
@@ -53,19 +58,27 @@ class DecisionSubmission:
     message: str | None
     digest: str | None = None  # the arguments digest the modal showed
     always: bool = False  # the decision stands for the rest of the run
+    window: bool = False  # the approval opens an approval window
 
 
 def decision_modal(
-    *, context: ModalContext, call: str | None, tool_name: str | None = None
+    *,
+    context: ModalContext,
+    call: str | None,
+    tool_name: str | None = None,
+    window: tuple[str, WindowOffer] | None = None,
 ) -> dict[str, Any]:
     """The reason modal. `call` is the card's own (escaped, redacted) call block: tool,
     arguments and digest, so the person sees what they decide on. With `tool_name` (the
     policy lets a decision on it stand for the run), approve and reject offer "for the
-    rest of this run"."""
+    rest of this run"; with `window` (the tool and the window the policy lets an approval
+    open), approve offers the approval window."""
     verb = ACTIONS[context.action].label
     blocks: list[Block] = [call_section(call, CALL_BLOCK_ID), reason_input(optional=False)]
     if tool_name is not None and context.action in ("approve", "reject"):
         blocks.append(_standing_choice(verb, tool_name))
+    if window is not None and context.action == "approve":
+        blocks.append(_window_choice(*window))
     if context.action == "reject":
         blocks.append(
             text_input(
@@ -105,13 +118,43 @@ def _standing_choice(verb: str, tool_name: str) -> Block:
     }
 
 
+def _window_choice(tool_name: str, offer: WindowOffer) -> Block:
+    lasts = format_duration(offer.lasts)
+    text = f"Approve matching {tool_name[:40]} calls for {lasts}"
+    fields = ", ".join(offer.match_fields)
+    matching = f"the same {fields[:300]}" if offer.match_fields else "any arguments"
+    option = {
+        "text": {"type": "plain_text", "text": text[:75]},
+        "description": {"type": "plain_text", "text": f"Later calls with {matching}"[:75]},
+        "value": WINDOW_VALUE,
+    }
+    return {
+        "type": "input",
+        "block_id": WINDOW_BLOCK_ID,
+        "optional": True,
+        "label": {"type": "plain_text", "text": f"Approval window ({lasts})"},
+        "element": {"type": "checkboxes", "action_id": WINDOW_ACTION_ID, "options": [option]},
+        "hint": {
+            "type": "plain_text",
+            "text": f"Later {tool_name[:100]} calls with {matching}, in any run, are approved "
+            "in your name until it ends. Each still gets its own card and checks; a call too "
+            "long for its card, or needing more approvals, is asked as usual. End it from "
+            "App Home.",
+        },
+    }
+
+
 def _chose_standing(values: Mapping[str, Any]) -> bool:
-    block = values.get(STANDING_BLOCK_ID)
-    element = block.get(STANDING_ACTION_ID) if isinstance(block, Mapping) else None
+    return _ticked(values, STANDING_BLOCK_ID, STANDING_ACTION_ID, STANDING_VALUE)
+
+
+def _ticked(values: Mapping[str, Any], block_id: str, action_id: str, value: str) -> bool:
+    block = values.get(block_id)
+    element = block.get(action_id) if isinstance(block, Mapping) else None
     selected = element.get("selected_options") if isinstance(element, Mapping) else None
     if not isinstance(selected, list):
         return False
-    return any(isinstance(o, Mapping) and o.get("value") == STANDING_VALUE for o in selected)
+    return any(isinstance(o, Mapping) and o.get("value") == value for o in selected)
 
 
 def parse_decision_submission(body: Mapping[str, Any]) -> DecisionSubmission | InvalidSubmission:
@@ -139,4 +182,6 @@ def parse_decision_submission(body: Mapping[str, Any]) -> DecisionSubmission | I
         message=message if action == "reject" and message else None,
         digest=context.digest,
         always=action != "revoke" and _chose_standing(values),
+        window=action == "approve"
+        and _ticked(values, WINDOW_BLOCK_ID, WINDOW_ACTION_ID, WINDOW_VALUE),
     )

@@ -1,6 +1,7 @@
 """The App Home tab: what waits for the viewer (with the card's buttons, and how long
 each has waited), several calls of one tool to decide at once (bot.slack.bulk_home),
-what the viewer requested, and recent decisions they may see (calls of their channels).
+what the viewer requested, recent decisions they may see (calls of their channels), and
+the approval windows they may end (bot.slack.windows), whose End button is handled here.
 Bounded: Block Kit allows 100 blocks per view, so each part shows a fixed number of rows
 and says when there are more; the bulk part takes only the room the others leave.
 
@@ -13,12 +14,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
-from bot.errors import ApprovalsError
+from bot.errors import ApprovalsError, InputError
 from bot.service import ApprovalService, ApprovalView, Page
 from bot.service.bulk import BULK_LIMIT
-from bot.slack.after_ack import Responder
+from bot.slack.after_ack import Ack, Responder
 from bot.slack.blocks import (
     SECTION_TEXT_LIMIT,
     Block,
@@ -39,7 +41,13 @@ from bot.slack.messages.approval_lines import (
     quorum_line,
     waited_line,
 )
-from store.records import ApprovalRecord, RunRecord
+from bot.slack.windows import (
+    ENDED_FROM_HOME,
+    HOME_WINDOWS_LIMIT,
+    parse_end_click,
+    window_blocks,
+)
+from store.records import ApprovalRecord, ApprovalWindow, RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +65,10 @@ async def build_home(service: ApprovalService, user: str) -> dict[str, Any]:
     requested = await service.requested_by(user, limit=HOME_REQUESTED_LIMIT)
     recent = await service.recent_decisions(limit=HOME_RECENT_LIMIT, viewer=user)
     runs = await _runs_of(service, pending.items[:HOME_PENDING_LIMIT])
-    return home_view(pending=pending, requested=requested, recent=recent, runs=runs)
+    windows = await service.approval_windows(user, limit=HOME_WINDOWS_LIMIT + 1)
+    return home_view(
+        pending=pending, requested=requested, recent=recent, runs=runs, windows=windows
+    )
 
 
 async def _runs_of(service: ApprovalService, views: Sequence[ApprovalView]) -> dict[str, RunRecord]:
@@ -85,10 +96,12 @@ def home_view(
     requested: Sequence[ApprovalView],
     recent: Sequence[ApprovalRecord],
     runs: Mapping[str, RunRecord] | None = None,
+    windows: Sequence[ApprovalWindow] = (),
 ) -> dict[str, Any]:
     """The view; `runs` (by run id) are the pending calls' runs, which say whether a
     call's buttons include Approve with changes (a call whose run is not there has
-    none)."""
+    none); `windows`: the approval windows the viewer may end (after the rest, counted
+    before the bulk part takes the room left)."""
     blocks: list[Block] = [_header("Waiting for you")]
     if not pending.items:
         blocks.append(mrkdwn_section(NOTHING_WAITS_TEXT))
@@ -99,7 +112,9 @@ def home_view(
         )
     if pending.next_cursor is not None or len(pending.items) > HOME_PENDING_LIMIT:
         blocks.append(mrkdwn_context(more_pending_text()))
-    blocks += bulk_home_blocks(pending.items, room=MAX_BLOCKS - TAIL_BLOCKS - len(blocks))
+    ending = [{"type": "divider"}, *window_blocks(windows)] if windows else []
+    room = MAX_BLOCKS - TAIL_BLOCKS - len(ending) - len(blocks)
+    blocks += bulk_home_blocks(pending.items, room=room)
     blocks.append({"type": "divider"})
     blocks.append(_header("You requested"))
     lines = [approval_line(view.approval) for view in requested[:HOME_REQUESTED_LIMIT]]
@@ -108,6 +123,7 @@ def home_view(
     blocks.append(_header("Recent decisions"))
     lines = [decision_line(record) for record in recent[:HOME_RECENT_LIMIT]]
     blocks.append(mrkdwn_section(escape_join(lines, SECTION_TEXT_LIMIT) or "None yet."))
+    blocks += ending
     return {"type": "home", "blocks": blocks[:MAX_BLOCKS]}
 
 
@@ -126,3 +142,29 @@ def _pending_item(view: ApprovalView, *, amendable: bool) -> list[Block]:
 
 def _header(text: str) -> Block:
     return {"type": "header", "text": {"type": "plain_text", "text": text}}
+
+
+class HomeListeners:
+    """The End window button of App Home: the window ends through the service (the same
+    rule as everywhere, audited) after Slack is answered, then the viewer's Home is
+    published again; a refusal is told by direct message (a Home click has no channel)."""
+
+    def __init__(self, responder: Responder) -> None:
+        self._r = responder
+
+    async def on_end_click(self, ack: Ack, body: Mapping[str, Any]) -> None:
+        await ack()
+        try:
+            user, window_id = parse_end_click(body)
+        except InputError as error:
+            log.warning("ignoring a malformed End window click: %s", error)
+            return
+        self._r.later(partial(self._end, user, window_id), name=f"slack:window:{window_id}")
+
+    async def _end(self, user: str, window_id: str) -> None:
+        try:
+            await self._r.service.end_window(window_id, actor=user, reason=ENDED_FROM_HOME)
+        except ApprovalsError as error:
+            text = f":no_entry: {escape(str(error), 2000)} Nothing changed."
+            await self._r.slack.post(channel=await self._r.slack.open_dm(user=user), text=text)
+        await publish_home(self._r, user)

@@ -150,7 +150,8 @@ class CardInteractions:
         call = snapshot_text(approval)
         if action.opens == "decision":
             stand = approval.tool_name if view.can_stand else None
-            return decision_modal(context=context, call=call, tool_name=stand)
+            window = None if view.window is None else (approval.tool_name, view.window)
+            return decision_modal(context=context, call=call, tool_name=stand, window=window)
         arguments = editable_arguments(ReviewSnapshot.from_json(approval.snapshot))
         if arguments is None:
             await self._refuse(click, replies.TOO_BIG_TO_EDIT_TEXT)
@@ -308,6 +309,7 @@ class CardInteractions:
             message=submission.message,
             digest=submission.digest,
             always=submission.always,
+            window=submission.window,
         )
 
     async def _tell_refused(self, channel: str | None, user: str, error: ApprovalsError) -> None:

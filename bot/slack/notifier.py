@@ -27,6 +27,7 @@ from bot.service.events import (
     ApprovalRequested,
     ApprovalUpdated,
     ApproversMentioned,
+    AuditedCallRan,
     CallUncertain,
     CardReach,
     DirectCopy,
@@ -48,9 +49,9 @@ from bot.slack.blocks import Block, mrkdwn_context, mrkdwn_section
 from bot.slack.direct import DirectMessages
 from bot.slack.gateway import SlackGateway
 from bot.slack.messages import run_thread
-from bot.slack.messages.approval_lines import approval_card_text, copy_note
+from bot.slack.messages.approval_lines import approval_card_text, audited_card_text, copy_note
 from bot.slack.patience import PATIENCE_SECONDS, Sleep, patiently
-from store.records import ApprovalRecord, RunRecord, StandingDecision
+from store.records import ApprovalRecord, ApprovalWindow, RunRecord, StandingDecision
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,8 @@ class SlackNotifier:
                 await self._post_uncertain_card(run, call)
             case OutcomeToRequester(run=run, approval=approval):
                 await self._tell_requester(run, approval)
+            case AuditedCallRan():
+                return await self._post_audited(event)
             case _:
                 await self._post_in_thread(event.run, thread_text(event))
         return None
@@ -123,7 +126,9 @@ class SlackNotifier:
                 )
             return
         voters = event.view.voters if isinstance(event, ApprovalUpdated) else None
-        card = Card(run=run, approval=approval, voters=voters, standing=event.standing, reach=reach)
+        window = event.window if isinstance(event, ApprovalDecided) else None
+        card = Card(run=run, approval=approval, voters=voters, standing=event.standing,
+                    reach=reach, window=window)  # fmt: skip
         await self._update_card(card)
 
     async def _tell_requester(self, run: RunRecord, approval: ApprovalRecord) -> None:
@@ -180,6 +185,24 @@ class SlackNotifier:
                     standing=event.standing, reach=event.reach, note=note)  # fmt: skip
         text = approval_card_text(event.approval)
         return await self._direct.post(user=event.recipient, text=text, blocks=card.copy_blocks())
+
+    async def _post_audited(self, event: AuditedCallRan) -> Location | None:
+        """An audit-only call's card, after it ran, with its result (no buttons)."""
+        run = event.run
+        if run.channel is None:
+            return None
+        blocks = cards.audited_card_blocks(
+            run=run, approval=event.approval, result=event.result, is_error=event.is_error
+        )
+        channel = run.channel
+        ts = await self._patiently(
+            lambda: self._slack.post(
+                channel=channel, thread_ts=run.thread_ts,
+                text=audited_card_text(event.approval), blocks=blocks,
+            ),
+            what=f"the audit card of approval {event.approval.approval_id}",
+        )  # fmt: skip
+        return (channel, ts)
 
     async def _post_uncertain_card(self, run: RunRecord, call: UncertainCall) -> None:
         if run.channel is None:
@@ -239,6 +262,7 @@ class Card:
     standing: Sequence[StandingDecision] = ()
     reach: CardReach = field(default_factory=CardReach)
     note: str | None = None
+    window: ApprovalWindow | None = None
 
     def blocks(self) -> list[Block]:
         """The card in the thread (deciding buttons unless they went by DM)."""
@@ -253,6 +277,7 @@ class Card:
         return cards.approval_card_blocks(
             run=self.run, approval=self.approval, voters=self.voters, not_run=self.not_run,
             standing=self.standing, reach=self.reach, deciding=deciding, note=note,
+            window=self.window,
         )  # fmt: skip
 
 

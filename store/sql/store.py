@@ -32,6 +32,7 @@ from store.sql.snapshots import SNAPSHOTS_MIGRATION, SnapshotSealing
 from store.sql.stand_ins import StandIns
 from store.sql.standing import Standing
 from store.sql.votes import Votes
+from store.sql.windows import Windows
 from store.tx import Database
 
 
@@ -83,6 +84,7 @@ class SqlStore:
             Escalations(database, clock, seals),
             Copies(database, clock),
         )
+        self._bind_windows(Windows(database, clock, seals))
         rotation = KeyRotation(database, sealer, audit, SealRotation(database, seals))
         self.rotate_keys = rotation.rotate_keys
         self._sealed = sealed
@@ -188,6 +190,14 @@ class SqlStore:
         self.copy_posted = copies.copy_posted
         self.claim_unsent_copies = copies.claim_unsent_copies
         self.approval_copies = copies.approval_copies
+
+    def _bind_windows(self, windows: Windows) -> None:
+        self.open_window = windows.open_window
+        self.open_windows = windows.open_windows
+        self.all_open_windows = windows.all_open_windows
+        self.get_window = windows.get_window
+        self.window_matches = windows.window_matches
+        self.revoke_window = windows.revoke_window
 
     async def finish_opening(self) -> None:
         """After migrating at open: the one-time sealing of the rows of open calls, when

@@ -110,6 +110,9 @@ def test_policy_check(home: Home) -> None:
         "expires_after": "2h",
         "remind_before": "1h",
         "allow_always": False,
+        "allow_window": None,
+        "window_match": [],
+        "mode": "approve",
         "routing": {
             "notify": "channel",
             "max_dms": 10,

@@ -37,7 +37,7 @@ def postgres_url() -> Iterator[str]:
 
 async def _fill(store: Store) -> None:
     """A bit of everything: runs and states, approvals decided by vote, a full read, a
-    standing decision, an absence with its stand-in, an escalation step, a card's copy in
+    standing decision, a window, an absence with its stand-in, an escalation step, a card's copy in
     a direct message, a ledger result, plain audit events."""
     await make_run(store, "run-1", state='{"n": 1, "secret": "OPS-7"}')
     await make_run(store, "run-2")
@@ -52,6 +52,9 @@ async def _fill(store: Store) -> None:
     await store.record_full_read("ap-run-1-c1", reader="U1", digest=DIGEST)
     await store.vote("ap-run-1-c1", decision="approved", voter="U1", digest=DIGEST, reason="ok")
     await store.add_standing_decision("ap-run-1-c1")
+    await store.open_window(
+        "ap-run-1-c1", match_fields=("service",), match_values='{"service":"api"}', lasts=HOUR
+    )
     claim = await store.ledger_claim(
         execution_key="run-1:c1", arguments_digest=DIGEST, run_id="run-1", tool_call_id="c1",
         tool_name="deploy_release", owner="w1", lease_seconds=60,
@@ -73,6 +76,8 @@ async def _snapshot(url: str, keyring: KeyRing) -> tuple[object, ...]:
             await store.ledger_entries(), await store.audit_head(),
             (await store.verify_audit()).ok, await store.stand_ins_of(["U1"], at=FAR - HOUR),
             await store.escalations("ap-run-2-c1"), await store.approval_copies("ap-run-2-c1"),
+            await store.get_window("ap-run-1-c1"),
+            await store.window_matches("ap-run-1-c1", match_values='{"service":"api"}'),
         )  # fmt: skip
     finally:
         await store.close()
@@ -124,7 +129,8 @@ def test_copy_moves_everything_and_the_chain_verifies_there(
         f"copied {table}: {rows} row(s)"
         for table, rows in [
             ("runs", 2), ("run_blobs", 2), ("approvals", 2), ("approval_votes", 1),
-            ("approval_full_reads", 1), ("standing_decisions", 1), ("stand_ins", 1),
+            ("approval_full_reads", 1), ("standing_decisions", 1), ("approval_windows", 1),
+            ("stand_ins", 1),
             ("approval_escalations", 1), ("approval_copies", 1), ("ledger", 1),
             ("audit_events", len(expected[2])),  # type: ignore[arg-type]
         ]

@@ -22,7 +22,13 @@ from bot.slack.blocks import (
 )
 from bot.slack.messages.forms import READ_ALL_LABEL
 from bot.slack.messages.run_thread import mention
-from store.records import ApprovalRecord, AuditEvent, RunRecord, StandingDecision
+from store.records import (
+    ApprovalRecord,
+    ApprovalWindow,
+    AuditEvent,
+    RunRecord,
+    StandingDecision,
+)
 
 MAX_VOTERS_SHOWN = 20
 MAX_DETAIL_CHARS = 300
@@ -117,6 +123,28 @@ def standing_line(approval: ApprovalRecord, standing: Sequence[StandingDecision]
     return escape_join([":pushpin: Standing in this run:", *held], CONTEXT_TEXT_LIMIT)
 
 
+def window_line(approval: ApprovalRecord, window: ApprovalWindow) -> str:
+    """What a card says of an approval window: on the card that opened it, what it
+    covers and how to stop it; on a card it approved, whose window and until when."""
+    tool = escape(window.tool_name, 200)
+    matching = (
+        f" with the same {', '.join(escape(f, 100) for f in window.match_fields[:10])}"
+        if window.match_fields
+        else ""
+    )
+    until = slack_date(window.expires_at)
+    if window.window_id == approval.approval_id:
+        return (
+            f":stopwatch: Opened an approval window: until {until}, every later `{tool}` call"
+            f"{matching} is approved in {person(window.decider)}'s name (each still gets its "
+            "own card and checks). Stop it from App Home."
+        )
+    return (
+        f":stopwatch: Approved by the approval window {person(window.decider)} opened "
+        f"(`{escape(window.window_id, 100)}`), open until {until}{matching}."
+    )
+
+
 # -- how far the card reached: direct messages, escalation ---------------------------
 
 MAX_ESCALATED_SHOWN = 10  # mentions per escalation line
@@ -163,6 +191,11 @@ def approval_card_text(approval: ApprovalRecord) -> str:
     who = approval.revoked_by if approval.status == "revoked" else approval.decider
     by = f" by {person(who)}" if who else ""
     return f"{approval.status.capitalize()}{by}: {escape(approval.tool_name, 200)}"
+
+
+def audited_card_text(approval: ApprovalRecord) -> str:
+    """The notification text of an audit-only call's card."""
+    return f"Ran without waiting (audit only): {escape(approval.tool_name, 200)}"
 
 
 def uncertain_call_text(tool_name: str) -> str:
