@@ -383,15 +383,10 @@ async def stretch_requester(flow: Workflow, rows: Iterable[ApprovalRecord]) -> s
             f"the request of approval {newest.approval_id} is sealed with a key this "
             "process's key ring lacks; the run waits until the ring has it"
         )
-    flow.telemetry.decision_tampered(run_id=newest.run_id, approval_id=newest.approval_id)
-    await flow.store.append_audit(
-        "tamper_detected",
-        actor=flow.actor,
-        run_id=newest.run_id,
-        approval_id=newest.approval_id,
-        detail={"purpose": "request_seal", "approval_id": newest.approval_id,
-                "why": f"the seal of its request is {seal}: its requester cannot be "
-                       "trusted for the calls the run asks next"},
+    await flow.record_tampering(
+        run_id=newest.run_id, approval_id=newest.approval_id, purpose="request_seal",
+        why=f"the seal of its request is {seal}: its requester cannot be trusted for the "
+        "calls the run asks next",
     )  # fmt: skip
     raise TamperError(
         f"the request of approval {newest.approval_id} failed its seal; who asked for the "

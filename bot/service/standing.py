@@ -78,14 +78,9 @@ async def sealed_standing(flow: Workflow, run: RunRecord) -> list[StandingDecisi
         if decision.seal == "valid":
             sealed.append(decision)
             continue
-        flow.telemetry.decision_tampered(run_id=run.run_id, approval_id=decision.approval_id)
-        await flow.store.append_audit(
-            "tamper_detected",
-            actor=flow.actor,
-            run_id=run.run_id,
-            approval_id=decision.approval_id,
-            detail={"purpose": "standing_seal", "approval_id": decision.approval_id,
-                    "why": f"the standing decision's seal is {decision.seal}"},
+        await flow.record_tampering(
+            run_id=run.run_id, approval_id=decision.approval_id, purpose="standing_seal",
+            why=f"the standing decision's seal is {decision.seal}",
         )  # fmt: skip
     return sealed
 

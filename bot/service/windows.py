@@ -146,14 +146,9 @@ async def _sealed_windows(flow: Workflow, tool_name: str) -> list[ApprovalWindow
         if window.seal == "valid":
             sealed.append(window)
             continue
-        flow.telemetry.decision_tampered(run_id=window.run_id, approval_id=window.window_id)
-        await flow.store.append_audit(
-            "tamper_detected",
-            actor=flow.actor,
-            run_id=window.run_id,
-            approval_id=window.window_id,
-            detail={"purpose": "window_seal", "approval_id": window.window_id,
-                    "why": f"the approval window's seal is {window.seal}"},
+        await flow.record_tampering(
+            run_id=window.run_id, approval_id=window.window_id, purpose="window_seal",
+            why=f"the approval window's seal is {window.seal}",
         )  # fmt: skip
     return sealed
 

@@ -120,6 +120,20 @@ class Workflow:
         """The run's active standing decisions (what later cards of the run show)."""
         return tuple(await self.store.standing_decisions(run_id))
 
+    async def record_tampering(
+        self, *, run_id: str, approval_id: str, purpose: str, why: str, actor: str | None = None
+    ) -> None:
+        """A seal that did not verify (a row changed in the database without the keys):
+        audited `tamper_detected` naming what was checked and why, and counted."""
+        self.telemetry.decision_tampered(run_id=run_id, approval_id=approval_id)
+        await self.store.append_audit(
+            "tamper_detected",
+            actor=actor or self.actor,
+            run_id=run_id,
+            approval_id=approval_id,
+            detail={"purpose": purpose, "approval_id": approval_id, "why": why},
+        )
+
     def rule_for(self, tool_name: str) -> ToolRule:
         return self.policy.rule_for(tool_name)
 
