@@ -20,7 +20,7 @@ state is one question with two answers:
   editors; an engine that is not one (the OpenAI Agents SDK's) offers no change.
 
 `edit_for` and `amended_state` are those two answers; `can_change` is what the card is
-told when it is posted (bot.service.execution.card_snapshot). `noted_agent` gives the
+told when it is posted (bot.service.asking.card_snapshot). `noted_agent` gives the
 resumed run core an agent whose tool prefixes the result of an amended call with a note,
 so that the model knows the call ran with arguments an approver changed (an editing
 engine tells its own caller).

@@ -25,8 +25,9 @@ from bot.service.answers import (
     Retrying,
     WaitingForApproval,
 )
+from bot.service.asking import engine_stamp
 from bot.service.events import RunStarted
-from bot.service.execution import engine_stamp, execute
+from bot.service.execution import execute
 from bot.service.leases import claim, leave_working
 from bot.service.limits import checked_task
 from bot.service.resume import resume_if_all_decided

@@ -46,13 +46,9 @@ from datetime import datetime
 from bot.canonical import digests_equal
 from bot.errors import ApprovalsError, RunStateError, StoreError, TamperError
 from bot.runtime import AgentRun, ApprovedCall, PendingCall
+from bot.service.asking import request_approvals
 from bot.service.events import ResumeStalled
-from bot.service.execution import (
-    MIGRATION_NEEDED,
-    execute,
-    request_approvals,
-    void_approval,
-)
+from bot.service.execution import MIGRATION_NEEDED, execute, void_approval
 from bot.service.failure import fail_run, wait_for_migration
 from bot.service.leases import claim, leave_working
 from bot.service.retry import transient

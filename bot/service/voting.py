@@ -34,6 +34,7 @@ from bot.review.snapshot import ReviewSnapshot, carried_redactions
 from bot.runtime import AgentRun, PendingCall
 from bot.service.amend import amended_state, built, can_change, edit_for, pending_call
 from bot.service.answers import DecisionResult, Recorded
+from bot.service.asking import card_snapshot, engine_stamp
 from bot.service.authority import (
     already_decided,
     counted_voters,
@@ -44,7 +45,6 @@ from bot.service.authority import (
     why_not_stand,
 )
 from bot.service.events import ApprovalDecided, ApprovalExpired, ApprovalUpdated
-from bot.service.execution import card_snapshot, engine_stamp
 from bot.service.reading import has_seen_all, refuse_unsealed, unread
 from bot.service.resume import resume_if_all_decided
 from bot.service.standing import apply_decision

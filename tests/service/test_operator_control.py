@@ -15,8 +15,8 @@ import pytest
 from bot.errors import AlreadyDecidedError, InputError, NotAuthorizedError, ResolutionError
 from bot.runtime import Agent, AgentRegistry, ScriptedModel, tool
 from bot.service import Closed
+from bot.service.asking import approval_ids
 from bot.service.events import ApprovalRequested, RunCancelled, RunFailed
-from bot.service.execution import approval_ids
 from tests.service.governance_helpers import Clock, Gate, audit_of, gated_registry, policy
 from tests.service.service_harness import APPROVER, REQUESTER, Harness, kinds, start
 from tests.states import own_state
