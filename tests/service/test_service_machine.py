@@ -8,7 +8,8 @@ same file. After every step, whatever happened:
   applied belongs to an approval that is `approved`, whose request seal and votes
   verify (bot.service.sealed) and whose current digest is the one that ran;
 - at most one effect per execution key (a repeat the idempotent downstream recognised
-  is not an effect);
+  is not an effect), but for a `safe` tool, which may run again after a crash mid-call
+  by its contract, with the same approved arguments;
 - the audit chain verifies.
 
 Refusals (not eligible, already decided, expired, a stale digest, a run that is not
@@ -34,8 +35,9 @@ from hypothesis.stateful import (
 )
 
 from bot.demo import ops_dependencies
+from bot.demo.ops_tools import OPS_TOOLS
 from bot.errors import ApprovalsError
-from bot.runtime import AbortCall, VerifiedResult
+from bot.runtime import AbortCall, ReplayPolicy, VerifiedResult
 from bot.service.sealed import sealed_quorum
 from store.records import ApprovalRecord
 from tests.polling import WAIT_SECONDS
@@ -65,6 +67,9 @@ TASKS = (
 PEOPLE = (ALICE, BOB, CAROL, MALLORY, ADMIN)
 VOTERS = (BOB, CAROL, BOB, CAROL, ALICE, MALLORY)  # mostly eligible: quorums are met
 REQUESTERS = (ALICE, ALICE, BOB)
+RERUNNABLE = frozenset(
+    tool.name for tool in OPS_TOOLS if ReplayPolicy(tool.replay_policy) is ReplayPolicy.SAFE
+)  # may run again after a crash mid-call (set_config): their repeats are by contract
 TOOL_SECONDS = 0.03  # each tool waits this long after its effect: the crash window
 CRASH_POLL_SECONDS = 0.002
 
@@ -296,10 +301,15 @@ class ServiceMachine(RuleBasedStateMachine):
 
     @invariant()
     def at_most_one_effect_per_execution_key(self) -> None:
-        applied = Counter(
-            line["execution_key"] for line in self.harness.effect_lines() if not line["duplicate"]
-        )
-        assert all(count == 1 for count in applied.values()), applied
+        """A `safe` tool (set_config) may run again after a crash by its contract, with the
+        same approved arguments; every other tool takes effect at most once per key."""
+        lines = [line for line in self.harness.effect_lines() if not line["duplicate"]]
+        once = Counter(line["execution_key"] for line in lines if line["tool"] not in RERUNNABLE)
+        assert all(count == 1 for count in once.values()), once
+        again = {(line["execution_key"], line["arguments_digest"]) for line in lines
+                 if line["tool"] in RERUNNABLE}  # fmt: skip
+        keys = [key for key, _ in again]
+        assert len(keys) == len(set(keys)), f"a safe tool ran again with other arguments: {again}"
 
     @invariant()
     def audit_chain_verifies(self) -> None:
