@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from bot.demo import default_registry, ops_dependencies
 from bot.review.snapshot import ReviewSnapshot
-from bot.runtime import AgentRegistry
+from bot.runtime import CURRENT_SCHEMA_VERSION, AgentRegistry
 from bot.service import ApprovalService, ApprovalView, Location, TaskOwner, UncertainCall
 from bot.service.events import (
     ApprovalDecided,
@@ -168,6 +168,23 @@ async def start(harness: Harness, task: str = "deploy payments 1.2.3") -> RunRec
     )
     assert run.status == "paused"
     return run
+
+
+async def swap_paused_version(harness: Harness, run_id: str, version: str) -> None:
+    """As someone able to write the store but without the keys' say: change the version
+    the paused deploy call asks for, after the human saw its card."""
+    tampered = json.loads((await harness.service.load_state(run_id)).to_json())
+    tampered["history"][-1]["tool_calls"][0]["arguments"]["version"] = version
+    tampered["pending_calls"][0]["arguments"]["version"] = version
+    current = await harness.store.get_run(run_id)
+    assert current is not None
+    await harness.store.save_run_state(
+        run_id,
+        expected_version=current.version,
+        state_json=json.dumps(tampered),
+        status="paused",
+        schema_version=CURRENT_SCHEMA_VERSION,
+    )
 
 
 async def kinds(harness: Harness, run_id: str) -> list[str]:

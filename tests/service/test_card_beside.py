@@ -5,16 +5,20 @@ card never ends on an older state."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.runtime import CURRENT_SCHEMA_VERSION
 from bot.service import Location
 from bot.service.events import ApprovalDecided, Event
 from tests.polling import until
-from tests.service.service_harness import APPROVER, Harness, RecordingNotifier, start
+from tests.service.service_harness import (
+    APPROVER,
+    Harness,
+    RecordingNotifier,
+    start,
+    swap_paused_version,
+)
 
 
 @dataclass
@@ -62,18 +66,7 @@ async def test_a_later_update_of_the_same_card_waits_for_the_one_told_beside(
     [approval] = await harness.pending(run.run_id)
     # Someone able to write the store swaps the version: the resume voids the approval
     # and updates the same card to say so, while the "approved" update is still held.
-    tampered = json.loads((await harness.service.load_state(run.run_id)).to_json())
-    tampered["history"][-1]["tool_calls"][0]["arguments"]["version"] = "6.6.6"
-    tampered["pending_calls"][0]["arguments"]["version"] = "6.6.6"
-    current = await harness.store.get_run(run.run_id)
-    assert current is not None
-    await harness.store.save_run_state(
-        run.run_id,
-        expected_version=current.version,
-        state_json=json.dumps(tampered),
-        status="paused",
-        schema_version=CURRENT_SCHEMA_VERSION,
-    )
+    await swap_paused_version(harness, run.run_id, "6.6.6")
     deciding = asyncio.create_task(
         harness.service.decide(approval.approval_id, approve=True, decider=APPROVER, reason="ok")
     )

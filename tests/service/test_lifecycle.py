@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -27,6 +26,7 @@ from tests.service.service_harness import (
     close_harness,
     kinds,
     start,
+    swap_paused_version,
 )
 
 
@@ -51,18 +51,7 @@ async def test_changed_arguments_void_the_approval_and_ask_again(harness: Harnes
     run = await start(harness)
     [approval] = await harness.pending(run.run_id)
     # Someone able to write the store swaps the version after the human saw the card.
-    tampered = json.loads((await harness.service.load_state(run.run_id)).to_json())
-    tampered["history"][-1]["tool_calls"][0]["arguments"]["version"] = "6.6.6"
-    tampered["pending_calls"][0]["arguments"]["version"] = "6.6.6"
-    current = await harness.store.get_run(run.run_id)
-    assert current is not None
-    await harness.store.save_run_state(
-        run.run_id,
-        expected_version=current.version,
-        state_json=json.dumps(tampered),
-        status="paused",
-        schema_version=CURRENT_SCHEMA_VERSION,
-    )
+    await swap_paused_version(harness, run.run_id, "6.6.6")
 
     result = await harness.service.decide(
         approval.approval_id, approve=True, decider=APPROVER, reason="looked fine"
