@@ -6,8 +6,8 @@ SOAK_TRACE_MEMORY_DIR. A daemon thread starts tracing SOAK_TRACE_MEMORY_START se
 in (default 20: past the imports and the start-up, which tracing would slow past the
 30 s a start may take; what they allocate is not traced, and a leak is what grows
 after), 10 frames deep, then writes a snapshot every SOAK_TRACE_MEMORY_SECONDS (default
-60) to DIR/snapshot-<seconds>.pickle, seconds counted from the process start. Nothing of this is in the bot: a
-production process never pays for it.
+60) to DIR/snapshot-<seconds>.pickle, seconds counted from the process start. Nothing
+of this is in the bot: a production process never pays for it.
 """
 
 from __future__ import annotations
