@@ -57,7 +57,7 @@ async def agent(bot: Bot, version: str) -> str:
 
 
 async def runs_of(bot: Bot) -> list[str]:
-    return sorted(run.task for run in await bot.store.list_runs(limit=100))
+    return sorted(str(run.task) for run in await bot.store.list_runs(limit=100))
 
 
 async def test_a_start_past_the_gate_is_told_busy_and_creates_nothing(
