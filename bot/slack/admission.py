@@ -4,9 +4,10 @@ Everything a `serve` process does shares one event loop and one connection pool,
 come first served. Without a bound, under more `/agent` requests than the process can
 start, every request became a task at once; each start's steps queued behind every other
 start's, and the decisions of runs already waiting for people (and their resumes)
-queued behind them all. The backlog grew without end (memory with it) and, at 20 runs/s
-for 5 minutes on a 2-core machine, not one run completed: every run was a little
-further along, none finished (docs/production.md, "Faults and soak").
+queued behind them all. At 20 runs/s on a 2-core machine shared with other work, the
+backlog grew without end (1,900 runs in flight after 5 minutes, RSS +92%) and runs
+nearly stopped completing: every run a little further along, few finished
+(docs/production.md, "Faults and soak").
 
 `StartGate` bounds that work. At most `starting` runs are being started at once (from
 the `/agent` to the run's first pause for approval, or its end), at most `waiting` more
