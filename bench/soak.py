@@ -289,6 +289,11 @@ def report(soak: Soak, args: argparse.Namespace, loaded: float, left: dict[str, 
     warm = [kb for at, kb in soak.rss if args.warmup_seconds <= at < args.warmup_seconds + 60]
     last = [kb for at, kb in soak.rss if at >= soak.rss[-1][0] - 60] if soak.rss else []
     growth = statistics.mean(last) / statistics.mean(warm) - 1 if warm and last else float("nan")
+    by_minute: dict[int, list[int]] = defaultdict(list)
+    for at, kb in soak.rss:
+        by_minute[int(at // 60)].append(kb)
+    print("RSS by minute (MiB): " + " ".join(
+        f"{statistics.mean(kbs) / 1024:.1f}" for _, kbs in sorted(by_minute.items())))  # fmt: skip
     print(f"RSS: first minute after warm-up {statistics.mean(warm) / 1024 if warm else 0:.1f} "
           f"MiB, last minute {statistics.mean(last) / 1024 if last else 0:.1f} MiB, "
           f"growth {growth * 100:+.1f}%")  # fmt: skip
