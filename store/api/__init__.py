@@ -19,13 +19,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from store.api.decisions import (
-    ApprovalStore,
-    SealStore,
-    StandingStore,
-    VoteStore,
-    WindowStore,
-)
+from store.api.decisions import ApprovalStore, SealStore, StandingStore, VoteStore, WindowStore
 from store.api.maintenance import MaintenanceStore
 from store.api.reach import CopyStore, EscalationStore, StandInStore
 from store.api.runs import RunStore

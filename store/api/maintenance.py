@@ -6,11 +6,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from store.records import (
-    MigrationReport,
-    RotationReport,
-    SchemaStatus,
-)
+from store.records import MigrationReport, RotationReport, SchemaStatus
 
 
 class MaintenanceStore(Protocol):

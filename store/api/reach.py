@@ -8,13 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-from store.records import (
-    ApprovalCopy,
-    Escalation,
-    FiredEscalation,
-    NewCopy,
-    StandIn,
-)
+from store.records import ApprovalCopy, Escalation, FiredEscalation, NewCopy, StandIn
 
 
 class StandInStore(Protocol):

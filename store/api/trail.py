@@ -9,11 +9,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from bot.runtime.journal import Claim
-from store.records import (
-    AuditEvent,
-    AuditVerification,
-    LedgerEntry,
-)
+from store.records import AuditEvent, AuditVerification, LedgerEntry
 
 
 class AuditStore(Protocol):

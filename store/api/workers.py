@@ -9,12 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-from store.records import (
-    McpCallClaim,
-    RunLease,
-    RunRecord,
-    RunStatus,
-)
+from store.records import McpCallClaim, RunLease, RunRecord, RunStatus
 
 
 class RunLeaseStore(Protocol):

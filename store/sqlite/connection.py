@@ -29,12 +29,7 @@ from typing import Any, TypeVar
 
 from bot.errors import StoreError
 from store.sqlite.group_commit import Write, commit_group, take_group
-from store.sqlite.opening import (
-    DEFAULT_BUSY_TIMEOUT_MS,
-    Synchronous,
-    open_reader,
-    open_writer,
-)
+from store.sqlite.opening import DEFAULT_BUSY_TIMEOUT_MS, Synchronous, open_reader, open_writer
 from store.sqlite.statements import drive, sqlite_sql
 from store.sqlite.thread import ConnectionThread
 from store.tx import Body, Statement, single

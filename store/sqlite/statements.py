@@ -8,13 +8,7 @@ import re
 import sqlite3
 from typing import Any, TypeVar
 
-from store.tx import (
-    Body,
-    IntegrityViolation,
-    Statement,
-    follow_up_values,
-    placeholders,
-)
+from store.tx import Body, IntegrityViolation, Statement, follow_up_values, placeholders
 
 T = TypeVar("T")
 _SQLITE_SQL: dict[str, str] = {}
