@@ -55,7 +55,6 @@ from bot.runtime import (
 from bot.runtime.decisions import ABORTED_MESSAGE
 
 NO_REPLIES = "An MCP call's thread takes no replies: the client that asked has its answer."
-_DESCRIPTION_SHOWN = 300
 
 
 @dataclass(frozen=True, kw_only=True)
