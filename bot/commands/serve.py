@@ -24,6 +24,7 @@ import contextlib
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -39,6 +40,7 @@ from store.config import database_url_from_env
 
 if TYPE_CHECKING:
     from bot.slack.probes import Probes, Readiness
+    from bot.slack.server import StartingApp
     from bot.slack.surface import SlackSurface
 
 log = logging.getLogger(__name__)
@@ -107,7 +109,7 @@ async def _open_and_serve(
     """Listen on HOST:PORT before Slack is reached (the probes say what the bot waits
     for), open the bot, recover, then take Slack's requests until a signal comes."""
     from bot.slack.probes import Probes, Readiness, build_probe_app
-    from bot.slack.server import EVENTS_PATH, StartingApp
+    from bot.slack.server import StartingApp
 
     metrics = Metrics()
     gateway = GatewaySetup.from_env(environ, metrics=metrics)  # APPROVALS_MCP, if set
@@ -116,23 +118,21 @@ async def _open_and_serve(
     app = endpoint.app if endpoint else build_probe_app(readiness)
     if gateway is not None:
         gateway.mount(app)  # /mcp answers 503 until the gateway runs
-    port = Port(app, settings)
+    front = _Front(
+        settings=settings, readiness=readiness, port=Port(app, settings), gateway=gateway, stop=stop
+    )
     async with (
         open_bot(
             settings,
             environ=environ,
             metrics=metrics,
             gateway=gateway,
-            before_slack=port.listening,
+            before_slack=front.port.listening,
             waiting=readiness.waiting,
         ) as surface,
         _gateway_running(gateway, surface.service),
     ):
-        readiness.waiting("recovering the runs a previous process left")
-        recovered = await surface.service.recover()
-        if recovered:
-            log.info("recovered %d run(s) left by a previous process", recovered)
-        surface.service.start_expiry_sweeper(every_seconds=sweep_seconds_from_env(environ))
+        await _start_work(surface.service, readiness, environ)
         probes = Probes(
             service=surface.service,
             health=surface.health,
@@ -141,22 +141,43 @@ async def _open_and_serve(
         )
         about = started_line(settings, environ=environ, surface=surface)
         if endpoint is not None:
-            endpoint.serve_slack(
-                bolt_app=surface.bolt_app,
-                signing_secret=settings.signing_secret,
-                memory=surface.requests,
-            )
-            readiness.serving(probes)
-            announce(f"serving Slack at {port.url}{EVENTS_PATH} ({about})")
-            _announce_gateway(gateway, port.url)
-            if on_listening is not None:
-                on_listening(f"{port.url}{EVENTS_PATH}")
-            await stop.serving()
+            await _serve_http(front, endpoint, surface, probes, about, on_listening)
         else:
-            await _serve_socket(surface, settings, readiness, probes, port, about, stop, gateway)
+            await _serve_socket(front, surface, probes, about)
         if gateway is not None:
             gateway.stop_waiting()  # waiting MCP calls answer "still pending" now
-        await port.close()  # no new request while the bot drains
+        await front.port.close()  # no new request while the bot drains
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Front:
+    """What answers at HOST:PORT while the bot starts and serves: the probes' readiness,
+    the port, the MCP gateway (if set), and the signals that end serving."""
+
+    settings: SlackSettings
+    readiness: Readiness
+    port: Port
+    gateway: GatewaySetup | None
+    stop: Signals
+
+    def ready(self, probes: Probes, line: str) -> None:
+        """The probes say the bot serves; the start-up line (and the gateway's) is
+        announced."""
+        self.readiness.serving(probes)
+        announce(line)
+        if self.gateway is not None:
+            announce(f"MCP gateway at {self.port.url}/mcp ({self.gateway.describe()})")
+
+
+async def _start_work(
+    service: ApprovalService, readiness: Readiness, environ: Mapping[str, str]
+) -> None:
+    """Finish what a dead process left, then start the expiry sweeper."""
+    readiness.waiting("recovering the runs a previous process left")
+    recovered = await service.recover()
+    if recovered:
+        log.info("recovered %d run(s) left by a previous process", recovered)
+    service.start_expiry_sweeper(every_seconds=sweep_seconds_from_env(environ))
 
 
 @contextlib.asynccontextmanager
@@ -170,30 +191,39 @@ async def _gateway_running(
         yield
 
 
-def _announce_gateway(gateway: GatewaySetup | None, url: str) -> None:
-    if gateway is not None:
-        announce(f"MCP gateway at {url}/mcp ({gateway.describe()})")
-
-
-async def _serve_socket(
+async def _serve_http(
+    front: _Front,
+    endpoint: StartingApp,
     surface: SlackSurface,
-    settings: SlackSettings,
-    readiness: Readiness,
     probes: Probes,
-    port: Port,
     about: str,
-    stop: Signals,
-    gateway: GatewaySetup | None,
+    on_listening: Callable[[str], None] | None,
 ) -> None:
+    from bot.slack.server import EVENTS_PATH
+
+    endpoint.serve_slack(
+        bolt_app=surface.bolt_app,
+        signing_secret=front.settings.signing_secret,
+        memory=surface.requests,
+    )
+    events_url = f"{front.port.url}{EVENTS_PATH}"
+    front.ready(probes, f"serving Slack at {events_url} ({about})")
+    if on_listening is not None:
+        on_listening(events_url)
+    await front.stop.serving()
+
+
+async def _serve_socket(front: _Front, surface: SlackSurface, probes: Probes, about: str) -> None:
     from bot.slack.socket_mode import socket_mode
 
-    assert settings.app_token is not None  # load_settings requires it in socket mode
-    readiness.waiting("connecting to Slack over Socket Mode")
-    async with socket_mode(surface.bolt_app, settings.app_token):
-        readiness.serving(probes)
-        announce(f"connected to Slack over Socket Mode; probes and metrics at {port.url} ({about})")
-        _announce_gateway(gateway, port.url)
-        await stop.serving()
+    assert front.settings.app_token is not None  # load_settings requires it in socket mode
+    front.readiness.waiting("connecting to Slack over Socket Mode")
+    async with socket_mode(surface.bolt_app, front.settings.app_token):
+        url = front.port.url
+        front.ready(
+            probes, f"connected to Slack over Socket Mode; probes and metrics at {url} ({about})"
+        )
+        await front.stop.serving()
 
 
 def started_line(
