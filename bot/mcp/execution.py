@@ -84,6 +84,18 @@ class CallExecution:
             why = f"Not run: {redefined_why(redefined)}."
             await _record(journal, call, claim, text_result(why, is_error=True))
             return ask(state, redefined, call.arguments)
+        return await self._send(state, record, call, journal, claim)
+
+    async def _send(
+        self,
+        state: ExternalRunState,
+        record: CallRecord,
+        call: PendingCall,
+        journal: Journal,
+        claim: Fresh,
+    ) -> EngineResult:
+        """Send the call, once, under the claim just taken; record what came back (a
+        call sent without an answer is uncertain; one that could not be sent, not run)."""
         self._metrics.decision(record.upstream, "approved")
         try:
             result = await self._upstreams.call(record.upstream, record.tool, call.arguments)
