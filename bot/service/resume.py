@@ -39,7 +39,7 @@ each pass (`retry_parked`), and a thread reply meanwhile hears why it waits.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -188,13 +188,21 @@ async def resume_if_all_decided(flow: Workflow, run_id: str) -> bool:
     rows = await flow.store.list_approvals(run_id=run_id, limit=APPROVALS_PER_RUN_LIMIT)
     if any(row.status not in TERMINAL_APPROVAL_STATUSES for row in rows):
         return False
-    return await claim_resume(flow, run_id)
+    return await claim_resume(flow, run_id, rows=rows)
 
 
-async def claim_resume(flow: Workflow, run_id: str, *, skip_locked: bool = False) -> bool:
+async def claim_resume(
+    flow: Workflow,
+    run_id: str,
+    *,
+    skip_locked: bool = False,
+    rows: Sequence[ApprovalRecord] | None = None,
+) -> bool:
     """Claim the run's resume (paused -> resuming, with its lease); the winner resumes
     it in a task. `skip_locked` (the sweeps): False at once, rather than waiting, when
-    another transaction is acting on the run.
+    another transaction is acting on the run. `rows`: the run's approval rows, all
+    terminal, read just before the claim (its first try uses them rather than read them
+    again; see `start_resume`).
     A claim the database failed is left to the sweeper (bot.service.retry): the
     decisions are recorded, and the run waits paused with nothing to wait for.
     A run an operator paused (held) is not claimed: `runs resume` releases it."""
@@ -220,20 +228,29 @@ async def claim_resume(flow: Workflow, run_id: str, *, skip_locked: bool = False
         return False
     if claimed is None:
         return False
-    start_resume(flow, claimed)
+    start_resume(flow, claimed, rows=rows)
     return True
 
 
-def start_resume(flow: Workflow, run: RunRecord) -> None:
-    """Resume a claimed (`resuming`) run in a task the service owns."""
-    flow.tasks.spawn(resume_run(flow, run), name=f"resume:{run.run_id}")
+def start_resume(
+    flow: Workflow, run: RunRecord, *, rows: Sequence[ApprovalRecord] | None = None
+) -> None:
+    """Resume a claimed (`resuming`) run in a task the service owns. `rows`, when the
+    claimer read the run's approval rows (all terminal) right before its claim: the first
+    try matches the calls with them instead of reading them again. They are as current
+    as a read after the claim would be (only the resume's holder adds or voids rows of a
+    run; a revocation may land after either read), and each approved call's row is read
+    again right before it runs (ServiceJournal)."""
+    flow.tasks.spawn(resume_run(flow, run, rows=rows), name=f"resume:{run.run_id}")
 
 
-async def resume_run(flow: Workflow, run: RunRecord) -> RunRecord | None:
+async def resume_run(
+    flow: Workflow, run: RunRecord, *, rows: Sequence[ApprovalRecord] | None = None
+) -> RunRecord | None:
     """Finish a claimed (`resuming`) run; see the module doc. Never raises for a run
     that fails: it is marked failed and people are told. A database failure is retried
     (`flow.retry`); None when this process gave up on it for now (parked)."""
-    return await _with_retries(flow, run.run_id, first=run, attempts=flow.retry.attempts)
+    return await _with_retries(flow, run.run_id, first=run, attempts=flow.retry.attempts, rows=rows)
 
 
 def retry_parked(flow: Workflow) -> list[str]:
@@ -245,13 +262,18 @@ def retry_parked(flow: Workflow) -> list[str]:
 
 
 async def _with_retries(
-    flow: Workflow, run_id: str, *, attempts: int, first: RunRecord | None = None
+    flow: Workflow,
+    run_id: str,
+    *,
+    attempts: int,
+    first: RunRecord | None = None,
+    rows: Sequence[ApprovalRecord] | None = None,
 ) -> RunRecord | None:
     failures = 0
     while True:
         flow.telemetry.resume_attempted(run_id, attempt=failures + 1)
         try:
-            done = await _advance(flow, run_id, first)
+            done = await _advance(flow, run_id, first, rows)
         except ApprovalsError as error:
             if not transient(error):
                 flow.stalled.cleared(run_id)
@@ -266,28 +288,40 @@ async def _with_retries(
                 run_id, attempt=failures + 1, of=attempts, delay=delay, error=str(error)
             )
             await flow.retry.sleep(delay)
-            first = None
+            first, rows = None, None
         else:
             flow.stalled.cleared(run_id)
             return done
 
 
-async def _advance(flow: Workflow, run_id: str, run: RunRecord | None) -> RunRecord | None:
+async def _advance(
+    flow: Workflow,
+    run_id: str,
+    run: RunRecord | None,
+    rows: Sequence[ApprovalRecord] | None,
+) -> RunRecord | None:
     """One try: resume the run if it is (still, or again) ours to resume: claimed by us,
     or claimable (a stalled pause; a resume whose lease we no longer hold, and nobody
-    else does)."""
-    run = run or await flow.require_run(run_id)
+    else does). `rows`: read right before our claim of `run` (see `start_resume`)."""
+    if run is None:
+        run, rows = await flow.require_run(run_id), None
     if run.status == "paused" and await stalled_pause(flow, run):
-        run = await claim(
-            flow.store, flow.leases, run_id, expected_status="paused", new_status="resuming"
+        run, rows = (
+            await claim(
+                flow.store, flow.leases, run_id, expected_status="paused", new_status="resuming"
+            ),
+            None,
         )
     elif run.status == "resuming" and flow.leases.get(run_id) is None:
-        run = await claim(
-            flow.store, flow.leases, run_id, expected_status="resuming", new_status="resuming"
+        run, rows = (
+            await claim(
+                flow.store, flow.leases, run_id, expected_status="resuming", new_status="resuming"
+            ),
+            None,
         )
     if run is None or run.status != "resuming":
         return run  # finished, failed, or waiting for people: nothing to retry
-    return await _resume_once(flow, run)
+    return await _resume_once(flow, run, rows)
 
 
 async def _give_up(flow: Workflow, run_id: str, failures: int, error: ApprovalsError) -> None:
@@ -313,7 +347,9 @@ async def stalled_pause(flow: Workflow, run: RunRecord) -> bool:
     return not any(call.status == "uncertain" for call in state.get_interruptions())
 
 
-async def _resume_once(flow: Workflow, run: RunRecord) -> RunRecord:
+async def _resume_once(
+    flow: Workflow, run: RunRecord, known: Sequence[ApprovalRecord] | None = None
+) -> RunRecord:
     try:
         state = await flow.load_state(run.run_id)
         agent = flow.registry.get(state.agent_name, state.agent_version)
@@ -324,7 +360,9 @@ async def _resume_once(flow: Workflow, run: RunRecord) -> RunRecord:
         if transient(error):
             raise  # retried: the state could not be read just now
         return await fail_run(flow, run, f"cannot resume: {error}")
-    rows = await flow.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
+    rows = known
+    if rows is None:
+        rows = await flow.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
     try:
         applied = apply_decisions(state, current_rows(rows))
     except RunStateError as error:
