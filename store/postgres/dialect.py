@@ -8,11 +8,19 @@
 `FOR UPDATE SKIP LOCKED` (the sweeps' claims: a row another transaction holds is left
 out instead of waited for; SQLite drops both marks, its one writer holds the whole
 database). Each statement is translated once and remembered.
+
+The audit sequencer inserts linked events with `insert_linked`, Postgres's own INSERT.
 """
 
 from __future__ import annotations
 
 import re
+
+import orjson
+
+from store.rows import EVENT_COLUMNS
+from store.sql.audit import LinkedRows
+from store.tx import Statement, run
 
 _INDEXED_BY = re.compile(r"\s+INDEXED BY \w+")
 _CAST_BLOB = re.compile(r"CAST\(([\w.]+) AS BLOB\)")
@@ -33,3 +41,19 @@ def _translate(sql: str) -> str:
     for number, piece in enumerate(pieces[1:], start=1):
         numbered.append(f"${number}{piece}")
     return "".join(numbered)
+
+
+LINKED_EVENTS = (
+    f"INSERT INTO audit_events ({EVENT_COLUMNS}) SELECT {EVENT_COLUMNS} "
+    "FROM json_populate_recordset(NULL::audit_events, ?::json)"
+)
+_EVENT_FIELDS = tuple(EVENT_COLUMNS.split(", "))
+
+
+def insert_linked(rows: LinkedRows) -> Statement:
+    """The linked events' INSERT on Postgres: the rows as one JSON array of objects, read
+    into the table's row type. One statement text for any number of rows, so each
+    connection prepares it once (a VALUES row each is a new statement, parsed and
+    planned anew, for every batch size: under load every link pass has another)."""
+    payload = orjson.dumps([dict(zip(_EVENT_FIELDS, row, strict=True)) for row in rows])
+    return run(LINKED_EVENTS, (payload.decode(),))

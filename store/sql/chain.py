@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from bot.errors import ApprovalsError, StoreError
 from bot.tasks import TaskOwner
-from store.sql.audit import link_all, link_queued
+from store.sql.audit import InsertLinked, insert_values, link_all, link_queued
 from store.tx import Body, Database, Statement, single
 
 T = TypeVar("T")
@@ -64,8 +64,15 @@ class LinkAtCommit:
 class Sequencer:
     """`database` with a task that links the audit queue behind the writers."""
 
-    def __init__(self, database: Database, *, idle_seconds: float = IDLE_SECONDS) -> None:
+    def __init__(
+        self,
+        database: Database,
+        *,
+        idle_seconds: float = IDLE_SECONDS,
+        insert: InsertLinked = insert_values,
+    ) -> None:
         self._db = database
+        self._insert = insert  # the backend's INSERT of linked events (store.sql.audit)
         self._idle_seconds = idle_seconds
         self._wanted = asyncio.Event()
         self._linking = asyncio.Lock()  # one link pass of this process at a time
@@ -104,7 +111,7 @@ class Sequencer:
         holds no lock on the chain, and takes none until something more is queued."""
         async with self._linking:
             if await self._db.read_one("SELECT 1 FROM audit_queue LIMIT 1") is not None:
-                await link_all(self._db)
+                await link_all(self._db, self._insert)
 
     async def _link_forever(self) -> None:
         while True:

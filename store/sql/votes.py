@@ -108,6 +108,14 @@ IN_CLAUSE_CHUNK = 500  # far below SQLite's and Postgres's limits on parameters
 LOCK_ONE = f"{SELECT_ONE} FOR UPDATE"
 VOTE_FIELDS = tuple(VOTE_COLUMNS.split(", "))
 SEAL_FIELDS = tuple(SEAL_COLUMNS.split(", "))
+CLOSE_ALONE = (
+    "UPDATE approvals SET status = 'approved', decider = ?, reason = ?, "
+    "message = NULL, decided_at = ? WHERE approval_id = ? AND status = 'pending' "
+    "AND required_approvals = 1 AND arguments_digest = ? "
+    "AND (expires_at IS NULL OR expires_at > ?) "
+    "AND NOT EXISTS (SELECT 1 FROM approval_votes v WHERE v.approval_id = ? "
+    f"AND v.voter = ? AND v.digest = ?) RETURNING {APPROVAL_COLUMNS}"
+)  # `_Ballot.closing_alone`: one text, so each cache keyed by it finds it at once
 
 
 class Votes:
@@ -209,12 +217,7 @@ class _Ballot:
         do; any other case matches no row and goes to `cast_in`)."""
         return changing(
             one(
-                "UPDATE approvals SET status = 'approved', decider = ?, reason = ?, "
-                "message = NULL, decided_at = ? WHERE approval_id = ? AND status = 'pending' "
-                "AND required_approvals = 1 AND arguments_digest = ? "
-                "AND (expires_at IS NULL OR expires_at > ?) "
-                "AND NOT EXISTS (SELECT 1 FROM approval_votes v WHERE v.approval_id = ? "
-                f"AND v.voter = ? AND v.digest = ?) RETURNING {APPROVAL_COLUMNS}",
+                CLOSE_ALONE,
                 (
                     self.voter,
                     self.reason,
@@ -242,7 +245,7 @@ class _Ballot:
             ),
             audit.follow_up(
                 "decided",
-                at=self.at,
+                at=self.at_text,
                 actor=self.voter,
                 detail=with_via(
                     {
