@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from bot.errors import InputError
 from store.records import Amendment, Verdict, VoteRecord
-from store.sql.approvals import check_verdict
+from store.sql.approval_checks import check_verdict
 
 
 def check_vote(decision: str, *, voter: str, amend: Amendment | None) -> None:

@@ -50,7 +50,8 @@ from store.seals import (
     vote_fields,
 )
 from store.sql import audit
-from store.sql.approvals import SELECT_ONE, expire_one
+from store.sql.approvals import SELECT_ONE
+from store.sql.expiry import expire_one
 from store.sql.quorum import Tally, check_vote, tally
 from store.tx import (
     Body,
