@@ -75,8 +75,10 @@ def _plain(detail: dict[Any, Any]) -> bool:
     """Whether `detail` holds only what orjson writes exactly as `json.dumps` does (by
     exact type: a subclass may write itself otherwise). Loops, not all(): a generator
     costs twice as much here, on every vote."""
-    for key, item in detail.items():  # noqa: SIM110
-        if type(key) is not str or not _plain_item(item):
+    for key, item in detail.items():
+        if type(key) is not str:
+            return False
+        if type(item) not in _PLAIN_SCALARS and not _plain_item(item):
             return False
     return True
 
