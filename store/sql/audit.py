@@ -46,11 +46,16 @@ QUEUED = ("kind", "actor", "run_id", "approval_id", "detail", "at")
 QUEUE = f"INSERT INTO audit_queue ({', '.join(QUEUED)}) VALUES (?, ?, ?, ?, ?, ?)"
 LINK_BATCH = 500  # events linked per statement: 4,500 parameters, far below both limits
 TAKE_QUEUED = (
-    "DELETE FROM audit_queue WHERE id IN (SELECT id FROM audit_queue ORDER BY id LIMIT ?) "
+    "DELETE FROM audit_queue WHERE id >= (SELECT MIN(id) FROM audit_queue) "
+    "AND id <= (SELECT MAX(id) FROM (SELECT id FROM audit_queue ORDER BY id LIMIT ?) AS oldest) "
     f"RETURNING id, {', '.join(QUEUED)}"
 )
-"""Take the oldest queued events (exactly those: a later-committed event with a smaller
-id is not deleted unseen, it waits for the next link)."""
+"""Take the oldest queued events (exactly those: the statement sees one snapshot, in which
+the ids up to the largest of the oldest `?` are those; a later-committed event with a
+smaller id is not deleted unseen, it waits for the next link). A range on the primary
+key, bounded on both sides so the planner reads it by the index: `id IN (...)` was
+planned on Postgres as a hash join over a scan of the whole queue table, every page its
+deleted rows left behind until a vacuum, on every link pass."""
 
 
 def append(
