@@ -10,15 +10,18 @@ this process (time.process_time) and of the database's server processes (user + 
 time from /proc of the backends pg_stat_activity lists for the database: a server on
 this machine only):
 
+- approvals_cas: the raw conditional UPDATE on the store's `approvals` table (the
+  target's yardstick in bench/pg_decisions.py);
 - vote_sql: the vote's statement sent by raw asyncpg (bench/pg_decisions.py's), its
   events left queued;
 - link: linking those queued events into the chain (the store's sequencer does it
   behind the writers), per event;
 - vote: `store.vote()`, the sequencer linking behind it as in production.
 
-CPU time is what two processes and the server share on a small machine, so `vote`'s sum
-against `vote_sql`'s says how far the store's rate can get from the raw statement's
-(bench/pg_decisions.py measures the rates). The lowest of the rounds is printed.
+CPU time is what two processes and the server share on a small machine, so the sums say
+how far one kind's rate can get from another's when the CPU is the bound (the rates are
+bench/pg_decisions.py's). The lowest of the rounds is printed, and each sum as a ratio
+of approvals_cas's.
 """
 
 from __future__ import annotations
@@ -78,12 +81,14 @@ async def one_round(
 ) -> dict[str, tuple[float, float | None]]:
     keyring = KeyRing([generate_key("bench")])
     found = {}
-    for kind in ("vote_sql", "vote"):
+    for kind in ("approvals_cas", "vote_sql", "vote"):
         prefix = f"{kind}-{secrets.token_hex(3)}"
         await bench.prepare(url, keyring, kind, [prefix], args.count)
         ids = [f"{prefix}-{n}" for n in range(args.count)]
-        if kind == "vote_sql":  # no store open meanwhile: its sequencer would link them
-            found[kind] = await raw_votes(admin, database, url, ids, args.concurrency)
+        if kind != "vote":  # no store open meanwhile: its sequencer would link them
+            found[kind] = await raw_votes(admin, database, url, kind, ids, args.concurrency)
+        if kind == "approvals_cas":
+            continue
         store = await open_store(
             url, keyring=keyring, environ={"APPROVALS_PG_POOL_SIZE": str(args.concurrency)}
         )
@@ -111,12 +116,16 @@ async def store_votes(
 
 
 async def raw_votes(
-    admin: Any, database: str, url: str, ids: list[str], workers: int
+    admin: Any, database: str, url: str, kind: str, ids: list[str], workers: int
 ) -> tuple[float, float | None]:
     pool = await asyncpg.create_pool(url, min_size=workers, max_size=workers, reset=bench._no_reset)
     seal = secrets.token_hex(32)
 
     async def decide(approval_id: str) -> None:
+        if kind == "approvals_cas":
+            won = await pool.fetchval(bench.APPROVALS_CAS, "U1", bench.AT, approval_id)
+            assert won is not None
+            return
         row = await pool.fetchrow(
             bench.VOTE_SQL, "U1", "bench", bench.AT, approval_id, bench.DIGEST, seal,
             bench.VOTE_DETAIL,
@@ -148,13 +157,18 @@ async def run(args: argparse.Namespace) -> None:
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
         await admin.close()
-    print(f"{args.count} decisions, {args.concurrency} tasks, one process; CPU per decision:")
-    for kind in ("vote_sql", "link", "vote"):
+    print(
+        f"{args.count} decisions, {args.concurrency} tasks, one process; CPU per decision "
+        "(Nx: approvals_cas's sum / this sum, the rate ratio where CPU is the bound):"
+    )
+    for kind in ("approvals_cas", "vote_sql", "link", "vote"):
         client, server = best[kind]
         total = None if server is None else client + server
+        base = best["approvals_cas"]
+        ratio = "" if total is None or base[1] is None else f"  {(base[0] + base[1]) / total:.2f}x"
         print(
-            f"  {kind:8s} client {us(client, args.count)}  server {us(server, args.count)}  "
-            f"sum {us(total, args.count)}"
+            f"  {kind:13s} client {us(client, args.count)}  server {us(server, args.count)}  "
+            f"sum {us(total, args.count)}{ratio if kind != 'link' else ''}"
         )
 
 
