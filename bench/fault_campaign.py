@@ -195,9 +195,12 @@ class Campaign:
             target.signal(signal.SIGSTOP)
             target.frozen = True
             self.recovering = asyncio.get_running_loop().create_task(self.thaw(target))
-        else:
-            await cut_database(self.database)
-            self.recovering = asyncio.get_running_loop().create_task(self.restore(target))
+        else:  # `recovering` is set before the first await: a run that sees `struck`
+            # waits for the database to come back, never starts the next run while it
+            # is still cut (the step's caller is held until the cut is made)
+            cut = asyncio.get_running_loop().create_task(cut_database(self.database))
+            self.recovering = asyncio.get_running_loop().create_task(self.restore(target, cut))
+            await asyncio.shield(cut)
 
     async def recovered(self) -> None:
         """Wait for the fault to be over (the replica thawed, the database back)."""
@@ -211,9 +214,10 @@ class Campaign:
         target.signal(signal.SIGCONT)
         target.frozen = False
 
-    async def restore(self, target: Replica) -> None:
-        """While the database refuses connections, `target` must say it is not ready;
-        then the database is back and it must be ready again."""
+    async def restore(self, target: Replica, cut: asyncio.Task[None]) -> None:
+        """Once `cut` is made: while the database refuses connections, `target` must say
+        it is not ready; then the database is back and it must be ready again."""
+        await cut
         said = await self.ready_becomes(target, False, DB_DOWN_SECONDS)
         self.readiness["not ready while the database was down" if said else
                        "READY while the database was down"] += 1  # fmt: skip
@@ -336,8 +340,10 @@ async def deliver(
 
 async def one_run(campaign: Campaign, number: int, step: str, tool: str, redeliveries: int) -> str:
     asker, decider = campaign.replicas if number % 2 else reversed(campaign.replicas)
-    await asker.ready()
-    await decider.ready()
+    for replica in (asker, decider):  # as a load balancer does: only to ready replicas
+        await replica.ready()
+        if not await campaign.ready_becomes(replica, True, SETTLE_SECONDS):
+            raise RuntimeError(f"a replica not ready {SETTLE_SECONDS} s before run {number}")
     fake = campaign.fake
     task = f"deploy payments 1.0.{number}" if tool == "deploy" else f"restart svc{number}"
     before = len(cards(fake))
@@ -359,7 +365,8 @@ async def one_run(campaign: Campaign, number: int, step: str, tool: str, redeliv
         return True
 
     campaign.armed = (step, decider, answer_of_run)
-    campaign.struck, campaign.recovering = False, None
+    await campaign.recovered()  # the last run's fault is over before this one's is armed
+    campaign.struck = False
     watcher = asyncio.get_running_loop().create_task(watch(campaign, step, decider, run.run_id))
     acknowledged = await decide(campaign, decider, card)
     with contextlib.suppress(TimeoutError):  # the step never came: counted below

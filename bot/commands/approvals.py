@@ -3,7 +3,7 @@
     approvals-bot approvals list [--run RUN] [--status S] [--limit N] [--after CURSOR] [--json]
     approvals-bot approvals show ID [--as USER] [--json]
     approvals-bot approvals decide ID --approve|--reject --as USER --reason TEXT
-                                      [--message TEXT] [--digest HEX] [--always]
+                                      [--message TEXT] [--digest HEX] [--always | --window]
     approvals-bot approvals revoke ID --as USER --reason TEXT
 
 Every one goes through the real ApprovalService (bot.commands.operator): the policy,
@@ -33,7 +33,7 @@ from bot.commands.terminal import compact, expiry, standing_text
 from bot.errors import InputError, NotAuthorizedError
 from bot.review.snapshot import ReviewSnapshot
 from bot.service import ApprovalService, ApprovalView, DecisionResult
-from bot.service.api import decode_cursor, encode_cursor
+from bot.service.api import WindowOffer, decode_cursor, encode_cursor
 from bot.service.waiting import elapsed_text
 from bot.slack.config import web_api_from_env
 from store.records import ApprovalRecord, ApprovalStatus, AuditEvent
@@ -82,10 +82,18 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         default=None,
         help="the digest shown for the call (64 hex); without it, confirm it at the prompt",
     )
-    decide.add_argument(
+    lasting = decide.add_mutually_exclusive_group()
+    lasting.add_argument(
         "--always",
         action="store_true",
         help="the decision stands for the rest of the run (where the policy allows it)",
+    )
+    lasting.add_argument(
+        "--window",
+        action="store_true",
+        help="approve and open an approval window: later calls of the tool whose "
+        "window_match arguments are equal run on this approval for the policy's "
+        "allow_window (where the policy allows it)",
     )
     add_groups_option(decide)
     revoke = db_command(group, "revoke", "withdraw a call before it runs", approvals_revoke)
@@ -248,6 +256,8 @@ def render_view(view: ApprovalView, *, viewer: str | None) -> str:
         may: list[str] = list(view.allowed_actions())
         if view.can_stand:
             may.append("decide it for the rest of the run (--always)")
+        if view.window is not None and view.can_decide:
+            may.append(f"approve it with a window ({window_text(view.window)}, --window)")
         lines.append(f"  {viewer} may: {', '.join(may) or 'nothing'}")
         if view.why_not and not view.can_decide:
             lines.append(f"  not decide: {view.why_not}")
@@ -337,7 +347,14 @@ async def _decide(
         message=args.message,
         digest=digest,
         always=args.always,
+        window=args.window,
     )
+
+
+def window_text(offer: WindowOffer) -> str:
+    """How long a window lasts and what its calls must share, as people are told."""
+    fields = ", ".join(offer.match_fields) or "no argument"
+    return f"{elapsed_text(offer.lasts.total_seconds())}, equal {fields}"
 
 
 def decided_text(result: DecisionResult) -> str:

@@ -193,6 +193,11 @@ def _decided_text(event: ApprovalDecided) -> str:
         line += f" ({approval.revoke_reason})"
     if any(d.approval_id == approval.approval_id for d in event.standing):
         line += "; it stands for the rest of the run"
+    window = event.window
+    if window is not None and window.window_id == approval.approval_id:
+        line += f"; it opened an approval window until {window.expires_at:%Y-%m-%d %H:%M} UTC"
+    elif window is not None:
+        line += f" (within {window.decider}'s approval window)"
     return line
 
 

@@ -328,6 +328,13 @@ async def execution_check(flow: Workflow, approval: ApprovalRecord) -> Refusal |
     evidence = await flow.store.decision_evidence(approval.approval_id)
     if evidence is None:
         return Refusal(why="its approval record is gone")
+    return await evidence_check(flow, evidence)
+
+
+async def evidence_check(flow: Workflow, evidence: DecisionEvidence) -> Refusal | None:
+    """`execution_check` on the decision's evidence as just read (the last check reads
+    it once: the row it checks and the seals it verifies come from the same read)."""
+    approval = evidence.approval
     quorum = sealed_quorum(evidence)
     if quorum.problem is not None:
         lacking = lacking_key(evidence)

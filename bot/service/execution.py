@@ -41,7 +41,7 @@ from bot.service.amend import noted_agent
 from bot.service.api import UncertainCall
 from bot.service.asking import ResumeIfDecided, engine_stamp, request_approvals
 from bot.service.audited import record_ran
-from bot.service.authority import execution_check
+from bot.service.authority import evidence_check
 from bot.service.events import (
     ApprovalDecided,
     CallUncertain,
@@ -104,7 +104,7 @@ async def execute(
         run_id=run.run_id,
         actor=flow.actor,
         approvals=approvals,
-        authorize=partial(execution_check, flow),
+        authorize=partial(evidence_check, flow),
         on_refused=partial(_tell_refused, flow, run),
         void=partial(void_approval, flow, run),
         on_executed=partial(record_ran, flow, run),

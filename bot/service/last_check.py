@@ -43,7 +43,7 @@ from bot.clock import Clock, utc_now
 from bot.runtime.journal import Claim, Fresh, Journal, Recorded
 from bot.service.telemetry import CallIds, Telemetry
 from store.api import Store
-from store.records import ApprovalRecord
+from store.records import ApprovalRecord, DecisionEvidence
 
 CANCELLED_RESULT = "Not run: the run was cancelled."
 
@@ -97,7 +97,7 @@ class ServiceJournal:
         run_id: str,
         actor: str,
         approvals: dict[str, ApprovalRecord],
-        authorize: Callable[[ApprovalRecord], Awaitable[Refusal | None]] | None = None,
+        authorize: Callable[[DecisionEvidence], Awaitable[Refusal | None]] | None = None,
         on_refused: Callable[[ApprovalRecord, str], Awaitable[None]] | None = None,
         void: Callable[[ApprovalRecord, str], Awaitable[bool]] | None = None,
         on_executed: Callable[[ApprovalRecord, str, bool], Awaitable[None]] | None = None,
@@ -147,10 +147,7 @@ class ServiceJournal:
             return Recorded(result=CANCELLED_RESULT, is_error=True)
         approved = self._approvals.get(execution_key)
         if approved is not None:
-            current = await self._store.get_approval(approved.approval_id)
-            refused = self._check(current, tool_name, arguments_digest)
-            if refused is None and current is not None and self._authorize is not None:
-                refused = await self._authorize(current)
+            current, refused = await self._last_check(approved, tool_name, arguments_digest)
             if refused is not None:
                 await self._refused(approved, current, tool_name, tool_call_id, refused)
                 return Recorded(result=f"Not run: {refused.why}.", is_error=True)
@@ -195,6 +192,22 @@ class ServiceJournal:
         )
         self._telemetry.execution_claimed(ids, attempt=claim.attempt)
         return claim
+
+    async def _last_check(
+        self, approved: ApprovalRecord, tool_name: str, arguments_digest: str
+    ) -> tuple[ApprovalRecord | None, Refusal | None]:
+        """The approval as it stands now, and why the call must not run (None: it may).
+        With `authorize`, in one read: the decision's evidence, whose row is checked
+        first, then the seals and voters of that same read."""
+        if self._authorize is None:
+            current = await self._store.get_approval(approved.approval_id)
+            return current, self._check(current, tool_name, arguments_digest)
+        evidence = await self._store.decision_evidence(approved.approval_id)
+        current = None if evidence is None else evidence.approval
+        refused = self._check(current, tool_name, arguments_digest)
+        if refused is None and evidence is not None:
+            refused = await self._authorize(evidence)
+        return current, refused
 
     def _check(
         self, current: ApprovalRecord | None, tool_name: str, arguments_digest: str

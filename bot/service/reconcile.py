@@ -33,10 +33,10 @@ from bot.runtime import (
     VerifiedResult,
 )
 from bot.service.api import UncertainCall
+from bot.service.applying import current_rows, row_for
 from bot.service.asking import engine_stamp
 from bot.service.authority import may_reconcile, member_of, scoped
 from bot.service.leases import claim, leave_working
-from bot.service.resume import current_rows, row_for
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
 from store.records import RunRecord
 

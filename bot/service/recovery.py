@@ -43,10 +43,11 @@ import logging
 from datetime import timedelta
 
 from bot.errors import ApprovalsError
+from bot.service.applying import current_rows
 from bot.service.events import ApprovalDecided
 from bot.service.failure import fail_run
 from bot.service.leases import claim
-from bot.service.resume import claim_resume, current_rows, stalled_pause, start_resume
+from bot.service.resume import claim_resume, stalled_pause, start_resume
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
 from store.records import TERMINAL_APPROVAL_STATUSES, RunRecord
 

@@ -17,8 +17,8 @@ Before anything runs, the worker
    decided into the approval metadata; a rejection's message, never its reason, to the
    model; an expired or revoked approval becomes a rejection the model sees),
 
-and then runs the agent. `ServiceJournal` repeats the validity check for each approved
-call right before it runs.
+and then runs the agent (steps 2 to 4: bot.service.applying). `ServiceJournal`
+repeats the validity check for each approved call right before it runs.
 
 A run this deployment cannot resume (its agent version is not registered, or its engine
 cannot read its state: MIGRATION_NEEDED) is not failed: it goes back to `paused` with
@@ -39,13 +39,11 @@ each pass (`retry_parked`), and a thread reply meanwhile hears why it waits.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Iterable, Sequence
 
-from bot.canonical import digests_equal
 from bot.errors import ApprovalsError, RunStateError, StoreError, TamperError
-from bot.runtime import AgentRun, ApprovedCall, PendingCall
+from bot.runtime import AgentRun, PendingCall
+from bot.service.applying import AppliedDecisions, apply_decisions, current_rows
 from bot.service.asking import request_approvals
 from bot.service.events import ResumeStalled
 from bot.service.execution import MIGRATION_NEEDED, execute, void_approval
@@ -53,130 +51,9 @@ from bot.service.failure import fail_run, wait_for_migration
 from bot.service.leases import claim, leave_working
 from bot.service.retry import transient
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
-from store.records import (
-    LEGACY_KEY_PREFIX,
-    TERMINAL_APPROVAL_STATUSES,
-    ApprovalRecord,
-    RunRecord,
-)
+from store.records import TERMINAL_APPROVAL_STATUSES, ApprovalRecord, RunRecord
 
 log = logging.getLogger(__name__)
-
-EXPIRED_MESSAGE = "Not run: nobody decided before the approval expired."
-REVOKED_MESSAGE = "Not run: the approval was revoked."
-
-
-@dataclass(frozen=True, kw_only=True)
-class AppliedDecisions:
-    approved: dict[str, ApprovalRecord]  # by execution key, digest verified
-    rejected: list[str]  # tool_call_ids (rejected, expired or revoked)
-    mismatched: list[tuple[PendingCall, ApprovalRecord]]  # approved, arguments moved since
-    undecided: list[PendingCall]  # still pending, or no row at all
-
-
-def current_rows(rows: Iterable[ApprovalRecord]) -> dict[str, ApprovalRecord]:
-    """The row that answers each call, by its execution key (`row_for` finds a call's):
-    its open (non-revoked) approval, of which the store keeps at most one; else its newest
-    revoked one."""
-    current: dict[str, ApprovalRecord] = {}
-    for row in rows:
-        known = current.get(row.execution_key)
-        if known is None or _answers_before(row, known):
-            current[row.execution_key] = row
-    return current
-
-
-def row_for(rows: Mapping[str, ApprovalRecord], call: PendingCall) -> ApprovalRecord | None:
-    """The current row (of `current_rows`) for a pending call: by its execution key, or
-    for an approval requested before keys were stored, by its tool call id."""
-    row = rows.get(call.execution_key)
-    if row is None:
-        row = rows.get(LEGACY_KEY_PREFIX + call.tool_call_id)
-    return row
-
-
-def _answers_before(row: ApprovalRecord, known: ApprovalRecord) -> bool:
-    if (row.status == "revoked") != (known.status == "revoked"):
-        return known.status == "revoked"
-    return row.created_at >= known.created_at
-
-
-def apply_decisions(state: AgentRun, rows: dict[str, ApprovalRecord]) -> AppliedDecisions:
-    """Apply every terminal row to its pending call in `state`; report what did not fit.
-
-    A call the stored state already holds approved (the run stopped before it ran: a
-    pause, or another call of its turn became uncertain) is given its row too, so the
-    last check before it runs (ServiceJournal) reads that row as it stands now: revoked
-    or expired since, it does not run. Such a call without any row is refused
-    (RunStateError): nothing may run on a decision no record backs."""
-    approved: dict[str, ApprovalRecord] = {}
-    rejected: list[str] = []
-    mismatched: list[tuple[PendingCall, ApprovalRecord]] = []
-    undecided: list[PendingCall] = []
-    for call in state.get_interruptions():
-        if call.status != "approval":
-            continue  # uncertain calls wait for `reconcile`
-        row = row_for(rows, call)
-        if row is None or row.status == "pending":
-            undecided.append(call)
-        elif row.status != "approved":
-            state.reject(
-                call,
-                message=_model_message(row),
-                approver_id=row.decider,
-                reason=row.reason,
-                decided_at=decided_at(row),
-            )
-            rejected.append(call.tool_call_id)
-        elif row.tool_name != call.tool_name or not digests_equal(
-            state.call_digest(call), row.arguments_digest
-        ):
-            mismatched.append((call, row))
-        else:
-            state.approve(
-                call, approver_id=row.decider, reason=row.reason, decided_at=decided_at(row)
-            )
-            approved[call.execution_key] = row
-    approved.update(_approved_before(state, rows, approved))
-    return AppliedDecisions(
-        approved=approved, rejected=rejected, mismatched=mismatched, undecided=undecided
-    )
-
-
-def _approved_before(
-    state: AgentRun, rows: Mapping[str, ApprovalRecord], applied: Mapping[str, ApprovalRecord]
-) -> dict[str, ApprovalRecord]:
-    """The rows of calls the stored state already holds approved (see apply_decisions)."""
-    found: dict[str, ApprovalRecord] = {}
-    for call in state.pending_calls():
-        if call.execution_key in applied or not isinstance(state.decision_for(call), ApprovedCall):
-            continue
-        row = row_for(rows, call)
-        if row is None:
-            raise RunStateError(
-                f"call {call.tool_call_id} ({call.tool_name}) is approved in the stored "
-                "state but has no approval record; refusing to run it"
-            )
-        found[call.execution_key] = row
-    return found
-
-
-def decided_at(row: ApprovalRecord) -> datetime | None:
-    """When the decision on the call was taken: when the person decided (or revoked),
-    when it expired; not when the run resumed."""
-    if row.status == "revoked":
-        return row.revoked_at
-    if row.status == "expired":
-        return row.expires_at
-    return row.decided_at
-
-
-def _model_message(row: ApprovalRecord) -> str | None:
-    if row.status == "expired":
-        return EXPIRED_MESSAGE
-    if row.status == "revoked":
-        return REVOKED_MESSAGE
-    return row.message  # rejected: the reviewer's message (None -> the runtime's default)
 
 
 # -- scheduling a resume ------------------------------------------------------------------
@@ -188,13 +65,21 @@ async def resume_if_all_decided(flow: Workflow, run_id: str) -> bool:
     rows = await flow.store.list_approvals(run_id=run_id, limit=APPROVALS_PER_RUN_LIMIT)
     if any(row.status not in TERMINAL_APPROVAL_STATUSES for row in rows):
         return False
-    return await claim_resume(flow, run_id)
+    return await claim_resume(flow, run_id, rows=rows)
 
 
-async def claim_resume(flow: Workflow, run_id: str, *, skip_locked: bool = False) -> bool:
+async def claim_resume(
+    flow: Workflow,
+    run_id: str,
+    *,
+    skip_locked: bool = False,
+    rows: Sequence[ApprovalRecord] | None = None,
+) -> bool:
     """Claim the run's resume (paused -> resuming, with its lease); the winner resumes
     it in a task. `skip_locked` (the sweeps): False at once, rather than waiting, when
-    another transaction is acting on the run.
+    another transaction is acting on the run. `rows`: the run's approval rows, all
+    terminal, read just before the claim (its first try uses them rather than read them
+    again; see `start_resume`).
     A claim the database failed is left to the sweeper (bot.service.retry): the
     decisions are recorded, and the run waits paused with nothing to wait for.
     A run an operator paused (held) is not claimed: `runs resume` releases it."""
@@ -220,20 +105,29 @@ async def claim_resume(flow: Workflow, run_id: str, *, skip_locked: bool = False
         return False
     if claimed is None:
         return False
-    start_resume(flow, claimed)
+    start_resume(flow, claimed, rows=rows)
     return True
 
 
-def start_resume(flow: Workflow, run: RunRecord) -> None:
-    """Resume a claimed (`resuming`) run in a task the service owns."""
-    flow.tasks.spawn(resume_run(flow, run), name=f"resume:{run.run_id}")
+def start_resume(
+    flow: Workflow, run: RunRecord, *, rows: Sequence[ApprovalRecord] | None = None
+) -> None:
+    """Resume a claimed (`resuming`) run in a task the service owns. `rows`, when the
+    claimer read the run's approval rows (all terminal) right before its claim: the first
+    try matches the calls with them instead of reading them again. They are as current
+    as a read after the claim would be (only the resume's holder adds or voids rows of a
+    run; a revocation may land after either read), and each approved call's row is read
+    again right before it runs (ServiceJournal)."""
+    flow.tasks.spawn(resume_run(flow, run, rows=rows), name=f"resume:{run.run_id}")
 
 
-async def resume_run(flow: Workflow, run: RunRecord) -> RunRecord | None:
+async def resume_run(
+    flow: Workflow, run: RunRecord, *, rows: Sequence[ApprovalRecord] | None = None
+) -> RunRecord | None:
     """Finish a claimed (`resuming`) run; see the module doc. Never raises for a run
     that fails: it is marked failed and people are told. A database failure is retried
     (`flow.retry`); None when this process gave up on it for now (parked)."""
-    return await _with_retries(flow, run.run_id, first=run, attempts=flow.retry.attempts)
+    return await _with_retries(flow, run.run_id, first=run, attempts=flow.retry.attempts, rows=rows)
 
 
 def retry_parked(flow: Workflow) -> list[str]:
@@ -245,13 +139,18 @@ def retry_parked(flow: Workflow) -> list[str]:
 
 
 async def _with_retries(
-    flow: Workflow, run_id: str, *, attempts: int, first: RunRecord | None = None
+    flow: Workflow,
+    run_id: str,
+    *,
+    attempts: int,
+    first: RunRecord | None = None,
+    rows: Sequence[ApprovalRecord] | None = None,
 ) -> RunRecord | None:
     failures = 0
     while True:
         flow.telemetry.resume_attempted(run_id, attempt=failures + 1)
         try:
-            done = await _advance(flow, run_id, first)
+            done = await _advance(flow, run_id, first, rows)
         except ApprovalsError as error:
             if not transient(error):
                 flow.stalled.cleared(run_id)
@@ -266,28 +165,40 @@ async def _with_retries(
                 run_id, attempt=failures + 1, of=attempts, delay=delay, error=str(error)
             )
             await flow.retry.sleep(delay)
-            first = None
+            first, rows = None, None
         else:
             flow.stalled.cleared(run_id)
             return done
 
 
-async def _advance(flow: Workflow, run_id: str, run: RunRecord | None) -> RunRecord | None:
+async def _advance(
+    flow: Workflow,
+    run_id: str,
+    run: RunRecord | None,
+    rows: Sequence[ApprovalRecord] | None,
+) -> RunRecord | None:
     """One try: resume the run if it is (still, or again) ours to resume: claimed by us,
     or claimable (a stalled pause; a resume whose lease we no longer hold, and nobody
-    else does)."""
-    run = run or await flow.require_run(run_id)
+    else does). `rows`: read right before our claim of `run` (see `start_resume`)."""
+    if run is None:
+        run, rows = await flow.require_run(run_id), None
     if run.status == "paused" and await stalled_pause(flow, run):
-        run = await claim(
-            flow.store, flow.leases, run_id, expected_status="paused", new_status="resuming"
+        run, rows = (
+            await claim(
+                flow.store, flow.leases, run_id, expected_status="paused", new_status="resuming"
+            ),
+            None,
         )
     elif run.status == "resuming" and flow.leases.get(run_id) is None:
-        run = await claim(
-            flow.store, flow.leases, run_id, expected_status="resuming", new_status="resuming"
+        run, rows = (
+            await claim(
+                flow.store, flow.leases, run_id, expected_status="resuming", new_status="resuming"
+            ),
+            None,
         )
     if run is None or run.status != "resuming":
         return run  # finished, failed, or waiting for people: nothing to retry
-    return await _resume_once(flow, run)
+    return await _resume_once(flow, run, rows)
 
 
 async def _give_up(flow: Workflow, run_id: str, failures: int, error: ApprovalsError) -> None:
@@ -313,7 +224,9 @@ async def stalled_pause(flow: Workflow, run: RunRecord) -> bool:
     return not any(call.status == "uncertain" for call in state.get_interruptions())
 
 
-async def _resume_once(flow: Workflow, run: RunRecord) -> RunRecord:
+async def _resume_once(
+    flow: Workflow, run: RunRecord, known: Sequence[ApprovalRecord] | None = None
+) -> RunRecord:
     try:
         state = await flow.load_state(run.run_id)
         agent = flow.registry.get(state.agent_name, state.agent_version)
@@ -324,7 +237,9 @@ async def _resume_once(flow: Workflow, run: RunRecord) -> RunRecord:
         if transient(error):
             raise  # retried: the state could not be read just now
         return await fail_run(flow, run, f"cannot resume: {error}")
-    rows = await flow.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
+    rows = known
+    if rows is None:
+        rows = await flow.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
     try:
         applied = apply_decisions(state, current_rows(rows))
     except RunStateError as error:

@@ -189,19 +189,17 @@ async def settle(
 ) -> DecisionResult:
     record = outcome.record
     voters = tuple(counted_voters(record, list(outcome.votes)))
-    standing = await flow.standing(run.run_id)
     if outcome.result == "decided":
         flow.telemetry.approval_closed(record)
-        window = await flow.store.get_window(record.approval_id)  # the one it opened, if any
         # The card is updated while the resume is claimed and starts: the call's effect
-        # does not wait for Slack's round trip (later updates of the card wait for it).
-        card = flow.notify_beside(
-            ApprovalDecided(run=run, approval=record, standing=standing, window=window)
-        )
+        # waits neither for Slack's round trip nor for the reads only the card needs
+        # (later updates of the card wait for it).
+        card = flow.notify_beside(record.approval_id, partial(_decided, flow, run, record))
         started = await resume_if_all_decided(flow, record.run_id)
         await card
         return _result(record, voters, resume_started=started)
     if outcome.result == "counted":
+        standing = await flow.standing(run.run_id)
         view = await build_view(flow, record, None)
         await flow.notify(ApprovalUpdated(run=run, view=view, standing=standing))
         return _result(record, voters, resume_started=False)
@@ -222,6 +220,14 @@ async def settle(
     if outcome.result == "stale_digest":
         raise stale_digest(record)
     raise already_decided(record)
+
+
+async def _decided(flow: Workflow, run: RunRecord, record: ApprovalRecord) -> ApprovalDecided:
+    """The card update of a decided approval: with the run's standing decisions and the
+    window the approval opened, if any."""
+    standing = await flow.standing(run.run_id)
+    window = await flow.store.get_window(record.approval_id)
+    return ApprovalDecided(run=run, approval=record, standing=standing, window=window)
 
 
 def stale_digest(record: ApprovalRecord) -> ResolutionError:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -204,19 +204,24 @@ class Workflow:
                 )
         return location
 
-    def notify_beside(self, event: CardEvent) -> Awaitable[Location | None]:
-        """Start telling `event` (a card update) in a task and answer it to await later,
-        so that the caller's next steps (a decision's resume) need not wait for Slack's
-        round trip. Later updates of the same card wait for it (`notify`). Shutting
-        down: told when the answer is awaited, as `notify` would."""
-        approval_id = event.approval.approval_id
+    def notify_beside(
+        self, approval_id: str, event: Callable[[], Awaitable[CardEvent]]
+    ) -> Awaitable[Location | None]:
+        """Start telling a card update in a task and answer it to await later, so that
+        the caller's next steps (a decision's resume) wait neither for Slack's round trip
+        nor for the reads that only the card needs: `event()` builds the update inside
+        the task. Later updates of the same card wait for it (`notify`). Shutting down:
+        told when the answer is awaited, as `notify` would."""
         try:
-            task = self.tasks.spawn(self.notify(event), name=f"service:card:{approval_id}")
+            task = self.tasks.spawn(self._built(event), name=f"service:card:{approval_id}")
         except RuntimeError:
-            return self.notify(event)
+            return self._built(event)
         self.card_updates[approval_id] = task
         task.add_done_callback(partial(self._forget_update, approval_id))
         return task
+
+    async def _built(self, event: Callable[[], Awaitable[CardEvent]]) -> Location | None:
+        return await self.notify(await event())
 
     def _forget_update(self, approval_id: str, task: asyncio.Task[Location | None]) -> None:
         if self.card_updates.get(approval_id) is task:

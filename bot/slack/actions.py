@@ -4,7 +4,7 @@ them do it, and which form a click on it opens.
 
 The cards lay their buttons out from it (bot.slack.cards), the app registers a listener
 per action id (bot.slack.app), the click handler opens the form it names
-(bot.slack.interactions), and a modal carries the action's word in its metadata
+(bot.slack.card_buttons), and a modal carries the action's word in its metadata
 (bot.slack.modals). The action ids are what cards already posted in Slack send back:
 they do not change.
 """

@@ -12,7 +12,8 @@ answers as soon as the listener returns.
 
 Here: `/agent` and replies in a run's thread (people start and continue runs),
 `/approvals` and App Home (they read the service's read model, never the store). Card
-buttons and modals are in bot.slack.interactions, bulk decisions from App Home in
+buttons are in bot.slack.card_buttons, their modals' submissions in
+bot.slack.interactions, bulk decisions from App Home in
 bot.slack.bulk_interactions. Before any listener, a request from
 outside the bot's workspace is refused (bot.slack.workspace) and a redelivered event
 dropped (bot.slack.dedupe: remembered in the database, so across replicas).
@@ -45,6 +46,7 @@ from bot.slack.after_ack import Ack, Responder
 from bot.slack.bulk_home import BULK_APPROVE_ACTION_ID, BULK_REJECT_ACTION_ID
 from bot.slack.bulk_interactions import BulkInteractions
 from bot.slack.bulk_modal import BULK_CALLBACK_ID
+from bot.slack.card_buttons import CardButtons
 from bot.slack.decision_modal import DECISION_CALLBACK_ID
 from bot.slack.dedupe import DropRedeliveries, RequestMemory
 from bot.slack.edit_modal import EDIT_CALLBACK_ID
@@ -118,6 +120,7 @@ class SlackListeners:
         self._requests = requests
         self._workspace = workspace
         self.cards = CardInteractions(self._r)
+        self.buttons = CardButtons(self._r)
         self.home = HomeListeners(self._r)
         self.bulk = BulkInteractions(self._r)
 
@@ -130,13 +133,18 @@ class SlackListeners:
             )
         )
         app.use(DropRedeliveries(self._requests))
+        # Bolt tries each listener's matcher in this order until one matches (tens of
+        # microseconds each: Bolt builds the matcher's arguments every time), and none of
+        # these overlap: the busiest come first (a decision's submission, a card's
+        # buttons), so an Approve click or its submission matches at the first or second
+        # try, not the third or the thirteenth.
+        app.view(DECISION_CALLBACK_ID)(self.cards.on_decision_submission)
+        for action in ACTIONS.values():
+            app.action(action.action_id)(self.buttons.on_card_button)
         app.command(AGENT_COMMAND)(self.on_agent_command)
         app.command(APPROVALS_COMMAND)(self.on_approvals_command)
-        for action in ACTIONS.values():
-            app.action(action.action_id)(self.cards.on_card_button)
-        app.action(NEXT_PAGE_ACTION_ID)(self.cards.reading.on_next_page)
-        app.action(CONTINUE_ACTION_ID)(self.cards.reading.on_continue)
-        app.view(DECISION_CALLBACK_ID)(self.cards.on_decision_submission)
+        app.action(NEXT_PAGE_ACTION_ID)(self.buttons.reading.on_next_page)
+        app.action(CONTINUE_ACTION_ID)(self.buttons.reading.on_continue)
         app.view(EDIT_CALLBACK_ID)(self.cards.on_edit_submission)
         app.view(RECONCILE_CALLBACK_ID)(self.cards.on_reconcile_submission)
         app.action(BULK_APPROVE_ACTION_ID)(self.bulk.on_bulk_button)

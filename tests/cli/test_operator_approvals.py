@@ -302,3 +302,44 @@ def test_show_and_decide_never_use_a_snapshot_rewritten_in_the_database(home: Ho
     assert home.effect_lines() == []
     [tampered] = home.audit("tamper_detected")
     assert (tampered["purpose"], tampered["via"]) == ("snapshot_seal", "cli")
+
+
+def test_approve_with_a_window_from_the_cli_covers_the_next_matching_call(home: Home) -> None:
+    policy = home.path / "policy.toml"
+    policy.write_text(
+        '[tools.restart_service]\nallow_window = "2h"\nwindow_match = ["service"]\n',
+        encoding="utf-8",
+    )
+    home.monkeypatch.setenv("APPROVALS_POLICY", str(policy))
+    _, [first] = home.paused("restart api")
+    code, out, _ = home.cli("approvals", "show", first.approval_id, "--as", "U0ALICE")
+    assert "approve it with a window (2 h, equal service, --window)" in out
+
+    code, out, err = home.cli(
+        "approvals", "decide", first.approval_id, "--approve", "--as", "U0ALICE",
+        "--reason", "api restarts today", "--digest", first.arguments_digest, "--window",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "it opened an approval window until" in out
+    [opened] = home.audit("window_opened")
+    assert opened["actor"] == "U0ALICE"
+
+    code, out, err = home.cli("demo", "restart api")  # covered: runs with nobody asked
+    assert code == 0, err
+    assert "within U0ALICE's approval window" in out
+    _, [other] = home.paused("restart web")  # another service: asked again
+    assert other.tool_name == "restart_service"
+    assert len(home.effect_lines()) == 2
+
+
+def test_a_window_the_policy_does_not_allow_is_refused_from_the_cli(home: Home) -> None:
+    _, [approval] = home.paused("restart api")
+    code, _, err = home.cli(
+        "approvals", "decide", approval.approval_id, "--approve", "--as", "U0ALICE",
+        "--reason", "r", "--digest", approval.arguments_digest, "--window",
+    )  # fmt: skip
+    assert code == 2
+    assert "allow_window" in err
+    assert home.effect_lines() == []
+    [refused] = home.audit("refused")
+    assert refused["why"] == "window_not_allowed"

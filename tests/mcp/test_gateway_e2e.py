@@ -409,3 +409,32 @@ async def test_a_pending_mcp_call_is_listed_like_any_other(
     assert listing.returncode == 0
     assert "ops__deploy" in out.decode()
     assert REQUESTER in out.decode()
+
+
+async def test_an_audit_only_tool_runs_at_once_through_the_gateway_and_is_carded_after(
+    fake_slack: FakeSlack, tmp_path: Path
+) -> None:
+    """`mode = "audit"` on an exposed name: the client gets the result without anyone
+    deciding, the call is in the ledger and the audit, and a card without buttons says
+    what ran and its result."""
+    setup = Setup(workdir=tmp_path)
+    setup.write()
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[tools.ops__deploy]\nmode = "audit"\n', encoding="utf-8")
+    async with running(setup, fake_slack, APPROVALS_POLICY=str(policy)) as bot:
+        result = await bot.client.call_tool("ops__deploy", DEPLOY)
+        assert not result.is_error
+        assert "deploy done" in text_of(result)
+        (card,) = await fake_slack.wait_for(
+            "chat.postMessage", lambda c: "ran without waiting" in c.text
+        )
+    assert _tools(setup) == ["deploy"]  # once, with nobody asked
+    assert card_calls(fake_slack) == []  # no card ever waited with buttons
+    assert fake_slack.calls_to("views.open") == []
+    assert "1.2.3" in card.text
+    assert "*Result:*" in card.text
+    assert "deploy done" in card.text
+    audit = _audit(tmp_path)
+    assert ("decided", "audit") in [(kind, detail.get("via")) for kind, detail in audit]
+    (outcome,) = [detail for kind, detail in audit if kind == "mcp_result"]
+    assert outcome["outcome"] == "executed"

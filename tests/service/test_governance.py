@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from bot.errors import AlreadyDecidedError, ConfigError, InputError, NotAuthorizedError
+from bot.service.applying import EXPIRED_MESSAGE, REVOKED_MESSAGE
 from bot.service.events import Event, ExecutionRefused, Location
-from bot.service.resume import EXPIRED_MESSAGE, REVOKED_MESSAGE
 from tests.service.governance_helpers import (
     ADMIN,
     ALICE,

@@ -16,8 +16,8 @@ from bot.runtime import (
     AgentRegistry,
     ScriptedModel,
 )
+from bot.service.applying import EXPIRED_MESSAGE
 from bot.service.events import ApprovalDecided, Event, Location, RunFinished
-from bot.service.resume import EXPIRED_MESSAGE
 from tests.service.service_harness import (
     APPROVER,
     REQUESTER,

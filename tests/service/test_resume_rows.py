@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from bot.runtime import PendingCall
-from bot.service.resume import current_rows, row_for
+from bot.service.applying import current_rows, row_for
 from store.records import LEGACY_KEY_PREFIX, ApprovalRecord, ApprovalStatus
 
 AT = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

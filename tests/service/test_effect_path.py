@@ -1,0 +1,79 @@
+"""The way from a closing approval to its call's effect: the reads it does not repeat
+(bench/approve_to_effect.py measures the time), and the checks that stay on it."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from store.records import RunLease
+from tests.service.service_harness import APPROVER, Harness, start
+
+WATCHED = ("list_approvals", "get_approval", "decision_evidence", "ledger_claim")
+
+
+def spy_on(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the watched store reads and writes, in the order they are called
+    (the real store answers each)."""
+    called: list[str] = []
+    for name in WATCHED:
+        real: Callable[..., Awaitable[Any]] = getattr(harness.store, name)
+
+        async def noted(*args: Any, _name: str = name, _real: Any = real, **kwargs: Any) -> Any:
+            called.append(_name)
+            return await _real(*args, **kwargs)
+
+        monkeypatch.setattr(harness.store, name, noted)
+    return called
+
+
+async def test_the_way_to_the_effect_reads_the_rows_once_and_the_evidence_right_before(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = await start(harness)
+    [approval] = await harness.pending(run.run_id)
+    called = spy_on(harness, monkeypatch)
+
+    await harness.service.decide(approval.approval_id, approve=True, decider=APPROVER, reason="go")
+    await harness.service.drain()
+
+    assert len(harness.effect_lines()) == 1
+    before_claim = called[: called.index("ledger_claim")]
+    # The vote's own read of the approval; the run's rows once (the claimer's read, which
+    # the resume's first try matches the calls with); the newest request's seal, and the
+    # decision's evidence read once more right before the call (row, digest and seals).
+    assert before_claim.count("get_approval") == 1
+    assert before_claim.count("list_approvals") == 1
+    assert before_claim.count("decision_evidence") == 2
+    assert before_claim[-1] == "decision_evidence"  # the last check, right before the claim
+    after_claim = called[called.index("ledger_claim") :]
+    assert "get_approval" in after_claim  # still looked at again once the claim is fresh
+
+
+async def test_a_revocation_after_the_claimers_read_still_stops_the_call(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = await start(harness)
+    [approval] = await harness.pending(run.run_id)
+    real_claim = harness.store.claim_run
+
+    async def claim_then_revoked(*args: Any, **kwargs: Any) -> RunLease | None:
+        lease = await real_claim(*args, **kwargs)
+        # Between the rows the claimer read and the resume's start.
+        await harness.store.revoke(approval.approval_id, actor="U-security", reason="incident")
+        return lease
+
+    monkeypatch.setattr(harness.store, "claim_run", claim_then_revoked)
+
+    result = await harness.service.decide(
+        approval.approval_id, approve=True, decider=APPROVER, reason="go"
+    )
+    await harness.service.drain()
+
+    assert result.resume_started
+    assert harness.effect_lines() == []
+    revoked = await harness.store.get_approval(approval.approval_id)
+    assert revoked is not None
+    assert revoked.status == "revoked"
