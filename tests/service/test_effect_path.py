@@ -11,7 +11,7 @@ import pytest
 from store.records import RunLease
 from tests.service.service_harness import APPROVER, Harness, start
 
-WATCHED = ("list_approvals", "get_approval", "decision_evidence", "ledger_claim")
+WATCHED = ("list_approvals", "get_approval", "get_run", "decision_evidence", "ledger_claim")
 
 
 def spy_on(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -45,6 +45,9 @@ async def test_the_way_to_the_effect_reads_the_rows_once_and_the_evidence_right_
     # the resume's first try matches the calls with); the newest request's seal, and the
     # decision's evidence read once more right before the call (row, digest and seals).
     assert before_claim.count("get_approval") == 1
+    # The run's row: the vote's read, the runner's pause check and the claim's cancel
+    # check; the resume's claim checks an operator's hold in its own transaction.
+    assert before_claim.count("get_run") == 3
     assert before_claim.count("list_approvals") == 1
     assert before_claim.count("decision_evidence") == 2
     assert before_claim[-1] == "decision_evidence"  # the last check, right before the claim
@@ -77,3 +80,30 @@ async def test_a_revocation_after_the_claimers_read_still_stops_the_call(
     revoked = await harness.store.get_approval(approval.approval_id)
     assert revoked is not None
     assert revoked.status == "revoked"
+
+
+async def test_a_hold_that_lands_right_before_the_resumes_claim_stops_it(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = await start(harness)
+    [approval] = await harness.pending(run.run_id)
+    real_claim = harness.store.claim_run
+
+    async def held_then_claim(*args: Any, **kwargs: Any) -> RunLease | None:
+        # After every read the decision made, right before the resume's claim.
+        await harness.store.set_run_hold(run.run_id, actor="U-ops", reason="incident")
+        return await real_claim(*args, **kwargs)
+
+    monkeypatch.setattr(harness.store, "claim_run", held_then_claim)
+
+    result = await harness.service.decide(
+        approval.approval_id, approve=True, decider=APPROVER, reason="go"
+    )
+    await harness.service.drain()
+
+    assert not result.resume_started
+    assert harness.effect_lines() == []
+    waiting = await harness.store.get_run(run.run_id)
+    assert waiting is not None
+    assert (waiting.status, waiting.held_by) == ("paused", "U-ops")
+    assert await harness.store.run_lease(run.run_id) is None
