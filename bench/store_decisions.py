@@ -45,7 +45,7 @@ from store import SqliteStore, open_store
 from store.crypto import KeyRing
 from store.keys import generate_key
 from store.records import NewApproval
-from store.sqlite.connection import Synchronous
+from store.sqlite.opening import Synchronous
 
 ITEM_SIZES = (10, 100, 1000)
 TARGET_RATE = 1000.0

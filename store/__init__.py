@@ -17,7 +17,7 @@ from bot.clock import Clock
 from bot.errors import ConfigError
 from store.config import PostgresLocation, database_url_from_env, parse_database_url
 from store.crypto import KeyRing
-from store.sqlite.connection import DEFAULT_BUSY_TIMEOUT_MS, Synchronous
+from store.sqlite.opening import DEFAULT_BUSY_TIMEOUT_MS, Synchronous
 from store.sqlite.store import SqliteStore, open_sqlite_store
 
 if TYPE_CHECKING:

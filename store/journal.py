@@ -3,7 +3,7 @@
 The runner sees the plain Journal (bot/runtime/journal.py); this adapter adds the lease
 owner and duration the durable ledger needs. Claims are fenced: a result recorded with a
 lease token that was taken over raises LeaseLostError and writes nothing; with
-`run_lease_token` (the run's lease, store.api.RunLease) a claim is refused the same way
+`run_lease_token` (the run's lease, store.records.RunLease) a claim is refused the same way
 once the run was taken over, so a worker that lost the run starts no tool call for it.
 """
 

@@ -7,7 +7,7 @@ thread (one hand-off per transaction), Postgres statement by statement on a pool
 connection. The rules stay in one place and both backends run the same SQL.
 
 The SQL is written once too, in the dialect both backends share, with two marks each
-backend reads its own way (`store.sqlite.connection`, `store.postgres.dialect`):
+backend reads its own way (`store.sqlite.statements`, `store.postgres.dialect`):
 - `?` placeholders (Postgres numbers them `$1, $2 ...`);
 - `FOR UPDATE` on a read whose row the transaction goes on to change: Postgres locks the
   row (other writers wait, so the read stays true until commit); SQLite drops it, its

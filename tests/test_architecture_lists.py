@@ -46,7 +46,7 @@ def test_the_docs_name_every_store_protocol() -> None:
     listed = architecture[architecture.index("`Store` is the sum") :]
     listed = listed[: listed.index("store/records.py")]
     assert _names(listed) - {"Store"} == store_protocols()
-    in_store_doc = STORE_DOC[STORE_DOC.index("`Store` (`store/api.py`) is the sum") :]
+    in_store_doc = STORE_DOC[STORE_DOC.index("`Store` (`store/api/`) is the sum") :]
     in_store_doc = in_store_doc[: in_store_doc.index("\n\n")]
     assert _names(in_store_doc) - {"Store"} == store_protocols()
 

@@ -21,33 +21,19 @@ Prompts are read between the service's steps, outside the event loop
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import shlex
 import signal
 import sys
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bot.agents import (
-    AGENTS_ENV,
-    agent_to_run,
-    builtin_registry,
-    close_model,
-    load_agent_registry,
-    model_from_env,
-    tool_names,
-)
 from bot.commands.database import os_user
-from bot.commands.groups import add_groups_option, load_groups_file, unknown_groups_note
-from bot.commands.session import Session, prompt
-from bot.commands.terminal import TerminalNotifier
-from bot.demo import OfflineOpsModel, ops_dependencies, parse_task
-from bot.demo.offline_model import help_text
+from bot.commands.demo_progress import Progress, finish_line, interrupted_line, needs_others
+from bot.commands.demo_prompt import DEFAULT_REASON, ask, flag_choice
+from bot.commands.demo_service import open_service
+from bot.commands.groups import add_groups_option, unknown_groups_note
+from bot.commands.session import Session
 from bot.errors import (
     AlreadyDecidedError,
     ApprovalsError,
@@ -56,23 +42,10 @@ from bot.errors import (
     RunStateError,
 )
 from bot.policy.eligibility import StaticGroups
-from bot.policy.loading import policy_from_env
-from bot.policy.rules import DEFAULT_POLICY
-from bot.runtime import Agent, AgentEngine
-from bot.service import (
-    ApprovalService,
-    DecisionResult,
-    TaskOwner,
-    approval_ttl_from_env,
-    installation_worker_id,
-)
-from bot.service.limits import checked_task
-from store import open_store
-from store.config import database_url_from_env
+from bot.service import ApprovalService, DecisionResult
 from store.records import ApprovalRecord, RunRecord
 
 DEMO_REQUESTER = "demo-requester"
-DEFAULT_REASON = "decided in the approvals-bot terminal demo"
 
 HELP = """\
 Run the ops agent (or --agent NAME) on TASK in the terminal, through the same service,
@@ -152,21 +125,6 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.set_defaults(func=run_demo)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Choice:
-    approve: bool
-    reason: str
-    message: str | None
-
-
-@dataclass(kw_only=True)
-class Progress:
-    """Where the demo is, for the line Ctrl-C prints."""
-
-    run: RunRecord | None = None
-    waiting: list[str] = field(default_factory=list)  # approval ids at the prompt
-
-
 def run_demo(args: argparse.Namespace) -> int:
     if args.message is not None and args.approve:
         raise InputError("--message goes with --reject (it is what the agent is told)")
@@ -214,37 +172,10 @@ def parse_context(text: str | None) -> dict[str, Any] | None:
     return value
 
 
-def interrupted_line(progress: Progress, args: argparse.Namespace) -> str:
-    """What Ctrl-C leaves behind, and how to finish it, in one line."""
-    run = progress.run
-    if run is None:
-        return "approvals-bot: interrupted before the run started; nothing was stored"
-    finish = finish_line(progress, args)
-    if finish is None:
-        return f"approvals-bot: interrupted; run {run.run_id} was left {run.status}"
-    return f"approvals-bot: interrupted; {finish}"
-
-
-def finish_line(progress: Progress, args: argparse.Namespace) -> str | None:
-    """The paused run and the command that decides what it waits for (None: the demo
-    was not waiting on a decision)."""
-    run = progress.run
-    if run is None or not progress.waiting:
-        return None
-    first, more = progress.waiting[0], len(progress.waiting) - 1
-    db = f" --db {shlex.quote(str(args.db))}" if args.db is not None else ""
-    others = f" ({more} more: approvals-bot approvals list --run {run.run_id}{db})" if more else ""
-    return (
-        f"run {run.run_id} stays paused. Decide it later: "
-        f"approvals-bot approvals decide {first} --approve|--reject --as YOU --reason TEXT"
-        f"{db}{others}"
-    )
-
-
 def _demo(
     session: Session, args: argparse.Namespace, context: dict[str, Any] | None, progress: Progress
 ) -> int:
-    service, agent_name, groups = session.enter(_open_service(args))
+    service, agent_name, groups = session.enter(open_service(args))
     progress.run = session.run(
         service.start_run(
             agent_name=agent_name,
@@ -289,7 +220,7 @@ def _decide_one(
 ) -> DecisionResult | None:
     """`approver`'s decision on one call, asked or from the flags (None: it expired at
     the prompt, and the run goes on without it)."""
-    choice = _flag_choice(args) or _ask(approval)
+    choice = flag_choice(args) or ask(approval)
     try:
         return session.run(
             service.decide(
@@ -312,67 +243,6 @@ def _decide_one(
         raise
 
 
-def needs_others(result: DecisionResult) -> str:
-    return (
-        f"{result.approval.tool_name} needs {result.required} approvals from different "
-        f"people and has {result.approvals_count} ({', '.join(result.voters)}); the others "
-        "decide it as themselves"
-    )
-
-
-@contextlib.asynccontextmanager
-async def _open_service(
-    args: argparse.Namespace,
-) -> AsyncIterator[tuple[ApprovalService, str, StaticGroups]]:
-    """The service for the demo, the agent to run and the user groups known here. Every
-    configuration problem (the model, the agents module, the policy, an agent name, a
-    groups file, a task the offline model cannot do) is refused before the database is
-    opened."""
-    env = os.environ
-    groups = load_groups_file(args.groups_from) if args.groups_from else StaticGroups()
-    url = args.db if args.db is not None else database_url_from_env()
-    approval_ttl = approval_ttl_from_env(env)
-    async with contextlib.AsyncExitStack() as stack:  # each part closed by whoever opened it
-        model = model_from_env()
-        stack.push_async_callback(close_model, model)
-        spec = env.get(AGENTS_ENV, "").strip() or None
-        registry = load_agent_registry(spec, default=builtin_registry(model))
-        agent = agent_to_run(registry, args.agent)
-        policy = policy_from_env(env, known_tools=tool_names(registry))  # every problem
-        # The length first: a task past the limit is refused without being read further.
-        checked_task((policy or DEFAULT_POLICY).limits, args.task)
-        _refuse_unknown_task(agent, args.task)
-        store = await open_store(url)
-        stack.push_async_callback(store.close)
-        service = ApprovalService(
-            store=store,
-            registry=registry,
-            notifier=TerminalNotifier(sys.stdout),
-            dependencies=ops_dependencies(),
-            tasks=TaskOwner(),
-            worker_id=installation_worker_id(url),
-            default_agent=agent.name,
-            approval_ttl=approval_ttl,
-            policy=policy,
-            groups=groups,
-            surface="terminal",
-        )
-        # drained already when the run ends; on Ctrl-C, stop at once
-        stack.push_async_callback(partial(service.aclose, timeout=0))
-        yield service, agent.name, groups
-
-
-def _refuse_unknown_task(agent: AgentEngine, task: str) -> None:
-    """The offline ops model (of `ops`, and of its SDK twin `ops-openai`) answers a task it
-    does not understand with help text; here that is a mistake to say at once (exit 2),
-    before a run is stored."""
-    offline = isinstance(agent, Agent) and isinstance(agent.model, OfflineOpsModel)
-    if offline or getattr(agent, "understands_ops_tasks", False):
-        parsed = parse_task(task)
-        if isinstance(parsed, str):
-            raise InputError(help_text(parsed))
-
-
 async def _reload(service: ApprovalService, run_id: str) -> RunRecord:
     current = await service.store.get_run(run_id)
     if current is None:
@@ -391,37 +261,3 @@ def _write_private(path: Path, text: str) -> None:
     os.fchmod(descriptor, 0o600)  # also when the file existed with a wider mode
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
         handle.write(text)
-
-
-def _flag_choice(args: argparse.Namespace) -> Choice | None:
-    if not (args.approve or args.reject):
-        return None
-    return Choice(
-        approve=bool(args.approve),
-        reason=args.reason or DEFAULT_REASON,
-        message=args.message if args.reject else None,
-    )
-
-
-APPROVE_WORDS = ("a", "approve", "y", "yes")
-REJECT_WORDS = ("r", "reject", "n", "no")
-
-
-def _ask(approval: ApprovalRecord) -> Choice:
-    answer = _prompt(f"approve or reject {approval.tool_name}? [a/r] ").lower()
-    while answer not in APPROVE_WORDS + REJECT_WORDS:
-        answer = _prompt("please answer a or y (approve), r or n (reject): ").lower()
-    approve = answer in APPROVE_WORDS
-    reason = _prompt("reason (audit only): ")
-    while not reason:
-        reason = _prompt("a reason is required: ")
-    message = None if approve else (_prompt("message to the agent (optional): ") or None)
-    return Choice(approve=approve, reason=reason, message=message)
-
-
-def _prompt(question: str) -> str:
-    return prompt(
-        question,
-        missing="no decision on standard input; pass --approve or --reject for a "
-        "non-interactive run",
-    )

@@ -3,8 +3,9 @@
 
 Both read their configuration from the environment (see bot.slack.config and the
 README), open the model and the store, listen on HOST:PORT (the probes answer from then
-on, saying what the bot waits for), open the Slack surface (`open_bot`: auth.test, tried
-again while Slack cannot be reached), finish what a dead process left (`recover`), start
+on, saying what the bot waits for: bot.commands.serving), open the Slack surface
+(`open_bot`, bot.commands.bot_opening: auth.test, tried again while Slack cannot be
+reached), finish what a dead process left (`recover`), start
 the expiry sweeper, take Slack's requests until SIGINT/SIGTERM, then stop listening,
 drain the tasks they own and close everything, each part by whoever opened it. With
 `APPROVALS_MCP` set, the MCP gateway (bot.commands.mcp_gateway) answers `/mcp` on the
@@ -22,44 +23,24 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from bot.agents import (
-    builtin_registry,
-    close_model,
-    load_agent_registry,
-    model_from_env,
-    tool_names,
-)
+from bot.commands.bot_opening import open_bot
 from bot.commands.mcp_gateway import GatewaySetup
-from bot.commands.serve_lock import sole_server
-from bot.demo import ops_dependencies
-from bot.errors import ConfigError
+from bot.commands.serving import Port, Signals
 from bot.logs import announce, configure_logging, log_settings_from_env
 from bot.metrics import Metrics
-from bot.policy.loading import POLICY_ENV, policy_from_env
-from bot.service import (
-    ApprovalService,
-    Notifier,
-    TaskOwner,
-    approval_ttl_from_env,
-    installation_worker_id,
-    lease_seconds_from_env,
-    sweep_seconds_from_env,
-)
+from bot.policy.loading import POLICY_ENV
+from bot.service import ApprovalService, sweep_seconds_from_env
 from bot.slack.config import Mode, SlackSettings, load_settings
-from store import open_store
-from store.config import SqliteLocation, database_url_from_env, parse_database_url
+from store.config import database_url_from_env
 
 if TYPE_CHECKING:
-    from aiohttp import web
-
-    from bot.slack.gateway import SlackGateway
     from bot.slack.probes import Probes, Readiness
+    from bot.slack.server import StartingApp
     from bot.slack.surface import SlackSurface
 
 log = logging.getLogger(__name__)
@@ -106,7 +87,7 @@ async def serve(
     (waiting for an unreachable Slack, say) stops at once, closing what was opened.
     `on_listening` (HTTP mode) is told the events URL once the bot takes Slack's requests
     there (`dev` uses it)."""
-    with _Signals() as stop:
+    with Signals() as stop:
         try:
             await _open_and_serve(
                 settings, mode=mode, environ=environ, stop=stop, on_listening=on_listening
@@ -122,13 +103,13 @@ async def _open_and_serve(
     *,
     mode: Mode,
     environ: Mapping[str, str],
-    stop: _Signals,
+    stop: Signals,
     on_listening: Callable[[str], None] | None,
 ) -> None:
     """Listen on HOST:PORT before Slack is reached (the probes say what the bot waits
     for), open the bot, recover, then take Slack's requests until a signal comes."""
     from bot.slack.probes import Probes, Readiness, build_probe_app
-    from bot.slack.server import EVENTS_PATH, StartingApp
+    from bot.slack.server import StartingApp
 
     metrics = Metrics()
     gateway = GatewaySetup.from_env(environ, metrics=metrics)  # APPROVALS_MCP, if set
@@ -137,23 +118,21 @@ async def _open_and_serve(
     app = endpoint.app if endpoint else build_probe_app(readiness)
     if gateway is not None:
         gateway.mount(app)  # /mcp answers 503 until the gateway runs
-    port = _Port(app, settings)
+    front = _Front(
+        settings=settings, readiness=readiness, port=Port(app, settings), gateway=gateway, stop=stop
+    )
     async with (
         open_bot(
             settings,
             environ=environ,
             metrics=metrics,
             gateway=gateway,
-            before_slack=port.listening,
+            before_slack=front.port.listening,
             waiting=readiness.waiting,
         ) as surface,
         _gateway_running(gateway, surface.service),
     ):
-        readiness.waiting("recovering the runs a previous process left")
-        recovered = await surface.service.recover()
-        if recovered:
-            log.info("recovered %d run(s) left by a previous process", recovered)
-        surface.service.start_expiry_sweeper(every_seconds=sweep_seconds_from_env(environ))
+        await _start_work(surface.service, readiness, environ)
         probes = Probes(
             service=surface.service,
             health=surface.health,
@@ -162,22 +141,43 @@ async def _open_and_serve(
         )
         about = started_line(settings, environ=environ, surface=surface)
         if endpoint is not None:
-            endpoint.serve_slack(
-                bolt_app=surface.bolt_app,
-                signing_secret=settings.signing_secret,
-                memory=surface.requests,
-            )
-            readiness.serving(probes)
-            announce(f"serving Slack at {port.url}{EVENTS_PATH} ({about})")
-            _announce_gateway(gateway, port.url)
-            if on_listening is not None:
-                on_listening(f"{port.url}{EVENTS_PATH}")
-            await stop.serving()
+            await _serve_http(front, endpoint, surface, probes, about, on_listening)
         else:
-            await _serve_socket(surface, settings, readiness, probes, port, about, stop, gateway)
+            await _serve_socket(front, surface, probes, about)
         if gateway is not None:
             gateway.stop_waiting()  # waiting MCP calls answer "still pending" now
-        await port.close()  # no new request while the bot drains
+        await front.port.close()  # no new request while the bot drains
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Front:
+    """What answers at HOST:PORT while the bot starts and serves: the probes' readiness,
+    the port, the MCP gateway (if set), and the signals that end serving."""
+
+    settings: SlackSettings
+    readiness: Readiness
+    port: Port
+    gateway: GatewaySetup | None
+    stop: Signals
+
+    def ready(self, probes: Probes, line: str) -> None:
+        """The probes say the bot serves; the start-up line (and the gateway's) is
+        announced."""
+        self.readiness.serving(probes)
+        announce(line)
+        if self.gateway is not None:
+            announce(f"MCP gateway at {self.port.url}/mcp ({self.gateway.describe()})")
+
+
+async def _start_work(
+    service: ApprovalService, readiness: Readiness, environ: Mapping[str, str]
+) -> None:
+    """Finish what a dead process left, then start the expiry sweeper."""
+    readiness.waiting("recovering the runs a previous process left")
+    recovered = await service.recover()
+    if recovered:
+        log.info("recovered %d run(s) left by a previous process", recovered)
+    service.start_expiry_sweeper(every_seconds=sweep_seconds_from_env(environ))
 
 
 @contextlib.asynccontextmanager
@@ -191,112 +191,39 @@ async def _gateway_running(
         yield
 
 
-def _announce_gateway(gateway: GatewaySetup | None, url: str) -> None:
-    if gateway is not None:
-        announce(f"MCP gateway at {url}/mcp ({gateway.describe()})")
-
-
-async def _serve_socket(
+async def _serve_http(
+    front: _Front,
+    endpoint: StartingApp,
     surface: SlackSurface,
-    settings: SlackSettings,
-    readiness: Readiness,
     probes: Probes,
-    port: _Port,
     about: str,
-    stop: _Signals,
-    gateway: GatewaySetup | None,
+    on_listening: Callable[[str], None] | None,
 ) -> None:
+    from bot.slack.server import EVENTS_PATH
+
+    endpoint.serve_slack(
+        bolt_app=surface.bolt_app,
+        signing_secret=front.settings.signing_secret,
+        memory=surface.requests,
+    )
+    events_url = f"{front.port.url}{EVENTS_PATH}"
+    front.ready(probes, f"serving Slack at {events_url} ({about})")
+    if on_listening is not None:
+        on_listening(events_url)
+    await front.stop.serving()
+
+
+async def _serve_socket(front: _Front, surface: SlackSurface, probes: Probes, about: str) -> None:
     from bot.slack.socket_mode import socket_mode
 
-    assert settings.app_token is not None  # load_settings requires it in socket mode
-    readiness.waiting("connecting to Slack over Socket Mode")
-    async with socket_mode(surface.bolt_app, settings.app_token):
-        readiness.serving(probes)
-        announce(f"connected to Slack over Socket Mode; probes and metrics at {port.url} ({about})")
-        _announce_gateway(gateway, port.url)
-        await stop.serving()
-
-
-@contextlib.asynccontextmanager
-async def open_bot(
-    settings: SlackSettings,
-    *,
-    environ: Mapping[str, str],
-    metrics: Metrics | None = None,
-    gateway: GatewaySetup | None = None,
-    before_slack: Callable[[], AbstractAsyncContextManager[object]] | None = None,
-    waiting: Callable[[str], None] | None = None,
-) -> AsyncIterator[SlackSurface]:
-    """The model, the store, the registry, the service and the Slack surface around
-    them, open for the block; each is closed on the way out by the one who opened it,
-    in reverse order. Every configuration problem is a ConfigError before anything is
-    opened (the agents module, too, before the database); so is a second server on one
-    SQLite file (bot.commands.serve_lock). `before_slack` is entered once the store is
-    open, before Slack is asked who the bot is (serve listens there); `waiting` hears
-    why, each time Slack cannot be reached. With a `gateway` (the MCP gateway), its
-    engine is registered and its run watch put in front of the Slack notifier."""
-    from bot.slack.channels import SlackChannelDirectory
-    from bot.slack.groups import SlackGroupDirectory
-    from bot.slack.notifier import SlackNotifier
-    from bot.slack.surface import SlackSurface
-
-    dependencies = ops_dependencies(environ)
-    database_url = settings.database_url or database_url_from_env(environ)
-    worker_id = installation_worker_id(database_url, environ)
-    approval_ttl = approval_ttl_from_env(environ)
-    lease_seconds = lease_seconds_from_env(environ)
-    sweep_seconds_from_env(environ)  # a bad value stops start-up before anything opens
-    async with contextlib.AsyncExitStack() as stack:
-        model = model_from_env(environ, metrics=metrics)
-        stack.push_async_callback(close_model, model)
-        registry = load_agent_registry(settings.agents, default=builtin_registry(model))
-        # Every problem of the policy at once. Without a policy file the service applies
-        # the built-in defaults with APPROVALS_APPROVAL_TTL_SECONDS as their expiry.
-        known = tool_names(registry)
-        if gateway is not None:  # its upstreams list their tools only once they run
-            known += gateway.tools_named_by_policy(environ)
-        policy = policy_from_env(environ, known_tools=known)
-        if gateway is not None:
-            gateway.register(registry, policy)
-        store = await open_store(database_url, environ=environ)
-        stack.push_async_callback(store.close)
-        location = parse_database_url(database_url)
-        if isinstance(location, SqliteLocation):  # Postgres serves many (docs/production.md)
-            # After the store opened (its errors name the database first), before anything
-            # recovers, sweeps or listens.
-            stack.enter_context(sole_server(location.path))
-
-        def make_service(slack: SlackGateway, tasks: TaskOwner) -> ApprovalService:
-            notifier: Notifier = SlackNotifier(slack)
-            if gateway is not None:
-                notifier = gateway.watching(notifier)
-            return ApprovalService(
-                store=store,
-                registry=registry,
-                notifier=notifier,
-                dependencies=dependencies,
-                tasks=tasks,
-                worker_id=worker_id,
-                default_agent=registry.default().name,
-                approval_ttl=approval_ttl,
-                lease_seconds=lease_seconds,
-                policy=policy,
-                groups=SlackGroupDirectory(slack.client),
-                channels=SlackChannelDirectory(slack.client),
-                metrics=metrics,
-            )
-
-        if before_slack is not None:
-            await stack.enter_async_context(before_slack())
-        surface = await SlackSurface.open(
-            bot_token=settings.bot_token,
-            signing_secret=settings.signing_secret,
-            api_url=settings.api_url,
-            make_service=make_service,
-            metrics=metrics,
-            waiting=waiting,
+    assert front.settings.app_token is not None  # load_settings requires it in socket mode
+    front.readiness.waiting("connecting to Slack over Socket Mode")
+    async with socket_mode(surface.bolt_app, front.settings.app_token):
+        url = front.port.url
+        front.ready(
+            probes, f"connected to Slack over Socket Mode; probes and metrics at {url} ({about})"
         )
-        yield await stack.enter_async_context(surface)
+        await front.stop.serving()
 
 
 def started_line(
@@ -317,88 +244,3 @@ def without_credentials(url: str) -> str:
         return url
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
-
-
-@contextlib.asynccontextmanager
-async def _listening(
-    app: web.Application, settings: SlackSettings
-) -> AsyncIterator[tuple[str, int]]:
-    """Serve `app` on HOST:PORT for the block; (host, port) as bound. A port in use or
-    a HOST that does not resolve is a ConfigError in one line."""
-    from aiohttp import web
-
-    from bot.slack.probes import AccessLog
-
-    runner = web.AppRunner(app, access_log_class=AccessLog)
-    await runner.setup()
-    try:
-        try:
-            await web.TCPSite(runner, settings.host, settings.port).start()
-        except OSError as error:
-            raise ConfigError(
-                f"cannot listen on {settings.host}:{settings.port} (HOST, PORT): "
-                f"{error.strerror or error}"
-            ) from None
-        host, port = runner.addresses[0][:2]
-        yield host, port
-    finally:
-        await runner.cleanup()
-
-
-class _Port:
-    """HOST:PORT serving `app`: from `listening()` (entered before Slack is reached)
-    until `close()` or the end of that block."""
-
-    def __init__(self, app: web.Application, settings: SlackSettings) -> None:
-        self._app = app
-        self._settings = settings
-        self._stack = contextlib.AsyncExitStack()
-        self.url = ""
-
-    @contextlib.asynccontextmanager
-    async def listening(self) -> AsyncIterator[None]:
-        async with self._stack:
-            host, port = await self._stack.enter_async_context(
-                _listening(self._app, self._settings)
-            )
-            self.url = f"http://{host}:{port}"
-            announce(f"listening at {self.url} (/healthz, /readyz, /metrics); reaching Slack")
-            yield
-
-    async def close(self) -> None:
-        await self._stack.aclose()
-
-
-class _Signals:
-    """SIGINT and SIGTERM for the whole command: while starting, a signal cancels the
-    start-up (its `async with` blocks close what they opened); once serving, it ends
-    `serving()`, and the bot drains and closes as usual."""
-
-    def __init__(self) -> None:
-        self._stopped = asyncio.Event()
-        self._task = asyncio.current_task()
-        self._serving = False
-        self.cancelled_start = False
-
-    def __enter__(self) -> _Signals:
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, self._on_signal)
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)
-
-    def _on_signal(self) -> None:
-        if self._serving:
-            self._stopped.set()
-        elif self._task is not None and not self.cancelled_start:
-            self.cancelled_start = True
-            self._task.cancel()
-
-    async def serving(self) -> None:
-        """Serve until a signal comes."""
-        self._serving = True
-        await self._stopped.wait()

@@ -29,7 +29,7 @@ from bot.errors import InputError, LimitError, UpstreamError
 from bot.mcp.calls import CallDesk, CallState, Finished, GatedCall, Waiting, text_result
 from bot.mcp.catalog import ListedTool
 from bot.mcp.config import ClientConfig, GatewayConfig
-from bot.mcp.engine import UpstreamSource
+from bot.mcp.execution import UpstreamSource
 from bot.mcp.schemas import Checks
 from bot.mcp.telemetry import McpMetrics
 from bot.mcp.tokens import call_key

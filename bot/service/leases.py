@@ -1,7 +1,7 @@
 """The run leases this worker holds, and the heartbeat that keeps them alive.
 
 A run being worked on (`running`, `resuming`) is leased in the store to one worker
-(store.api.RunLease). Several workers on one database thus never work on the same run
+(store.records.RunLease). Several workers on one database thus never work on the same run
 at once, and when a worker dies (or hangs) its lease runs out and another takes the run
 over (bot.service.recovery), under the tools' replay policies. Every claim goes through
 `claim`, which records the lease here; from then on:
@@ -71,7 +71,7 @@ class HeldLeases:
             self._heartbeat = self._tasks.spawn(self._beat(), name="service:run-lease-heartbeat")
 
     def hold_new_run(self, run: RunRecord) -> RunLease:
-        """The lease a run created with `terms` holds (store.api.FIRST_LEASE_TOKEN)."""
+        """The lease a run created with `terms` holds (store.records.FIRST_LEASE_TOKEN)."""
         lease = RunLease(
             run=run,
             owner=self.owner,

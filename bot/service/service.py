@@ -26,12 +26,12 @@ from bot.errors import ConfigError
 from bot.metrics import Metrics
 from bot.policy.eligibility import ChannelDirectory, GroupDirectory, NoGroups
 from bot.policy.rules import DEFAULT_POLICY, Policy
-from bot.runtime import AgentRegistry, AgentRun, Resolution
+from bot.runtime import AgentRegistry, AgentRun
 from bot.service import conversation, health
 from bot.service.absences import come_back, set_away
 from bot.service.answers import FollowUpOutcome
-from bot.service.api import ApprovalView, Page, Surface, UncertainCall
-from bot.service.authority import refuse_request, require_visible
+from bot.service.api import Surface
+from bot.service.authority import refuse_request
 from bot.service.bulk import BulkDecisions
 from bot.service.config import DEFAULT_APPROVAL_TTL, DEFAULT_SWEEP_SECONDS
 from bot.service.copies import send_unsent
@@ -40,27 +40,18 @@ from bot.service.events import Notifier
 from bot.service.expiry import ExpirySweeper, escalate_due, expire_overdue, remind_due
 from bot.service.leases import DEFAULT_LEASE_SECONDS, HeldLeases
 from bot.service.limits import checked_task
-from bot.service.operator import cancel_run, pause_run, resume_stuck, unpause_run
-from bot.service.reading import record_read
-from bot.service.reconcile import describe_uncertain, reconcile_call
+from bot.service.read_side import ReadSide
 from bot.service.recovery import recover_runs, take_over_abandoned
 from bot.service.requests import RequestLog
-from bot.service.resume import retry_parked, start_resume
+from bot.service.resume import retry_parked
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy
+from bot.service.run_control import RunControl
 from bot.service.telemetry import Telemetry
-from bot.service.views import build_view, pending_for, recent_decisions, views_of
 from bot.service.windows import end_window, windows_for
 from bot.service.workflow import Workflow
 from bot.tasks import TaskOwner
 from store.api import Store
-from store.records import (
-    ApprovalRecord,
-    ApprovalWindow,
-    AuditEvent,
-    CancelOutcome,
-    RunRecord,
-    StandIn,
-)
+from store.records import ApprovalRecord, ApprovalWindow, RunRecord, StandIn
 
 
 def known_tool_names(registry: AgentRegistry, policy: Policy) -> frozenset[str]:
@@ -69,7 +60,7 @@ def known_tool_names(registry: AgentRegistry, policy: Policy) -> frozenset[str]:
     return frozenset(policy.tools) | {name for agent in registry for name in agent.tool_names()}
 
 
-class ApprovalService:
+class ApprovalService(ReadSide, RunControl):
     """The approval workflow over one store; see the module doc. The service owns the
     TaskOwner it is given: `aclose` closes it.
 
@@ -91,7 +82,10 @@ class ApprovalService:
 
     The deciding operations (`decide`, `approve_with_changes`, `revoke` and their
     `record_*` halves) are bot.service.voting's, bound here as its own; so are the bulk
-    decisions (`record_decisions`, `decide_many`) bot.service.bulk's."""
+    decisions (`record_decisions`, `decide_many`) bot.service.bulk's. The read models
+    (`approval_view`, `pending_for`, ...) are its part ReadSide (bot.service.read_side),
+    the whole-run operations (`cancel_run`, `pause_run`, `reconcile`, ...) its part
+    RunControl (bot.service.run_control)."""
 
     def __init__(
         self,
@@ -217,7 +211,7 @@ class ApprovalService:
             self._sweeper = ExpirySweeper(self.sweep, every_seconds=every_seconds)
             self._sweeper.start()
 
-    # -- governance: refusals, read models -------------------------------------------------
+    # -- governance: refusals (the read models: bot.service.read_side) ---------------------
 
     async def audit_refusal(
         self,
@@ -232,41 +226,6 @@ class ApprovalService:
             self._flow, actor=actor, why=why, approval_id=approval_id, detail=detail
         )
 
-    async def approval_view(self, approval_id: str, *, viewer: str) -> ApprovalView:
-        """The approval, its votes and quorum, and what `viewer` may do (InputError if
-        unknown; NotAuthorizedError when the viewer is not a member of its channel)."""
-        approval, _ = await self._flow.require_approval(approval_id)
-        return await build_view(self._flow, approval, viewer)
-
-    async def read_in_full(self, approval_id: str, *, viewer: str, digest: str) -> ApprovalView:
-        """`viewer` was shown the whole arguments of `digest` (bot.service.reading);
-        ResolutionError when `digest` is no longer current."""
-        approval, _ = await self._flow.require_approval(approval_id)
-        await require_visible(self._flow, approval, viewer)
-        await record_read(self._flow, approval, viewer, digest)
-        return await build_view(self._flow, approval, viewer)
-
-    async def pending_for(
-        self, viewer: str, *, limit: int = 20, cursor: str | None = None
-    ) -> Page[ApprovalView]:
-        """Pending approvals `viewer` may decide (not their own runs' unless self approval
-        is allowed; not ones they already approved; only from channels they are a member
-        of), oldest first, by keyset pages. `cursor` is a previous page's `next_cursor`
-        (InputError for anything else)."""
-        return await pending_for(self._flow, viewer, limit=limit, cursor=cursor)
-
-    async def requested_by(self, viewer: str, *, limit: int = 20) -> list[ApprovalView]:
-        """Approvals of runs `viewer` started, newest first."""
-        rows = await self._flow.store.approvals_requested_by(viewer, limit=limit)
-        return await views_of(self._flow, rows, viewer)
-
-    async def recent_decisions(
-        self, *, limit: int = 20, viewer: str | None = None
-    ) -> list[ApprovalRecord]:
-        """The latest approvals and rejections of this surface's runs, newest first (with a
-        `viewer`: only those they may see)."""
-        return await recent_decisions(self._flow, limit=limit, viewer=viewer)
-
     # -- absences: who stands in for an approver away ---------------------------------------
 
     async def set_away(self, user: str, *, until: datetime, stand_in: str | None) -> StandIn:
@@ -279,38 +238,7 @@ class ApprovalService:
         """End `user`'s absence now (None: they were not away)."""
         return await come_back(self._flow, user)
 
-    # -- whole runs: cancel, pause and let go on, resume a stuck one -----------------------
-
-    async def cancel_run(self, run_id: str, *, actor: str, reason: str) -> CancelOutcome:
-        """Cancel a running, paused or stuck run: it ends `cancelled`, its open approvals
-        close (their cards updated), its thread is told (`RunCancelled`), all audited. A
-        compare-and-set on the run's version: see bot.service.operator."""
-        return await cancel_run(self._flow, run_id, actor=actor, reason=reason)
-
-    async def pause_run(self, run_id: str, *, actor: str, reason: str) -> RunRecord:
-        """Pause a run: it starts no new step (a tool already running finishes), and is
-        not resumed after its decisions, until `unpause_run`; its thread is told
-        (`RunPaused`), audited. See bot.service.operator."""
-        return await pause_run(self._flow, run_id, actor=actor, reason=reason)
-
-    async def unpause_run(self, run_id: str, *, actor: str) -> RunRecord:
-        """Let a paused run go on: its hold is released and, with nothing left to
-        decide, its resume runs in a service task. See bot.service.operator."""
-        return await unpause_run(self._flow, run_id, actor=actor)
-
-    async def resume_stuck(self, run_id: str, *, actor: str) -> RunRecord:
-        """Run again the resume of a run left `resuming` (or paused with nothing left to
-        decide), in a service task; see bot.service.operator."""
-        return await resume_stuck(self._flow, run_id, actor=actor)
-
-    async def approval_trail(self, approval_id: str, *, viewer: str) -> list[AuditEvent]:
-        """The audit events of one approval, in order (requested, voted, refused,
-        arguments_changed, decided, revoked, expired, executed, ...). Whoever may see the
-        call may read it (NotAuthorizedError otherwise); reads are not audited."""
-        approval, _ = await self._flow.require_approval(approval_id)
-        await require_visible(self._flow, approval, viewer)
-        events = await self._flow.store.audit_events(run_id=approval.run_id)
-        return [event for event in events if event.approval_id == approval.approval_id]
+    # -- sweeps, request memory, health ----------------------------------------------------
 
     async def send_reminders(self) -> list[ApprovalRecord]:
         """Send each pending approval's one reminder once its time has come (the sweeper
@@ -350,7 +278,7 @@ class ApprovalService:
         (a metrics scrape calls this: one indexed row)."""
         await health.observe_pending(self._flow)
 
-    # -- follow-up, reconciliation, recovery ----------------------------------------------
+    # -- follow-up, recovery (whole runs: bot.service.run_control) -------------------------
 
     async def follow_up(
         self, *, channel: str, thread_ts: str, user: str, text: str
@@ -359,33 +287,6 @@ class ApprovalService:
         return await conversation.follow_up(
             self._flow, channel=channel, thread_ts=thread_ts, user=user, text=text
         )
-
-    async def reconcile(
-        self,
-        run_id: str,
-        *,
-        actor: str,
-        resolution: Resolution,
-        call: str | None = None,
-        reason: str | None = None,
-    ) -> RunRecord:
-        """Resolve an uncertain call (by tool call id or execution key; optional when the
-        run has one) with a `resolution`: a `VerifiedResult`, `RetryCall` or `AbortCall`
-        (bot.runtime), then resume the run in a task. Audited as `reconciled`. Only the
-        policy's admins and people eligible to approve the call's tool may, the call's
-        requester not unless self approval is allowed (NotAuthorizedError, audited
-        `refused`)."""
-        run = await reconcile_call(
-            self._flow, run_id, actor=actor, call=call, resolution=resolution, reason=reason
-        )
-        start_resume(self._flow, run)
-        return run
-
-    async def uncertain_call(self, run_id: str, *, call: str | None = None) -> UncertainCall:
-        """The run's uncertain call (by tool call id or execution key; optional when the
-        run has one), as the reconcile form shows it. InputError for an unknown run,
-        UnknownCallError when no such call is uncertain."""
-        return await describe_uncertain(self._flow, run_id, call)
 
     async def recover(self) -> int:
         """At start-up: finish what a dead process left (see `bot.service.recovery`)."""

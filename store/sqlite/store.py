@@ -18,8 +18,9 @@ from store.schema import latest_version
 from store.sql.chain import LinkAtCommit
 from store.sql.keys import needed_key_ids, sealed_key_ids, settled_keyring
 from store.sql.store import SqlStore
-from store.sqlite.connection import DEFAULT_BUSY_TIMEOUT_MS, Database, Synchronous
+from store.sqlite.connection import Database
 from store.sqlite.migrations import BACKEND, migrate
+from store.sqlite.opening import DEFAULT_BUSY_TIMEOUT_MS, Synchronous
 
 
 class SqliteStore(SqlStore):
@@ -63,7 +64,7 @@ async def open_sqlite_store(
     database (created on first run). Not `keys_required` (for reading what is stored in
     clear), a missing or short key ring is no error until something sealed is read or
     written (store.crypto.NoKeys), and no key file is created. `synchronous`: default
-    APPROVALS_SQLITE_SYNCHRONOUS, else FULL (see store.sqlite.connection).
+    APPROVALS_SQLITE_SYNCHRONOUS, else FULL (see store.sqlite.opening).
     `busy_timeout_ms`: how long a write waits for another connection's lock before it
     fails with StoreError.
     """

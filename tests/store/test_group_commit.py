@@ -1,4 +1,4 @@
-"""Group commit on SQLite's writer (store.sqlite.connection): write transactions queued
+"""Group commit on SQLite's writer (store.sqlite.group_commit): write transactions queued
 while the writer is busy commit together, each body inside its own savepoint, each
 caller answered after the COMMIT that holds its work.
 
