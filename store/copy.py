@@ -30,6 +30,7 @@ from typing import Any
 
 from bot.errors import InputError
 from store.sql.audit import link_all
+from store.sql.chain import ANY_QUEUED
 from store.tx import Body, Database, one, run
 
 # In an order the foreign keys accept, each with the order its rows are read in.
@@ -85,7 +86,7 @@ async def copy_store(
             f"{target_name} is at schema version {target_version}, the source at "
             f"{source_version}; upgrade approvals-bot on both sides first"
         )
-    if await source.read_one("SELECT 1 FROM audit_queue LIMIT 1") is not None:
+    if await source.read_one(ANY_QUEUED) is not None:
         await link_all(source)  # what a dead process queued and did not link (NOT_COPIED)
     tables: dict[str, list[Any]] = {}
     for table, order in TABLES:

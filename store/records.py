@@ -5,12 +5,26 @@ produce them are the protocols of store.api."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from bot.errors import InputError
+
+# re-exported (`X as X`): store.records names every record the store returns
+from store.operations_records import AuditEvent as AuditEvent
+from store.operations_records import AuditVerification as AuditVerification
+from store.operations_records import LedgerEntry as LedgerEntry
+from store.operations_records import McpCallClaim as McpCallClaim
+from store.operations_records import MigrationReport as MigrationReport
+from store.operations_records import RotationReport as RotationReport
+from store.operations_records import SchemaStatus as SchemaStatus
+from store.reach_records import ApprovalCopy as ApprovalCopy
+from store.reach_records import Escalation as Escalation
+from store.reach_records import EscalationPlan as EscalationPlan
+from store.reach_records import FiredEscalation as FiredEscalation
+from store.reach_records import NewCopy as NewCopy
+from store.reach_records import StandIn as StandIn
 
 RunStatus = Literal["running", "paused", "resuming", "completed", "failed", "cancelled"]
 RUN_STATUSES: frozenset[str] = frozenset(get_args(RunStatus))
@@ -340,166 +354,3 @@ class Amendment:
 
 PendingCursor = tuple[datetime, str]
 """Keyset position in the pending list: (created_at, approval_id) of the last row seen."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class AuditEvent:
-    seq: int
-    kind: str  # requested, decided, resumed, executed, expired, revoked, reconciled,
-    #            tamper_detected, digest_mismatch, revealed, read_in_full, key_rotated, ...
-    actor: str | None
-    run_id: str | None
-    approval_id: str | None
-    detail: Mapping[str, Any]
-    at: datetime
-    prev_hash: str
-    hash: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class AuditVerification:
-    ok: bool
-    checked: int
-    first_bad_seq: int | None = None
-    problem: str | None = None  # "edited", "deleted", "reordered", ...
-
-
-@dataclass(frozen=True, kw_only=True)
-class LedgerEntry:
-    """One ledger row as operators see it (the result stays sealed)."""
-
-    execution_key: str
-    run_id: str
-    tool_call_id: str
-    tool_name: str
-    state: str
-    attempt: int
-    lease_owner: str | None
-    lease_expires_at: datetime | None
-    lease_version: int
-    updated_at: datetime
-
-
-@dataclass(frozen=True, kw_only=True)
-class McpCallClaim:
-    """Which run answers an MCP client's call (by the call's key), since when; `won`:
-    this claim made it so (else another claim did, and `run_id` is that one's)."""
-
-    call_key: str
-    run_id: str
-    claimed_at: datetime
-    won: bool
-
-
-@dataclass(frozen=True, kw_only=True)
-class MigrationReport:
-    before: int  # schema version found at open (0: empty database)
-    after: int
-    applied: tuple[str, ...]  # "0001_initial", ...
-
-
-@dataclass(frozen=True, kw_only=True)
-class SchemaStatus:
-    found: int  # the schema version the database records now
-    latest: int  # the newest this build ships
-
-    @property
-    def current(self) -> bool:
-        return self.found == self.latest
-
-
-@dataclass(kw_only=True)
-class RotationReport:
-    key_id: str  # the key everything is now sealed with
-    run_states: int = 0  # re-encrypted in this pass
-    ledger_results: int = 0
-    seals: int = 0  # decision seals (requests, votes, standing decisions) re-made
-    already_current: int = 0  # sealed with the newest key before this pass
-    skipped_rewritten: int = 0  # rewritten by someone else while we worked (already current)
-    tampered: list[str] = field(default_factory=list)  # records that failed to decrypt
-
-
-# -- reaching approvers: stand-ins, escalation steps, direct-message copies -------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class StandIn:
-    """`away_user` is away from `created_at` until `until` (or `ended_at`, if it ended
-    early); `stand_in` decides and gets direct messages in their place (None: nobody)."""
-
-    away_user: str
-    stand_in: str | None
-    created_at: datetime
-    until: datetime
-    ended_at: datetime | None = None
-    ended_by: str | None = None
-    seal: SealCheck = "missing"  # only a valid seal makes the stand-in eligible
-
-    def covers(self, at: datetime) -> bool:
-        """Whether the absence held at `at`."""
-        end = self.until if self.ended_at is None else min(self.until, self.ended_at)
-        return self.created_at <= at < end
-
-
-@dataclass(frozen=True, kw_only=True)
-class EscalationPlan:
-    """One escalation step of a new approval: from `due_at` on, `approvers` may decide."""
-
-    step: int
-    due_at: datetime
-    approvers: tuple[str, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Escalation:
-    """An approval's escalation step as stored; `fired_at` when the sweeper told people
-    (`outcome` "escalated") or found the approval closed ("skipped")."""
-
-    approval_id: str
-    step: int
-    due_at: datetime
-    approvers: tuple[str, ...]
-    fired_at: datetime | None = None
-    outcome: Literal["escalated", "skipped"] | None = None
-    seal: SealCheck = "missing"  # only a valid seal widens who may decide
-
-    def in_force(self, at: datetime) -> bool:
-        """Whether the step's people may decide at `at` (its seal verifies, its time came)."""
-        return self.seal == "valid" and self.due_at <= at
-
-
-@dataclass(frozen=True, kw_only=True)
-class FiredEscalation:
-    """A step the sweeper fired: the approval as it was then, and the step."""
-
-    approval: ApprovalRecord
-    escalation: Escalation
-
-
-@dataclass(frozen=True, kw_only=True)
-class NewCopy:
-    """A direct-message copy of a card to plan: who gets it, for whom they stand in (if
-    it comes to them as a stand-in), and at which escalation step (0: the request)."""
-
-    recipient: str
-    stands_in_for: str | None = None
-    step: int = 0
-
-
-@dataclass(frozen=True, kw_only=True)
-class ApprovalCopy:
-    """A card's copy in `recipient`'s direct messages: `channel` and `ts` once posted."""
-
-    approval_id: str
-    recipient: str
-    stands_in_for: str | None
-    step: int
-    planned_at: datetime
-    attempts: int = 0
-    channel: str | None = None
-    ts: str | None = None
-    posted_at: datetime | None = None
-
-    @property
-    def posted(self) -> bool:
-        return self.channel is not None and self.ts is not None

@@ -24,9 +24,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+import orjson
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+# re-exported (`X as X`): store.seals stays the one place seals are imported from
+from store.authority_seals import ESCALATION_PURPOSE as ESCALATION_PURPOSE
+from store.authority_seals import STAND_IN_PURPOSE as STAND_IN_PURPOSE
+from store.authority_seals import WINDOW_MATCH_PURPOSE as WINDOW_MATCH_PURPOSE
+from store.authority_seals import WINDOW_PURPOSE as WINDOW_PURPOSE
+from store.authority_seals import escalation_fields as escalation_fields
+from store.authority_seals import escalation_row_fields as escalation_row_fields
+from store.authority_seals import stand_in_fields as stand_in_fields
+from store.authority_seals import stand_in_row_fields as stand_in_row_fields
+from store.authority_seals import window_fields as window_fields
+from store.authority_seals import window_match_fields as window_match_fields
+from store.authority_seals import window_row_fields as window_row_fields
 from store.crypto import DataKey, KeyRing
 from store.records import ApprovalRecord, NewApproval, SealCheck, VoteRecord
 from store.rows import Row, from_db, row_to_approval, to_db
@@ -55,9 +68,29 @@ class Seal:
 
 
 def seal_message(purpose: str, fields: Mapping[str, SealValue], key_id: str) -> bytes:
-    """The canonical bytes a seal covers."""
+    """The canonical bytes a seal covers: `json.dumps` of {"fields", "key_id", "purpose"}
+    with sorted keys, no spaces, ASCII only (`\\uXXXX` escapes).
+
+    Every seal is made and checked on a vote's path, so the common case is made faster
+    with the same bytes: orjson writes the fields (sorted keys, no spaces), and the
+    fixed rest of the message is remembered per key id and purpose. orjson leaves
+    non-ASCII text and DEL (0x7f) unescaped where `json` escapes them, and refuses what
+    `json` writes otherwise (an int beyond 64 bits, a key that is not a string): any
+    such message is written by `json` as before, so a seal made either way verifies."""
+    try:
+        encoded = orjson.dumps(fields, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        encoded = b"\x7f"  # not ASCII-safe: written by json below
+    if encoded.isascii() and b"\x7f" not in encoded:
+        return b'{"fields":' + encoded + _message_tail(key_id, purpose)
     bound = {"fields": dict(fields), "purpose": purpose, "key_id": key_id}
     return json.dumps(bound, sort_keys=True, separators=(",", ":")).encode()
+
+
+@functools.lru_cache(maxsize=256)
+def _message_tail(key_id: str, purpose: str) -> bytes:
+    """What follows the fields in a seal message: the key id and the purpose."""
+    return f',"key_id":{json.dumps(key_id)},"purpose":{json.dumps(purpose)}}}'.encode()
 
 
 class DecisionSeals:
@@ -65,7 +98,7 @@ class DecisionSeals:
 
     def __init__(self, keyring: KeyRing) -> None:
         self.keyring = keyring
-        self._mac_keys: dict[str, bytes] = {}
+        self._keyed: dict[str, hmac.HMAC] = {}  # per ring key: HMAC keyed, no message yet
         self._remembered_snapshot_check = functools.lru_cache(maxsize=REMEMBERED_CHECKS)(
             self._snapshot_check
         )
@@ -102,14 +135,15 @@ class DecisionSeals:
         return "valid" if hmac.compare_digest(expected, seal.mac) else "mismatch"
 
     def _mac(self, key: DataKey, purpose: str, fields: Mapping[str, SealValue]) -> str:
-        mac_key = self._mac_keys.get(key.key_id)
-        if mac_key is None:
+        keyed = self._keyed.get(key.key_id)
+        if keyed is None:
             mac_key = HKDF(
                 algorithm=hashes.SHA256(), length=MAC_BYTES, salt=None, info=SEAL_INFO
             ).derive(key.secret)
-            self._mac_keys[key.key_id] = mac_key
-        message = seal_message(purpose, fields, key.key_id)
-        return hmac.new(mac_key, message, hashlib.sha256).hexdigest()
+            keyed = self._keyed[key.key_id] = hmac.new(mac_key, digestmod="sha256")
+        mac = keyed.copy()  # the key's HMAC state, set up once: a copy costs less
+        mac.update(seal_message(purpose, fields, key.key_id))
+        return mac.hexdigest()
 
 
 def stored_seal(key_id: object, mac: object) -> Seal | None:
@@ -261,100 +295,6 @@ def check_standing_row(seals: DecisionSeals, row: Row) -> SealCheck:
     """What a standing decision row's seal says (the row read with its seal columns)."""
     seal = stored_seal(row["seal_key_id"], row["seal"])
     return seals.check(STANDING_PURPOSE, standing_row_fields(row), seal)
-
-
-# -- who else may decide: stand-ins and escalation steps ----------------------------------
-
-STAND_IN_PURPOSE = "stand_in"
-ESCALATION_PURPOSE = "escalation"
-
-
-def stand_in_fields(
-    *, away_user: str, stand_in: str | None, created_at: str, until: str
-) -> dict[str, SealValue]:
-    """What an absence means: who is away, from when until when, and who decides in
-    their place (times as stored). Ending it early is not sealed: it only takes away."""
-    return {"away_user": away_user, "stand_in": stand_in, "created_at": created_at, "until": until}
-
-
-def escalation_fields(
-    *, approval_id: str, step: int, due_at: str, approvers: str
-) -> dict[str, SealValue]:
-    """What an escalation step means: from `due_at` on, these people (space separated
-    ids) may decide this approval too."""
-    return {"approval_id": approval_id, "step": step, "due_at": due_at, "approvers": approvers}
-
-
-def stand_in_row_fields(row: Row) -> dict[str, SealValue]:
-    return stand_in_fields(
-        away_user=row["away_user"],
-        stand_in=row["stand_in"],
-        created_at=row["created_at"],
-        until=row["until"],
-    )
-
-
-def escalation_row_fields(row: Row) -> dict[str, SealValue]:
-    return escalation_fields(
-        approval_id=row["approval_id"],
-        step=int(row["step"]),
-        due_at=row["due_at"],
-        approvers=row["approvers"],
-    )
-
-
-# -- approval windows ----------------------------------------------------------------------
-
-WINDOW_PURPOSE = "window"
-WINDOW_MATCH_PURPOSE = "window_match"
-
-
-def window_match_fields(*, tool_name: str, values: str) -> dict[str, SealValue]:
-    """What a window's match digest is a MAC of: the tool and the canonical JSON of the
-    matched argument values (never stored)."""
-    return {"tool_name": tool_name, "values": values}
-
-
-def window_fields(
-    *,
-    window_id: str,
-    run_id: str,
-    tool_name: str,
-    match_fields: str,
-    match_digest: str,
-    decider: str,
-    created_at: str,
-    expires_at: str,
-    lasts_seconds: int,
-) -> dict[str, SealValue]:
-    """What a window means: this person's approval of calls of this tool whose named
-    fields have the values the digest binds, from `created_at` until `expires_at`, opened
-    under a policy window of `lasts_seconds` (times as stored)."""
-    return {
-        "window_id": window_id,
-        "run_id": run_id,
-        "tool_name": tool_name,
-        "match_fields": match_fields,
-        "match_digest": match_digest,
-        "decider": decider,
-        "created_at": created_at,
-        "expires_at": expires_at,
-        "lasts_seconds": lasts_seconds,
-    }
-
-
-def window_row_fields(row: Row) -> dict[str, SealValue]:
-    return window_fields(
-        window_id=row["window_id"],
-        run_id=row["run_id"],
-        tool_name=row["tool_name"],
-        match_fields=row["match_fields"],
-        match_digest=row["match_digest"],
-        decider=row["decider"],
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
-        lasts_seconds=int(row["lasts_seconds"]),
-    )
 
 
 # -- what an approver is shown: the review snapshot ---------------------------------------

@@ -27,7 +27,6 @@ from bot.errors import ConfigError, StoreError
 from store.postgres.dialect import postgres_sql
 from store.tx import (
     Body,
-    FollowUp,
     FromChanged,
     IntegrityViolation,
     Statement,
@@ -173,22 +172,25 @@ def with_follow_ups(statement: Statement) -> tuple[str, Sequence[Any]]:
     values come from the changed row) and remembered; only the parameters are per call."""
     if not statement.then:
         return postgres_sql(statement.sql), statement.params
-    shape = (statement.sql, *(follow_up_shape(follow_up) for follow_up in statement.then))
-    sql = _COMPOSED.get(shape)
-    if sql is None:
-        sql = _COMPOSED[shape] = _compose(statement)
     params = list(statement.params)
-    for follow_up in statement.then:
-        params.extend(v for v in follow_up.values if not isinstance(v, FromChanged))
+    shape: list[Any] = [statement.sql]
+    for follow_up in statement.then:  # one pass: the shape and the parameters
+        taken: list[str | None] = []
+        for value in follow_up.values:
+            if isinstance(value, FromChanged):
+                taken.append(value.column)
+            else:
+                taken.append(None)
+                params.append(value)
+        shape.append((follow_up.table, follow_up.columns, tuple(taken)))
+    key = tuple(shape)
+    sql = _COMPOSED.get(key)
+    if sql is None:
+        sql = _COMPOSED[key] = _compose(statement)
     return sql, params
 
 
 _COMPOSED: dict[tuple[Any, ...], str] = {}
-
-
-def follow_up_shape(follow_up: FollowUp) -> tuple[Any, ...]:
-    taken = tuple(v.column if isinstance(v, FromChanged) else None for v in follow_up.values)
-    return (follow_up.table, follow_up.columns, taken)
 
 
 def _compose(statement: Statement) -> str:

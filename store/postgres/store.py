@@ -17,6 +17,7 @@ from store.config import PostgresLocation
 from store.crypto import KeyRing, NoKeys
 from store.keys import KEYS_ENV, missing_keys_variable, parse_keyring
 from store.postgres.connection import PgDatabase, pool_size_from_env
+from store.postgres.dialect import insert_linked
 from store.postgres.migrations import BACKEND, migrate
 from store.records import MigrationReport
 from store.schema import latest_version
@@ -36,7 +37,7 @@ class PostgresStore(SqlStore):
         *,
         migration_report: MigrationReport,
     ) -> None:
-        self._sequencer = Sequencer(database)
+        self._sequencer = Sequencer(database, insert=insert_linked)
         super().__init__(
             self._sequencer,
             keyring,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from store.records import ApprovalRecord, PendingCursor, RunOrigin
 from store.rows import APPROVAL_COLUMNS, to_db
 from store.seals import DecisionSeals, read_approval
-from store.sql.approvals import check_page
+from store.sql.approval_checks import check_page
 from store.tx import Database
 
 # Approvals of runs of one origin: per candidate row, one primary-key lookup of its run.

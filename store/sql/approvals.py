@@ -14,14 +14,14 @@ the claimed rows stays the last line of defence.
 
 The people-facing lists are store.sql.approval_lists.
 
-Each operation refuses bad input by name (the checks below) before it writes anything.
+Each operation refuses bad input by name (store.sql.approval_checks) before it writes
+anything. What lapses (the sweeps' SQL, expiring one approval) is store.sql.expiry.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import get_args
 
 from bot.clock import Clock
 from bot.errors import InputError
@@ -56,62 +56,15 @@ from store.seals import (
     seal_snapshot,
 )
 from store.sql import audit, escalations
+from store.sql.approval_checks import (
+    check_batch,
+    check_decision,
+    check_new,
+    check_revocation,
+    check_status,
+)
+from store.sql.expiry import CLAIM_REMINDERS, EXPIRE_DUE, SWEEP_BATCH, audit_expired, expire_one
 from store.tx import Body, Database, IntegrityViolation, many, one, run
-
-APPROVAL_STATUSES: frozenset[str] = frozenset(get_args(ApprovalStatus))
-VERDICTS: frozenset[str] = frozenset(get_args(Verdict))
-MAX_PAGE = 500
-
-
-def check_new(new: NewApproval) -> None:
-    for name in ("approval_id", "run_id", "tool_call_id", "tool_name", "arguments_digest"):
-        if not getattr(new, name):
-            raise InputError(f"new approval has an empty {name}")
-    if new.required_approvals < 1:
-        raise InputError("new approval needs required_approvals >= 1")
-    if new.execution_key is not None and (
-        not new.execution_key or new.execution_key.startswith(LEGACY_KEY_PREFIX)
-    ):
-        raise InputError(
-            f"new approval's execution key {new.execution_key!r} is empty or reserved "
-            f"(the {LEGACY_KEY_PREFIX!r} prefix marks approvals from before keys were stored)"
-        )
-    for moment in (new.expires_at, new.remind_at):
-        if moment is not None:
-            to_db(moment)  # refuses a naive time before anything is written
-
-
-def check_status(status: str | None) -> None:
-    if status is not None and status not in APPROVAL_STATUSES:
-        raise InputError(f"approval status {status!r} is not one of {sorted(APPROVAL_STATUSES)}")
-
-
-def check_decision(decision: str, *, decider: str) -> None:
-    check_verdict(decision)
-    if not decider:
-        raise InputError("a decision needs a decider")
-
-
-def check_revocation(*, actor: str) -> None:
-    if not actor:
-        raise InputError("a revocation needs an actor")
-
-
-def check_verdict(decision: str) -> None:
-    if decision not in VERDICTS:
-        raise InputError(f"decision {decision!r} is not one of {sorted(VERDICTS)}")
-
-
-def check_page(limit: int) -> None:
-    if not 1 <= limit <= MAX_PAGE:
-        raise InputError(f"a page holds 1 to {MAX_PAGE} approvals, not {limit}")
-
-
-def check_batch(batch: int) -> None:
-    """A sweep's batch: how many approvals one of its transactions claims at most."""
-    if not 1 <= batch <= MAX_PAGE:
-        raise InputError(f"a sweep's batch holds 1 to {MAX_PAGE} approvals, not {batch}")
-
 
 SELECT_ONE = f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE approval_id = ?"
 REVOCABLE = (
@@ -127,37 +80,6 @@ REVOCABLE = (
 """An approval that may still be revoked: pending, or approved while its call has not
 started (no ledger row for its execution key; for an approval from before keys were
 stored, none for its tool call id from its turn)."""
-
-
-def _claimed(due: str, order: str) -> str:
-    """The WHERE clause of a sweep's batch: at most `?` of the `due` rows, oldest `order`
-    first, skipping rows another transaction holds (`due`'s placeholders, the limit,
-    then `due`'s again: the conditional update re-checks every claimed row)."""
-    return (
-        f"approval_id IN (SELECT approval_id FROM approvals WHERE {due} "
-        f"ORDER BY {order}, approval_id LIMIT ? FOR UPDATE SKIP LOCKED) AND {due}"
-    )
-
-
-SWEEP_BATCH = 100
-"""Approvals one sweep transaction claims at most (it locks them to its commit)."""
-EXPIRABLE = "status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?"
-REMINDABLE = (
-    "status = 'pending' AND reminded_at IS NULL AND remind_at IS NOT NULL AND remind_at <= ? "
-    "AND (expires_at IS NULL OR expires_at > ?)"
-)
-EXPIRE_DUE = (
-    f"UPDATE approvals SET status = 'expired' WHERE {_claimed(EXPIRABLE, 'expires_at')} "
-    f"RETURNING {APPROVAL_COLUMNS}"
-)
-CLAIM_REMINDERS = (
-    f"UPDATE approvals SET reminded_at = ? WHERE {_claimed(REMINDABLE, 'remind_at')} "
-    f"RETURNING {APPROVAL_COLUMNS}"
-)
-EXPIRE_ONE = (
-    "UPDATE approvals SET status = 'expired' WHERE approval_id = ? AND status = 'pending' "
-    f"AND expires_at IS NOT NULL AND expires_at <= ? RETURNING {APPROVAL_COLUMNS}"
-)
 
 
 class Approvals:
@@ -293,7 +215,7 @@ class Approvals:
                 (read_approval(self._seals, row) for row in rows), key=lambda r: r.approval_id
             )
             for record in expired:
-                yield from _audit_expired(record, at)
+                yield from audit_expired(record, at)
             return expired
 
         return await self._in_batches(body, batch)
@@ -431,25 +353,3 @@ def require_approval(seals: DecisionSeals, approval_id: str) -> Body[ApprovalRec
     if row is None:
         raise InputError(f"no approval {approval_id!r}")
     return read_approval(seals, row)
-
-
-def expire_one(seals: DecisionSeals, approval_id: str, at: datetime) -> Body[ApprovalRecord | None]:
-    """Expire the approval if it is pending and past its expiry at `at` (audited);
-    None when it is not."""
-    expired = yield one(EXPIRE_ONE, (approval_id, to_db(at)))
-    if expired is None:
-        return None
-    record = read_approval(seals, expired)
-    yield from _audit_expired(record, at)
-    return record
-
-
-def _audit_expired(record: ApprovalRecord, at: datetime) -> Body[None]:
-    yield from audit.append(
-        "expired",
-        at=at,
-        actor="store",
-        run_id=record.run_id,
-        approval_id=record.approval_id,
-        detail={"expires_at": to_db_optional(record.expires_at)},
-    )

@@ -46,11 +46,16 @@ QUEUED = ("kind", "actor", "run_id", "approval_id", "detail", "at")
 QUEUE = f"INSERT INTO audit_queue ({', '.join(QUEUED)}) VALUES (?, ?, ?, ?, ?, ?)"
 LINK_BATCH = 500  # events linked per statement: 4,500 parameters, far below both limits
 TAKE_QUEUED = (
-    "DELETE FROM audit_queue WHERE id IN (SELECT id FROM audit_queue ORDER BY id LIMIT ?) "
+    "DELETE FROM audit_queue WHERE id >= (SELECT MIN(id) FROM audit_queue) "
+    "AND id <= (SELECT MAX(id) FROM (SELECT id FROM audit_queue ORDER BY id LIMIT ?) AS oldest) "
     f"RETURNING id, {', '.join(QUEUED)}"
 )
-"""Take the oldest queued events (exactly those: a later-committed event with a smaller
-id is not deleted unseen, it waits for the next link)."""
+"""Take the oldest queued events (exactly those: the statement sees one snapshot, in which
+the ids up to the largest of the oldest `?` are those; a later-committed event with a
+smaller id is not deleted unseen, it waits for the next link). A range on the primary
+key, bounded on both sides so the planner reads it by the index: `id IN (...)` was
+planned on Postgres as a hash join over a scan of the whole queue table, every page its
+deleted rows left behind until a vacuum, on every link pass."""
 
 
 def append(
@@ -80,23 +85,41 @@ def queue(event: NewEvent) -> Statement:
 def follow_up(
     kind: str,
     *,
-    at: datetime,
+    at: str,
     actor: str | None,
     detail: Mapping[str, Any],
 ) -> FollowUp:
     """Queue one event for each row a change returns (store.tx.changing), with the
-    changed row's run and approval ids."""
+    changed row's run and approval ids; `at` as stored (the change's own time text)."""
     event = new_event(kind, at=at, actor=actor, detail=detail)
     return FollowUp(
         table="audit_queue",
         columns=QUEUED,
-        values=(event.kind, event.actor, FromChanged("run_id"), FromChanged("approval_id"),
-                event.detail_json, event.at),
+        values=(event.kind, event.actor, FROM_RUN, FROM_APPROVAL, event.detail_json,
+                event.at),
     )  # fmt: skip
 
 
-def link_pending(limit: int = LINK_BATCH) -> Body[int]:
-    """Link up to `limit` queued events into the chain, oldest first; how many."""
+FROM_RUN = FromChanged("run_id")
+FROM_APPROVAL = FromChanged("approval_id")
+
+
+LinkedRows = list[tuple[Any, ...]]  # (seq, kind, actor, run_id, approval_id, detail, at,
+# prev_hash, hash) of each linked event, in order
+InsertLinked = Callable[[LinkedRows], Statement]
+
+
+def insert_values(rows: LinkedRows) -> Statement:
+    """The linked events' INSERT in the shared SQL: a VALUES row each."""
+    return run(
+        f"INSERT INTO audit_events ({EVENT_COLUMNS}) VALUES {value_rows(len(rows), 9)}",
+        [value for row in rows for value in row],
+    )
+
+
+def link_pending(limit: int = LINK_BATCH, *, insert: InsertLinked = insert_values) -> Body[int]:
+    """Link up to `limit` queued events into the chain, oldest first; how many.
+    `insert`: the statement that inserts them (a backend's own, or `insert_values`)."""
     head = yield one("SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE")
     if head is None:
         raise InputError("audit head row is missing; the database was altered")
@@ -104,10 +127,7 @@ def link_pending(limit: int = LINK_BATCH) -> Body[int]:
     if not queued:
         return 0
     rows = link(str(head[1]), int(head[0]), sorted(queued, key=lambda row: int(row["id"])))
-    yield run(
-        f"INSERT INTO audit_events ({EVENT_COLUMNS}) VALUES {value_rows(len(rows), 9)}",
-        [value for row in rows for value in row],
-    )
+    yield insert(rows)
     return len(rows)
 
 
@@ -121,10 +141,10 @@ def link_queued() -> Body[int]:
             return total
 
 
-async def link_all(database: Database) -> int:
+async def link_all(database: Database, insert: InsertLinked = insert_values) -> int:
     """Link every queued event, a batch per transaction; how many."""
     total = 0
-    while (linked := await database.transact(link_pending)) > 0:
+    while (linked := await database.transact(lambda: link_pending(insert=insert))) > 0:
         total += linked
         if linked < LINK_BATCH:
             break

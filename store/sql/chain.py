@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from bot.errors import ApprovalsError, StoreError
 from bot.tasks import TaskOwner
-from store.sql.audit import link_all, link_queued
+from store.sql.audit import InsertLinked, insert_values, link_all, link_queued
 from store.tx import Body, Database, Statement, single
 
 T = TypeVar("T")
@@ -32,6 +32,9 @@ IDLE_SECONDS = 2.0
 PACE_SECONDS = 0.05  # at most 20 link passes a second: under load each takes a batch
 RETRY_SECONDS = 1.0
 log = logging.getLogger("approvals.store")
+ANY_QUEUED = "SELECT 1 FROM audit_queue ORDER BY id LIMIT 1"
+"""By the primary key: a scan of the table would read every page the linked (deleted)
+events left behind until a vacuum, on every pass."""
 
 
 class LinkAtCommit:
@@ -64,8 +67,15 @@ class LinkAtCommit:
 class Sequencer:
     """`database` with a task that links the audit queue behind the writers."""
 
-    def __init__(self, database: Database, *, idle_seconds: float = IDLE_SECONDS) -> None:
+    def __init__(
+        self,
+        database: Database,
+        *,
+        idle_seconds: float = IDLE_SECONDS,
+        insert: InsertLinked = insert_values,
+    ) -> None:
         self._db = database
+        self._insert = insert  # the backend's INSERT of linked events (store.sql.audit)
         self._idle_seconds = idle_seconds
         self._wanted = asyncio.Event()
         self._linking = asyncio.Lock()  # one link pass of this process at a time
@@ -103,8 +113,8 @@ class Sequencer:
         """Link everything queued so far (by any process). When it returns, this process
         holds no lock on the chain, and takes none until something more is queued."""
         async with self._linking:
-            if await self._db.read_one("SELECT 1 FROM audit_queue LIMIT 1") is not None:
-                await link_all(self._db)
+            if await self._db.read_one(ANY_QUEUED) is not None:
+                await link_all(self._db, self._insert)
 
     async def _link_forever(self) -> None:
         while True:

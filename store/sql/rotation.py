@@ -21,7 +21,7 @@ from store.crypto import AadValue, Sealed, Sealer
 from store.records import RotationReport
 from store.rows import Row
 from store.sql.ledger import RESULT_PURPOSE, result_fields
-from store.sql.runs import STATE_PURPOSE, state_fields
+from store.sql.run_state import STATE_PURPOSE, state_fields
 from store.sql.seals import SealRotation
 from store.tx import Body, Database, many, run
 

@@ -4,18 +4,16 @@ in `run_blobs` (so a compare-and-set never rewrites a large blob).
 The state blob's associated data binds it to its run id, the run version at which it was
 written (`state_version`), its schema version and key id: a blob moved to another run, or
 an older blob of the same run put back, fails to open. The plaintext's SHA-256 is kept
-on the run row and checked again after opening.
+on the run row and checked again after opening (store.sql.run_state).
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, get_args
 
 from bot.clock import Clock
-from bot.errors import ConflictError, InputError, RunStateError, TamperError
-from bot.off_loop import off_loop_if_large
-from store.crypto import AadValue, Sealed, Sealer
+from bot.errors import ConflictError, InputError, RunStateError
+from store.crypto import Sealed, Sealer
 from store.records import (
     FIRST_LEASE_TOKEN,
     TASK_SUMMARY_CHARS,
@@ -32,9 +30,9 @@ from store.records import (
 from store.rows import RUN_COLUMNS, Row, row_to_run, to_db, to_db_optional, where_all
 from store.sql import audit
 from store.sql.leases import check_claim, end_lease, expiry, insert_lease
+from store.sql.run_state import open_state, seal_state
 from store.tx import Body, Database, IntegrityViolation, many, one, run
 
-STATE_PURPOSE = "run-state"
 RUN_ORIGINS: frozenset[str] = frozenset(get_args(RunOrigin))
 
 
@@ -81,56 +79,6 @@ def purged_state(run_id: str, purged_at: str) -> RunStateError:
         f"run {run_id} finished and its state was purged at {purged_at} (retention); "
         "its audit trail and approvals remain"
     )
-
-
-def state_fields(run_id: str, state_version: int, schema_version: str) -> dict[str, AadValue]:
-    """What a run's state blob is bound to (with the purpose and the key id)."""
-    return {"run_id": run_id, "state_version": state_version, "schema_version": schema_version}
-
-
-async def seal_state(
-    sealer: Sealer, run_id: str, *, state_version: int, schema_version: str, state_json: str
-) -> tuple[Sealed, str]:
-    """The sealed blob of `state_json` and the SHA-256 hex of its plaintext."""
-    plaintext = await off_loop_if_large(len(state_json), lambda: state_json.encode("utf-8"))
-    digest = await off_loop_if_large(len(plaintext), lambda: hashlib.sha256(plaintext).hexdigest())
-    sealed = await sealer.seal(
-        plaintext,
-        purpose=STATE_PURPOSE,
-        fields=state_fields(run_id, state_version, schema_version),
-    )
-    return sealed, digest
-
-
-async def open_state(
-    sealer: Sealer,
-    run_id: str,
-    sealed: Sealed | None,
-    *,
-    state_version: int,
-    schema_version: str,
-    expected_digest: str,
-) -> str:
-    """The state JSON, or TamperError (audited) when the blob is missing, does not open,
-    does not match the row's digest, or is not UTF-8."""
-    if sealed is None:
-        raise await _tampered(sealer, run_id, "is missing")
-    fields = state_fields(run_id, state_version, schema_version)
-    plaintext = await sealer.open(sealed, purpose=STATE_PURPOSE, fields=fields, run_id=run_id)
-    digest = await off_loop_if_large(len(plaintext), lambda: hashlib.sha256(plaintext).hexdigest())
-    if digest != expected_digest:
-        raise await _tampered(
-            sealer, run_id, "decrypted but its SHA-256 does not match the run's blob digest"
-        )
-    try:
-        return await off_loop_if_large(len(plaintext), lambda: plaintext.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise await _tampered(sealer, run_id, "is not UTF-8 text") from None
-
-
-async def _tampered(sealer: Sealer, run_id: str, problem: str) -> TamperError:
-    error = TamperError(f"{STATE_PURPOSE} blob (run_id={run_id}) {problem}")
-    return await sealer.tampered(error, run_id=run_id, purpose=STATE_PURPOSE)
 
 
 def version_conflict(

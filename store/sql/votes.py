@@ -5,7 +5,7 @@ arguments in full before voting is store.sql.full_reads).
 saw, applies an amendment (approve-with-changes: new digest and snapshot; votes on the
 old digest stop counting, and earlier votes on the new one are dropped), inserts the
 vote (the primary key (approval, voter, digest) makes a second vote by the same person
-on the same arguments a no-op), asks the quorum rule (`tally`, below) and makes
+on the same arguments a no-op), asks the quorum rule (`tally`, store.sql.quorum) and makes
 the transition it names. It all runs in one write transaction that reads the approval
 `FOR UPDATE` (on SQLite the writer holds the whole database), and every update is
 conditional on `status = 'pending'`, so of two racing final votes exactly one makes the
@@ -23,7 +23,7 @@ there and takes the transaction.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -50,7 +50,9 @@ from store.seals import (
     vote_fields,
 )
 from store.sql import audit
-from store.sql.approvals import SELECT_ONE, check_verdict, expire_one
+from store.sql.approvals import SELECT_ONE
+from store.sql.expiry import expire_one
+from store.sql.quorum import Tally, check_vote, tally
 from store.tx import (
     Body,
     Database,
@@ -64,50 +66,18 @@ from store.tx import (
     run,
 )
 
-
-def check_vote(decision: str, *, voter: str, amend: Amendment | None) -> None:
-    check_verdict(decision)
-    if not voter:
-        raise InputError("a vote needs a voter")
-    if amend is not None and decision != "approved":
-        raise InputError("only an approval can change the arguments")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Tally:
-    """How the votes on an approval's current arguments stand."""
-
-    verdict: Verdict | None  # None: the approval stays pending
-    approvers: tuple[str, ...]  # distinct people who approved these arguments, in vote order
-    rejecters: tuple[str, ...]
-
-
-def tally(votes: Iterable[VoteRecord], *, required: int, digest: str) -> Tally:
-    """The quorum rule. Only votes on the current arguments (`digest`) count: a change
-    of arguments starts the count again. One rejection rejects; `required` distinct
-    people approving approves; anything less leaves the approval pending."""
-    if required < 1:
-        raise InputError(f"a quorum needs at least one approval, not {required}")
-    approvers: list[str] = []
-    rejecters: list[str] = []
-    for vote in votes:
-        if not hmac.compare_digest(vote.digest.encode(), digest.encode()):
-            continue
-        voters = approvers if vote.decision == "approved" else rejecters
-        if vote.voter not in voters:
-            voters.append(vote.voter)
-    verdict: Verdict | None = None
-    if rejecters:
-        verdict = "rejected"
-    elif len(approvers) >= required:
-        verdict = "approved"
-    return Tally(verdict=verdict, approvers=tuple(approvers), rejecters=tuple(rejecters))
-
-
 IN_CLAUSE_CHUNK = 500  # far below SQLite's and Postgres's limits on parameters
 LOCK_ONE = f"{SELECT_ONE} FOR UPDATE"
 VOTE_FIELDS = tuple(VOTE_COLUMNS.split(", "))
 SEAL_FIELDS = tuple(SEAL_COLUMNS.split(", "))
+CLOSE_ALONE = (
+    "UPDATE approvals SET status = 'approved', decider = ?, reason = ?, "
+    "message = NULL, decided_at = ? WHERE approval_id = ? AND status = 'pending' "
+    "AND required_approvals = 1 AND arguments_digest = ? "
+    "AND (expires_at IS NULL OR expires_at > ?) "
+    "AND NOT EXISTS (SELECT 1 FROM approval_votes v WHERE v.approval_id = ? "
+    f"AND v.voter = ? AND v.digest = ?) RETURNING {APPROVAL_COLUMNS}"
+)  # `_Ballot.closing_alone`: one text, so each cache keyed by it finds it at once
 
 
 class Votes:
@@ -209,12 +179,7 @@ class _Ballot:
         do; any other case matches no row and goes to `cast_in`)."""
         return changing(
             one(
-                "UPDATE approvals SET status = 'approved', decider = ?, reason = ?, "
-                "message = NULL, decided_at = ? WHERE approval_id = ? AND status = 'pending' "
-                "AND required_approvals = 1 AND arguments_digest = ? "
-                "AND (expires_at IS NULL OR expires_at > ?) "
-                "AND NOT EXISTS (SELECT 1 FROM approval_votes v WHERE v.approval_id = ? "
-                f"AND v.voter = ? AND v.digest = ?) RETURNING {APPROVAL_COLUMNS}",
+                CLOSE_ALONE,
                 (
                     self.voter,
                     self.reason,
@@ -242,7 +207,7 @@ class _Ballot:
             ),
             audit.follow_up(
                 "decided",
-                at=self.at,
+                at=self.at_text,
                 actor=self.voter,
                 detail=with_via(
                     {

@@ -164,3 +164,19 @@ async def test_stores_of_two_processes_writing_at_once_make_one_chain(
         assert verification.checked == len(await first.audit_events())
     finally:
         await second.close()
+
+
+async def test_details_of_any_text_and_number_link_and_verify(store: SqliteStore) -> None:
+    """Postgres inserts linked events as one JSON array (store.postgres.dialect): text
+    with quotes, backslashes, newlines and any script, floats and whole numbers past 64
+    bits come back as written and the chain verifies."""
+    details: list[dict[str, Any]] = [
+        {"reason": 'a "quoted" \\ back\nslash\ttab', "n": 2**70, "f": 0.1},
+        {"reason": "é😀\u2028\x7f", "nested": {"b": [1, None, True], "a": -(2**63)}},
+        {"empty": "", "list": []},
+    ]
+    for detail in details:
+        await store.append_audit("note", actor="U-A", detail=detail)
+    events = [e for e in await store.audit_events() if e.kind == "note"]
+    assert [dict(e.detail) for e in events] == details
+    assert (await store.verify_audit()).ok

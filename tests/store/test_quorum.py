@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from bot.errors import InputError
 from store.records import Verdict, VoteRecord
-from store.sql.votes import tally
+from store.sql.quorum import tally
 from tests.store.store_helpers import DIGEST, T0
 
 OLD_DIGEST = "0" * 64
