@@ -93,12 +93,13 @@ async def execute(
     requester; a thread reply's author for a follow-up): the calls it pauses on are
     recorded as theirs, so the self-approval rule applies to the person who asked."""
     approvals = approved or {}
+    lease_token = _lease_token(flow, run.run_id)
     journal = ServiceJournal(
         StoreJournal(
             flow.store,
             owner=flow.worker_id,
             lease_seconds=flow.lease_seconds,
-            run_lease_token=_lease_token(flow, run.run_id),
+            run_lease_token=lease_token,
         ),
         store=flow.store,
         run_id=run.run_id,
@@ -110,6 +111,7 @@ async def execute(
         on_executed=partial(record_ran, flow, run),
         clock=flow.clock,
         telemetry=flow.telemetry,
+        fenced=lease_token is not None,
     )
     try:
         if isinstance(agent, Agent):

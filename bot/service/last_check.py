@@ -30,6 +30,11 @@ Before either, a run cancelled while this execution went on (by an operator, per
 in another process) runs nothing more: every later claim answers "Not run: the run was
 cancelled." without touching the ledger. A run paused meanwhile (held) is seen by
 `pause_requested`, which the run core's Runner asks before each step: it stops there.
+The Runner asks it right before it dispatches a call, so when the execution holds the
+run's lease (`fenced`), the claim right after takes the run as that check just read it
+rather than read it again: a cancellation committed after that read ends the run's
+lease, and the ledger's claim, fenced by the lease's token, refuses (LeaseLostError,
+the execution stops), as it does for one landing during the last check.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from bot.clock import Clock, utc_now
 from bot.runtime.journal import Claim, Fresh, Journal, Recorded
 from bot.service.telemetry import CallIds, Telemetry
 from store.api import Store
-from store.records import ApprovalRecord, DecisionEvidence
+from store.records import ApprovalRecord, DecisionEvidence, RunRecord
 
 CANCELLED_RESULT = "Not run: the run was cancelled."
 
@@ -103,8 +108,11 @@ class ServiceJournal:
         on_executed: Callable[[ApprovalRecord, str, bool], Awaitable[None]] | None = None,
         clock: Clock = utc_now,
         telemetry: Telemetry | None = None,
+        fenced: bool = False,
     ) -> None:
         self._inner = inner
+        self._fenced = fenced  # `inner` claims under the run lease's token (module doc)
+        self._checked_run: RunRecord | None = None  # as the pause check just read it
         self._telemetry = telemetry or Telemetry()
         self._store = store
         self._run_id = run_id
@@ -121,7 +129,16 @@ class ServiceJournal:
         """Whether a person paused the run (in this process or another) since it started:
         the Runner stops before its next model turn or tool call."""
         run = await self._store.get_run(self._run_id)
+        self._checked_run = run if self._fenced else None
         return run is not None and run.held
+
+    async def _current_run(self) -> RunRecord | None:
+        """The run for the cancel check: as the pause check right before read it (once;
+        see the module doc), else read now."""
+        checked, self._checked_run = self._checked_run, None
+        if checked is not None:
+            return checked
+        return await self._store.get_run(self._run_id)
 
     async def void_approval(self, *, execution_key: str, why: str) -> bool:
         """Void the approval of this execution's call with that key (module doc)."""
@@ -140,7 +157,7 @@ class ServiceJournal:
         tool_name: str,
         redispatch: bool = False,
     ) -> Claim:
-        run = await self._store.get_run(self._run_id)
+        run = await self._current_run()
         if run is None or run.status == "cancelled":
             # Cancelled while this execution went on (in this process or another):
             # nothing more of the run runs; the ledger is left untouched.

@@ -138,10 +138,12 @@ async def claim(
     expected_status: RunStatus,
     new_status: RunStatus,
     skip_locked: bool = False,
+    unless_held: bool = False,
 ) -> RunRecord | None:
     """Claim the run for this worker (store.api.RunLeaseStore.claim_run) and hold its
     lease; None when the run moved or another worker holds it (with `skip_locked`, also
-    when another transaction is acting on it at this moment)."""
+    when another transaction is acting on it at this moment; with `unless_held`, also
+    when an operator paused it)."""
     lease = await store.claim_run(
         run_id,
         expected_status=expected_status,
@@ -149,6 +151,7 @@ async def claim(
         owner=leases.owner,
         lease_seconds=leases.lease_seconds,
         skip_locked=skip_locked,
+        unless_held=unless_held,
     )
     if lease is None:
         return None

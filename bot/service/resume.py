@@ -82,12 +82,9 @@ async def claim_resume(
     again; see `start_resume`).
     A claim the database failed is left to the sweeper (bot.service.retry): the
     decisions are recorded, and the run waits paused with nothing to wait for.
-    A run an operator paused (held) is not claimed: `runs resume` releases it."""
-    held = await flow.store.get_run(run_id)
-    if held is not None and held.held:
-        log.info("run %s is paused by %s; its resume waits for a release", run_id,
-                 held.held_by)  # fmt: skip
-        return False
+    A run an operator paused (held) is not claimed: `runs resume` releases it. The claim
+    itself checks the hold, in its transaction (no read of the run before it, and no
+    moment between a read and the claim for a hold to land in unseen)."""
     try:
         claimed = await claim(
             flow.store,
@@ -96,6 +93,7 @@ async def claim_resume(
             expected_status="paused",
             new_status="resuming",
             skip_locked=skip_locked,
+            unless_held=True,
         )
     except StoreError as error:
         if not transient(error):
@@ -104,9 +102,19 @@ async def claim_resume(
         flow.stalled.retry_later(run_id)
         return False
     if claimed is None:
+        await _say_if_held(flow, run_id)
         return False
     start_resume(flow, claimed, rows=rows)
     return True
+
+
+async def _say_if_held(flow: Workflow, run_id: str) -> None:
+    """Log why a decided run was not claimed when an operator's hold is the reason (a
+    read made only when the claim lost, off the way to the effect)."""
+    held = await flow.store.get_run(run_id)
+    if held is not None and held.held:
+        log.info("run %s is paused by %s; its resume waits for a release", run_id,
+                 held.held_by)  # fmt: skip
 
 
 def start_resume(

@@ -25,6 +25,7 @@ class RunLeaseStore(Protocol):
         owner: str,
         lease_seconds: float,
         skip_locked: bool = False,
+        unless_held: bool = False,
     ) -> RunLease | None:
         """Compare-and-set `expected_status` -> `new_status` (a working status) that gives
         `owner` the run's lease under a new token. From a working status it succeeds only
@@ -33,7 +34,10 @@ class RunLeaseStore(Protocol):
         (the run moved, or another worker holds it). InputError for a `new_status` that
         is not working or an unknown run. With `skip_locked` (the sweeps' takeovers), a
         run or lease that another transaction holds right now is not waited for: None,
-        as when another worker holds the run (it is acting on it this very moment)."""
+        as when another worker holds the run (it is acting on it this very moment).
+        With `unless_held`, a run an operator paused (`held_by` set) is not claimed:
+        None, checked in the claim's own transaction, so a hold committed before the
+        claim is never missed."""
         ...
 
     async def renew_run_lease(self, lease: RunLease, *, lease_seconds: float) -> RunLease:

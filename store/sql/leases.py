@@ -218,15 +218,18 @@ class Leases:
         owner: str,
         lease_seconds: float,
         skip_locked: bool = False,
+        unless_held: bool = False,
     ) -> RunLease | None:
         check_claim(new_status=new_status, owner=owner, lease_seconds=lease_seconds)
         now = self._clock()
 
         def body() -> Body[RunLease | None]:
-            found = yield from _locked("runs", "status", run_id, skip_locked=skip_locked)
+            found = yield from _locked("runs", "status, held_by", run_id, skip_locked=skip_locked)
             if found is None:
                 raise InputError(f"no run {run_id!r}")
             if isinstance(found, _Busy) or found["status"] != expected_status:
+                return None
+            if unless_held and found["held_by"] is not None:
                 return None
             current = yield from _locked(
                 "run_leases", LEASE_COLUMNS, run_id, skip_locked=skip_locked

@@ -339,3 +339,26 @@ async def test_one_renewal_extends_every_held_lease_and_leaves_out_the_lost(
     assert await store.renew_run_leases([], lease_seconds=TTL) == []
     with pytest.raises(LeaseLostError, match="w2 holds it under lease 2"):
         await store.renew_run_lease(held[1], lease_seconds=TTL)  # one at a time, as before
+
+
+async def test_a_claim_unless_held_leaves_a_run_an_operator_paused(store: SqliteStore) -> None:
+    await new_run(store)
+    await store.set_run_hold("run-1", actor="U-ops", reason="incident")
+
+    refused = await store.claim_run(
+        "run-1", expected_status="paused", new_status="resuming", owner="w1",
+        lease_seconds=TTL, unless_held=True,
+    )  # fmt: skip
+
+    assert refused is None
+    run = await store.get_run("run-1")
+    assert run is not None
+    assert (run.status, run.held_by) == ("paused", "U-ops")
+    assert await store.run_lease("run-1") is None
+    await store.set_run_hold("run-1", actor="U-ops", reason=None)
+    released = await store.claim_run(
+        "run-1", expected_status="paused", new_status="resuming", owner="w1",
+        lease_seconds=TTL, unless_held=True,
+    )  # fmt: skip
+    assert released is not None
+    assert released.run.status == "resuming"
