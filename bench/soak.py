@@ -1,6 +1,7 @@
 """A soak on Postgres: a steady stream of runs, each decided from its card, for minutes.
 
     nice -n 19 python bench/soak.py [--minutes 30] [--rate 20] [--warmup-seconds 60]
+                                    [--trace-memory DIR]
 
 One real `approvals-bot serve` process (the demo ops agent, offline model, `deploy`, an
 idempotent tool with no latency) on a fresh Postgres database (APPROVALS_TEST_PG_URL
@@ -9,20 +10,31 @@ names a database on the server to create it from; default the local server's
 Every 1/`--rate` seconds a signed `/agent deploy ...` is sent; each card that appears is
 approved as a person does it: the Approve click, then the modal's submission.
 
-Measured: the acknowledgement time of every request (HTTP answer, by minute: p50, p99),
-the server's resident memory (VmRSS, every 5 s) and the runs started and completed.
-After the load stops, the script waits for every run to finish and checks that nothing
-is left queued: no pending approval, no run still working, the audit chain verifying.
+Measured: the acknowledgement time of every request (HTTP answer, by minute and by
+kind: `/agent`, the click, the decision's submission; p50, p99), the `/agent` requests
+the bot refused as busy (bot.slack.admission: nothing is started for them), the server's
+resident memory (VmRSS, every 5 s), the runs started and completed, and the CPU time of
+the server, of this process (the client and the fake Slack Web API) and of the
+Postgres backends serving the database, per completed run. After the load stops, the
+script waits for every run to finish and checks that nothing is left queued: no pending
+approval, no run still working, the audit chain verifying.
+
+`--trace-memory DIR`: the server runs with tracemalloc (bench/tracing/sitecustomize.py,
+a snapshot a minute into DIR) and what grew from the first minute after the warm-up to
+the end is printed (bench/memory_growth.py). Tracing slows the server: use a low rate.
 
 Pass marks: RSS growth under 10% (the mean of the last minute against the mean of the
 first minute after `--warmup-seconds`, when caches and pools are full); ack p99 of the
-last minute within 2x the first minute's (steady); every run completed. Exits 1 otherwise.
+last full minute of load within 2x the first full minute's after the warm-up (steady);
+every run that was not refused as busy completed. Exits 1 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -33,15 +45,19 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import asyncpg
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.memory_growth import report as memory_report  # noqa: E402
+from bot.slack.messages.replies import START_BUSY_TEXT  # noqa: E402
 from store import open_store  # noqa: E402
 from store.crypto import KeyRing  # noqa: E402
 from store.keys import format_key, generate_key  # noqa: E402
 from tests.slack.fake_slack import Call, FakeSlack  # noqa: E402
 from tests.slack.serve_process import SERVE_CHANNEL, Served, serve_env, start_serve  # noqa: E402
+from tests.slack.slack_driver import Reply  # noqa: E402
 from tests.store.postgres_db import fresh_postgres_database  # noqa: E402
 
 REQUESTER, APPROVER = "U0REQ", "U0APP"
@@ -49,6 +65,8 @@ RSS_EVERY_SECONDS = 5.0
 DRAIN_SECONDS = 300.0
 RSS_GROWTH_LIMIT = 0.10
 P99_STEADY_LIMIT = 2.0
+KINDS = ("/agent", "click", "submit")
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(kw_only=True)
@@ -57,9 +75,13 @@ class Soak:
     served: Served
     session: aiohttp.ClientSession
     started: float = field(default_factory=time.monotonic)
-    acks: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    acks: dict[str, dict[int, list[float]]] = field(
+        default_factory=lambda: {kind: defaultdict(list) for kind in KINDS}
+    )
     rss: list[tuple[float, int]] = field(default_factory=list)
+    cpu: dict[str, float] = field(default_factory=dict)  # seconds, by process
     asked: int = 0
+    busy: int = 0
     decided: int = 0
     failures: list[str] = field(default_factory=list)
     seen_calls: int = 0
@@ -68,17 +90,23 @@ class Soak:
     def minute(self) -> int:
         return int((time.monotonic() - self.started) // 60)
 
-    async def timed(self, request: Any, what: str) -> None:
+    async def timed(self, request: Any, what: str) -> Reply | None:
         """Await one request to the bot; its acknowledgement time is kept by minute."""
         sent = time.monotonic()
         try:
-            reply = await request
+            reply: Reply = await request
         except (aiohttp.ClientError, OSError, TimeoutError) as error:
             self.failures.append(f"{what}: {error!r}")
-            return
-        self.acks[self.minute()].append(time.monotonic() - sent)
+            return None
+        self.acks[what][self.minute()].append(time.monotonic() - sent)
         if reply.status != 200:
             self.failures.append(f"{what}: HTTP {reply.status}")
+        return reply
+
+    async def start_one(self, command: Any) -> None:
+        reply = await self.timed(command, "/agent")
+        if reply is not None and reply.text == START_BUSY_TEXT:
+            self.busy += 1  # refused at the door: nothing was started for it
 
     def spawn(self, work: Any) -> None:
         task = asyncio.get_running_loop().create_task(work)
@@ -94,7 +122,7 @@ async def ask(soak: Soak, rate: float, seconds: float) -> None:
         soak.asked += 1
         task = f"deploy payments 1.{soak.asked // 1000}.{soak.asked % 1000}"
         command = driver.command("/agent", task, user=REQUESTER, channel=SERVE_CHANNEL)
-        soak.spawn(soak.timed(command, "/agent"))
+        soak.spawn(soak.start_one(command))
         await asyncio.sleep(max(soak.asked / rate - elapsed, 0))
 
 
@@ -126,14 +154,39 @@ def _is_card(call: Call) -> bool:
     return any(block.get("type") == "actions" for block in call.args.get("blocks") or [])
 
 
-async def sample_rss(soak: Soak, stop: asyncio.Event) -> None:
-    status = Path(f"/proc/{soak.served.process.pid}/status")
-    while not stop.is_set():
-        text = await asyncio.to_thread(status.read_text)
-        for line in text.splitlines():
-            if line.startswith("VmRSS:"):
-                soak.rss.append((time.monotonic() - soak.started, int(line.split()[1])))
-        await asyncio.sleep(RSS_EVERY_SECONDS)
+async def sample(soak: Soak, url: str, stop: asyncio.Event) -> None:
+    """Every RSS_EVERY_SECONDS: the server's VmRSS, and the CPU time so far of the server
+    and of every Postgres backend serving the database (kept by pid: a backend's last
+    figure stands once its connection closes)."""
+    pid = soak.served.process.pid
+    connection = await asyncpg.connect(url)
+    backends: dict[int, float] = {}
+    try:
+        while not stop.is_set():
+            status = await asyncio.to_thread(Path(f"/proc/{pid}/status").read_text)
+            for line in status.splitlines():
+                if line.startswith("VmRSS:"):
+                    soak.rss.append((time.monotonic() - soak.started, int(line.split()[1])))
+            soak.cpu["server"] = cpu_seconds(pid) or soak.cpu.get("server", 0.0)
+            rows = await connection.fetch(
+                "SELECT pid FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            for row in rows:
+                backends[row["pid"]] = cpu_seconds(row["pid"]) or backends.get(row["pid"], 0.0)
+            soak.cpu["postgres"] = sum(backends.values())
+            await asyncio.sleep(RSS_EVERY_SECONDS)
+    finally:
+        await connection.close()
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process `pid` (None once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
 
 
 async def settled(url: str, key: Any, expected: int) -> dict[str, Any]:
@@ -142,20 +195,21 @@ async def settled(url: str, key: Any, expected: int) -> dict[str, Any]:
     try:
         deadline = time.monotonic() + DRAIN_SECONDS
         while True:
-            working = [
-                run for status in ("running", "resuming", "paused")
-                for run in await store.list_runs(status=status, limit=100_000)
-            ]  # fmt: skip
-            completed = await store.list_runs(status="completed", limit=100_000)
-            if (not working and len(completed) >= expected) or time.monotonic() > deadline:
+            by_status = {
+                status: len(await store.list_runs(status=status, limit=100_000))
+                for status in ("running", "resuming", "paused", "completed")
+            }
+            working = by_status["running"] + by_status["resuming"] + by_status["paused"]
+            completed = by_status["completed"]
+            if (not working and completed >= expected) or time.monotonic() > deadline:
                 break
-            print(f"draining: {len(completed)} of {expected} runs completed", flush=True)
+            print(f"draining: {completed} of {expected} runs completed; {by_status}", flush=True)
             await asyncio.sleep(5.0)  # a poll step, under the deadline
         pending = await store.list_approvals(status="pending", limit=100_000)
         verification = await store.verify_audit()
         return {
-            "runs completed": len(completed),
-            "runs still working": len(working),
+            "runs completed": completed,
+            "runs still working": working,
             "approvals pending": len(pending),
             "audit chain verifies": verification.ok,
         }
@@ -170,6 +224,11 @@ async def soak_on(url: str, workdir: Path, args: argparse.Namespace) -> int:
     env = serve_env(fake, workdir, APPROVALS_DATABASE_URL=url, LOG_LEVEL="WARNING",
                     APPROVALS_SWEEP_SECONDS="10")  # fmt: skip
     env["APPROVALS_KEYS"] = format_key(key)
+    if args.trace_memory is not None:
+        args.trace_memory.mkdir(parents=True, exist_ok=True)
+        tracing = str(ROOT / "bench" / "tracing")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tracing, env.get("PYTHONPATH")]))
+        env["SOAK_TRACE_MEMORY_DIR"] = str(args.trace_memory)
     served = await start_serve(env)
     timeout = aiohttp.ClientTimeout(total=30)
     connector = aiohttp.TCPConnector(limit=256)
@@ -177,14 +236,17 @@ async def soak_on(url: str, workdir: Path, args: argparse.Namespace) -> int:
         soak = Soak(fake=fake, served=served, session=session)
         stop = asyncio.Event()
         deciding = asyncio.create_task(decide_cards(soak, stop))
-        sampling = asyncio.create_task(sample_rss(soak, stop))
+        sampling = asyncio.create_task(sample(soak, url, stop))
         try:
             await ask(soak, args.rate, args.minutes * 60)
             loaded = time.monotonic() - soak.started
-            left = await settled(url, key, soak.asked)
+            await asyncio.gather(*soak.tasks, return_exceptions=True)  # every /agent answered
+            left = await settled(url, key, soak.asked - soak.busy)
             stop.set()
             await asyncio.gather(deciding, sampling, return_exceptions=True)
             await asyncio.gather(*soak.tasks, return_exceptions=True)
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            soak.cpu["client"] = usage.ru_utime + usage.ru_stime
             return report(soak, args, loaded, left)
         finally:
             stop.set()
@@ -201,31 +263,54 @@ async def stop_server(served: Served) -> None:
         await served.process.wait()
 
 
+def percentiles(times: list[float]) -> tuple[float, float]:
+    """p50 and p99 of `times`, in ms."""
+    ordered = sorted(times)
+    p99 = ordered[min(int(len(ordered) * 0.99), len(ordered) - 1)]
+    return ordered[len(ordered) // 2] * 1000, p99 * 1000
+
+
 def report(soak: Soak, args: argparse.Namespace, loaded: float, left: dict[str, Any]) -> int:
     print(f"soak: {args.minutes:g} min at {args.rate:g} runs/s; {soak.asked} runs asked "
-          f"({soak.asked / loaded:.1f}/s achieved), {soak.decided} decided")  # fmt: skip
-    print("minute  acks   p50 ms   p99 ms")
-    p99s = []
-    for minute in sorted(soak.acks):
-        times = sorted(soak.acks[minute])
-        p50, p99 = times[len(times) // 2], times[min(int(len(times) * 0.99), len(times) - 1)]
-        p99s.append(p99)
-        print(f"{minute:6d} {len(times):6d} {p50 * 1000:8.1f} {p99 * 1000:8.1f}")
+          f"({soak.asked / loaded:.1f}/s achieved), {soak.busy} refused as busy, "
+          f"{soak.decided} decided")  # fmt: skip
+    print("minute  " + "".join(f"{kind:>8} acks  p50 ms  p99 ms" for kind in KINDS))
+    minutes = sorted({minute for by_minute in soak.acks.values() for minute in by_minute})
+    for minute in minutes:
+        cells = []
+        for kind in KINDS:
+            times = soak.acks[kind].get(minute, [])
+            p50, p99 = percentiles(times) if times else (0.0, 0.0)
+            cells.append(f"{len(times):13d} {p50:7.1f} {p99:7.1f}")
+        print(f"{minute:6d}  " + "".join(cells))
+    steady = p99_steadiness(soak, args, loaded)
+    print(f"ack p99 (all kinds), last full minute of load / first full minute after the "
+          f"warm-up: {steady:.2f}x")  # fmt: skip
     warm = [kb for at, kb in soak.rss if args.warmup_seconds <= at < args.warmup_seconds + 60]
     last = [kb for at, kb in soak.rss if at >= soak.rss[-1][0] - 60] if soak.rss else []
     growth = statistics.mean(last) / statistics.mean(warm) - 1 if warm and last else float("nan")
+    by_minute: dict[int, list[int]] = defaultdict(list)
+    for at, kb in soak.rss:
+        by_minute[int(at // 60)].append(kb)
+    print("RSS by minute (MiB): " + " ".join(
+        f"{statistics.mean(kbs) / 1024:.1f}" for _, kbs in sorted(by_minute.items())))  # fmt: skip
     print(f"RSS: first minute after warm-up {statistics.mean(warm) / 1024 if warm else 0:.1f} "
           f"MiB, last minute {statistics.mean(last) / 1024 if last else 0:.1f} MiB, "
           f"growth {growth * 100:+.1f}%")  # fmt: skip
-    steady = p99s[-1] / p99s[0] if len(p99s) > 1 else 1.0
-    print(f"ack p99 last minute / first minute: {steady:.2f}x")
     for name, value in left.items():
         print(f"{name}: {value}")
+    done = max(left["runs completed"], 1)
+    print("CPU per completed run: " + ", ".join(
+        f"{name} {seconds * 1000 / done:.1f} ms ({seconds:.0f} s)"
+        for name, seconds in soak.cpu.items()
+    ) + f"; total {sum(soak.cpu.values()) * 1000 / done:.1f} ms")  # fmt: skip
     print(f"request failures: {len(soak.failures)} {soak.failures[:5]}")
+    if args.trace_memory is not None:
+        memory_report(args.trace_memory, since_seconds=args.warmup_seconds, top=15, series=True)
     passed = (
         growth < RSS_GROWTH_LIMIT
         and steady <= P99_STEADY_LIMIT
-        and left["runs completed"] == soak.asked
+        and left["runs completed"] == soak.asked - soak.busy
         and left["runs still working"] == 0
         and left["approvals pending"] == 0
         and left["audit chain verifies"]
@@ -235,11 +320,27 @@ def report(soak: Soak, args: argparse.Namespace, loaded: float, left: dict[str, 
     return 0 if passed else 1
 
 
+def p99_steadiness(soak: Soak, args: argparse.Namespace, loaded: float) -> float:
+    """The ack p99 of the last full minute of load against the first full minute after
+    the warm-up (1.0 when the load was too short to have two)."""
+    first = int(-(-args.warmup_seconds // 60))
+    last = int(loaded // 60) - 1
+    if last <= first:
+        return 1.0
+    p99s = []
+    for minute in (first, last):
+        times = [t for kind in KINDS for t in soak.acks[kind].get(minute, [])]
+        p99s.append(percentiles(times)[1] if times else 0.0)
+    return p99s[1] / p99s[0] if p99s[0] else float("inf")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--rate", type=float, default=20.0, help="runs started per second")
     parser.add_argument("--warmup-seconds", type=float, default=60.0)
+    parser.add_argument("--trace-memory", type=Path, default=None, metavar="DIR",
+                        help="tracemalloc snapshots of the server into DIR")  # fmt: skip
     args = parser.parse_args()
     with fresh_postgres_database() as url, tempfile.TemporaryDirectory() as workdir:
         return asyncio.run(soak_on(url, Path(workdir), args))

@@ -52,6 +52,7 @@ class _Deferred:
     tasks: TaskOwner
     work: Work
     name: str
+    dropped: Callable[[], None] | None = None
 
 
 _collector: contextvars.ContextVar[list[_Deferred] | None] = contextvars.ContextVar(
@@ -59,13 +60,17 @@ _collector: contextvars.ContextVar[list[_Deferred] | None] = contextvars.Context
 )
 
 
-def defer(tasks: TaskOwner, work: Work, *, name: str) -> None:
-    """Run `work()` in a task owned by `tasks` once the current request is answered."""
+def defer(
+    tasks: TaskOwner, work: Work, *, name: str, dropped: Callable[[], None] | None = None
+) -> None:
+    """Run `work()` in a task owned by `tasks` once the current request is answered;
+    `dropped()` is called instead when the request fails first and the work never starts
+    (a place it held is given back: bot.slack.admission)."""
     pending = _collector.get()
     if pending is None:
         tasks.spawn(work(), name=name)
     else:
-        pending.append(_Deferred(tasks=tasks, work=work, name=name))
+        pending.append(_Deferred(tasks=tasks, work=work, name=name, dropped=dropped))
 
 
 class AfterAck:
@@ -82,7 +87,11 @@ class AfterAck:
 
     def discard(self) -> None:
         """Drop work that will never start (the request failed before its answer)."""
+        pending = list(self._pending)
         self._pending.clear()
+        for item in pending:
+            if item.dropped is not None:
+                item.dropped()
 
 
 @contextmanager
@@ -110,10 +119,12 @@ class Responder:
         *,
         name: str,
         on_failure: Callable[[str], Awaitable[object]] | None = None,
+        dropped: Callable[[], None] | None = None,
     ) -> None:
         """Run `work()` once Slack has been answered, in a task we own. Our own errors are
         handled inside; anything else (a bug) is logged and, with `on_failure`, the
-        person who acted is told that their request failed rather than left waiting."""
+        person who acted is told that their request failed rather than left waiting.
+        `dropped()`: called instead when the work never starts (see `defer`)."""
 
         async def guarded() -> None:
             try:
@@ -127,7 +138,7 @@ class Responder:
                 if on_failure is not None:
                     await on_failure(UNEXPECTED_FAILURE_TEXT)
 
-        defer(self.tasks, guarded, name=name)
+        defer(self.tasks, guarded, name=name, dropped=dropped)
 
     async def reply(self, command: SlashCommand, text: str) -> None:
         """Answer a slash command privately: through its response_url when it has one."""

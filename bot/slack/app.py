@@ -42,6 +42,7 @@ from bot.service import (
 )
 from bot.slack import commands
 from bot.slack.actions import ACTIONS
+from bot.slack.admission import StartGate
 from bot.slack.after_ack import Ack, Responder
 from bot.slack.bulk_home import BULK_APPROVE_ACTION_ID, BULK_REJECT_ACTION_ID
 from bot.slack.bulk_interactions import BulkInteractions
@@ -115,8 +116,10 @@ class SlackListeners:
         tasks: TaskOwner,
         workspace: Workspace,
         requests: RequestMemory,
+        starts: StartGate | None = None,
     ) -> None:
         self._r = Responder(service=service, slack=slack, tasks=tasks)
+        self._starts = starts or StartGate()
         self._requests = requests
         self._workspace = workspace
         self.cards = CardInteractions(self._r)
@@ -189,12 +192,22 @@ class SlackListeners:
         if isinstance(parsed, commands.AgentHelp):
             await ack(text=replies.AGENT_HELP)
             return
-        await ack()
+        admitted = self._starts.admit()
+        if admitted is None:  # overloaded: say so now, create nothing (bot.slack.admission)
+            await ack(text=replies.START_BUSY_TEXT)
+            return
+        try:
+            await ack()
+        except BaseException:
+            admitted.drop()
+            raise
         say = partial(self._r.reply, command)
+        start = partial(_say_outcome, say, partial(self._start_run, command, parsed))
         self._r.later(
-            partial(_say_outcome, say, partial(self._start_run, command, parsed)),
+            partial(admitted.run, start),
             name=f"slack:agent:{command.channel_id}",
             on_failure=say,
+            dropped=admitted.drop,
         )
 
     async def _start_run(

@@ -30,6 +30,7 @@ from bot.errors import ConfigError, SlackError
 from bot.logs import install_log_redaction
 from bot.metrics import Metrics
 from bot.service import ApprovalService, TaskOwner
+from bot.slack.admission import StartGate
 from bot.slack.app import SlackListeners, build_bolt_app
 from bot.slack.dedupe import RequestMemory, RequestMemoryWithFallback
 from bot.slack.gateway import SlackGateway, api_error_code
@@ -91,9 +92,11 @@ class SlackSurface:
         metrics: Metrics | None = None,
         auth_retry: AuthRetry = AuthRetry(),
         waiting: Callable[[str], None] | None = None,
+        starts: StartGate | None = None,
     ) -> SlackSurface:
         """Open the surface (the module doc); while Slack cannot be reached, `waiting`
-        hears why before each wait (what /readyz says meanwhile)."""
+        hears why before each wait (what /readyz says meanwhile); `starts` bounds the
+        runs being started (bot.slack.admission; None: its defaults)."""
         install_log_redaction()
         health = SlackHealth()
         async with contextlib.AsyncExitStack() as stack:  # unwinds only if opening fails
@@ -112,6 +115,7 @@ class SlackSurface:
                 tasks=tasks,
                 workspace=workspace,
                 requests=requests,
+                starts=starts,
             )
             bolt_app = build_bolt_app(
                 client=slack.client,

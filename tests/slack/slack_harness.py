@@ -26,6 +26,7 @@ from bot.runtime import Agent, AgentRegistry, ScriptedModel, current_tool_call, 
 from bot.runtime.model import Item, ModelResponse, ToolCall, ToolSpec
 from bot.service import ApprovalService
 from bot.service.retry import DEFAULT_RETRY, RetryPolicy
+from bot.slack.admission import StartGate
 from bot.slack.channels import SlackChannelDirectory
 from bot.slack.gateway import SlackGateway
 from bot.slack.groups import SlackGroupDirectory
@@ -277,12 +278,13 @@ async def start_bot(
     agents: Callable[[Effects], tuple[AgentRegistry, dict[str, ScriptedModel]]] = build_registry,
     metrics: Metrics | None = None,
     dependencies: Mapping[str, Any] | None = None,
+    starts: StartGate | None = None,
 ) -> tuple[Bot, web.AppRunner, aiohttp.ClientSession]:
     """The bot over `database`; with `policy`, governed by it, with approver groups and
     channel members read from the fake Slack (cached 60 s on `clock`); `agents` builds the
     agents it runs (with runtime `dependencies`, default none); its writes wait
     `busy_timeout_ms` for another connection's lock; with `metrics`, it counts there and
-    serves /metrics and /readyz.
+    serves /metrics and /readyz; `starts` bounds the runs being started.
     Unless the test says otherwise, CHANNEL has the CHANNEL_MEMBERS."""
     effects = Effects()
     registry, models = agents(effects)
@@ -322,6 +324,7 @@ async def start_bot(
         api_url=fake.api_url,
         make_service=make_service,
         metrics=metrics,
+        starts=starts,
     )
     probes = (
         Probes(service=surface.service, health=surface.health, metrics=metrics)

@@ -54,3 +54,17 @@ async def test_without_a_collector_work_starts_at_once() -> None:
     assert tasks.pending == 1
     await tasks.drain(5)
     assert done == ["ran"]
+
+
+async def test_discarded_work_gives_back_what_it_held() -> None:
+    given_back: list[str] = []
+    tasks = TaskOwner()
+
+    async def work() -> None:
+        raise AssertionError("discarded work ran")
+
+    with collecting() as after:
+        defer(tasks, work, name="never", dropped=lambda: given_back.append("dropped"))
+    after.discard()  # the request failed before its answer (its place in bot.slack.admission)
+    assert given_back == ["dropped"]
+    assert tasks.pending == 0

@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 
 import pytest
 
+from bot.slack.dedupe import LocalMemory
 from store.crypto import KeyRing
 from tests.slack.fake_slack import APP_ID, TEAM_ID, FakeSlack
 from tests.slack.slack_harness import CHANNEL, REQUESTER, Bot, start_bot, stop_bot
@@ -125,3 +126,14 @@ async def test_while_the_database_cannot_answer_the_process_remembers_for_itself
     assert first.status == 200
     assert "/agent @name" in first.text  # the help, answered without the database
     assert (replay.status, replay.text) == (200, "")
+
+
+def test_the_process_memory_forgets_what_its_time_ran_out_on() -> None:
+    now = [0.0]
+    memory = LocalMemory(max_entries=10_000, clock=lambda: now[0])
+    for index in range(300):  # a request a second, each remembered for 60 s
+        now[0] = float(index)
+        assert memory.first_time(f"request-{index}", ttl_seconds=60)
+    assert len(memory) == 60  # the last minute's, not every one up to the bound
+    assert not memory.first_time("request-299", ttl_seconds=60)  # still a replay
+    assert memory.first_time("request-100", ttl_seconds=60)  # long gone: new again

@@ -140,6 +140,10 @@ def cannot_post_text(channel_id: str) -> str:
     )
 
 
+START_BUSY_TEXT = (
+    ":hourglass_flowing_sand: The bot is busy starting other runs and did not start this "
+    "one; send the command again in a minute."
+)
 BUSY_TEXT = (
     ":hourglass_flowing_sand: The agent is still working on this run; send your message "
     "again once it has answered."
