@@ -67,8 +67,10 @@ async def open_bot(
     open, before Slack is asked who the bot is (serve listens there); `waiting` hears
     why, each time Slack cannot be reached. With a `gateway` (the MCP gateway), its
     engine is registered and its run watch put in front of the Slack notifier."""
+    from bot.slack.admission import start_gate_from_env
     from bot.slack.surface import SlackSurface
 
+    starts = start_gate_from_env(environ)  # a bad value stops start-up before anything opens
     dependencies = ops_dependencies(environ)
     database_url = settings.database_url or database_url_from_env(environ)
     recipe = _ServiceRecipe(
@@ -100,6 +102,7 @@ async def open_bot(
             make_service=make_service,
             metrics=metrics,
             waiting=waiting,
+            starts=starts,
         )
         yield await stack.enter_async_context(surface)
 

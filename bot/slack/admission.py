@@ -16,13 +16,19 @@ acknowledgement itself that the bot is busy and to try again (`START_BUSY_TEXT`)
 nothing is created, no run, no row. Work for runs already admitted (clicks, decisions,
 the resumes after them, thread replies) never passes the gate, so it competes with at
 most `starting` starts rather than with every request that came in.
+
+Both bounds are settings (`start_gate_from_env`): `APPROVALS_STARTING_RUNS` (default 8)
+and `APPROVALS_WAITING_RUNS` (default 64), for a process with more of a machine to itself.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import os
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
+
+from bot.errors import ConfigError
 
 T = TypeVar("T")
 
@@ -35,6 +41,31 @@ the loop with four times the starts, took 1.0 s at p50 and 2.5 s at p99, past th
 2-second budget of their commit (bot.slack.interactions)."""
 WAITING_RUNS = 64
 """Starts waiting for a turn: a few seconds of work at the rates this process carries."""
+STARTING_ENV = "APPROVALS_STARTING_RUNS"
+WAITING_ENV = "APPROVALS_WAITING_RUNS"
+
+
+def start_gate_from_env(environ: Mapping[str, str] | None = None) -> StartGate:
+    """The gate `APPROVALS_STARTING_RUNS` (at least 1) and `APPROVALS_WAITING_RUNS` (at
+    least 0) set, each defaulting to the bound above; a bad value is a ConfigError."""
+    env = os.environ if environ is None else environ
+    return StartGate(
+        starting=_count(env, STARTING_ENV, default=STARTING_RUNS, least=1),
+        waiting=_count(env, WAITING_ENV, default=WAITING_RUNS, least=0),
+    )
+
+
+def _count(env: Mapping[str, str], name: str, *, default: int, least: int) -> int:
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        count = int(text)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number of runs, not {text!r}") from None
+    if count < least:
+        raise ConfigError(f"{name} must be at least {least}, not {text!r}")
+    return count
 
 
 class StartGate:

@@ -63,3 +63,32 @@ def test_serve_reports_every_problem_of_the_policy_at_once(
     assert err[2].startswith("  tools.refund: no agent has a tool named 'refund'")
     assert len(err) == 3
     assert not (tmp_path / "a.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "line"),
+    [
+        ("APPROVALS_STARTING_RUNS", "0", "APPROVALS_STARTING_RUNS must be at least 1, not '0'"),
+        ("APPROVALS_STARTING_RUNS", "eight", "APPROVALS_STARTING_RUNS must be a whole number"),
+        ("APPROVALS_WAITING_RUNS", "-1", "APPROVALS_WAITING_RUNS must be at least 0, not '-1'"),
+    ],
+)
+def test_serve_stops_on_a_start_bound_that_cannot_work(
+    name: str,
+    value: str,
+    line: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """The bounds on runs being started (bot.slack.admission) are checked with the rest
+    of the configuration: one line naming the setting, and nothing opened."""
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "s")
+    monkeypatch.setenv("APPROVALS_DATABASE_URL", str(tmp_path / "a.db"))
+    monkeypatch.setenv(name, value)
+    assert main(["serve"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert line in err[0]
+    assert not (tmp_path / "a.db").exists()

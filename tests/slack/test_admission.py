@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.slack.admission import StartGate
+from bot.slack.admission import STARTING_RUNS, WAITING_RUNS, StartGate, start_gate_from_env
 from bot.slack.messages.replies import START_BUSY_TEXT
 from store.crypto import KeyRing
 from tests.slack.fake_slack import Call, FakeSlack
@@ -134,3 +134,12 @@ async def test_a_place_is_given_back_however_the_start_ends() -> None:
 def test_a_gate_that_cannot_work_is_refused(starting: int, waiting: int, problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         StartGate(starting=starting, waiting=waiting)
+
+
+def test_the_bounds_come_from_the_environment_with_their_defaults() -> None:
+    default = start_gate_from_env({})
+    taken = [default.admit() for _ in range(STARTING_RUNS + WAITING_RUNS + 1)]
+    assert taken[-1] is None
+    assert all(place is not None for place in taken[:-1])
+    set_here = start_gate_from_env({"APPROVALS_STARTING_RUNS": "2", "APPROVALS_WAITING_RUNS": "0"})
+    assert [set_here.admit() is not None for _ in range(3)] == [True, True, False]
