@@ -16,7 +16,10 @@ keyed digest (`current_tool_call().digest`, the one its review card showed) says
 approved call was applied. It is never an unkeyed hash of the arguments, which would let
 a reader of this file confirm a guessed password. Lines are written under an exclusive
 `flock`, read-check-append as one step, so concurrent processes never interleave or
-both apply the same key.
+both apply the same key. Each process remembers the first application of every key it
+has read and where it stopped reading (`_Index`), and under the lock reads only what
+was appended since (by itself or another process), so a call costs the same on the
+millionth line as on the first (it read the whole file on every call before).
 """
 
 from __future__ import annotations
@@ -27,10 +30,10 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from bot.canonical import digests_equal
 from bot.credentials import redact
@@ -67,6 +70,7 @@ class EffectsFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._index = _Index()
 
     async def apply(self, effect: Effect, result: str) -> Applied:
         """Record `effect` with `result`, unless its key was applied before (see module)."""
@@ -87,12 +91,10 @@ class EffectsFile:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a+", encoding="utf-8") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
-            handle.seek(0)
-            earlier = (
-                _first_application(_parse(handle.read(), self.path), effect)
-                if effect.idempotent
-                else None
-            )
+            self._index.catch_up(handle, self.path)
+            earlier = self._index.first.get((effect.tool, effect.execution_key))
+            if not effect.idempotent:
+                earlier = None
             if earlier is not None and not digests_equal(
                 str(earlier.get("arguments_digest")), digest
             ):
@@ -107,11 +109,37 @@ class EffectsFile:
             handle.write(line)
             handle.flush()
             os.fsync(handle.fileno())
+            self._index.catch_up(handle, self.path)  # our own line, still under the lock
         return applied
 
 
-def _parse(text: str, source: Path) -> Iterator[dict[str, Any]]:
-    for number, line in enumerate(text.splitlines(), start=1):
+@dataclass
+class _Index:
+    """What this process has read of the file: the first application of each (tool,
+    execution key), the offset it read to and the lines before it. Read again from the
+    start when the file is another one or shorter than that offset (replaced or cut)."""
+
+    inode: int = -1
+    offset: int = 0
+    lines: int = 0
+    first: dict[tuple[object, object], dict[str, Any]] = field(default_factory=dict)
+
+    def catch_up(self, handle: IO[str], source: Path) -> None:
+        """Read what was appended since the last call (`handle` holds the file's lock)."""
+        status = os.fstat(handle.fileno())
+        if status.st_ino != self.inode or status.st_size < self.offset:
+            self.inode, self.offset, self.lines, self.first = status.st_ino, 0, 0, {}
+        handle.seek(self.offset)
+        text = handle.read()
+        for record in _parse(text, source, first_line=self.lines + 1):
+            if not record.get("duplicate"):
+                self.first.setdefault((record.get("tool"), record.get("execution_key")), record)
+        self.lines += len(text.splitlines())
+        self.offset = handle.tell()
+
+
+def _parse(text: str, source: Path, *, first_line: int = 1) -> Iterator[dict[str, Any]]:
+    for number, line in enumerate(text.splitlines(), start=first_line):
         if not line.strip():
             continue
         try:
@@ -123,17 +151,6 @@ def _parse(text: str, source: Path) -> Iterator[dict[str, Any]]:
                 f"{source}:{number} is not a JSON object; fix or move the effects file"
             )
         yield record
-
-
-def _first_application(lines: Iterator[dict[str, Any]], effect: Effect) -> dict[str, Any] | None:
-    for line in lines:
-        if (
-            line.get("execution_key") == effect.execution_key
-            and line.get("tool") == effect.tool
-            and not line.get("duplicate")
-        ):
-            return line
-    return None
 
 
 def _line(effect: Effect, digest: str, applied: Applied) -> str:

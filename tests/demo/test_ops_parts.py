@@ -190,3 +190,38 @@ async def test_a_corrupted_effects_file_is_a_clear_error_that_changes_nothing(
     with pytest.raises(InputError, match=r"fx\.jsonl:2 is not a JSON object"):
         await EffectsFile(path).apply(effect("k1"), "ok")
     assert path.read_text() == '{"tool": "deploy_release"}\nnot json\n'
+
+
+async def test_a_key_another_process_applied_is_recognised_after_this_one_read_the_file(
+    tmp_path: Path,
+) -> None:
+    """Two replicas share one downstream: each remembers what it has read and reads only
+    what was appended since, by itself or by the other."""
+    path = tmp_path / "fx.jsonl"
+    here, there = EffectsFile(path), EffectsFile(path)
+    await here.apply(effect("k1"), "first")
+    await there.apply(effect("k2"), "second")  # `there` has read k1's line by now
+    again = await there.apply(effect("k1"), "not this")
+    back = await here.apply(effect("k2"), "nor this")
+    assert (again.result, again.duplicate) == ("first", True)
+    assert (back.result, back.duplicate) == ("second", True)
+    assert [line["duplicate"] for line in await here.lines()] == [False, False, True, True]
+
+
+async def test_a_replaced_effects_file_is_read_from_its_start(tmp_path: Path) -> None:
+    path = tmp_path / "fx.jsonl"
+    effects = EffectsFile(path)
+    await effects.apply(effect("k1"), "before")
+    path.unlink()  # moved away by a person: a new downstream
+    fresh = await effects.apply(effect("k1"), "after")
+    assert (fresh.result, fresh.duplicate) == ("after", False)
+
+
+async def test_a_damaged_line_appended_later_is_named_by_its_line_number(tmp_path: Path) -> None:
+    path = tmp_path / "fx.jsonl"
+    effects = EffectsFile(path)
+    await effects.apply(effect("k1"), "ok")
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("not json\n")
+    with pytest.raises(InputError, match=r"fx\.jsonl:2 is not a JSON object"):
+        await effects.apply(effect("k2"), "ok")
