@@ -34,16 +34,16 @@ from bot.slack.blocks import (
     text_input,
 )
 from bot.slack.bulk_home import VERBS, BulkAction
-from bot.slack.decision_modal import MAX_MESSAGE_CHARS, MESSAGE_ACTION_ID, MESSAGE_BLOCK_ID
-from bot.slack.messages.forms import GIVE_A_REASON, keep_under
+from bot.slack.decision_modal import (
+    MAX_MESSAGE_CHARS,
+    MESSAGE_ACTION_ID,
+    MESSAGE_BLOCK_ID,
+    reason_and_message,
+)
 from bot.slack.messages.replies import refused_text
 from bot.slack.modals import (
-    MAX_REASON_CHARS,
-    REASON_ACTION_ID,
-    REASON_BLOCK_ID,
     InvalidSubmission,
     check_approval_id,
-    input_value,
     mapping_field,
     reason_input,
     submitter,
@@ -162,17 +162,10 @@ def parse_bulk_submission(body: Mapping[str, Any]) -> BulkSubmission | InvalidSu
         raise InputError(f"unexpected view callback_id {view.get('callback_id')!r}")
     action, tool_name, items = decode_bulk_context(text_field(view, "private_metadata"))
     values = mapping_field(mapping_field(view, "state"), "values")
-    reason = input_value(values, REASON_BLOCK_ID, REASON_ACTION_ID)
-    message = input_value(values, MESSAGE_BLOCK_ID, MESSAGE_ACTION_ID)
-    errors: dict[str, str] = {}
-    if not reason:
-        errors[REASON_BLOCK_ID] = GIVE_A_REASON
-    elif len(reason) > MAX_REASON_CHARS:
-        errors[REASON_BLOCK_ID] = keep_under("reason", MAX_REASON_CHARS)
-    if message is not None and len(message) > MAX_MESSAGE_CHARS:
-        errors[MESSAGE_BLOCK_ID] = keep_under("message", MAX_MESSAGE_CHARS)
-    if errors or reason is None:
-        return InvalidSubmission(errors=errors)
+    given = reason_and_message(values)
+    if isinstance(given, InvalidSubmission):
+        return given
+    reason, message = given
     view_id = view.get("id")
     return BulkSubmission(
         action=action,

@@ -157,11 +157,11 @@ def _ticked(values: Mapping[str, Any], block_id: str, action_id: str, value: str
     return any(isinstance(o, Mapping) and o.get("value") == value for o in selected)
 
 
-def parse_decision_submission(body: Mapping[str, Any]) -> DecisionSubmission | InvalidSubmission:
-    context, values = submitted_view(body, DECISION_CALLBACK_ID)
-    action = context.action
-    if action not in ("approve", "reject", "revoke"):
-        raise InputError(f"the reason modal does not {action!r}")
+def reason_and_message(
+    values: Mapping[str, Any],
+) -> tuple[str, str | None] | InvalidSubmission:
+    """A decision form's reason (required, bounded) and message to the agent (optional,
+    bounded), or what the person must fix, each under its own block."""
     reason = input_value(values, REASON_BLOCK_ID, REASON_ACTION_ID)
     message = input_value(values, MESSAGE_BLOCK_ID, MESSAGE_ACTION_ID)
     errors: dict[str, str] = {}
@@ -173,6 +173,18 @@ def parse_decision_submission(body: Mapping[str, Any]) -> DecisionSubmission | I
         errors[MESSAGE_BLOCK_ID] = keep_under("message", MAX_MESSAGE_CHARS)
     if errors or reason is None:
         return InvalidSubmission(errors=errors)
+    return reason, message
+
+
+def parse_decision_submission(body: Mapping[str, Any]) -> DecisionSubmission | InvalidSubmission:
+    context, values = submitted_view(body, DECISION_CALLBACK_ID)
+    action = context.action
+    if action not in ("approve", "reject", "revoke"):
+        raise InputError(f"the reason modal does not {action!r}")
+    given = reason_and_message(values)
+    if isinstance(given, InvalidSubmission):
+        return given
+    reason, message = given
     return DecisionSubmission(
         approval_id=context.approval_id,
         action=action,
