@@ -92,9 +92,8 @@ class EffectsFile:
         with self.path.open("a+", encoding="utf-8") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
             self._index.catch_up(handle, self.path)
-            earlier = self._index.first.get((effect.tool, effect.execution_key))
-            if not effect.idempotent:
-                earlier = None
+            key = (effect.tool, effect.execution_key)
+            earlier = self._index.first.get(key) if effect.idempotent else None
             if earlier is not None and not digests_equal(
                 str(earlier.get("arguments_digest")), digest
             ):
