@@ -18,6 +18,7 @@ from store.records import (
     NewApproval,
     PendingCursor,
     RunOrigin,
+    RunRecord,
     StandingDecision,
     Verdict,
     VoteOutcome,
@@ -36,6 +37,13 @@ class ApprovalStore(Protocol):
         ...
 
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None: ...
+    async def approval_and_run(
+        self, approval_id: str
+    ) -> tuple[ApprovalRecord, RunRecord | None] | None:
+        """The approval (as `get_approval`) and its run (None: it has none), in one read:
+        one snapshot of both."""
+        ...
+
     async def list_approvals(
         self,
         *,

@@ -12,7 +12,14 @@ import pytest
 from store.records import RunLease
 from tests.service.service_harness import APPROVER, REQUESTER, Harness, start
 
-WATCHED = ("list_approvals", "get_approval", "get_run", "decision_evidence", "ledger_claim")
+WATCHED = (
+    "list_approvals",
+    "get_approval",
+    "approval_and_run",
+    "get_run",
+    "decision_evidence",
+    "ledger_claim",
+)
 
 
 def spy_on(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -42,14 +49,16 @@ async def test_the_way_to_the_effect_reads_the_rows_once_and_the_evidence_right_
 
     assert len(harness.effect_lines()) == 1
     before_claim = called[: called.index("ledger_claim")]
-    # The vote's own read of the approval; the run's rows once (the claimer's read, which
-    # the resume's first try matches the calls with); the newest request's seal, and the
-    # decision's evidence read once more right before the call (row, digest and seals).
-    assert before_claim.count("get_approval") == 1
-    # The run's row: the vote's read and the runner's pause check, which the claim's
-    # cancel check right after reuses; the resume's claim checks an operator's hold in
-    # its own transaction.
-    assert before_claim.count("get_run") == 2
+    # The vote's own read of the approval and its run, in one read; the run's rows once
+    # (the claimer's read, which the resume's first try matches the calls with); the
+    # newest request's seal, and the decision's evidence read once more right before the
+    # call (row, digest and seals).
+    assert before_claim.count("approval_and_run") == 1
+    assert before_claim.count("get_approval") == 0
+    # The run's row besides: the runner's pause check, which the claim's cancel check
+    # right after reuses; the resume's claim checks an operator's hold in its own
+    # transaction.
+    assert before_claim.count("get_run") == 1
     assert before_claim.count("list_approvals") == 1
     assert before_claim.count("decision_evidence") == 2
     assert before_claim[-1] == "decision_evidence"  # the last check, right before the claim
