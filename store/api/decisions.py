@@ -19,6 +19,7 @@ from store.records import (
     PendingCursor,
     RunOrigin,
     RunRecord,
+    SealCheck,
     StandingDecision,
     Verdict,
     VoteOutcome,
@@ -126,6 +127,14 @@ class SealStore(Protocol):
 
     async def decision_evidence(self, approval_id: str) -> DecisionEvidence | None:
         """The approval, its request seal and every vote on it; None when unknown."""
+        ...
+
+    async def run_approvals(
+        self, run_id: str, *, limit: int
+    ) -> tuple[list[ApprovalRecord], SealCheck | None]:
+        """The run's approvals as `list_approvals(run_id=...)` lists them, and, checked
+        on the same read, the request seal of the newest (the latest `created_at`, the
+        first listed of a tie; None: the run has no approval)."""
         ...
 
 

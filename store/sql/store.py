@@ -162,6 +162,7 @@ class SqlStore:
         self.revoke_standing_decision = standing.revoke_standing_decision
 
         self.decision_evidence = sealed.decision_evidence
+        self.run_approvals = sealed.run_approvals
 
         self.append_audit = audit.append_audit
         self.audit_events = audit.audit_events
