@@ -42,7 +42,7 @@ from store.authority_seals import window_match_fields as window_match_fields
 from store.authority_seals import window_row_fields as window_row_fields
 from store.crypto import DataKey, KeyRing
 from store.records import ApprovalRecord, NewApproval, SealCheck, VoteRecord
-from store.rows import Row, from_db, row_to_approval, to_db
+from store.rows import Row, by_name, from_db, row_to_approval, to_db
 
 SEAL_COLUMNS = "seal_key_id, seal"  # a sealed row's columns: the ring key id, the MAC
 SEAL_INFO = b"approvals-bot decision seal v1"
@@ -346,6 +346,7 @@ def read_approval(seals: DecisionSeals, row: Row) -> ApprovalRecord:
     """The approval of a row read with its snapshot seal columns (`APPROVAL_COLUMNS`
     include them), its snapshot checked: one that does not verify is never handed out,
     it is replaced by `unverified_snapshot`, and `snapshot_seal` says what was found."""
+    row = by_name(row)
     digest = row["arguments_digest"]
     check = seals.check_snapshot(
         approval_id=row["approval_id"],

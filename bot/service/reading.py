@@ -62,6 +62,29 @@ def card_arguments(snapshot: ReviewSnapshot, warnings: str) -> str:
     return snapshot.render_text(limit=room)
 
 
+def card_rendering(snapshot_json: str) -> tuple[str, str] | None:
+    """The script warnings and the arguments as the card shows them (`card_warnings`,
+    `card_arguments`), None for a snapshot that cannot be read. The card's call block
+    and `card_shows_all` both need this rendering of the same snapshot (the card when it
+    is posted, the check at each approving vote): for snapshots up to
+    REMEMBERED_SNAPSHOT_CHARS it is made once and remembered (REMEMBERED_SNAPSHOTS)."""
+    if len(snapshot_json) <= REMEMBERED_SNAPSHOT_CHARS:
+        return _remembered_rendering(snapshot_json)
+    return _rendering(snapshot_json)
+
+
+def _rendering(snapshot_json: str) -> tuple[str, str] | None:
+    try:
+        snapshot = ReviewSnapshot.from_json(snapshot_json)
+    except InputError:
+        return None
+    warnings = card_warnings(snapshot)
+    return warnings, card_arguments(snapshot, warnings)
+
+
+_remembered_rendering = functools.lru_cache(maxsize=REMEMBERED_SNAPSHOTS)(_rendering)
+
+
 def card_shows_all(snapshot_json: str) -> bool:
     """Does the card show every character of the call's (redacted) arguments? A
     snapshot that cannot be read shows as such, and there is nothing more to read.
@@ -76,12 +99,13 @@ def _shows_all(snapshot_json: str) -> bool:
     """A cut always leaves its marker, so a card text without one was not cut (the
     whole rendering, a walk over every character, is made only when it has one: cut, or
     a value that quotes the marker)."""
-    try:
-        snapshot = ReviewSnapshot.from_json(snapshot_json)
-    except InputError:
+    rendered = card_rendering(snapshot_json)
+    if rendered is None:
         return True
-    shown = card_arguments(snapshot, card_warnings(snapshot))
-    return CUT_MARK not in shown or shown == whole_text(snapshot)
+    _, shown = rendered
+    if CUT_MARK not in shown:
+        return True
+    return shown == whole_text(ReviewSnapshot.from_json(snapshot_json))
 
 
 _remembered_shows_all = functools.lru_cache(maxsize=REMEMBERED_SNAPSHOTS)(_shows_all)

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from bot.errors import ApprovalsError, RunStateError, StoreError, TamperError
 from bot.runtime import AgentRun, PendingCall
@@ -51,9 +52,18 @@ from bot.service.failure import fail_run, wait_for_migration
 from bot.service.leases import claim, leave_working
 from bot.service.retry import transient
 from bot.service.workflow import APPROVALS_PER_RUN_LIMIT, Workflow
-from store.records import TERMINAL_APPROVAL_STATUSES, ApprovalRecord, RunRecord
+from store.records import TERMINAL_APPROVAL_STATUSES, ApprovalRecord, RunRecord, SealCheck
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ClaimersRead:
+    """The run's approval rows a claimer read right before its claim (all terminal), and
+    the request seal of the newest, checked on that same read (None: no approval)."""
+
+    rows: Sequence[ApprovalRecord]
+    request_seal: SealCheck | None
 
 
 # -- scheduling a resume ------------------------------------------------------------------
@@ -62,10 +72,10 @@ log = logging.getLogger(__name__)
 async def resume_if_all_decided(flow: Workflow, run_id: str) -> bool:
     """Claim and start the run's resume once none of its approvals is open; True when
     this caller claimed it."""
-    rows = await flow.store.list_approvals(run_id=run_id, limit=APPROVALS_PER_RUN_LIMIT)
+    rows, request_seal = await flow.store.run_approvals(run_id, limit=APPROVALS_PER_RUN_LIMIT)
     if any(row.status not in TERMINAL_APPROVAL_STATUSES for row in rows):
         return False
-    return await claim_resume(flow, run_id, rows=rows)
+    return await claim_resume(flow, run_id, read=ClaimersRead(rows, request_seal))
 
 
 async def claim_resume(
@@ -73,11 +83,11 @@ async def claim_resume(
     run_id: str,
     *,
     skip_locked: bool = False,
-    rows: Sequence[ApprovalRecord] | None = None,
+    read: ClaimersRead | None = None,
 ) -> bool:
     """Claim the run's resume (paused -> resuming, with its lease); the winner resumes
     it in a task. `skip_locked` (the sweeps): False at once, rather than waiting, when
-    another transaction is acting on the run. `rows`: the run's approval rows, all
+    another transaction is acting on the run. `read`: the run's approval rows, all
     terminal, read just before the claim (its first try uses them rather than read them
     again; see `start_resume`).
     A claim the database failed is left to the sweeper (bot.service.retry): the
@@ -104,7 +114,7 @@ async def claim_resume(
     if claimed is None:
         await _say_if_held(flow, run_id)
         return False
-    start_resume(flow, claimed, rows=rows)
+    start_resume(flow, claimed, read=read)
     return True
 
 
@@ -117,25 +127,25 @@ async def _say_if_held(flow: Workflow, run_id: str) -> None:
                  held.held_by)  # fmt: skip
 
 
-def start_resume(
-    flow: Workflow, run: RunRecord, *, rows: Sequence[ApprovalRecord] | None = None
-) -> None:
-    """Resume a claimed (`resuming`) run in a task the service owns. `rows`, when the
+def start_resume(flow: Workflow, run: RunRecord, *, read: ClaimersRead | None = None) -> None:
+    """Resume a claimed (`resuming`) run in a task the service owns. `read`, when the
     claimer read the run's approval rows (all terminal) right before its claim: the first
-    try matches the calls with them instead of reading them again. They are as current
-    as a read after the claim would be (only the resume's holder adds or voids rows of a
-    run; a revocation may land after either read), and each approved call's row is read
-    again right before it runs (ServiceJournal)."""
-    flow.tasks.spawn(resume_run(flow, run, rows=rows), name=f"resume:{run.run_id}")
+    try matches the calls with them, and takes the stretch's requester from the newest
+    row with its request seal checked on that read, instead of reading them again. They
+    are as current as a read after the claim would be (only the resume's holder adds or
+    voids rows of a run; a revocation may land after either read), and each approved
+    call's row, request seal and votes are read and checked again right before it runs
+    (ServiceJournal)."""
+    flow.tasks.spawn(resume_run(flow, run, read=read), name=f"resume:{run.run_id}")
 
 
 async def resume_run(
-    flow: Workflow, run: RunRecord, *, rows: Sequence[ApprovalRecord] | None = None
+    flow: Workflow, run: RunRecord, *, read: ClaimersRead | None = None
 ) -> RunRecord | None:
     """Finish a claimed (`resuming`) run; see the module doc. Never raises for a run
     that fails: it is marked failed and people are told. A database failure is retried
     (`flow.retry`); None when this process gave up on it for now (parked)."""
-    return await _with_retries(flow, run.run_id, first=run, attempts=flow.retry.attempts, rows=rows)
+    return await _with_retries(flow, run.run_id, first=run, attempts=flow.retry.attempts, read=read)
 
 
 def retry_parked(flow: Workflow) -> list[str]:
@@ -152,13 +162,13 @@ async def _with_retries(
     *,
     attempts: int,
     first: RunRecord | None = None,
-    rows: Sequence[ApprovalRecord] | None = None,
+    read: ClaimersRead | None = None,
 ) -> RunRecord | None:
     failures = 0
     while True:
         flow.telemetry.resume_attempted(run_id, attempt=failures + 1)
         try:
-            done = await _advance(flow, run_id, first, rows)
+            done = await _advance(flow, run_id, first, read)
         except ApprovalsError as error:
             if not transient(error):
                 flow.stalled.cleared(run_id)
@@ -173,7 +183,7 @@ async def _with_retries(
                 run_id, attempt=failures + 1, of=attempts, delay=delay, error=str(error)
             )
             await flow.retry.sleep(delay)
-            first, rows = None, None
+            first, read = None, None
         else:
             flow.stalled.cleared(run_id)
             return done
@@ -183,22 +193,22 @@ async def _advance(
     flow: Workflow,
     run_id: str,
     run: RunRecord | None,
-    rows: Sequence[ApprovalRecord] | None,
+    read: ClaimersRead | None,
 ) -> RunRecord | None:
     """One try: resume the run if it is (still, or again) ours to resume: claimed by us,
     or claimable (a stalled pause; a resume whose lease we no longer hold, and nobody
-    else does). `rows`: read right before our claim of `run` (see `start_resume`)."""
+    else does). `read`: made right before our claim of `run` (see `start_resume`)."""
     if run is None:
-        run, rows = await flow.require_run(run_id), None
+        run, read = await flow.require_run(run_id), None
     if run.status == "paused" and await stalled_pause(flow, run):
-        run, rows = (
+        run, read = (
             await claim(
                 flow.store, flow.leases, run_id, expected_status="paused", new_status="resuming"
             ),
             None,
         )
     elif run.status == "resuming" and flow.leases.get(run_id) is None:
-        run, rows = (
+        run, read = (
             await claim(
                 flow.store, flow.leases, run_id, expected_status="resuming", new_status="resuming"
             ),
@@ -206,7 +216,7 @@ async def _advance(
         )
     if run is None or run.status != "resuming":
         return run  # finished, failed, or waiting for people: nothing to retry
-    return await _resume_once(flow, run, rows)
+    return await _resume_once(flow, run, read)
 
 
 async def _give_up(flow: Workflow, run_id: str, failures: int, error: ApprovalsError) -> None:
@@ -233,7 +243,7 @@ async def stalled_pause(flow: Workflow, run: RunRecord) -> bool:
 
 
 async def _resume_once(
-    flow: Workflow, run: RunRecord, known: Sequence[ApprovalRecord] | None = None
+    flow: Workflow, run: RunRecord, known: ClaimersRead | None = None
 ) -> RunRecord:
     try:
         state = await flow.load_state(run.run_id)
@@ -245,15 +255,19 @@ async def _resume_once(
         if transient(error):
             raise  # retried: the state could not be read just now
         return await fail_run(flow, run, f"cannot resume: {error}")
-    rows = known
-    if rows is None:
+    rows: Sequence[ApprovalRecord]
+    if known is None:
         rows = await flow.store.list_approvals(run_id=run.run_id, limit=APPROVALS_PER_RUN_LIMIT)
+    else:
+        rows = known.rows
     try:
         applied = apply_decisions(state, current_rows(rows))
     except RunStateError as error:
         return await fail_run(flow, run, f"cannot resume: {error}")
     try:
-        requester = await stretch_requester(flow, rows)
+        requester = await stretch_requester(
+            flow, rows, checked=None if known is None else known.request_seal
+        )
     except TamperError as error:
         return await fail_run(flow, run, f"cannot resume: {error}")
     if applied.mismatched:
@@ -278,7 +292,9 @@ async def _resume_once(
     )
 
 
-async def stretch_requester(flow: Workflow, rows: Iterable[ApprovalRecord]) -> str | None:
+async def stretch_requester(
+    flow: Workflow, rows: Iterable[ApprovalRecord], *, checked: SealCheck | None = None
+) -> str | None:
     """Who asked for the stretch of the run being resumed: the requester of its newest
     approval (a follow-up's author, not necessarily the run's starter). Calls the resumed
     run pauses on are theirs too, so they cannot approve them under the self-approval rule.
@@ -289,14 +305,19 @@ async def stretch_requester(flow: Workflow, rows: Iterable[ApprovalRecord]) -> s
     `tamper_detected` and raises TamperError (the run fails; nothing more is asked); one
     made with a key this process's ring lacks is an operational StoreError (the resume
     is retried, then parked). No approval yet: None (the run's requester, which the
-    database keeps fixed)."""
+    database keeps fixed). `checked`: the newest row's request seal as checked on the
+    read that gave `rows` (`Store.run_approvals`); else it is read and checked here."""
     newest = max(rows, key=lambda row: row.created_at, default=None)
     if newest is None:
         return None
-    evidence = await flow.store.decision_evidence(newest.approval_id)
-    seal = "missing" if evidence is None else evidence.request_seal
-    if evidence is not None and seal == "valid":
-        return evidence.approval.requester
+    if checked is None:
+        evidence = await flow.store.decision_evidence(newest.approval_id)
+        seal = "missing" if evidence is None else evidence.request_seal
+        requester = None if evidence is None else evidence.approval.requester
+    else:
+        seal, requester = checked, newest.requester
+    if seal == "valid":
+        return requester
     if seal == "unknown_key":  # operational: the ring lacks a key; the resume is retried
         raise StoreError(
             f"the request of approval {newest.approval_id} is sealed with a key this "

@@ -150,10 +150,12 @@ class Workflow:
     async def require_approval(self, approval_id: str) -> tuple[ApprovalRecord, RunRecord]:
         """The approval and its run (InputError when either is missing, or when the run is
         not this surface's to show: see `check_reach`)."""
-        approval = await self.store.get_approval(approval_id)
-        if approval is None:
+        found = await self.store.approval_and_run(approval_id)  # one read, one snapshot
+        if found is None:
             raise InputError(f"there is no approval with id {approval_id!r}")
-        run = await self.run_of(approval)
+        approval, run = found
+        if run is None:
+            raise InputError(f"approval {approval_id} belongs to no run")
         self.check_reach(run, f"approval {approval_id}")
         return approval, run
 

@@ -19,11 +19,9 @@ from datetime import datetime
 from typing import Any
 
 from bot.credentials import redact_text
-from bot.errors import InputError
 from bot.policy.rules import SLACK_USER_ID
-from bot.review.snapshot import ReviewSnapshot
 from bot.review.visible import needs_care, shown_pieces
-from bot.service.reading import REMEMBERED_SNAPSHOT_CHARS, card_arguments, card_warnings
+from bot.service.reading import REMEMBERED_SNAPSHOT_CHARS, card_rendering
 from store.records import ApprovalRecord
 
 Block = dict[str, Any]
@@ -119,13 +117,9 @@ def snapshot_text(approval: ApprovalRecord) -> str:
 
 
 def _call_block(tool_name: str, snapshot_json: str, digest: str) -> str:
-    try:
-        snapshot = ReviewSnapshot.from_json(snapshot_json)
-    except InputError:
-        arguments, warnings = "(snapshot unreadable)", ""
-    else:
-        warnings = card_warnings(snapshot)  # the room is the rule's: bot.service.reading
-        arguments = card_arguments(snapshot, warnings)
+    # The rendering (and its room) is the rule's, shared with its check: bot.service.reading
+    rendered = card_rendering(snapshot_json)
+    warnings, arguments = rendered if rendered is not None else ("", "(snapshot unreadable)")
     return call_text(tool_name=tool_name, arguments=arguments, digest=digest, warnings=warnings)
 
 

@@ -17,12 +17,14 @@ something and the gateway says so in the log (without the text).
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import aiohttp
+import orjson
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -84,6 +86,21 @@ def _redacted_text(text: str) -> str:
     if len(text) <= REMEMBERED_TEXT_CHARS:
         return _remembered_redaction(text)
     return redact_text(text)
+
+
+def web_api_session() -> aiohttp.ClientSession:
+    """The HTTP session of the Web API client: its JSON bodies (a card's blocks on every
+    update) written by orjson, the same JSON as the json module's in a third of the time
+    (compact, UTF-8 rather than \\u escapes); no cookie jar (the Web API authenticates by
+    token, and a jar costs every request a lookup)."""
+    return aiohttp.ClientSession(json_serialize=_json_text, cookie_jar=aiohttp.DummyCookieJar())
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # what orjson does not write (a non-str key, a huge int): as before
+        return json.dumps(value)
 
 
 def build_web_client(

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
 
-import aiohttp
 from slack_bolt.app.async_app import AsyncApp
 
 from bot.errors import ConfigError, SlackError
@@ -33,7 +32,7 @@ from bot.service import ApprovalService, TaskOwner
 from bot.slack.admission import StartGate
 from bot.slack.app import SlackListeners, build_bolt_app
 from bot.slack.dedupe import RequestMemory, RequestMemoryWithFallback
-from bot.slack.gateway import SlackGateway, api_error_code
+from bot.slack.gateway import SlackGateway, api_error_code, web_api_session
 from bot.slack.observed import SlackHealth
 from bot.slack.workspace import Workspace, workspace_from_auth_test
 
@@ -100,7 +99,7 @@ class SlackSurface:
         install_log_redaction()
         health = SlackHealth()
         async with contextlib.AsyncExitStack() as stack:  # unwinds only if opening fails
-            session = await stack.enter_async_context(aiohttp.ClientSession())
+            session = await stack.enter_async_context(web_api_session())
             slack = SlackGateway.open(
                 token=bot_token, api_url=api_url, session=session, metrics=metrics, health=health
             )

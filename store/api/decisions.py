@@ -18,6 +18,8 @@ from store.records import (
     NewApproval,
     PendingCursor,
     RunOrigin,
+    RunRecord,
+    SealCheck,
     StandingDecision,
     Verdict,
     VoteOutcome,
@@ -36,6 +38,13 @@ class ApprovalStore(Protocol):
         ...
 
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None: ...
+    async def approval_and_run(
+        self, approval_id: str
+    ) -> tuple[ApprovalRecord, RunRecord | None] | None:
+        """The approval (as `get_approval`) and its run (None: it has none), in one read:
+        one snapshot of both."""
+        ...
+
     async def list_approvals(
         self,
         *,
@@ -118,6 +127,14 @@ class SealStore(Protocol):
 
     async def decision_evidence(self, approval_id: str) -> DecisionEvidence | None:
         """The approval, its request seal and every vote on it; None when unknown."""
+        ...
+
+    async def run_approvals(
+        self, run_id: str, *, limit: int
+    ) -> tuple[list[ApprovalRecord], SealCheck | None]:
+        """The run's approvals as `list_approvals(run_id=...)` lists them, and, checked
+        on the same read, the request seal of the newest (the latest `created_at`, the
+        first listed of a tie; None: the run has no approval)."""
         ...
 
 

@@ -32,11 +32,14 @@ from store.records import (
     ApprovalStatus,
     DecisionOutcome,
     NewApproval,
+    RunRecord,
     Verdict,
 )
 from store.rows import (
+    APPROVAL_AND_RUN_COLUMNS,
     APPROVAL_COLUMNS,
     VOTE_COLUMNS,
+    run_beside,
     to_db,
     to_db_optional,
     where_all,
@@ -67,6 +70,10 @@ from store.sql.expiry import CLAIM_REMINDERS, EXPIRE_DUE, SWEEP_BATCH, audit_exp
 from store.tx import Body, Database, IntegrityViolation, many, one, run
 
 SELECT_ONE = f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE approval_id = ?"
+SELECT_WITH_RUN = (
+    f"SELECT {APPROVAL_AND_RUN_COLUMNS} FROM approvals a "
+    "LEFT JOIN runs r ON r.run_id = a.run_id WHERE a.approval_id = ?"
+)
 REVOCABLE = (
     "(status = 'pending' OR (status = 'approved' "
     "AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.execution_key = approvals.execution_key) "
@@ -133,6 +140,12 @@ class Approvals:
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
         row = await self._db.read_one(SELECT_ONE, (approval_id,))
         return None if row is None else read_approval(self._seals, row)
+
+    async def approval_and_run(
+        self, approval_id: str
+    ) -> tuple[ApprovalRecord, RunRecord | None] | None:
+        row = await self._db.read_one(SELECT_WITH_RUN, (approval_id,))
+        return None if row is None else (read_approval(self._seals, row), run_beside(row))
 
     async def list_approvals(
         self,

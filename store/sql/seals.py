@@ -25,6 +25,7 @@ from store.records import (
     CheckedVote,
     DecisionEvidence,
     RotationReport,
+    SealCheck,
 )
 from store.rows import APPROVAL_COLUMNS, VOTE_COLUMNS, Row, row_to_approval, row_to_vote, to_db
 from store.seals import (
@@ -81,11 +82,7 @@ class SealedDecisions:
         if row is None:
             return None
         approval = read_approval(self._seals, row)
-        request = self._seals.check(
-            REQUEST_PURPOSE,
-            approval_request_fields(approval),
-            stored_seal(row["seal_key_id"], row["seal"]),
-        )
+        request = self._request_seal(approval, row)
         rows = await self._db.read(
             f"SELECT {VOTE_COLUMNS}, {SEAL_COLUMNS} FROM approval_votes "
             "WHERE approval_id = ? ORDER BY at, voter",
@@ -109,6 +106,31 @@ class SealedDecisions:
             votes=votes,
             unknown_key_ids=tuple(sorted(set(unknown))),
         )
+
+    async def run_approvals(
+        self, run_id: str, *, limit: int
+    ) -> tuple[list[ApprovalRecord], SealCheck | None]:
+        """The run's approvals as `list_approvals(run_id=...)` lists them, and the request
+        seal of the newest (the latest `created_at`, the first listed of a tie), checked
+        on the same read (None: no approval)."""
+        rows = await self._db.read(
+            f"SELECT {APPROVAL_COLUMNS}, {SEAL_COLUMNS} FROM approvals WHERE run_id = ? "
+            "ORDER BY created_at, approval_id LIMIT ?",
+            (run_id, limit),
+        )
+        approvals = [read_approval(self._seals, row) for row in rows]
+        if not approvals:
+            return approvals, None
+        newest = max(range(len(approvals)), key=lambda index: approvals[index].created_at)
+        request = self._request_seal(approvals[newest], rows[newest])
+        key_id = rows[newest]["seal_key_id"]
+        if request == "unknown_key" and key_id is not None:
+            self._missing.setdefault(key_id, f"a seal on approval {approvals[newest].approval_id}")
+        return approvals, request
+
+    def _request_seal(self, approval: ApprovalRecord, row: Row) -> SealCheck:
+        seal = stored_seal(row["seal_key_id"], row["seal"])
+        return self._seals.check(REQUEST_PURPOSE, approval_request_fields(approval), seal)
 
     def _checked(self, approval: ApprovalRecord, row: Row) -> CheckedVote:
         vote = row_to_vote(row)

@@ -140,6 +140,7 @@ class SqlStore:
 
         self.add_approvals = approvals.add_approvals
         self.get_approval = approvals.get_approval
+        self.approval_and_run = approvals.approval_and_run
         self.list_approvals = approvals.list_approvals
         self.decide = approvals.decide
         self.expire_due = approvals.expire_due
@@ -161,6 +162,7 @@ class SqlStore:
         self.revoke_standing_decision = standing.revoke_standing_decision
 
         self.decision_evidence = sealed.decision_evidence
+        self.run_approvals = sealed.run_approvals
 
         self.append_audit = audit.append_audit
         self.audit_events = audit.audit_events

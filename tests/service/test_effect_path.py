@@ -12,7 +12,15 @@ import pytest
 from store.records import RunLease
 from tests.service.service_harness import APPROVER, REQUESTER, Harness, start
 
-WATCHED = ("list_approvals", "get_approval", "get_run", "decision_evidence", "ledger_claim")
+WATCHED = (
+    "list_approvals",
+    "run_approvals",
+    "get_approval",
+    "approval_and_run",
+    "get_run",
+    "decision_evidence",
+    "ledger_claim",
+)
 
 
 def spy_on(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -42,16 +50,19 @@ async def test_the_way_to_the_effect_reads_the_rows_once_and_the_evidence_right_
 
     assert len(harness.effect_lines()) == 1
     before_claim = called[: called.index("ledger_claim")]
-    # The vote's own read of the approval; the run's rows once (the claimer's read, which
-    # the resume's first try matches the calls with); the newest request's seal, and the
-    # decision's evidence read once more right before the call (row, digest and seals).
-    assert before_claim.count("get_approval") == 1
-    # The run's row: the vote's read and the runner's pause check, which the claim's
-    # cancel check right after reuses; the resume's claim checks an operator's hold in
-    # its own transaction.
-    assert before_claim.count("get_run") == 2
-    assert before_claim.count("list_approvals") == 1
-    assert before_claim.count("decision_evidence") == 2
+    # The vote's own read of the approval and its run, in one read; the run's rows once,
+    # with the newest request's seal checked on that read (the claimer's read, which the
+    # resume's first try matches the calls with and takes the stretch's requester from);
+    # the decision's evidence read right before the call (row, digest and seals).
+    assert before_claim.count("approval_and_run") == 1
+    assert before_claim.count("get_approval") == 0
+    # The run's row besides: the runner's pause check, which the claim's cancel check
+    # right after reuses; the resume's claim checks an operator's hold in its own
+    # transaction.
+    assert before_claim.count("get_run") == 1
+    assert before_claim.count("run_approvals") == 1
+    assert before_claim.count("list_approvals") == 0
+    assert before_claim.count("decision_evidence") == 1
     assert before_claim[-1] == "decision_evidence"  # the last check, right before the claim
     after_claim = called[called.index("ledger_claim") :]
     assert "get_approval" in after_claim  # still looked at again once the claim is fresh

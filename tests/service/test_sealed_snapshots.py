@@ -240,3 +240,38 @@ async def test_a_requester_laundered_past_the_trigger_is_never_sealed_into_the_n
     assert failed.status == "failed"  # nothing more is asked in an unknown requester's name
     tampered = await audit_of(after, run_id, "tamper_detected")
     assert any(t.get("approval_id") == approval.approval_id for t in tampered)
+
+
+async def test_a_requester_laundered_before_the_closing_vote_fails_the_resume_it_claims(
+    open_harness: Callable[..., Any], db_path: Path
+) -> None:
+    """The closing vote's claim reads the run's rows with the newest request's seal
+    checked on that read (the resume takes the stretch's requester from it): a laundered
+    requester fails the run before anything runs, audited, as a read after the claim did."""
+    ran: list[str] = []
+    first = ("deploy_release", {"service": "payments", "version": "1.0.0"})
+    second = ("deploy_release", {"service": "payments", "version": EVIL})
+    before: Harness = await open_harness(registry=registry(ran, [first], [second]))
+    run_id = await started(before)
+    [approval] = await before.pending(run_id)
+    await close_harness(before)
+    write_directly(  # someone who can also change the schema
+        db_path,
+        ("DROP TRIGGER approvals_requester_is_fixed", ()),
+        ("UPDATE approvals SET requester = ? WHERE approval_id = ?",
+         ("U-someone-else", approval.approval_id)),
+    )  # fmt: skip
+
+    after: Harness = await open_harness(registry=registry(ran, [first], [second]))
+    result = await after.service.decide(
+        approval.approval_id, approve=True, decider=APPROVER, reason="ok"
+    )
+    await after.service.drain()
+
+    assert result.resume_started
+    assert ran == []
+    failed = await after.store.get_run(run_id)
+    assert failed is not None
+    assert failed.status == "failed"
+    tampered = await audit_of(after, run_id, "tamper_detected")
+    assert any(t.get("purpose") == "request_seal" for t in tampered)

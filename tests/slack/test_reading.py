@@ -74,6 +74,25 @@ def test_the_rule_cuts_exactly_where_the_card_does(warned: bool) -> None:
     assert not card_shows_all(approval(LONG).snapshot)
 
 
+def test_the_card_and_the_check_of_an_approving_vote_render_a_call_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The card's call block and the read-all check at a vote need the same rendering of
+    the snapshot: made once when the card is posted, not again at the vote."""
+    rendered: list[str] = []
+    real = ReviewSnapshot.render_text
+
+    def counted(snapshot: ReviewSnapshot, *, limit: int) -> str:
+        rendered.append(snapshot.tool_name)
+        return real(snapshot, limit=limit)
+
+    monkeypatch.setattr(ReviewSnapshot, "render_text", counted)
+    record = approval({"command": "deploy", "once": "rendered-once-" + "y" * 40})
+    snapshot_text(record)  # the card, posted
+    assert card_shows_all(record.snapshot)  # an approving vote's check
+    assert len(rendered) == 1
+
+
 PIECES = ["a", " ", "&amp;", "&lt;", "\n", "é", "e\u0301", "😀", "\\u202e", '\\"', "\\\\", "\\n"]
 ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}|\\.|&(?:amp|lt|gt);", re.DOTALL)
 

@@ -252,3 +252,16 @@ async def test_a_cancelled_decider_leaves_the_decision_whole(store: SqliteStore)
         assert record is not None
         assert (record.status != "pending") == (approval.approval_id in decided)
     assert (await store.verify_audit()).ok
+
+
+async def test_an_approval_and_its_run_come_in_one_read(store: SqliteStore) -> None:
+    await make_run(store)
+    [added] = await store.add_approvals([new_approval()])
+
+    found = await store.approval_and_run(added.approval_id)
+
+    assert found is not None
+    approval, run = found
+    assert approval == await store.get_approval(added.approval_id)
+    assert run == await store.get_run(added.run_id)
+    assert await store.approval_and_run("no-such-approval") is None

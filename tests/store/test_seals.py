@@ -242,3 +242,16 @@ async def test_rotation_does_not_launder_a_forged_seal(database_url: str, keyrin
         await rotated.close()
     with raw(database_url) as connection:
         assert connection.execute("SELECT seal_key_id FROM approval_votes").fetchall() == [("k1",)]
+
+
+async def test_a_runs_approvals_come_with_the_newest_requests_seal_checked(
+    store: SqliteStore,
+) -> None:
+    await make_run(store)
+    assert await store.run_approvals("run-1", limit=10) == ([], None)
+    await store.add_approvals([new_approval(call="c1"), new_approval(call="c2")])
+
+    rows, newest_request = await store.run_approvals("run-1", limit=10)
+
+    assert rows == await store.list_approvals(run_id="run-1", limit=10)
+    assert newest_request == "valid"
