@@ -67,6 +67,8 @@ EVENT_COLUMNS = "seq, kind, actor, run_id, approval_id, detail, at, prev_hash, h
 
 def to_db(moment: datetime) -> str:
     """'2026-11-29T14:23:22.000000Z'; naive datetimes are refused (their zone is unknown)."""
+    if moment.tzinfo is UTC:  # the clock's and from_db's: nothing to convert (every vote)
+        return moment.isoformat(timespec="microseconds")[:-6] + "Z"
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise InputError(f"timestamp {moment.isoformat()} has no time zone; give an aware UTC time")
     return moment.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
