@@ -16,10 +16,12 @@ keyed digest (`current_tool_call().digest`, the one its review card showed) says
 approved call was applied. It is never an unkeyed hash of the arguments, which would let
 a reader of this file confirm a guessed password. Lines are written under an exclusive
 `flock`, read-check-append as one step, so concurrent processes never interleave or
-both apply the same key. Each process remembers the first application of every key it
-has read and where it stopped reading (`_Index`), and under the lock reads only what
-was appended since (by itself or another process), so a call costs the same on the
-millionth line as on the first (it read the whole file on every call before).
+both apply the same key. Each process remembers where the first application of every
+key it has read begins in the file and where it stopped reading (`_Index`), and under
+the lock reads only what was appended since (by itself or another process), so a call
+costs the same on the millionth line as on the first (it read the whole file on every
+call before). What it remembers per key is two integers, not the line: a soak of 36,000
+runs grew the server by 2 KiB a run while the index kept every parsed line.
 """
 
 from __future__ import annotations
@@ -89,11 +91,14 @@ class EffectsFile:
     def _apply(self, effect: Effect, result: str) -> Applied:
         digest = effect.digest
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a+", encoding="utf-8") as handle:
+        with self.path.open("a+b") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
             self._index.catch_up(handle, self.path)
-            key = (effect.tool, effect.execution_key)
-            earlier = self._index.first.get(key) if effect.idempotent else None
+            earlier = (
+                self._index.first(handle, effect.tool, effect.execution_key)
+                if effect.idempotent
+                else None
+            )
             if earlier is not None and not digests_equal(
                 str(earlier.get("arguments_digest")), digest
             ):
@@ -104,52 +109,87 @@ class EffectsFile:
                 result=str(earlier["result"]) if earlier is not None else result,
                 duplicate=earlier is not None,
             )
-            line = _line(effect, digest, applied)
-            handle.write(line)
+            handle.write(_line(effect, digest, applied).encode())
             handle.flush()
             os.fsync(handle.fileno())
             self._index.catch_up(handle, self.path)  # our own line, still under the lock
         return applied
 
 
+def _slot(tool: object, execution_key: object) -> int:
+    """A key's place in the index: 64 bits of a hash of the tool and the key. Two keys
+    may share a slot (the line it points to says whose it is)."""
+    named = json.dumps([tool, execution_key]).encode()
+    return int.from_bytes(hashlib.blake2b(named, digest_size=8).digest(), "big")
+
+
 @dataclass
 class _Index:
-    """What this process has read of the file: the first application of each (tool,
-    execution key), the offset it read to and the lines before it. Read again from the
-    start when the file is another one or shorter than that offset (replaced or cut)."""
+    """What this process has read of the file: where the first application of each
+    (tool, execution key) begins, by `_slot`; the offset it read to and the lines before
+    it. Read again from the start when the file is another one or shorter than that
+    offset (replaced or cut)."""
 
     inode: int = -1
     offset: int = 0
     lines: int = 0
-    first: dict[tuple[object, object], dict[str, Any]] = field(default_factory=dict)
+    starts: dict[int, int] = field(default_factory=dict)
 
-    def catch_up(self, handle: IO[str], source: Path) -> None:
+    def catch_up(self, handle: IO[bytes], source: Path) -> None:
         """Read what was appended since the last call (`handle` holds the file's lock)."""
         status = os.fstat(handle.fileno())
         if status.st_ino != self.inode or status.st_size < self.offset:
-            self.inode, self.offset, self.lines, self.first = status.st_ino, 0, 0, {}
+            self.inode, self.offset, self.lines, self.starts = status.st_ino, 0, 0, {}
         handle.seek(self.offset)
-        text = handle.read()
-        for record in _parse(text, source, first_line=self.lines + 1):
-            if not record.get("duplicate"):
-                self.first.setdefault((record.get("tool"), record.get("execution_key")), record)
-        self.lines += len(text.splitlines())
-        self.offset = handle.tell()
+        for line in handle:
+            record = _record(line, source, self.lines + 1)  # a damaged line stops here
+            start = self.offset
+            self.lines, self.offset = self.lines + 1, self.offset + len(line)
+            if record is None or record.get("duplicate"):
+                continue
+            self.starts.setdefault(_slot(*_names(record)), start)
+
+    def first(self, handle: IO[bytes], tool: str, execution_key: str) -> dict[str, Any] | None:
+        """The line of the first application of `execution_key` to `tool`, or None."""
+        start = self.starts.get(_slot(tool, execution_key))
+        if start is None:
+            return None
+        handle.seek(start)
+        record = _record(handle.readline(), Path(handle.name), 0)
+        if record is not None and _names(record) == (tool, execution_key):
+            return record
+        handle.seek(0)  # another key's slot (two keys in one: a full read finds it)
+        for number, line in enumerate(handle, start=1):
+            found = _record(line, Path(handle.name), number)
+            wanted = found is not None and _names(found) == (tool, execution_key)
+            if wanted and found is not None and not found.get("duplicate"):
+                return found
+        return None
+
+
+def _names(record: dict[str, Any]) -> tuple[object, object]:
+    return record.get("tool"), record.get("execution_key")
 
 
 def _parse(text: str, source: Path, *, first_line: int = 1) -> Iterator[dict[str, Any]]:
     for number, line in enumerate(text.splitlines(), start=first_line):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            record = None
-        if not isinstance(record, dict):
-            raise InputError(
-                f"{source}:{number} is not a JSON object; fix or move the effects file"
-            )
-        yield record
+        record = _record(line, source, number)
+        if record is not None:
+            yield record
+
+
+def _record(line: str | bytes, source: Path, number: int) -> dict[str, Any] | None:
+    """Line `number` of the file as an object (None when blank); InputError naming the
+    line when it is not one."""
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict):
+        raise InputError(f"{source}:{number} is not a JSON object; fix or move the effects file")
+    return record
 
 
 def _line(effect: Effect, digest: str, applied: Applied) -> str:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
 from bot.agents import model_from_env
 from bot.demo import EffectsFile, OfflineOpsModel, ops_dependencies, parse_task
+from bot.demo import effects as effects_module
 from bot.demo.effects import Effect
 from bot.demo.offline_model import Command
 from bot.errors import ConfigError, InputError
@@ -225,3 +227,44 @@ async def test_a_damaged_line_appended_later_is_named_by_its_line_number(tmp_pat
         handle.write("not json\n")
     with pytest.raises(InputError, match=r"fx\.jsonl:2 is not a JSON object"):
         await effects.apply(effect("k2"), "ok")
+
+
+async def test_the_downstream_keeps_two_numbers_a_key_not_its_line(tmp_path: Path) -> None:
+    """A soak's server grew 2 KiB a run while the index held every parsed line; what it
+    keeps per key must not grow with the line (here 2,000 characters of arguments)."""
+    effects = EffectsFile(tmp_path / "fx.jsonl")
+    await effects.apply(effect("warm", "v" * 2000), "ok")
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(300):
+            effects._apply(effect(f"key-{n}", "v" * 2000), "deployed")
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept / 300 < 200, f"{kept / 300:.0f} bytes kept per key"
+    again = await effects.apply(effect("key-7", "v" * 2000), "not this")
+    assert (again.result, again.duplicate) == ("deployed", True)
+
+
+async def test_keys_that_share_an_index_slot_are_still_told_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(effects_module, "_slot", lambda tool, key: 7)  # every key in one slot
+    effects = EffectsFile(tmp_path / "fx.jsonl")
+    await effects.apply(effect("k1"), "first")
+    second = await effects.apply(effect("k2"), "second")
+    again = await effects.apply(effect("k2"), "not this")
+    assert not second.duplicate
+    assert (again.result, again.duplicate) == ("second", True)
+
+
+async def test_a_damaged_line_is_named_again_on_the_next_call(tmp_path: Path) -> None:
+    path = tmp_path / "fx.jsonl"
+    effects = EffectsFile(path)
+    await effects.apply(effect("k1"), "ok")
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("not json\n")
+    for _ in range(2):
+        with pytest.raises(InputError, match=r"fx\.jsonl:2 is not a JSON object"):
+            await effects.apply(effect("k2"), "ok")
