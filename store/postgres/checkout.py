@@ -36,6 +36,8 @@ class Checkout:
         self._idle: list[Any] = []  # out of the pool, free: the last one kept goes first
         self._out = 0  # connections taken from the pool and not given back
         self._waiters: deque[asyncio.Future[Any]] = deque()
+        self._closing = False
+        self._returning: set[asyncio.Task[None]] = set()  # given back after `close`
 
     async def take(self) -> Any:
         """A connection for one use; hand it back with `keep` after a clean use, else
@@ -61,7 +63,13 @@ class Checkout:
             return connection
 
     def keep(self, connection: Any) -> None:
-        """`connection` after a clean use (no transaction open, nothing in flight)."""
+        """`connection` after a clean use (no transaction open, nothing in flight). Once
+        the store is closing, it goes back to the pool (whose `close` waits for it)."""
+        if self._closing:
+            task = asyncio.get_running_loop().create_task(self.give_back(connection))
+            self._returning.add(task)
+            task.add_done_callback(self._returning.discard)
+            return
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
@@ -79,7 +87,9 @@ class Checkout:
             self._wake()
 
     async def close(self) -> None:
-        """Give every idle connection back (the pool's `close` waits for them all)."""
+        """Give every idle connection back (the pool's `close` waits for them all), and
+        from now on each one in use as soon as its use ends."""
+        self._closing = True
         idle, self._idle = self._idle, []
         for connection in idle:
             await self.give_back(connection)

@@ -121,3 +121,15 @@ async def test_a_connection_dropped_while_kept_idle_is_replaced(
         await asyncio.sleep(0.01)
     row = await database.read_one("SELECT pg_backend_pid()")
     assert row[0] != pid
+
+
+async def test_closing_waits_for_a_use_in_flight_and_gives_its_connection_back(
+    postgres_url: str,
+) -> None:
+    database = await PgDatabase.open(postgres_url, location="test", pool_size=2)
+    await database.read("SELECT 1")  # a kept, idle connection
+    in_flight = asyncio.create_task(database.read_one("SELECT 7 FROM pg_sleep(0.2)"))
+    while database._connections._idle:  # until it has taken the kept connection
+        await asyncio.sleep(0)
+    await asyncio.wait_for(database.close(), timeout=30)  # hung: the use kept it
+    assert (await in_flight)[0] == 7
