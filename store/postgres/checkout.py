@@ -37,7 +37,6 @@ class Checkout:
         self._out = 0  # connections taken from the pool and not given back
         self._waiters: deque[asyncio.Future[Any]] = deque()
         self._closing = False
-        self._returning: set[asyncio.Task[None]] = set()  # given back after `close`
 
     async def take(self) -> Any:
         """A connection for one use; hand it back with `keep` after a clean use, else
@@ -62,20 +61,19 @@ class Checkout:
                 continue
             return connection
 
-    def keep(self, connection: Any) -> None:
-        """`connection` after a clean use (no transaction open, nothing in flight). Once
-        the store is closing, it goes back to the pool (whose `close` waits for it)."""
+    def keep(self, connection: Any) -> bool:
+        """Keep `connection` after a clean use (no transaction open, nothing in flight);
+        False once the store is closing: the caller gives it back (the pool's `close`
+        waits for it)."""
         if self._closing:
-            task = asyncio.get_running_loop().create_task(self.give_back(connection))
-            self._returning.add(task)
-            task.add_done_callback(self._returning.discard)
-            return
+            return False
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
                 waiter.set_result(connection)
-                return
+                return True
         self._idle.append(connection)
+        return True
 
     async def give_back(self, connection: Any) -> None:
         """Return `connection` to the pool after a failed or cancelled use, or one that
@@ -104,8 +102,8 @@ class Checkout:
                 handed = waiter.result()
                 if handed is None:
                     self._wake()
-                else:
-                    self.keep(handed)
+                elif not self.keep(handed):
+                    await self.give_back(handed)
             elif waiter in self._waiters:
                 self._waiters.remove(waiter)
             raise

@@ -93,7 +93,8 @@ class PgDatabase:
                 except BaseException:
                     await connections.give_back(connection)
                     raise
-                connections.keep(connection)
+                if not connections.keep(connection):
+                    await connections.give_back(connection)
                 return outcome
             except _RETRYABLE as error:
                 if attempt == RETRIES:
@@ -116,7 +117,8 @@ class PgDatabase:
                 except BaseException:
                     await connections.give_back(connection)
                     raise
-                connections.keep(connection)
+                if not connections.keep(connection):
+                    await connections.give_back(connection)
                 return result
             except _RETRYABLE as error:
                 if attempt == RETRIES:
@@ -134,7 +136,8 @@ class PgDatabase:
             except BaseException:
                 await connections.give_back(connection)
                 raise
-            connections.keep(connection)
+            if not connections.keep(connection):
+                await connections.give_back(connection)
         except _FAILED as error:
             raise StoreError(f"read failed on {self.location}: {error}") from error
         return rows

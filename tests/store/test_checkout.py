@@ -129,7 +129,9 @@ async def test_closing_waits_for_a_use_in_flight_and_gives_its_connection_back(
     database = await PgDatabase.open(postgres_url, location="test", pool_size=2)
     await database.read("SELECT 1")  # a kept, idle connection
     in_flight = asyncio.create_task(database.read_one("SELECT 7 FROM pg_sleep(0.2)"))
-    while database._connections._idle:  # until it has taken the kept connection
+    for _ in range(10_000):  # until it has taken the kept connection
+        if not database._connections._idle:
+            break
         await asyncio.sleep(0)
     await asyncio.wait_for(database.close(), timeout=30)  # hung: the use kept it
     assert (await in_flight)[0] == 7
