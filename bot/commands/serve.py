@@ -6,7 +6,8 @@ README), open the model and the store, listen on HOST:PORT (the probes answer fr
 on, saying what the bot waits for: bot.commands.serving), open the Slack surface
 (`open_bot`, bot.commands.bot_opening: auth.test, tried again while Slack cannot be
 reached), finish what a dead process left (`recover`), start
-the expiry sweeper, take Slack's requests until SIGINT/SIGTERM, then stop listening,
+the expiry sweeper (and, on glibc, the return of freed heap pages once a minute:
+bot.commands.freed_memory), take Slack's requests until SIGINT/SIGTERM, then stop listening,
 drain the tasks they own and close everything, each part by whoever opened it. With
 `APPROVALS_MCP` set, the MCP gateway (bot.commands.mcp_gateway) answers `/mcp` on the
 same port: 503 until its upstreams are connected, then the gateway itself.
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from bot.commands.bot_opening import open_bot
+from bot.commands.freed_memory import returning_freed_memory
 from bot.commands.mcp_gateway import GatewaySetup
 from bot.commands.serving import Port, Signals
 from bot.logs import announce, configure_logging, log_settings_from_env
@@ -131,6 +133,7 @@ async def _open_and_serve(
             waiting=readiness.waiting,
         ) as surface,
         _gateway_running(gateway, surface.service),
+        returning_freed_memory(),
     ):
         await _start_work(surface.service, readiness, environ)
         probes = Probes(
