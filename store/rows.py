@@ -18,7 +18,6 @@ from typing import Any, Protocol, cast
 from bot.errors import InputError
 from store.records import (
     ApprovalRecord,
-    ApprovalStatus,
     AuditEvent,
     EngineStamp,
     LedgerEntry,
@@ -88,6 +87,8 @@ _RUN_NAMES = RUN_COLUMNS.split(", ")
 
 def to_db(moment: datetime) -> str:
     """'2026-11-29T14:23:22.000000Z'; naive datetimes are refused (their zone is unknown)."""
+    if moment.tzinfo is UTC:  # the clock's and from_db's: nothing to convert (every vote)
+        return moment.isoformat(timespec="microseconds")[:-6] + "Z"
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise InputError(f"timestamp {moment.isoformat()} has no time zone; give an aware UTC time")
     return moment.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
@@ -154,16 +155,22 @@ def row_to_approval(
     row: Row, *, snapshot: str | None = None, snapshot_seal: SealCheck = "missing"
 ) -> ApprovalRecord:
     """The approval of a row; `snapshot` and `snapshot_seal` as checked by the caller
-    (store.seals.read_approval), else the stored snapshot, its seal unchecked."""
+    (store.seals.read_approval), else the stored snapshot, its seal unchecked.
+
+    Every vote and every list builds these, so the record is made without the frozen
+    dataclass's `__init__` (a call of `object.__setattr__` per field, 3.4 us of the 5 us
+    this took): its fields are set at once, every one of them, to what `__init__` would
+    set (tests/store/test_rows.py holds the two to the same record); it stays frozen."""
     row = by_name(row)
-    return ApprovalRecord(
+    record: ApprovalRecord = _NEW(ApprovalRecord)
+    record.__dict__.update(
         approval_id=row["approval_id"],
         run_id=row["run_id"],
         tool_call_id=row["tool_call_id"],
         tool_name=row["tool_name"],
         arguments_digest=row["arguments_digest"],
         snapshot=row["snapshot"] if snapshot is None else snapshot,
-        status=cast(ApprovalStatus, row["status"]),
+        status=row["status"],
         requester=row["requester"],
         decider=row["decider"],
         reason=row["reason"],
@@ -184,6 +191,10 @@ def row_to_approval(
         policy_fingerprint=row["policy_fingerprint"],
         snapshot_seal=snapshot_seal,
     )
+    return record
+
+
+_NEW = object.__new__
 
 
 def row_to_standing(row: Row) -> StandingDecision:

@@ -12,7 +12,10 @@ body is made afresh by its factory each time.
 
 Reads go through the same pool, each one statement outside any transaction (the last
 commit). Pool size: `APPROVALS_PG_POOL_SIZE` (default 10) connections per process; each
-replica holds up to that many of the server's `max_connections`.
+replica holds up to that many of the server's `max_connections`. A connection the pool
+hands out is kept by the store between uses (store.postgres.checkout: asyncpg's acquire
+and release cost more client CPU than a vote's statement), and goes back to the pool
+after any failure, which reconnects.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any, TypeVar
 import asyncpg
 
 from bot.errors import ConfigError, StoreError
+from store.postgres.checkout import Checkout
 from store.postgres.dialect import postgres_sql
 from store.tx import (
     Body,
@@ -57,8 +61,9 @@ def pool_size_from_env(environ: Mapping[str, str] | None = None) -> int:
 class PgDatabase:
     """A Postgres database opened for the store: `transact()` writes and `read()` queries."""
 
-    def __init__(self, pool: Any, *, location: str) -> None:
+    def __init__(self, pool: Any, *, location: str, pool_size: int) -> None:
         self._pool = pool
+        self._connections = Checkout(pool, pool_size)  # kept between uses
         self.location = location  # the URL without its password, for messages
 
     @classmethod
@@ -73,15 +78,24 @@ class PgDatabase:
             )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             raise StoreError(f"cannot open database {location}: {error}") from error
-        return cls(pool, location=location)
+        return cls(pool, location=location, pool_size=pool_size)
 
     async def transact(self, body: Callable[[], Body[T]]) -> T:
         """Run the body made by `body()` as one transaction; deadlocks and serialization
         failures run it again from the start."""
+        connections = self._connections
         for attempt in range(1, RETRIES + 1):
             try:
-                async with self._pool.acquire() as connection, connection.transaction():
-                    return await drive(body(), connection)
+                connection = await connections.take()
+                try:
+                    async with connection.transaction():
+                        outcome = await drive(body(), connection)
+                except BaseException:
+                    await connections.give_back(connection)
+                    raise
+                if not connections.keep(connection):
+                    await connections.give_back(connection)
+                return outcome
             except _RETRYABLE as error:
                 if attempt == RETRIES:
                     raise StoreError(f"write failed on {self.location}: {error}") from error
@@ -94,10 +108,18 @@ class PgDatabase:
     async def transact_one(self, statement: Statement) -> Any:
         """One statement in autocommit: its own transaction, in one round trip (no
         BEGIN, no COMMIT); deadlocks and serialization failures run it again."""
+        connections = self._connections
         for attempt in range(1, RETRIES + 1):
             try:
-                async with self._pool.acquire() as connection:
-                    return await execute(connection, statement)
+                connection = await connections.take()
+                try:
+                    result = await execute(connection, statement)
+                except BaseException:
+                    await connections.give_back(connection)
+                    raise
+                if not connections.keep(connection):
+                    await connections.give_back(connection)
+                return result
             except _RETRYABLE as error:
                 if attempt == RETRIES:
                     raise StoreError(f"write failed on {self.location}: {error}") from error
@@ -106,8 +128,16 @@ class PgDatabase:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        connections = self._connections
         try:
-            rows: list[Any] = await self._pool.fetch(postgres_sql(sql), *params)
+            connection = await connections.take()
+            try:
+                rows: list[Any] = await connection.fetch(postgres_sql(sql), *params)
+            except BaseException:
+                await connections.give_back(connection)
+                raise
+            if not connections.keep(connection):
+                await connections.give_back(connection)
         except _FAILED as error:
             raise StoreError(f"read failed on {self.location}: {error}") from error
         return rows
@@ -119,12 +149,13 @@ class PgDatabase:
     async def connection(self) -> Any:
         """A pooled connection of one's own (migrations, copies); release it with
         `release`."""
-        return await self._pool.acquire()
+        return await self._connections.take()
 
     async def release(self, connection: Any) -> None:
-        await self._pool.release(connection)
+        await self._connections.give_back(connection)
 
     async def close(self) -> None:
+        await self._connections.close()
         await self._pool.close()
 
 

@@ -13,7 +13,7 @@ transition. A vote that does not close the approval is
 audited `voted`; the closing one is the `decided` event, which lists every counted voter.
 
 The vote people cast most, an approval that closes an approval needing one, is first
-tried as one statement (`_Ballot.closing_alone`): the conditional UPDATE that closes the
+tried as one statement (store.sql.closing): the conditional UPDATE that closes the
 approval, with the vote and the `decided` event inserted for the row it changed (on
 Postgres one round trip, no BEGIN or COMMIT). It changes a row only in the one case where
 the whole transaction would have ended the same way; every other vote matches nothing
@@ -34,7 +34,6 @@ from store.records import Amendment, ApprovalRecord, Verdict, VoteOutcome, VoteR
 from store.rows import (
     APPROVAL_COLUMNS,
     VOTE_COLUMNS,
-    Row,
     from_db,
     row_to_vote,
     to_db,
@@ -51,15 +50,12 @@ from store.seals import (
 )
 from store.sql import audit
 from store.sql.approvals import SELECT_ONE
+from store.sql.closing import closed_alone, closing_alone
 from store.sql.expiry import expire_one
 from store.sql.quorum import Tally, check_vote, tally
 from store.tx import (
     Body,
     Database,
-    FollowUp,
-    FromChanged,
-    Statement,
-    changing,
     many,
     one,
     placeholders,
@@ -68,16 +64,6 @@ from store.tx import (
 
 IN_CLAUSE_CHUNK = 500  # far below SQLite's and Postgres's limits on parameters
 LOCK_ONE = f"{SELECT_ONE} FOR UPDATE"
-VOTE_FIELDS = tuple(VOTE_COLUMNS.split(", "))
-SEAL_FIELDS = tuple(SEAL_COLUMNS.split(", "))
-CLOSE_ALONE = (
-    "UPDATE approvals SET status = 'approved', decider = ?, reason = ?, "
-    "message = NULL, decided_at = ? WHERE approval_id = ? AND status = 'pending' "
-    "AND required_approvals = 1 AND arguments_digest = ? "
-    "AND (expires_at IS NULL OR expires_at > ?) "
-    "AND NOT EXISTS (SELECT 1 FROM approval_votes v WHERE v.approval_id = ? "
-    f"AND v.voter = ? AND v.digest = ?) RETURNING {APPROVAL_COLUMNS}"
-)  # `_Ballot.closing_alone`: one text, so each cache keyed by it finds it at once
 
 
 class Votes:
@@ -111,6 +97,17 @@ class Votes:
                 digest=digest if amend is None else amend.arguments_digest, at=at_text,
             ),
         )  # fmt: skip
+        if decision == "approved" and amend is None:
+            closed = await self._db.transact_one(
+                closing_alone(
+                    approval_id=approval_id, voter=voter, digest=digest, reason=reason,
+                    at_text=at_text, via=via, seal=seal,
+                )
+            )  # fmt: skip
+            if closed is not None:
+                return closed_alone(
+                    self._seals, closed, voter=voter, reason=reason, at_text=at_text
+                )
         ballot = _Ballot(
             approval_id=approval_id,
             decision=decision,
@@ -133,10 +130,6 @@ class Votes:
                 snapshot=amend.snapshot,
             ),
         )
-        if decision == "approved" and amend is None:
-            closed = await self._db.transact_one(ballot.closing_alone())
-            if closed is not None:
-                return ballot.closed_alone(closed)
         return await self._db.transact(ballot.cast_in)
 
     async def votes(self, approval_ids: Sequence[str]) -> dict[str, list[VoteRecord]]:
@@ -171,63 +164,6 @@ class _Ballot:
     seal: Seal  # the vote's seal (store.seals.vote_fields), made before the transaction
     seals: DecisionSeals  # checks the snapshot of every approval row it reads
     snapshot_seal: Seal | None  # the amendment's new snapshot's seal, made beforehand
-
-    def closing_alone(self) -> Statement:
-        """The common vote as one statement: an approval on the arguments under review of
-        an approval that needs one, pending and unexpired, by someone who has not voted
-        on them, closes it with its vote and its `decided` event (what `cast_in` would
-        do; any other case matches no row and goes to `cast_in`)."""
-        return changing(
-            one(
-                CLOSE_ALONE,
-                (
-                    self.voter,
-                    self.reason,
-                    self.at_text,
-                    self.approval_id,
-                    self.digest,
-                    self.at_text,
-                    self.approval_id,
-                    self.voter,
-                    self.digest,
-                ),
-            ),
-            FollowUp(
-                table="approval_votes",
-                columns=(*VOTE_FIELDS, *SEAL_FIELDS),
-                values=(
-                    FromChanged("approval_id"),
-                    self.voter,
-                    "approved",
-                    FromChanged("arguments_digest"),
-                    self.reason,
-                    self.at_text,
-                    *seal_params(self.seal),
-                ),
-            ),
-            audit.follow_up(
-                "decided",
-                at=self.at_text,
-                actor=self.voter,
-                detail=with_via(
-                    {
-                        "decision": "approved",
-                        "reason": self.reason,
-                        "message": None,
-                        "digest": self.digest,
-                        "voters": [self.voter],
-                    },
-                    self.via,
-                ),
-            ),
-        )
-
-    def closed_alone(self, row: Row) -> VoteOutcome:
-        """The outcome of `closing_alone` that changed `row`."""
-        record = read_approval(self.seals, row)
-        return VoteOutcome(
-            result="decided", record=record, votes=(self._as_record(record.arguments_digest),)
-        )
 
     def cast_in(self) -> Body[VoteOutcome]:
         row = yield one(LOCK_ONE, (self.approval_id,))
