@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import ctypes.util
 import logging
 from collections.abc import AsyncIterator, Callable
 
@@ -32,11 +31,8 @@ Trim = Callable[[], object]
 
 def heap_trimmer() -> Trim | None:
     """glibc's `malloc_trim(0)` as a function, or None where there is no glibc."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
     try:
-        trim = ctypes.CDLL(name).malloc_trim
+        trim = ctypes.CDLL(None).malloc_trim  # the symbols the process already has
     except (OSError, AttributeError):
         return None
     trim.argtypes = [ctypes.c_size_t]
