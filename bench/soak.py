@@ -1,7 +1,7 @@
 """A soak on Postgres: a steady stream of runs, each decided from its card, for minutes.
 
     nice -n 19 python bench/soak.py [--minutes 30] [--rate 20] [--warmup-seconds 240]
-                                    [--trace-memory DIR]
+                                    [--trace-memory DIR] [--malloc-stats DIR]
 
 One real `approvals-bot serve` process (the demo ops agent, offline model, `deploy`, an
 idempotent tool with no latency) on a fresh Postgres database (APPROVALS_TEST_PG_URL
@@ -18,6 +18,11 @@ the server, of this process (the client and the fake Slack Web API) and of the
 Postgres backends serving the database, per completed run. After the load stops, the
 script waits for every run to finish and checks that nothing is left queued: no pending
 approval, no run still working, the audit chain verifying.
+
+`--malloc-stats DIR`: the server writes its allocators' counters (RSS, glibc's heap in
+use and free, pymalloc's arenas and blocks, tracked objects by type) every 30 s to
+DIR/malloc-<pid>.jsonl (bench/tracing/malloc_stats.py): where a growing RSS grows. It
+costs little (a pass over the tracked objects every 30 s).
 
 `--trace-memory DIR`: the server runs with tracemalloc (bench/tracing/sitecustomize.py,
 a snapshot a minute into DIR) and what grew from the first minute after the warm-up to
@@ -227,11 +232,17 @@ async def soak_on(url: str, workdir: Path, args: argparse.Namespace) -> int:
     env = serve_env(fake, workdir, APPROVALS_DATABASE_URL=url, LOG_LEVEL="WARNING",
                     APPROVALS_SWEEP_SECONDS="10")  # fmt: skip
     env["APPROVALS_KEYS"] = format_key(key)
-    if args.trace_memory is not None:
-        args.trace_memory.mkdir(parents=True, exist_ok=True)
+    probes = {
+        "SOAK_TRACE_MEMORY_DIR": args.trace_memory,
+        "SOAK_MALLOC_STATS_DIR": args.malloc_stats,
+    }
+    for variable, directory in probes.items():
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+            env[variable] = str(directory)
+    if any(probes.values()):
         tracing = str(ROOT / "bench" / "tracing")
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [tracing, env.get("PYTHONPATH")]))
-        env["SOAK_TRACE_MEMORY_DIR"] = str(args.trace_memory)
     served = await start_serve(env)
     timeout = aiohttp.ClientTimeout(total=30)
     connector = aiohttp.TCPConnector(limit=256)
@@ -353,6 +364,9 @@ def main() -> int:
     parser.add_argument("--warmup-seconds", type=float, default=240.0)
     parser.add_argument("--trace-memory", type=Path, default=None, metavar="DIR",
                         help="tracemalloc snapshots of the server into DIR")  # fmt: skip
+    parser.add_argument("--malloc-stats", type=Path, default=None, metavar="DIR",
+                        help="the server's allocator counters every 30 s into DIR "
+                        "(bench/tracing/malloc_stats.py)")  # fmt: skip
     args = parser.parse_args()
     with fresh_postgres_database() as url, tempfile.TemporaryDirectory() as workdir:
         return asyncio.run(soak_on(url, Path(workdir), args))

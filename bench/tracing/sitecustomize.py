@@ -8,6 +8,9 @@ in (default 20: past the imports and the start-up, which tracing would slow past
 after), 10 frames deep, then writes a snapshot every SOAK_TRACE_MEMORY_SECONDS (default
 60) to DIR/snapshot-<seconds>.pickle, seconds counted from the process start. Nothing
 of this is in the bot: a production process never pays for it.
+
+With SOAK_MALLOC_STATS_DIR set (bench/soak.py `--malloc-stats DIR`) it also starts
+bench/tracing/malloc_stats.py: the allocators' own counters, a line every 30 s.
 """
 
 from __future__ import annotations
@@ -40,3 +43,11 @@ if _directory:
     threading.Thread(
         target=_snapshots, args=(Path(_directory),), name="soak-tracemalloc", daemon=True
     ).start()
+
+_malloc_stats = os.environ.get("SOAK_MALLOC_STATS_DIR")
+if _malloc_stats:
+    import malloc_stats  # beside this file, on the same PYTHONPATH
+
+    malloc_stats.start(
+        Path(_malloc_stats), float(os.environ.get("SOAK_MALLOC_STATS_SECONDS", "30"))
+    )
