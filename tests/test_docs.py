@@ -229,8 +229,8 @@ def test_the_planning_check_sees_what_it_should() -> None:
 
 def test_the_license_file_is_the_license_pyproject_names() -> None:
     with (ROOT / "pyproject.toml").open("rb") as handle:
-        declared = tomllib.load(handle)["project"]["license"]
-    assert declared == {"text": "Apache-2.0"}
+        project = tomllib.load(handle)["project"]
+    assert (project["license"], project["license-files"]) == ("Apache-2.0", ["LICENSE"])
     text = (ROOT / "LICENSE").read_text(encoding="utf-8")
     assert " ".join(text.split()[:5]) == "Apache License Version 2.0, January"
     assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text
