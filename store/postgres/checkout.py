@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import asyncpg
+
+T = TypeVar("T")
 
 
 class Checkout:
@@ -60,6 +63,19 @@ class Checkout:
                 await self.give_back(connection)
                 continue
             return connection
+
+    async def use(self, work: Callable[[Any], Awaitable[T]]) -> T:
+        """`work(connection)` on a connection taken for it: kept after a clean use, given
+        back to the pool after any failure or cancellation."""
+        connection = await self.take()
+        try:
+            outcome = await work(connection)
+        except BaseException:
+            await self.give_back(connection)
+            raise
+        if not self.keep(connection):
+            await self.give_back(connection)
+        return outcome
 
     def keep(self, connection: Any) -> bool:
         """Keep `connection` after a clean use (no transaction open, nothing in flight);

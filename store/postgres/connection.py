@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import asyncpg
@@ -83,19 +84,14 @@ class PgDatabase:
     async def transact(self, body: Callable[[], Body[T]]) -> T:
         """Run the body made by `body()` as one transaction; deadlocks and serialization
         failures run it again from the start."""
-        connections = self._connections
+
+        async def in_transaction(connection: Any) -> T:
+            async with connection.transaction():
+                return await drive(body(), connection)
+
         for attempt in range(1, RETRIES + 1):
             try:
-                connection = await connections.take()
-                try:
-                    async with connection.transaction():
-                        outcome = await drive(body(), connection)
-                except BaseException:
-                    await connections.give_back(connection)
-                    raise
-                if not connections.keep(connection):
-                    await connections.give_back(connection)
-                return outcome
+                return await self._connections.use(in_transaction)
             except _RETRYABLE as error:
                 if attempt == RETRIES:
                     raise StoreError(f"write failed on {self.location}: {error}") from error
@@ -108,18 +104,9 @@ class PgDatabase:
     async def transact_one(self, statement: Statement) -> Any:
         """One statement in autocommit: its own transaction, in one round trip (no
         BEGIN, no COMMIT); deadlocks and serialization failures run it again."""
-        connections = self._connections
         for attempt in range(1, RETRIES + 1):
             try:
-                connection = await connections.take()
-                try:
-                    result = await execute(connection, statement)
-                except BaseException:
-                    await connections.give_back(connection)
-                    raise
-                if not connections.keep(connection):
-                    await connections.give_back(connection)
-                return result
+                return await self._connections.use(partial(execute, statement=statement))
             except _RETRYABLE as error:
                 if attempt == RETRIES:
                     raise StoreError(f"write failed on {self.location}: {error}") from error
@@ -128,16 +115,10 @@ class PgDatabase:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        connections = self._connections
         try:
-            connection = await connections.take()
-            try:
-                rows: list[Any] = await connection.fetch(postgres_sql(sql), *params)
-            except BaseException:
-                await connections.give_back(connection)
-                raise
-            if not connections.keep(connection):
-                await connections.give_back(connection)
+            rows: list[Any] = await self._connections.use(
+                lambda connection: connection.fetch(postgres_sql(sql), *params)
+            )
         except _FAILED as error:
             raise StoreError(f"read failed on {self.location}: {error}") from error
         return rows
