@@ -95,7 +95,7 @@ class EffectsFile:
             fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
             self._index.catch_up(handle, self.path)
             earlier = (
-                self._index.first(handle, effect.tool, effect.execution_key)
+                self._index.first(handle, self.path, effect.tool, effect.execution_key)
                 if effect.idempotent
                 else None
             )
@@ -149,18 +149,21 @@ class _Index:
                 continue
             self.starts.setdefault(_slot(*_names(record)), start)
 
-    def first(self, handle: IO[bytes], tool: str, execution_key: str) -> dict[str, Any] | None:
-        """The line of the first application of `execution_key` to `tool`, or None."""
+    def first(
+        self, handle: IO[bytes], source: Path, tool: str, execution_key: str
+    ) -> dict[str, Any] | None:
+        """The line of the first application of `execution_key` to `tool`, or None (read
+        already by `catch_up`, so it parses)."""
         start = self.starts.get(_slot(tool, execution_key))
         if start is None:
             return None
         handle.seek(start)
-        record = _record(handle.readline(), Path(handle.name), 0)
-        if record is not None and _names(record) == (tool, execution_key):
+        record = json.loads(handle.readline())
+        if isinstance(record, dict) and _names(record) == (tool, execution_key):
             return record
         handle.seek(0)  # another key's slot (two keys in one: a full read finds it)
         for number, line in enumerate(handle, start=1):
-            found = _record(line, Path(handle.name), number)
+            found = _record(line, source, number)
             wanted = found is not None and _names(found) == (tool, execution_key)
             if wanted and found is not None and not found.get("duplicate"):
                 return found

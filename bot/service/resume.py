@@ -57,7 +57,7 @@ from store.records import TERMINAL_APPROVAL_STATUSES, ApprovalRecord, RunRecord,
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ClaimersRead:
     """The run's approval rows a claimer read right before its claim (all terminal), and
     the request seal of the newest, checked on that same read (None: no approval)."""
@@ -75,7 +75,7 @@ async def resume_if_all_decided(flow: Workflow, run_id: str) -> bool:
     rows, request_seal = await flow.store.run_approvals(run_id, limit=APPROVALS_PER_RUN_LIMIT)
     if any(row.status not in TERMINAL_APPROVAL_STATUSES for row in rows):
         return False
-    return await claim_resume(flow, run_id, read=ClaimersRead(rows, request_seal))
+    return await claim_resume(flow, run_id, read=ClaimersRead(rows=rows, request_seal=request_seal))
 
 
 async def claim_resume(
